@@ -1,0 +1,60 @@
+"""Per-invocation state shared by every command: global options, config, manifest."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from neuronctl.cli.config import Config
+    from neuronctl.manifest import Manifest
+
+
+@dataclass
+class App:
+    verbose: int = 0
+    quiet: bool = False
+    color: bool = True
+    config_path: Path | None = None
+    manifest_path: Path | None = None
+    _config: Config | None = field(default=None, repr=False)
+
+    def config(self) -> Config:
+        if self._config is None:
+            from neuronctl.cli.config import load_config
+
+            self._config = load_config(self.config_path)
+        return self._config
+
+    def manifest(self, override: Path | None = None) -> Manifest:
+        from neuronctl.manifest import load_manifest
+
+        path = override or self.manifest_path
+        if path is None:
+            path = self.config().path("manifest")
+        if path is None and os.environ.get("NEURONCTL_MANIFEST"):
+            path = Path(os.environ["NEURONCTL_MANIFEST"])
+        return load_manifest(path)
+
+    def console(self, *, stderr: bool = False) -> Console:
+        from rich.console import Console
+
+        stream = sys.stderr if stderr else sys.stdout
+        # Piped output is read in logs and CI, where rich's 80-column fallback folds tables.
+        width = None if stream.isatty() else int(os.environ.get("COLUMNS", "120") or 120)
+        return Console(stderr=stderr, no_color=not self.color, highlight=False, width=width)
+
+
+def get_app() -> App:
+    ctx = click.get_current_context()
+    app = ctx.find_object(App)
+    if app is None:
+        app = ctx.ensure_object(App)
+    return app

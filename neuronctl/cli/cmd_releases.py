@@ -1,0 +1,132 @@
+"""`neuronctl releases`: what each Neuron release pins."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from neuronctl.cli.app import get_app
+from neuronctl.cli.output import emit_json, write_atomic
+from neuronctl.manifest import Manifest, Release, read_json_file
+
+MANIFEST_OPTION = click.option(
+    "--manifest", "manifest_path", type=click.Path(path_type=Path, dir_okay=False),
+    help="Use this neuronctl manifest instead of the bundled one.")
+
+
+def _short(versions: tuple[str, ...]) -> str:
+    return ", ".join(versions) if versions else "-"
+
+
+def _release_table(manifest: Manifest, title: str) -> None:
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for col in ("release", "date", "status", "backend", "torch", "torch-neuronx", "neuronx-cc",
+                "python", "chips"):
+        table.add_column(col)
+    styles = {"native": "green", "xla": "yellow", "none": "dim"}
+    for r in manifest.releases:
+        own = tuple(f.torch_neuronx for f in r.frameworks if f.backend == r.backend)
+        table.add_row(r.version, r.date or "", r.status, f"[{styles[r.backend]}]{r.backend}[/]",
+                      _short(r.torch), _short(own), _short(r.packages.get("neuronx-cc", ())),
+                      f"{r.python[0]}-{r.python[-1]}" if r.python else "-", ",".join(r.chips))
+    get_app().console().print(table)
+
+
+def _release_detail(r: Release) -> None:
+    from rich.table import Table
+
+    console = get_app().console()
+    head = Table.grid(padding=(0, 2))
+    head.add_row("release", f"[bold]{r.version}[/]" + (f" ({r.date})" if r.date else ""))
+    head.add_row("status", r.status)
+    head.add_row("backend", r.backend)
+    head.add_row("torch", _short(r.torch))
+    head.add_row("python", _short(r.python))
+    head.add_row("chips", _short(r.chips))
+    console.print(head)
+    if r.frameworks:
+        fw = Table(title="PyTorch lines", title_justify="left")
+        for col in ("backend", "torch", "torch-neuronx", "chips", "python"):
+            fw.add_column(col)
+        for f in r.frameworks:
+            fw.add_row(f.backend, f.torch, f.torch_neuronx, ", ".join(f.chips), ", ".join(f.python))
+        console.print(fw)
+    pk = Table(title="Python packages", title_justify="left")
+    pk.add_column("package")
+    pk.add_column("versions")
+    for name, versions in r.packages.items():
+        pk.add_row(name, _short(versions))
+    console.print(pk)
+    if r.system:
+        sy = Table(title="System packages", title_justify="left")
+        sy.add_column("package")
+        sy.add_column("version")
+        for name, version in r.system.items():
+            sy.add_row(name, version)
+        console.print(sy)
+    for note in r.notes:
+        console.print(f"note: {note}")
+
+
+@click.group(invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="Versioned JSON output.")
+@MANIFEST_OPTION
+@click.pass_context
+def releases(ctx: click.Context, as_json: bool, manifest_path: Path | None) -> int:
+    """Show the Neuron releases neuronctl knows, newest first."""
+    if ctx.invoked_subcommand is not None:
+        ctx.obj.manifest_path = manifest_path or ctx.obj.manifest_path
+        return 0
+    manifest = get_app().manifest(manifest_path)
+    if as_json:
+        emit_json({"manifest": manifest.source,
+                   "releases": [r.to_json() for r in manifest.releases]})
+    else:
+        _release_table(manifest, f"Neuron releases ({manifest.source})")
+    return 0
+
+
+@releases.command("show")
+@click.argument("version")
+@click.option("--json", "as_json", is_flag=True, help="Versioned JSON output.")
+@MANIFEST_OPTION
+def show(version: str, as_json: bool, manifest_path: Path | None) -> int:
+    """Show one release in full."""
+    release = get_app().manifest(manifest_path).get(version)
+    if as_json:
+        emit_json({"release": release.to_json()})
+    else:
+        _release_detail(release)
+    return 0
+
+
+@releases.command("import")
+@click.argument("path", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Versioned JSON summary.")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
+              help="Write the converted manifest here ('-' for stdout).")
+def import_(path: Path, as_json: bool, output: Path | None) -> int:
+    """Convert AWS's n2-manifest.json to neuronctl's manifest format."""
+    from neuronctl.n2import import convert_n2
+
+    manifest = convert_n2(read_json_file(path), str(path))
+    text = json.dumps(manifest.to_json(), indent=1) + "\n"
+    if output is not None and str(output) == "-":
+        click.echo(text, nl=False)
+        return 0
+    if output is not None:
+        write_atomic(output, text)
+    if as_json:
+        emit_json({"source": str(path), "output": str(output) if output else None,
+                   "generated_from": dict(manifest.generated_from),
+                   "releases": [r.to_json() for r in manifest.releases]})
+    else:
+        _release_table(manifest, f"Imported from {path}")
+        if output is not None and not get_app().quiet:
+            click.echo(f"wrote {len(manifest.releases)} releases to {output}; "
+                       f"use it with: neuronctl --manifest {output} releases")
+    return 0

@@ -1,0 +1,112 @@
+"""User configuration: `[tool.neuronctl]` in ./pyproject.toml, or the file `--config` names."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from neuronctl.errors import InputError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+
+# key -> (accepted Python types, human description)
+SCHEMA: dict[str, tuple[tuple[type, ...], str]] = {
+    "release": ((str,), "a Neuron release version string"),
+    "torch": ((str,), "a torch version string such as \"2.14\""),
+    "python": ((str, list), "a Python version or a list of them"),
+    "platform": ((str, list), "a platform tag or a list of them"),
+    "with": ((list,), "a list of requirement strings"),
+    "manifest": ((str,), "a path to a neuronctl manifest"),
+    "backend": ((str,), "one of auto, pip, uv"),
+    "indexes": ((dict,), "a table of index name = URL"),
+    "routes": ((dict,), "a table of package = index name"),
+    "device": ((str,), "one of auto, neuron, cuda, cpu"),
+    "timeout": ((int, float), "a number of seconds"),
+    "strict": ((bool,), "true or false"),
+    "skip": ((list,), "a list of check ids"),
+    "lock": ((str,), "a path to a pylock.toml"),
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    values: Mapping[str, Any] = field(default_factory=dict)
+    source: str | None = None
+    base_dir: Path = field(default_factory=Path.cwd)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+    def path(self, key: str) -> Path | None:
+        value = self.values.get(key)
+        if value is None:
+            return None
+        p = Path(value).expanduser()
+        return p if p.is_absolute() else self.base_dir / p
+
+    def list(self, key: str) -> list[str]:
+        value = self.values.get(key)
+        if value is None:
+            return []
+        return [value] if isinstance(value, str) else list(value)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            data: dict[str, Any] = tomllib.load(fh)
+            return data
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such config file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+
+
+def validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in SCHEMA:
+            raise InputError(f"{where}: unknown key {key!r} (known: {', '.join(sorted(SCHEMA))})")
+        types, description = SCHEMA[key]
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            raise InputError(f"{where}: {key}: expected {description}, got {value!r}")
+        if isinstance(value, list) and not all(isinstance(v, str) for v in value):
+            raise InputError(f"{where}: {key}: expected {description}, got {value!r}")
+        if isinstance(value, dict) and not all(isinstance(v, str) for v in value.values()):
+            raise InputError(f"{where}: {key}: expected {description}, got {value!r}")
+        out[key] = value
+    return out
+
+
+def load_config(explicit: Path | None, cwd: Path | None = None) -> Config:
+    if explicit is not None:
+        data = _read_toml(explicit)
+        tool = data.get("tool", {})
+        if isinstance(tool, dict) and "neuronctl" in tool:
+            table, where = tool["neuronctl"], f"{explicit}: [tool.neuronctl]"
+        else:
+            table, where = data, str(explicit)
+        if not isinstance(table, dict):
+            raise InputError(f"{where}: expected a table")
+        return Config(validate(table, where), str(explicit), explicit.resolve().parent)
+    base = cwd or Path.cwd()
+    pyproject = base / "pyproject.toml"
+    if not pyproject.is_file():
+        return Config(base_dir=base)
+    data = _read_toml(pyproject)
+    tool = data.get("tool", {})
+    table = tool.get("neuronctl") if isinstance(tool, dict) else None
+    if table is None:
+        return Config(base_dir=base)
+    where = f"{pyproject}: [tool.neuronctl]"
+    if not isinstance(table, dict):
+        raise InputError(f"{where}: expected a table")
+    return Config(validate(table, where), str(pyproject), base)

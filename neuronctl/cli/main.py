@@ -1,0 +1,120 @@
+"""Entry point: global options, lazy command loading, and the one place errors become exit codes.
+
+Commands are imported only when invoked, so `neuronctl --version` and `--help` stay fast
+(no rich tables, requests or torch at start-up).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from neuronctl._version import __version__
+from neuronctl.cli.app import App
+from neuronctl.errors import EXIT_FAILED, EXIT_USAGE, NeuronctlError
+
+# name -> (module, attribute, one-line help shown by `neuronctl --help`)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "doctor": ("neuronctl.cli.cmd_doctor", "doctor",
+               "Check a PyTorch-on-Neuron environment; CI-grade verdict."),
+    "detect": ("neuronctl.cli.cmd_detect", "detect", "Show the Neuron hardware on this machine."),
+    "env": ("neuronctl.cli.cmd_env", "env", "Dump the environment for a bug report."),
+    "probe": ("neuronctl.cli.cmd_probe", "probe", "Run the device probe tiers alone."),
+    "releases": ("neuronctl.cli.cmd_releases", "releases",
+                 "Show what each Neuron release pins; import AWS manifests."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module = importlib.import_module(entry[0])
+        command: click.Command = getattr(module, entry[1])
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="neuronctl",
+                      message="%(prog)s %(version)s")
+@click.option("-v", "--verbose", count=True, help="More detail; tracebacks on errors.")
+@click.option("-q", "--quiet", is_flag=True, help="Only the verdict and errors.")
+@click.option("--no-color", is_flag=True, help="No colour (NO_COLOR is honoured too).")
+@click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Config file (default: [tool.neuronctl] in ./pyproject.toml).")
+@click.option("--manifest", "manifest_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Use this neuronctl manifest instead of the bundled release data.")
+@click.pass_context
+def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool,
+        config_path: Path | None, manifest_path: Path | None) -> None:
+    """neuronctl: get PyTorch onto AWS Trainium and keep it there."""
+    app = ctx.ensure_object(App)
+    app.verbose = verbose
+    app.quiet = quiet
+    app.color = not no_color and not os.environ.get("NO_COLOR")
+    app.config_path = config_path
+    app.manifest_path = manifest_path
+
+
+def _error(message: str, hint: str | None = None) -> None:
+    click.echo(f"neuronctl: error: {message}", err=True)
+    if hint:
+        click.echo(f"hint: {hint}", err=True)
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the CLI and return its exit code; never raises."""
+    args = sys.argv[1:] if argv is None else argv
+    app = App()
+    try:
+        with cli.make_context("neuronctl", list(args), obj=app) as ctx:
+            result: Any = cli.invoke(ctx)
+        return result if isinstance(result, int) else 0
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        _error("aborted")
+        return EXIT_FAILED
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except NeuronctlError as exc:
+        if app.verbose:
+            import traceback
+
+            traceback.print_exc()
+        _error(exc.message, exc.hint)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return 130
+    except BrokenPipeError:
+        return EXIT_FAILED
+    except Exception as exc:
+        if app.verbose:
+            import traceback
+
+            traceback.print_exc()
+        _error(f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)")
+        return EXIT_FAILED
+
+
+def main() -> None:
+    sys.exit(run())
+
+
+__all__ = ["EXIT_USAGE", "cli", "main", "run"]

@@ -1,0 +1,286 @@
+"""neuronctl's release manifest: what each Neuron release pins.
+
+The bundled `data/releases.json` is the offline default; `--manifest PATH` (or config
+`manifest`, or `NEURONCTL_MANIFEST`) points at another file in the same format, for example
+one written by `neuronctl releases import`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from packaging.version import InvalidVersion, Version
+
+from neuronctl.chips import CHIP_IDS
+from neuronctl.errors import InputError
+from neuronctl.jsonfields import Fields
+
+MANIFEST_SCHEMA = 1
+ReleaseBackend = Literal["native", "xla", "none"]
+BACKENDS: tuple[str, ...] = ("native", "xla", "none")
+SYSTEM_PACKAGES: tuple[str, ...] = (
+    "aws-neuronx-dkms",
+    "aws-neuronx-runtime-lib",
+    "aws-neuronx-collectives",
+    "aws-neuronx-tools",
+)
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One package version a release lists, with the chips and Pythons it is built for."""
+
+    name: str
+    version: str
+    chips: tuple[str, ...] = ()
+    python: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "chips": list(self.chips),
+                "python": list(self.python)}
+
+
+@dataclass(frozen=True)
+class Framework:
+    """A PyTorch line of a release: which torch-neuronx build pairs with which torch."""
+
+    backend: Literal["native", "xla"]
+    torch: str
+    torch_neuronx: str
+    chips: tuple[str, ...]
+    python: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"backend": self.backend, "torch": self.torch, "torch_neuronx": self.torch_neuronx,
+                "chips": list(self.chips), "python": list(self.python)}
+
+
+@dataclass(frozen=True)
+class Release:
+    version: str
+    backend: ReleaseBackend
+    torch: tuple[str, ...]
+    python: tuple[str, ...]
+    chips: tuple[str, ...]
+    packages: Mapping[str, tuple[str, ...]]
+    system: Mapping[str, str]
+    status: str = "ga"
+    date: str | None = None
+    frameworks: tuple[Framework, ...] = ()
+    artifacts: tuple[Artifact, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> Version:
+        return Version(self.version)
+
+    def framework_for_torch(self, torch: str) -> Framework | None:
+        """The framework line for a torch request such as "2.14", "2.14.0" or "2.14.0+cpu"."""
+        want = Version(torch)
+        for fw in self.frameworks:
+            have = Version(fw.torch)
+            if len(want.release) <= 2:
+                if have.release[:2] == want.release[:2]:
+                    return fw
+            elif have.public == want.public:
+                return fw
+        return None
+
+    def default_framework(self) -> Framework | None:
+        """The newest framework of the release's own backend."""
+        for fw in self.frameworks:
+            if fw.backend == self.backend:
+                return fw
+        return None
+
+    def package_version(self, name: str) -> str | None:
+        versions = self.packages.get(name)
+        return versions[0] if versions else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "date": self.date,
+            "status": self.status,
+            "backend": self.backend,
+            "torch": list(self.torch),
+            "python": list(self.python),
+            "chips": list(self.chips),
+            "packages": {k: list(v) for k, v in self.packages.items()},
+            "system": dict(self.system),
+            "frameworks": [f.to_json() for f in self.frameworks],
+            "artifacts": [a.to_json() for a in self.artifacts],
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class Manifest:
+    releases: tuple[Release, ...]
+    source: str
+    origin: str = "bundled"
+    generated_from: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        ordered = tuple(sorted(self.releases, key=lambda r: r.key, reverse=True))
+        object.__setattr__(self, "releases", ordered)
+
+    @property
+    def latest(self) -> Release:
+        return self.releases[0]
+
+    def latest_with_backend(self, backend: str) -> Release | None:
+        return next((r for r in self.releases if r.backend == backend), None)
+
+    def find(self, version: str) -> Release | None:
+        try:
+            want = Version(version)
+        except InvalidVersion:
+            return None
+        return next((r for r in self.releases if r.key == want), None)
+
+    def get(self, version: str) -> Release:
+        release = self.find(version)
+        if release is None:
+            near = ", ".join(self.nearest(version))
+            raise InputError(
+                f"unknown Neuron release {version!r} in {self.source}; nearest known: {near}"
+            )
+        return release
+
+    def nearest(self, version: str, count: int = 3) -> list[str]:
+        try:
+            want = Version(version)
+            target = ((*want.release, 0, 0, 0))[:3]
+        except InvalidVersion:
+            return [r.version for r in self.releases[:count]]
+
+        def distance(release: Release) -> tuple[int, ...]:
+            have = ((*release.key.release, 0, 0, 0))[:3]
+            return tuple(abs(a - b) for a, b in zip(have, target, strict=True))
+
+        return [r.version for r in sorted(self.releases, key=distance)[:count]]
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"schema": MANIFEST_SCHEMA}
+        if self.generated_from:
+            out["generated_from"] = dict(self.generated_from)
+        out["releases"] = [r.to_json() for r in self.releases]
+        return out
+
+
+def _check_version(value: str, fields: Fields, key: str) -> str:
+    try:
+        Version(value)
+    except InvalidVersion:
+        raise fields.fail(key, f"{value!r} is not a PEP 440 version") from None
+    return value
+
+
+def _check_chips(values: Iterable[str], fields: Fields, key: str) -> tuple[str, ...]:
+    chips = tuple(values)
+    for chip in chips:
+        if chip not in CHIP_IDS:
+            raise fields.fail(key, f"unknown chip {chip!r} (known: {', '.join(CHIP_IDS)})")
+    return chips
+
+
+def _parse_release(f: Fields) -> Release:
+    version = _check_version(f.req_text("version"), f, "version")
+    backend = f.req_text("backend")
+    if backend not in BACKENDS:
+        raise f.fail("backend", f"expected one of {', '.join(BACKENDS)}, got {backend!r}")
+    packages_f = f.obj("packages")
+    assert packages_f is not None
+    packages: dict[str, tuple[str, ...]] = {}
+    for name in packages_f:
+        packages[name] = tuple(packages_f.texts(name))
+    system_f = f.obj("system")
+    assert system_f is not None
+    system = {name: system_f.req_text(name) for name in system_f}
+    frameworks = []
+    for fw in f.objects("frameworks", required=False):
+        fw_backend = fw.req_text("backend")
+        if fw_backend not in ("native", "xla"):
+            raise fw.fail("backend", f"expected native or xla, got {fw_backend!r}")
+        frameworks.append(Framework(
+            backend="native" if fw_backend == "native" else "xla",
+            torch=_check_version(fw.req_text("torch"), fw, "torch"),
+            torch_neuronx=_check_version(fw.req_text("torch_neuronx"), fw, "torch_neuronx"),
+            chips=_check_chips(fw.texts("chips"), fw, "chips"),
+            python=tuple(fw.texts("python")),
+        ))
+    artifacts = tuple(
+        Artifact(a.req_text("name"), a.req_text("version"),
+                 _check_chips(a.texts("chips", required=False), a, "chips"),
+                 tuple(a.texts("python", required=False)))
+        for a in f.objects("artifacts", required=False)
+    )
+    return Release(
+        version=version,
+        backend=backend,  # type: ignore[arg-type]
+        torch=tuple(_check_version(t, f, "torch") for t in f.texts("torch")),
+        python=tuple(f.texts("python")),
+        chips=_check_chips(f.texts("chips"), f, "chips"),
+        packages=packages,
+        system=system,
+        status=f.text("status", required=False, default="ga") or "ga",
+        date=f.text("date", required=False),
+        frameworks=tuple(frameworks),
+        artifacts=artifacts,
+        notes=tuple(f.texts("notes", required=False)),
+    )
+
+
+def parse_manifest(data: object, source: str, origin: str = "file") -> Manifest:
+    top = Fields(data, source)
+    schema = top.integer("schema")
+    if schema != MANIFEST_SCHEMA:
+        raise top.fail("schema", f"unsupported manifest schema {schema} (this neuronctl reads "
+                                 f"{MANIFEST_SCHEMA}); is this AWS's n2-manifest? "
+                                 "convert it with `neuronctl releases import`")
+    releases = [_parse_release(r) for r in top.objects("releases")]
+    if not releases:
+        raise top.fail("releases", "no releases")
+    seen: set[Version] = set()
+    for i, release in enumerate(releases):
+        if release.key in seen:
+            raise top.fail(f"releases[{i}].version", f"duplicate release {release.version}")
+        seen.add(release.key)
+    gen = top.obj("generated_from", required=False)
+    generated = {k: str(gen.data[k]) for k in gen} if gen else {}
+    return Manifest(tuple(releases), source, origin, generated)
+
+
+def read_json_file(path: Path) -> object:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, expected a JSON file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
+                         f"{exc.msg}") from None
+
+
+def load_manifest_file(path: Path) -> Manifest:
+    return parse_manifest(read_json_file(path), str(path), origin="file")
+
+
+def load_bundled_manifest() -> Manifest:
+    text = resources.files("neuronctl.data").joinpath("releases.json").read_text("utf-8")
+    return parse_manifest(json.loads(text), "bundled manifest", origin="bundled")
+
+
+def load_manifest(path: Path | None) -> Manifest:
+    return load_manifest_file(path) if path is not None else load_bundled_manifest()

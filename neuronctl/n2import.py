@@ -1,0 +1,164 @@
+"""Convert AWS's `n2-manifest.json` (aws-neuron-sdk, src/helperscripts) to neuronctl's format.
+
+Pure: takes the decoded JSON, returns a Manifest; all file handling lives in the caller.
+The n2 format names no torch version (legacy torch-neuronx versions embed it) and no dates.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from neuronctl.chips import CHIP_IDS, normalize_instance_family
+from neuronctl.errors import InputError
+from neuronctl.jsonfields import Fields
+from neuronctl.manifest import (
+    SYSTEM_PACKAGES,
+    Artifact,
+    Framework,
+    Manifest,
+    Release,
+    ReleaseBackend,
+)
+from neuronctl.torch_neuronx import classify
+
+# The Python packages of the PyTorch-on-Neuron stack that a release pins.
+PYTHON_PACKAGES: tuple[str, ...] = (
+    "torch-neuronx",
+    "neuronx-cc",
+    "nki",
+    "libneuronxla",
+    "torch-xla",
+    "transformers-neuronx",
+    "neuronx-distributed",
+    "neuronx-distributed-inference",
+    "neuronx-distributed-training",
+    "nrtpy",
+)
+
+
+def _sort_versions(values: Iterable[str]) -> tuple[str, ...]:
+    unique = set(values)
+    return tuple(sorted(unique, key=Version, reverse=True))
+
+
+def _sort_python(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted(set(values), key=Version))
+
+
+def _chips(instances: list[str]) -> tuple[str, ...]:
+    found = {normalize_instance_family(i) for i in instances}
+    return tuple(c for c in CHIP_IDS if c in found)
+
+
+def _read_artifacts(rel: Fields) -> list[Artifact]:
+    artifacts = []
+    for pkg in rel.objects("packages"):
+        name = str(canonicalize_name(pkg.req_text("name")))
+        version = pkg.req_text("version")
+        instances = pkg.texts("supported_instances")
+        pythons = pkg.texts("supported_python_versions")
+        if name not in PYTHON_PACKAGES and name not in SYSTEM_PACKAGES:
+            continue
+        try:
+            Version(version)
+        except InvalidVersion:
+            raise pkg.fail("version", f"{version!r} is not a PEP 440 version") from None
+        for i, py in enumerate(pythons):
+            try:
+                Version(py)
+            except InvalidVersion:
+                raise pkg.fail(f"supported_python_versions[{i}]",
+                               f"{py!r} is not a Python version") from None
+        artifacts.append(Artifact(name, version, _chips(instances), _sort_python(pythons)))
+    return artifacts
+
+
+def _union(artifacts: Iterable[Artifact], attr: str) -> set[str]:
+    out: set[str] = set()
+    for a in artifacts:
+        out.update(getattr(a, attr))
+    return out
+
+
+def convert_release(rel: Fields) -> Release:
+    version = rel.req_text("neuron_version")
+    try:
+        Version(version)
+    except InvalidVersion:
+        raise rel.fail("neuron_version", f"{version!r} is not a version") from None
+    artifacts = _read_artifacts(rel)
+    frameworks: list[Framework] = []
+    for a in artifacts:
+        if a.name != "torch-neuronx":
+            continue
+        info = classify(a.version)
+        if info.backend == "xla" and info.torch:
+            frameworks.append(Framework("xla", info.torch, a.version, a.chips, a.python))
+        elif info.backend == "native" and info.torch:
+            frameworks.append(Framework("native", f"{info.torch}.0", a.version, a.chips, a.python))
+    frameworks.sort(key=lambda f: (f.backend == "native", Version(f.torch)), reverse=True)
+    backend: ReleaseBackend
+    if any(f.backend == "native" for f in frameworks):
+        backend = "native"
+    elif frameworks:
+        backend = "xla"
+    else:
+        backend = "none"
+    main = [f for f in frameworks if f.backend == backend]
+    if main:
+        chips = set().union(*(f.chips for f in main))
+        python = set().union(*(f.python for f in main))
+    else:
+        compiler = [a for a in artifacts if a.name == "neuronx-cc"]
+        chips, python = _union(compiler, "chips"), _union(compiler, "python")
+    packages: dict[str, list[str]] = defaultdict(list)
+    for a in artifacts:
+        if a.name in PYTHON_PACKAGES:
+            packages[a.name].append(a.version)
+    system: dict[str, str] = {}
+    for name in SYSTEM_PACKAGES:
+        candidates = [a for a in artifacts if a.name == name]
+        # Releases list an inf1-only build beside the current one; prefer the build for the
+        # release's own chips.
+        best = next((a for a in candidates if set(a.chips) & chips), None) or next(
+            iter(candidates), None)
+        if best:
+            system[name] = best.version
+    return Release(
+        version=version,
+        backend=backend,
+        torch=tuple(f.torch for f in main),
+        python=_sort_python(python),
+        chips=tuple(c for c in CHIP_IDS if c in chips),
+        packages={k: _sort_versions(v) for k, v in sorted(packages.items(),
+                                                          key=lambda kv: PYTHON_PACKAGES.index(kv[0]))},
+        system=system,
+        status="ga",
+        frameworks=tuple(frameworks),
+        artifacts=tuple(a for a in artifacts if a.name in PYTHON_PACKAGES),
+    )
+
+
+def convert_n2(data: object, source: str) -> Manifest:
+    top = Fields(data, source)
+    if "schema" in top.data and "releases" in top.data:
+        raise InputError(f"{source}: already in neuronctl's manifest format; use it with "
+                         "--manifest directly")
+    releases = [convert_release(r) for r in top.objects("neuron_releases")]
+    if not releases:
+        raise top.fail("neuron_releases", "no releases")
+    seen: set[str] = set()
+    for i, r in enumerate(releases):
+        if r.version in seen:
+            raise top.fail(f"neuron_releases[{i}].neuron_version", f"duplicate {r.version}")
+        seen.add(r.version)
+    meta = {"format": "aws-n2-manifest"}
+    for key in ("manifest_version", "manifest_date"):
+        value = top.text(key, required=False)
+        if value:
+            meta[key] = value
+    return Manifest(tuple(releases), source, origin="imported", generated_from=meta)

@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "reference"
+N2_MANIFEST = SHARED / "n2-manifest.json"
+FACTS = SHARED / "NEURON-FACTS.md"
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Keep every test away from the real user's pip/uv settings, caches, config and EC2."""
+    home = tmp_path_factory.mktemp("home")
+    for key in list(os.environ):
+        if key.startswith(("PIP_", "UV_", "NEURONCTL_", "NEURON_", "PJRT_", "GITHUB_", "AWS_")):
+            monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    # os.devnull is pip's documented "load no config file at all" (site-wide ones included).
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "200")
+    workdir = home / "work"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
+    yield workdir
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]):
+    """Run neuronctl in-process; returns exit code, stdout and stderr."""
+    from neuronctl.cli.main import run
+
+    def invoke(*args: str) -> Result:
+        capsys.readouterr()
+        code = run(list(args))
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return invoke

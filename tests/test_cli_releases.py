@@ -1,0 +1,119 @@
+import json
+
+import pytest
+from conftest import N2_MANIFEST
+
+
+def test_releases_table(cli):
+    r = cli("releases")
+    assert r.code == 0, r.err
+    lines = [line for line in r.out.splitlines() if "2." in line]
+    assert "2.33.0" in lines[0] and "native" in lines[0] and "beta" in lines[0]
+    assert r.out.index("2.33.0") < r.out.index("2.32.0") < r.out.index("2.18.0")
+
+
+def test_releases_json(cli):
+    r = cli("releases", "--json")
+    assert r.code == 0
+    data = json.loads(r.out)
+    assert data["schema"] == 1
+    first = data["releases"][0]
+    for key in ("version", "backend", "torch", "python", "chips", "packages", "system"):
+        assert key in first
+    assert first["version"] == "2.33.0"
+    assert [x["version"] for x in data["releases"]][-1] == "2.18.0"
+
+
+def test_releases_show(cli):
+    r = cli("releases", "show", "2.33.0", "--json")
+    assert r.code == 0
+    rel = json.loads(r.out)["release"]
+    assert rel["backend"] == "native"
+    assert rel["packages"]["torch-neuronx"][:2] == ["2.14.3.0", "2.13.3.0"]
+    text = cli("releases", "show", "2.32.0")
+    assert text.code == 0 and "no torch-neuronx" in text.out and "2.27.5334.0" in text.out
+
+
+@pytest.mark.parametrize("version", ["2.34.0", "9.9", "not-a-version"])
+def test_releases_show_unknown_exits_2_with_nearest(cli, version):
+    r = cli("releases", "show", version)
+    assert r.code == 2
+    assert "unknown Neuron release" in r.err and "nearest known:" in r.err
+    assert "Traceback" not in r.err
+    assert len(r.err.strip().splitlines()) == 1
+
+
+def test_import_and_use_manifest(cli, tmp_path):
+    out = tmp_path / "mine.json"
+    r = cli("releases", "import", str(N2_MANIFEST), "-o", str(out))
+    assert r.code == 0, r.err
+    assert "wrote 51 releases" in r.out
+    listed = cli("--manifest", str(out), "releases", "--json")
+    versions = [x["version"] for x in json.loads(listed.out)["releases"]]
+    assert versions[0] == "2.32.0" and versions[-1] == "2.3.0"
+    per_command = cli("releases", "--manifest", str(out), "show", "2.5.0", "--json")
+    assert per_command.code == 0
+    assert json.loads(per_command.out)["release"]["torch"] == ["1.11.0"]
+    # env var and config select it too
+    (tmp_path / "cfg.toml").write_text(f'manifest = "{out}"\n')
+    via_config = cli("--config", str(tmp_path / "cfg.toml"), "releases", "show", "2.3.0")
+    assert via_config.code == 0
+
+
+def test_import_json_summary_and_stdout(cli):
+    r = cli("releases", "import", str(N2_MANIFEST), "--json")
+    data = json.loads(r.out)
+    assert data["schema"] == 1 and len(data["releases"]) == 51
+    raw = cli("releases", "import", str(N2_MANIFEST), "-o", "-")
+    assert json.loads(raw.out)["schema"] == 1
+
+
+def _mutated(text, change):
+    data = json.loads(text)
+    change(data)
+    return json.dumps(data)
+
+
+def _write(tmp_path, text):
+    p = tmp_path / "n2.json"
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize(
+    ("transform", "expect"),
+    [
+        (lambda t: t[: len(t) // 2], "invalid JSON at line"),
+        (lambda t: "[]", "top level: expected an object"),
+        (lambda t: t.replace('"neuron_releases"', '"releases_x"'), "neuron_releases: missing"),
+        (lambda t: _mutated(t, lambda d: d["neuron_releases"][2].update(neuron_version=231)),
+         "neuron_releases[2].neuron_version: expected a string"),
+        (lambda t: _mutated(t, lambda d: d["neuron_releases"][0]["packages"][1].update(
+            supported_instances="trn1")),
+         "neuron_releases[0].packages[1].supported_instances: expected a list"),
+        (lambda t: _mutated(t, lambda d: d["neuron_releases"][0]["packages"][4].pop("version")),
+         "neuron_releases[0].packages[4].version: missing"),
+    ],
+)
+def test_import_malformed_exits_2_naming_file_and_field(cli, tmp_path, transform, expect):
+    src = _write(tmp_path, transform(N2_MANIFEST.read_text()))
+    out = tmp_path / "out.json"
+    r = cli("releases", "import", str(src), "-o", str(out))
+    assert r.code == 2, r.out
+    assert str(src) in r.err and expect in r.err
+    assert "Traceback" not in r.err
+    assert not out.exists()
+    assert list(tmp_path.iterdir()) == [src]
+
+
+def test_import_missing_file(cli, tmp_path):
+    r = cli("releases", "import", str(tmp_path / "nope.json"))
+    assert r.code == 2 and "no such file" in r.err
+
+
+def test_bad_manifest_flag(cli, tmp_path):
+    p = tmp_path / "bad.json"
+    p.write_text('{"schema": 1, "releases": [{"version": "2.1"}]}')
+    r = cli("--manifest", str(p), "releases")
+    assert r.code == 2
+    assert f"{p}: releases[0].backend: missing" in r.err
