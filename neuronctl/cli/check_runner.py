@@ -1,0 +1,85 @@
+"""Run checks concurrently, each with its own timeout; a check that raises is a `fail`, not a crash."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from neuronctl.errors import NeuronctlError
+
+Status = Literal["pass", "warn", "fail", "skip"]
+STATUSES: tuple[Status, ...] = ("pass", "warn", "fail", "skip")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a check function returns."""
+
+    status: Status
+    message: str
+    fix: str | None = None
+    details: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    id: str
+    title: str
+    status: Status
+    message: str
+    fix: str | None
+    duration_ms: float
+    details: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "status": self.status,
+                "message": self.message, "fix": self.fix, "duration_ms": self.duration_ms,
+                "details": list(self.details)}
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str
+    title: str
+    run: Callable[[], Outcome]
+    timeout: float
+
+
+def _run_one(check: Check, slot: list[CheckResult]) -> None:
+    start = time.perf_counter()
+    try:
+        outcome = check.run()
+    except NeuronctlError as exc:
+        outcome = Outcome("fail", exc.message, exc.hint)
+    except Exception as exc:  # a broken check must not take the doctor down
+        outcome = Outcome("fail", f"check raised {type(exc).__name__}: {exc}")
+    ms = round((time.perf_counter() - start) * 1000, 1)
+    slot.append(CheckResult(check.id, check.title, outcome.status, outcome.message, outcome.fix, ms,
+                            outcome.details))
+
+
+def run_checks(checks: Sequence[Check]) -> list[CheckResult]:
+    """Run all checks in parallel; results come back in the order the checks were given."""
+    slots: list[list[CheckResult]] = [[] for _ in checks]
+    threads = []
+    start = time.perf_counter()
+    for check, slot in zip(checks, slots, strict=True):
+        # Daemon threads: a check stuck past its timeout must not keep neuronctl alive.
+        t = threading.Thread(target=_run_one, args=(check, slot), daemon=True,
+                             name=f"check-{check.id}")
+        t.start()
+        threads.append(t)
+    results = []
+    for check, slot, thread in zip(checks, slots, threads, strict=True):
+        remaining = check.timeout - (time.perf_counter() - start)
+        thread.join(max(remaining, 0.0))
+        if slot:
+            results.append(slot[0])
+        else:
+            results.append(CheckResult(check.id, check.title, "fail",
+                                       f"timed out after {check.timeout:g}s", None,
+                                       round(check.timeout * 1000, 1)))
+    return results

@@ -1,0 +1,153 @@
+"""`neuronctl doctor`: a CI-grade health check of a PyTorch-on-Neuron environment."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from neuronctl.cli.app import get_app
+from neuronctl.cli.check_runner import Check, run_checks
+from neuronctl.cli.common import (
+    DEVICE_CHOICE,
+    check_sysroot,
+    python_option,
+    sysroot_option,
+    timeout_value,
+)
+from neuronctl.cli.doctor_checks import CHECK_IDS, CHECKS
+from neuronctl.cli.doctor_facts import Facts
+from neuronctl.cli.doctor_report import (
+    DoctorReport,
+    print_text,
+    render_github,
+    render_json,
+    render_junit,
+    render_markdown_summary,
+)
+from neuronctl.cli.output import write_atomic
+from neuronctl.errors import InputError
+from neuronctl.probes.pyenv import resolve_python
+from neuronctl.probes.sysroot import SysRoot
+
+FORMATS = ("text", "json", "junit", "github")
+
+
+def select_checks(only: tuple[str, ...], skip: tuple[str, ...], lock: Path | None,
+                  probe: bool) -> list[str]:
+    def expand(pattern: str, flag: str) -> set[str]:
+        hits = {i for i in CHECK_IDS if i == pattern or i.startswith(pattern + ".")}
+        if not hits:
+            raise InputError(f"{flag} {pattern!r}: no such check (known: {', '.join(CHECK_IDS)})")
+        return hits
+
+    chosen = set(CHECK_IDS)
+    if only:
+        chosen = set().union(*(expand(p, "--only") for p in only))
+    for pattern in skip:
+        chosen -= expand(pattern, "--skip")
+    if lock is None:
+        if only and "lock.drift" in chosen:
+            raise InputError("--only lock.drift needs --lock FILE")
+        chosen.discard("lock.drift")
+    if not probe:
+        chosen.discard("device.probe")
+    return [i for i in CHECK_IDS if i in chosen]
+
+
+def _environment(facts: Facts) -> dict[str, Any]:
+    env: dict[str, Any] = {"manifest": facts.manifest.source, "sysroot": str(facts.sysroot.root)}
+    for key, get in (("python", lambda: {"version": facts.env.python,
+                                         "executable": facts.env.executable,
+                                         "venv": facts.env.in_venv,
+                                         "platform": facts.env.platform}),
+                     ("release", lambda: {"version": facts.selection.release.version,
+                                          "backend": facts.selection.release.backend,
+                                          "reason": facts.selection.reason}),
+                     ("hardware", lambda: {"chip": facts.hardware.chip,
+                                           "devices": facts.hardware.device_count,
+                                           "instance_type": facts.hardware.instance_type,
+                                           "driver": facts.hardware.driver_version,
+                                           "runtime": facts.hardware.runtime_version})):
+        try:
+            env[key] = get()
+        except Exception as exc:
+            env[key] = {"error": str(exc)}
+    return env
+
+
+@click.command()
+@python_option
+@click.option("--release", metavar="V", help="Check against this Neuron release.")
+@click.option("--lock", type=click.Path(path_type=Path, dir_okay=False),
+              help="Also check installed versions against this pylock.toml.")
+@click.option("--device", type=DEVICE_CHOICE, default=None, help="Device for the probe tiers.")
+@click.option("--no-device-probe", is_flag=True, help="Skip the device probe tiers.")
+@click.option("--compile", "compile_tier", is_flag=True, help="Also probe torch.compile (slow).")
+@click.option("--strict", is_flag=True, help="Warnings fail too.")
+@click.option("--only", multiple=True, metavar="ID", help="Run only these checks (or groups).")
+@click.option("--skip", multiple=True, metavar="ID", help="Skip these checks (or groups).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None, help="Output format.")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write the report in --format to FILE; a text summary still goes to stdout.")
+@click.option("--timeout", type=float, default=None, help="Per-check timeout in seconds [60].")
+@sysroot_option
+@click.option("--manifest", "manifest_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Use this neuronctl manifest instead of the bundled one.")
+def doctor(python: str | None, release: str | None, lock: Path | None, device: str | None,
+           no_device_probe: bool, compile_tier: bool, strict: bool, only: tuple[str, ...],
+           skip: tuple[str, ...], fmt: str | None, as_json: bool, output: Path | None,
+           timeout: float | None, sysroot: Path | None, manifest_path: Path | None) -> int:
+    """Check a PyTorch-on-Neuron environment and say how to fix what is wrong."""
+    app = get_app()
+    config = app.config()
+    if as_json and fmt not in (None, "json"):
+        raise InputError("--json conflicts with --format " + str(fmt))
+    fmt = "json" if as_json else (fmt or "text")
+    limit = timeout_value(timeout, config.get("timeout"), 60.0)
+    lock = lock or config.path("lock")
+    if lock is not None:
+        from neuronctl.resolvers.pylock_read import load_pylock
+
+        load_pylock(lock)  # bad input is exit 2 before any check runs
+    manifest = app.manifest(manifest_path)
+    release = release or config.get("release")
+    if release:
+        manifest.get(release)
+    strict = strict or bool(config.get("strict"))
+    device = device or config.get("device") or "auto"
+    if device not in ("auto", "neuron", "cuda", "cpu"):
+        raise InputError(f"device must be auto, neuron, cuda or cpu, got {device!r}")
+    skip = skip + tuple(config.list("skip"))
+    ids = select_checks(only, skip, lock, not no_device_probe)
+    facts = Facts(python=resolve_python(python), sysroot=SysRoot.from_env(check_sysroot(sysroot)),
+                  manifest=manifest, release=release, device=device, timeout=limit,
+                  compile_tier=compile_tier, lock=lock)
+    specs = {c.id: c for c in CHECKS}
+    checks = [Check(i, specs[i].title, (lambda s=specs[i]: s.run(facts)),
+                    limit + 15 if i == "device.probe" else limit + 5)
+              for i in ids]
+    results = run_checks(checks)
+    report = DoctorReport(tuple(results), strict, _environment(facts))
+    rendered = {"json": render_json, "junit": render_junit, "github": render_github}
+    if output is not None:
+        text = rendered[fmt](report) if fmt in rendered else _plain_text(report)
+        write_atomic(output, text)
+    if fmt in rendered and output is None:
+        click.echo(rendered[fmt](report), nl=False)
+    else:
+        print_text(report, app.console(), verbose=app.verbose, quiet=app.quiet)
+    if fmt == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
+        summary_path = Path(os.environ["GITHUB_STEP_SUMMARY"])
+        with summary_path.open("a", encoding="utf-8") as fh:
+            fh.write(render_markdown_summary(report))
+    return report.exit_code
+
+
+def _plain_text(report: DoctorReport) -> str:
+    lines = [f"{c.status.upper():4}  {c.id}: {c.message}" + (f"\n      fix: {c.fix}" if c.fix else "")
+             for c in report.checks]
+    return "\n".join([*lines, report.verdict_line()]) + "\n"

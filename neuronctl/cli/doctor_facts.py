@@ -1,0 +1,97 @@
+"""What the doctor's checks share: each probe runs once, on first use, whichever check asks first."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from packaging.version import Version
+
+from neuronctl.manifest import Manifest, Release
+from neuronctl.probes.device import ProbeReport, run_device_probe
+from neuronctl.probes.hardware import HardwareReport, detect_hardware
+from neuronctl.probes.legacy import LegacyReport, detect_legacy
+from neuronctl.probes.pyenv import PythonEnv, inspect_python
+from neuronctl.probes.sysroot import SysRoot
+from neuronctl.torch_neuronx import classify
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Selection:
+    release: Release
+    reason: str
+
+
+class Facts:
+    def __init__(self, *, python: str, sysroot: SysRoot, manifest: Manifest,
+                 release: str | None, device: str, timeout: float, compile_tier: bool = False,
+                 lock: Path | None = None, environ: Mapping[str, str] | None = None) -> None:
+        self.python = python
+        self.sysroot = sysroot
+        self.manifest = manifest
+        self.requested_release = release
+        self.device = device
+        self.timeout = timeout
+        self.compile_tier = compile_tier
+        self.lock = lock
+        self.environ = dict(os.environ if environ is None else environ)
+        self._cache: dict[str, Any] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def _once(self, key: str, make: Callable[[], T]) -> T:
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in self._cache:
+                try:
+                    self._cache[key] = (True, make())
+                except Exception as exc:
+                    self._cache[key] = (False, exc)
+            ok, value = self._cache[key]
+        if not ok:
+            raise value
+        return value  # type: ignore[no-any-return]
+
+    @property
+    def env(self) -> PythonEnv:
+        return self._once("env", lambda: inspect_python(self.python, timeout=self.timeout))
+
+    @property
+    def hardware(self) -> HardwareReport:
+        return self._once("hardware", lambda: detect_hardware(self.sysroot, self.environ))
+
+    @property
+    def legacy(self) -> LegacyReport:
+        return self._once("legacy", lambda: detect_legacy(self.env, self.environ))
+
+    @property
+    def probe(self) -> ProbeReport:
+        return self._once("probe", lambda: run_device_probe(
+            self.python, self.device, self.timeout, self.compile_tier, self.environ))
+
+    @property
+    def selection(self) -> Selection:
+        return self._once("selection", self._select)
+
+    def _select(self) -> Selection:
+        if self.requested_release:
+            return Selection(self.manifest.get(self.requested_release), "requested")
+        tnx = self.env.get("torch-neuronx")
+        if tnx is not None:
+            info = classify(tnx.version)
+            for release in self.manifest.releases:
+                listed = {Version(v).public for v in release.packages.get("torch-neuronx", ())}
+                if info.public in listed:
+                    return Selection(release, f"the newest release listing the installed "
+                                              f"torch-neuronx {info.public}")
+        native = self.manifest.latest_with_backend("native")
+        if native is not None:
+            return Selection(native, "the newest release with native TorchNeuron")
+        return Selection(self.manifest.latest, "the newest release known")

@@ -1,0 +1,136 @@
+"""The doctor's report and its renderings: text (rich), JSON, JUnit XML, GitHub workflow commands."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from typing import Any
+
+from neuronctl._version import __version__
+from neuronctl.cli.check_runner import CheckResult
+from neuronctl.cli.output import to_json_text
+
+ICONS = {"pass": "[green]PASS[/]", "warn": "[yellow]WARN[/]", "fail": "[red]FAIL[/]",
+         "skip": "[dim]SKIP[/]"}
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    checks: tuple[CheckResult, ...]
+    strict: bool
+    environment: dict[str, Any]
+
+    def count(self, status: str) -> int:
+        return sum(1 for c in self.checks if c.status == status)
+
+    @property
+    def failed(self) -> bool:
+        return self.count("fail") > 0 or (self.strict and self.count("warn") > 0)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failed else 0
+
+    @property
+    def verdict(self) -> str:
+        if self.failed:
+            return "fail"
+        return "warn" if self.count("warn") else "pass"
+
+    def summary(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "exit_code": self.exit_code, "strict": self.strict,
+                "total": len(self.checks), "passed": self.count("pass"),
+                "warnings": self.count("warn"), "failed": self.count("fail"),
+                "skipped": self.count("skip"),
+                "duration_ms": round(max((c.duration_ms for c in self.checks), default=0.0), 1)}
+
+    def verdict_line(self) -> str:
+        s = self.summary()
+        word = {"pass": "healthy", "warn": "healthy, with warnings", "fail": "problems found"}
+        return (f"{s['verdict'].upper()}: {word[s['verdict']]}: {s['failed']} failed, "
+                f"{s['warnings']} warnings, {s['passed']} passed, {s['skipped']} skipped")
+
+
+def render_json(report: DoctorReport) -> str:
+    return to_json_text({"tool": {"name": "neuronctl", "version": __version__},
+                         "summary": report.summary(),
+                         "checks": [c.to_json() for c in report.checks],
+                         "environment": report.environment})
+
+
+def render_junit(report: DoctorReport) -> str:
+    s = report.summary()
+    suites = ET.Element("testsuites", name="neuronctl doctor", tests=str(s["total"]),
+                        failures=str(s["failed"] + (s["warnings"] if report.strict else 0)),
+                        errors="0", skipped=str(s["skipped"]),
+                        time=f"{s['duration_ms'] / 1000:.3f}")
+    suite = ET.SubElement(suites, "testsuite", name="neuronctl.doctor", tests=str(s["total"]),
+                          failures=suites.get("failures", "0"), errors="0",
+                          skipped=str(s["skipped"]), time=f"{s['duration_ms'] / 1000:.3f}")
+    for c in report.checks:
+        case = ET.SubElement(suite, "testcase", classname=f"neuronctl.doctor.{c.id.split('.')[0]}",
+                             name=c.id, time=f"{c.duration_ms / 1000:.3f}")
+        body = c.message + (f"\nfix: {c.fix}" if c.fix else "") + "".join(
+            f"\n  {d}" for d in c.details)
+        if c.status == "fail" or (c.status == "warn" and report.strict):
+            el = ET.SubElement(case, "failure", message=c.message, type=c.status)
+            el.text = body
+        elif c.status == "skip":
+            ET.SubElement(case, "skipped", message=c.message)
+        else:
+            out = ET.SubElement(case, "system-out")
+            out.text = ("WARNING: " if c.status == "warn" else "") + body
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def render_github(report: DoctorReport) -> str:
+    lines = []
+    for c in report.checks:
+        if c.status not in ("fail", "warn"):
+            continue
+        level = "error" if c.status == "fail" or report.strict else "warning"
+        message = c.message + (f"\nfix: {c.fix}" if c.fix else "")
+        lines.append(f"::{level} title={_escape_property(f'neuronctl {c.id}')}::"
+                     f"{_escape_data(message)}")
+    lines.append(f"neuronctl doctor: {report.verdict_line()}")
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown_summary(report: DoctorReport) -> str:
+    icon = {"pass": ":white_check_mark:", "warn": ":warning:", "fail": ":x:", "skip": ":fast_forward:"}
+    rows = ["## neuronctl doctor", "", f"**{report.verdict_line()}**", "",
+            "| status | check | message | fix |", "| --- | --- | --- | --- |"]
+    for c in report.checks:
+        cells = [icon[c.status], f"`{c.id}`", c.message, f"`{c.fix}`" if c.fix else ""]
+        rows.append("| " + " | ".join(x.replace("|", "\\|").replace("\n", " ") for x in cells) + " |")
+    return "\n".join(rows) + "\n\n"
+
+
+def print_text(report: DoctorReport, console: Any, *, verbose: int, quiet: bool) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    if not quiet:
+        table = Table(show_header=True, header_style="bold", expand=False)
+        table.add_column("status")
+        table.add_column("check")
+        table.add_column("result", overflow="fold")
+        for c in report.checks:
+            text = escape(c.message)
+            if c.fix and c.status in ("fail", "warn"):
+                text += f"\n[bold]fix:[/] {escape(c.fix)}"
+            if verbose:
+                text += "".join(f"\n  [dim]{escape(d)}[/]" for d in c.details)
+            table.add_row(ICONS[c.status], c.id, text)
+        console.print(table)
+    colour = {"pass": "green", "warn": "yellow", "fail": "red"}[report.verdict]
+    console.print(f"[bold {colour}]{escape(report.verdict_line())}[/]")
