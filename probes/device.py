@@ -28,7 +28,11 @@ def emit(tier, status, detail, t0, **extra):
     rec.update(extra)
     print(json.dumps(rec), flush=True)
 def fail(tier, exc, t0):
-    emit(tier, "fail", f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:400], t0)
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    cut = text.find(". ", 40)
+    if cut > 0:
+        text = text[:cut + 1]
+    emit(tier, "fail", f"{type(exc).__name__}: {text}"[:300], t0)
     sys.exit(0)
 t0 = time.perf_counter()
 try:

@@ -13,6 +13,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from neuronctl.probes.dpkg import installed_system_packages
+from neuronctl.probes.imds import ImdsResult, imds_instance_type
+from neuronctl.probes.sysroot import SysRoot
+from neuronctl.probes.tools import Runner, find_neuron_tool, run_tool
+
 from neuronctl.chips import (
     AMAZON_PCI_VENDOR,
     CHIPS,
@@ -21,10 +26,6 @@ from neuronctl.chips import (
     chip_for_pci_device,
     get_chip,
 )
-from neuronctl.probes.dpkg import installed_system_packages
-from neuronctl.probes.imds import ImdsResult, imds_instance_type
-from neuronctl.probes.sysroot import SysRoot
-from neuronctl.probes.tools import Runner, find_neuron_tool, run_tool
 
 
 @dataclass(frozen=True)
@@ -210,8 +211,8 @@ def detect_hardware(
         if res.error:
             ls_state = res.error
         elif res.returncode != 0:
-            ls_state = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["failed"]
-            ls_state = f"exit {res.returncode}: {ls_state[0][:200]}"
+            last = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["failed"]
+            ls_state = f"exit {res.returncode}: {last[0][:200]}"
         else:
             ls_devices = parse_neuron_ls(res.stdout)
             ls_state = "ok" if ls_devices is not None else "unreadable JSON output"
@@ -232,15 +233,15 @@ def detect_hardware(
         cores_source = "chip table (physical cores)"
 
     packages = installed_system_packages(root)
-    runtime, runtime_source = packages.get("aws-neuronx-runtime-lib"), "dpkg"
+    runtime = packages.get("aws-neuronx-runtime-lib")
+    runtime_source: str | None = "dpkg" if runtime else None
     if runtime is None:
-        runtime_source = None
         for lib in root.glob("/opt/aws/neuron/lib", "libnrt.so.*.*"):
             runtime, runtime_source = lib.name.removeprefix("libnrt.so."), root.display(lib)
             break
     if runtime is None:
-        for dev in ls_devices or []:
-            for proc in dev.get("neuron_processes") or []:
+        for entry in ls_devices or []:
+            for proc in entry.get("neuron_processes") or []:
                 if isinstance(proc, dict) and proc.get("neuron_runtime_version"):
                     runtime, runtime_source = str(proc["neuron_runtime_version"]), "neuron-ls"
 

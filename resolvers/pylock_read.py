@@ -50,7 +50,7 @@ def packages_for(lock: Pylock, markers: Mapping[str, str]) -> list[LockedPackage
     env = dict(markers)
     for pkg in lock.packages:
         marker = pkg.marker
-        if marker is not None and env and not Marker(str(marker)).evaluate(env):  # type: ignore[arg-type]
+        if marker is not None and env and not Marker(str(marker)).evaluate(env):  # type: ignore[arg-type,unused-ignore]
             continue
         out.append(LockedPackage(str(pkg.name), str(pkg.version) if pkg.version else None,
                                  str(marker) if marker else None))

@@ -57,3 +57,11 @@ def cli(capsys: pytest.CaptureFixture[str]):
         return Result(code, captured.out, captured.err)
 
     return invoke
+
+
+@pytest.fixture(scope="session")
+def stacks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Real venvs (Python 3.12 for native, 3.11 for legacy) with the test wheels installed."""
+    from stacks import build_stacks
+
+    return build_stacks(tmp_path_factory.mktemp("stacks"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Any
@@ -127,7 +128,7 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
                   manifest=manifest, release=release, device=device, timeout=limit,
                   compile_tier=compile_tier, lock=lock)
     specs = {c.id: c for c in CHECKS}
-    checks = [Check(i, specs[i].title, (lambda s=specs[i]: s.run(facts)),
+    checks = [Check(i, specs[i].title, functools.partial(specs[i].run, facts),
                     limit + 15 if i == "device.probe" else limit + 5)
               for i in ids]
     results = run_checks(checks)

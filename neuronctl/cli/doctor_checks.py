@@ -25,7 +25,7 @@ class CheckSpec:
 def _worst(statuses: list[Status]) -> Status:
     for s in ("fail", "warn", "pass"):
         if s in statuses:
-            return s  # type: ignore[return-value]
+            return s
     return "skip"
 
 
@@ -62,11 +62,11 @@ def _target_framework(f: Facts) -> Framework | None:
     torch = f.env.get("torch")
     if torch is not None:
         try:
-            fw = release.framework_for_torch(_public(torch.version))
+            by_torch = release.framework_for_torch(_public(torch.version))
         except InvalidVersion:
-            fw = None
-        if fw is not None and fw.backend == release.backend:
-            return fw
+            by_torch = None
+        if by_torch is not None and by_torch.backend == release.backend:
+            return by_torch
     return release.default_framework()
 
 

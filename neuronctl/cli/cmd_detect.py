@@ -1,0 +1,55 @@
+"""`neuronctl detect`: the hardware picture alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from neuronctl.cli.app import get_app
+from neuronctl.cli.common import check_sysroot, sysroot_option
+from neuronctl.cli.output import emit_json
+from neuronctl.probes.hardware import HardwareReport, detect_hardware
+from neuronctl.probes.sysroot import SysRoot
+
+
+def print_hardware(report: HardwareReport) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = get_app().console()
+    grid = Table.grid(padding=(0, 2))
+    if not report.present:
+        grid.add_row("chip", "none: no Neuron hardware found")
+    else:
+        grid.add_row("chip", f"{report.chip} ({report.chip_name})" if report.chip else "unknown")
+    rows = [("devices", report.device_count or None),
+            ("NeuronCores", f"{report.neuron_cores} ({report.neuron_cores_source})"
+             if report.neuron_cores else None),
+            ("logical NC config", report.logical_nc_config),
+            ("instance type", f"{report.instance_type} ({report.instance_type_source})"
+             if report.instance_type else None),
+            ("driver", report.driver_version), ("runtime", report.runtime_version),
+            ("tools", report.tools_version), ("neuron-ls", report.neuron_ls)]
+    for key, value in rows:
+        if value is not None:
+            grid.add_row(key, escape(str(value)))
+    console.print(grid)
+    for e in report.evidence:
+        console.print(f"  evidence: {escape(e.source)}: {escape(e.value)}"
+                      + (f" -> {e.chip}" if e.chip else ""))
+    for c in report.conflicts:
+        console.print(f"  [yellow]conflict:[/] {escape(c)}")
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Versioned JSON output.")
+@sysroot_option
+def detect(as_json: bool, sysroot: Path | None) -> int:
+    """Show the Neuron hardware on this machine, with the evidence for each conclusion."""
+    report = detect_hardware(SysRoot.from_env(check_sysroot(sysroot)))
+    if as_json:
+        emit_json({"hardware": report.to_json()})
+    else:
+        print_hardware(report)
+    return 0

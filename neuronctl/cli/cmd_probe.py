@@ -1,0 +1,37 @@
+"""`neuronctl probe`: the device tiers alone."""
+
+from __future__ import annotations
+
+import click
+
+from neuronctl.cli.app import get_app
+from neuronctl.cli.common import DEVICE_CHOICE, python_option, timeout_value
+from neuronctl.cli.output import emit_json
+from neuronctl.probes.device import run_device_probe
+from neuronctl.probes.pyenv import resolve_python
+
+
+@click.command()
+@click.option("--device", type=DEVICE_CHOICE, default="auto", show_default=True)
+@python_option
+@click.option("--json", "as_json", is_flag=True, help="Versioned JSON output.")
+@click.option("--timeout", type=float, default=None, help="Seconds before the probe is killed [120].")
+@click.option("--compile", "compile_tier", is_flag=True, help="Also probe torch.compile (slow).")
+def probe(device: str, python: str | None, as_json: bool, timeout: float | None,
+          compile_tier: bool) -> int:
+    """Import torch, find the device, allocate, compute, differentiate: stop at the first failure."""
+    app = get_app()
+    limit = timeout_value(timeout, app.config().get("timeout"), 120.0)
+    report = run_device_probe(resolve_python(python), device, limit, compile_tier)
+    if as_json:
+        emit_json({"probe": report.to_json()})
+    else:
+        from rich.markup import escape
+
+        console = app.console()
+        style = {"pass": "green", "fail": "red", "skip": "dim"}
+        for t in report.tiers:
+            console.print(f"[{style[t.status]}]{t.status.upper():4}[/] {t.tier:<12} "
+                          f"{escape(t.detail)} [dim]({t.ms:g} ms)[/]")
+        console.print(f"[bold]{report.outcome}[/]: {escape(report.detail)}")
+    return 0 if report.ok else 1

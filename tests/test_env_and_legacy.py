@@ -1,0 +1,61 @@
+import json
+
+from neuronctl.probes.legacy import detect_legacy
+from neuronctl.probes.pyenv import inspect_python
+
+
+def test_inspect_reads_target_interpreter(stacks):
+    env = inspect_python(str(stacks["native"]))
+    assert env.python.startswith("3.12.")
+    assert env.in_venv
+    assert env.get("torch_neuronx").version == "2.14.3.0"
+    assert env.get("torch").version == "2.14.0+cpu"
+    assert env.markers["python_version"] == "3.12"
+    assert env.get("torch-neuronx").xla_impl is False
+
+
+def test_legacy_signals_all_reported(stacks):
+    env = inspect_python(str(stacks["legacy"]))
+    report = detect_legacy(env, {"PJRT_DEVICE": "NEURON"})
+    assert report.verdict == "legacy"
+    names = {s.name for s in report.signals}
+    assert names == {"torch-neuronx version", "torch-neuronx Requires-Dist", "torch-neuronx files",
+                     "torch-xla installed", "libneuronxla installed", "PJRT_DEVICE"}
+    assert set(report.legacy_packages) == {"torch-neuronx", "torch-xla", "libneuronxla"}
+
+
+def test_native_is_clean_and_pjrt_makes_it_mixed(stacks):
+    env = inspect_python(str(stacks["native"]))
+    assert detect_legacy(env, {}).verdict == "native"
+    mixed = detect_legacy(env, {"PJRT_DEVICE": "NEURON"})
+    assert mixed.verdict == "mixed"
+
+
+def test_placeholders_detected_by_file_text(stacks):
+    env = inspect_python(str(stacks["placeholder"]))
+    assert env.get("torch-neuronx").wrong_package
+    report = detect_legacy(env, {})
+    assert sorted(report.placeholders) == ["neuronx-cc 1.0.post1", "torch-neuronx 1.0"]
+
+
+def test_env_dump_markdown_and_json(stacks, cli, monkeypatch):
+    monkeypatch.setenv("NEURON_RT_VISIBLE_CORES", "0-3")
+    monkeypatch.setenv("NEURON_API_TOKEN", "s3cr3t")
+    monkeypatch.setenv("PIP_EXTRA_INDEX_URL", "https://user:hunter2@example.invalid/simple")
+    r = cli("env", "--python", str(stacks["native"]))
+    assert r.code == 0, r.err
+    for needle in ("| torch-neuronx | 2.14.3.0 |", "| neuronx-cc | 2.28.7631.0+6f180f47 |",
+                   "| nki | 0.7.0 |", "| NEURON_RT_VISIBLE_CORES | 0-3 |", "<redacted>"):
+        assert needle in r.out
+    assert "s3cr3t" not in r.out and "hunter2" not in r.out
+    data = json.loads(cli("env", "--json", "--python", str(stacks["native"])).out)
+    assert data["schema"] == 1
+    assert data["env"]["packages"]["torch"] == "2.14.0+cpu"
+    assert data["env"]["torch"]["build"] == "CPU"
+    cuda = json.loads(cli("env", "--json", "--python", str(stacks["cuda"])).out)
+    assert cuda["env"]["torch"]["build"] == "CUDA"
+
+
+def test_env_bad_python(cli, tmp_path):
+    r = cli("env", "--python", str(tmp_path / "nope"))
+    assert r.code == 2 and "no such interpreter" in r.err

@@ -1,0 +1,71 @@
+"""Build small but real wheels (dist-info, RECORD, metadata) and install them into real venvs."""
+
+from __future__ import annotations
+
+import base64
+import glob
+import hashlib
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+
+def build_wheel(outdir: Path, name: str, version: str, *, requires: tuple[str, ...] = (),
+                files: dict[str, str] | None = None, summary: str = "",
+                tag: str = "py3-none-any", requires_python: str | None = None) -> Path:
+    dist = name.replace("-", "_")
+    outdir.mkdir(parents=True, exist_ok=True)
+    wheel = outdir / f"{dist}-{version}-{tag}.whl"
+    info = f"{dist}-{version}.dist-info"
+    meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}",
+            f"Summary: {summary or name + ' (test build)'}"]
+    if requires_python:
+        meta.append(f"Requires-Python: {requires_python}")
+    meta += [f"Requires-Dist: {r}" for r in requires]
+    contents = dict(files or {f"{dist}/__init__.py": f'__version__ = "{version}"\n'})
+    contents[f"{info}/METADATA"] = "\n".join(meta) + "\n\n"
+    contents[f"{info}/WHEEL"] = ("Wheel-Version: 1.0\nGenerator: neuronctl-tests\n"
+                                 f"Root-Is-Purelib: true\nTag: {tag}\n")
+    records = []
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path, text in contents.items():
+            data = text.encode()
+            zf.writestr(path, data)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            records.append(f"{path},sha256={digest},{len(data)}")
+        records.append(f"{info}/RECORD,,")
+        zf.writestr(f"{info}/RECORD", "\n".join(records) + "\n")
+    return wheel
+
+
+def find_python(minor: str) -> str:
+    """A real interpreter of that version: pyenv's, since the bare shims fail unselected."""
+    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    candidates = sorted(glob.glob(f"{root}/versions/{minor}.*/bin/python{minor}"))
+    candidates += sorted(glob.glob(f"/root/.pyenv/versions/{minor}.*/bin/python{minor}"))
+    candidates += [f"/usr/bin/python{minor}", f"/usr/local/bin/python{minor}"]
+    for c in candidates:
+        if os.path.exists(c):
+            return c
+    raise RuntimeError(f"no Python {minor} interpreter on this machine")
+
+
+def make_venv(path: Path, python: str | None = None) -> Path:
+    subprocess.run([python or sys.executable, "-m", "venv", "--without-pip", str(path)], check=True,
+                   capture_output=True)
+    return path / "bin" / "python"
+
+
+def pip_install(venv_python: Path, wheels: list[Path]) -> None:
+    """Install with the real pip (ours, aimed at the venv), offline and without dependencies."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env["PIP_CONFIG_FILE"] = os.devnull
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv_python), "install", "-q",
+                    "--no-index", "--no-deps", "--no-cache-dir", *map(str, wheels)],
+                   check=True, capture_output=True, env=env)
+
+
+def site_packages(venv: Path) -> Path:
+    return next((venv / "lib").glob("python3.*/site-packages"))
