@@ -237,6 +237,15 @@ def _parse_release(f: Fields) -> Release:
     )
 
 
+def reject_duplicates(releases: list[Release], top: Fields, field_pattern: str) -> None:
+    """A release listed twice is bad input: name the second occurrence's field."""
+    seen: set[Version] = set()
+    for i, release in enumerate(releases):
+        if release.key in seen:
+            raise top.fail(field_pattern.format(i), f"duplicate release {release.version}")
+        seen.add(release.key)
+
+
 def parse_manifest(data: object, source: str, origin: str = "file") -> Manifest:
     top = Fields(data, source)
     schema = top.integer("schema")
@@ -247,11 +256,7 @@ def parse_manifest(data: object, source: str, origin: str = "file") -> Manifest:
     releases = [_parse_release(r) for r in top.objects("releases")]
     if not releases:
         raise top.fail("releases", "no releases")
-    seen: set[Version] = set()
-    for i, release in enumerate(releases):
-        if release.key in seen:
-            raise top.fail(f"releases[{i}].version", f"duplicate release {release.version}")
-        seen.add(release.key)
+    reject_duplicates(releases, top, "releases[{}].version")
     gen = top.obj("generated_from", required=False)
     generated = {k: str(gen.data[k]) for k in gen} if gen else {}
     return Manifest(tuple(releases), source, origin, generated)

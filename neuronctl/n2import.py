@@ -22,6 +22,7 @@ from neuronctl.manifest import (
     Manifest,
     Release,
     ReleaseBackend,
+    reject_duplicates,
 )
 from neuronctl.torch_neuronx import classify
 
@@ -151,11 +152,7 @@ def convert_n2(data: object, source: str) -> Manifest:
     releases = [convert_release(r) for r in top.objects("neuron_releases")]
     if not releases:
         raise top.fail("neuron_releases", "no releases")
-    seen: set[str] = set()
-    for i, r in enumerate(releases):
-        if r.version in seen:
-            raise top.fail(f"neuron_releases[{i}].neuron_version", f"duplicate {r.version}")
-        seen.add(r.version)
+    reject_duplicates(releases, top, "neuron_releases[{}].neuron_version")
     meta = {"format": "aws-n2-manifest"}
     for key in ("manifest_version", "manifest_date"):
         value = top.text(key, required=False)

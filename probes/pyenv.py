@@ -55,6 +55,18 @@ out = {
         "sys_platform": sys.platform,
     },
 }
+try:
+    from packaging import tags as _tags
+except ImportError:
+    try:
+        from pip._vendor.packaging import tags as _tags
+    except ImportError:
+        _tags = None
+if _tags is not None:
+    try:
+        out["tags"] = [str(t) for t in _tags.sys_tags()]
+    except Exception:
+        pass
 seen = set()
 for dist in metadata.distributions():
     name = dist.metadata["Name"]
@@ -110,6 +122,8 @@ class PythonEnv:
     libc: tuple[str, ...]
     distributions: Mapping[str, InstalledDist] = field(default_factory=dict)
     markers: Mapping[str, str] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+    """The wheel tags the target accepts, best first (from its packaging or pip; may be empty)."""
 
     @property
     def in_venv(self) -> bool:
@@ -125,6 +139,7 @@ class PythonEnv:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["in_venv"] = self.in_venv
+        data["tags"] = list(self.tags[:8])
         data["distributions"] = sorted(
             ({"name": d.name, "version": d.version} for d in self.distributions.values()),
             key=lambda d: d["name"].lower())
@@ -148,7 +163,8 @@ def parse_inspection(data: object) -> PythonEnv:
         base_prefix=str(data["base_prefix"]), platform=str(data["platform"]),
         machine=str(data["machine"]), system=str(data["system"]),
         libc=tuple(str(x) for x in data.get("libc", [])), distributions=dists,
-        markers={str(k): str(v) for k, v in data.get("markers", {}).items()})
+        markers={str(k): str(v) for k, v in data.get("markers", {}).items()},
+        tags=tuple(str(t) for t in data.get("tags", [])))
 
 
 def resolve_python(python: str | None) -> str:

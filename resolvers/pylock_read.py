@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from packaging.markers import Marker
 from packaging.pylock import Pylock, PylockUnsupportedVersionError, PylockValidationError
 
 from neuronctl.errors import InputError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+from neuronctl.tomlfile import read_toml
 
 
 @dataclass(frozen=True)
@@ -27,15 +21,7 @@ class LockedPackage:
 
 
 def load_pylock(path: Path) -> Pylock:
-    try:
-        with path.open("rb") as fh:
-            data: dict[str, Any] = tomllib.load(fh)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such lock file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path}: invalid TOML: {exc}") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
+    data = read_toml(path, "lock file")
     try:
         return Pylock.from_dict(data)
     except PylockUnsupportedVersionError as exc:

@@ -93,6 +93,8 @@ def _write(tmp_path, text):
          "neuron_releases[0].packages[1].supported_instances: expected a list"),
         (lambda t: _mutated(t, lambda d: d["neuron_releases"][0]["packages"][4].pop("version")),
          "neuron_releases[0].packages[4].version: missing"),
+        (lambda t: _mutated(t, lambda d: d["neuron_releases"].append(d["neuron_releases"][0])),
+         "neuron_releases[51].neuron_version: duplicate release 2.32.0"),
     ],
 )
 def test_import_malformed_exits_2_naming_file_and_field(cli, tmp_path, transform, expect):

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from neuronctl.errors import InputError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+from neuronctl.tomlfile import read_toml
 
 # key -> (accepted Python types, human description)
 SCHEMA: dict[str, tuple[tuple[type, ...], str]] = {
@@ -57,19 +52,6 @@ class Config:
         return [value] if isinstance(value, str) else list(value)
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as fh:
-            data: dict[str, Any] = tomllib.load(fh)
-            return data
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such config file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path}: invalid TOML: {exc}") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
-
-
 def validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in table.items():
@@ -88,7 +70,7 @@ def validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 def load_config(explicit: Path | None, cwd: Path | None = None) -> Config:
     if explicit is not None:
-        data = _read_toml(explicit)
+        data = read_toml(explicit, "config file")
         tool = data.get("tool", {})
         if isinstance(tool, dict) and "neuronctl" in tool:
             table, where = tool["neuronctl"], f"{explicit}: [tool.neuronctl]"
@@ -101,7 +83,7 @@ def load_config(explicit: Path | None, cwd: Path | None = None) -> Config:
     pyproject = base / "pyproject.toml"
     if not pyproject.is_file():
         return Config(base_dir=base)
-    data = _read_toml(pyproject)
+    data = read_toml(pyproject, "config file")
     tool = data.get("tool", {})
     table = tool.get("neuronctl") if isinstance(tool, dict) else None
     if table is None:
