@@ -86,8 +86,7 @@ def check_python(f: Facts) -> Outcome:
         return Outcome("pass", f"{where} fits Neuron {release.version}{extra}", None, details)
     tnx = f.env.get("torch-neuronx")
     low = supported[0]
-    fix = (f"create a venv with a supported Python, e.g. `neuronctl install --venv .venv "
-           f"--venv-python {low}`, or `python{low} -m venv .venv`")
+    fix = f"python{low} -m venv .venv && . .venv/bin/activate (then install the stack there)"
     message = (f"{where} is not supported by Neuron {release.version} "
                f"({fw.backend if fw else release.backend} needs {supported[0]}-{supported[-1]})")
     if tnx is None:
@@ -173,7 +172,7 @@ def check_placeholders(f: Facts) -> Outcome:
     return Outcome("fail", f"PyPI placeholder packages installed: {', '.join(report.placeholders)} "
                            "(a merged-index install picked them)",
                    f"pip uninstall -y {names}, then install from the Neuron repository only "
-                   "(neuronctl lock / neuronctl install route each package to one index)")
+                   "with exact pins (see packages.torch-neuronx for the commands)")
 
 
 def _is_cuda_torch(f: Facts) -> bool:
@@ -373,7 +372,8 @@ def check_lock(f: Facts) -> Outcome:
             drift.append(f"{pkg.name}: locked {pkg.version}, installed {have.version}")
     if drift:
         return Outcome("fail", f"{len(drift)} of {len(locked)} locked packages differ from "
-                               f"{f.lock}", f"neuronctl install --lock {f.lock}", tuple(drift))
+                               f"{f.lock}", f"uv pip install --python {f.env.executable} -r {f.lock}",
+                       tuple(drift))
     return Outcome("pass", f"all {len(locked)} packages match {f.lock}")
 
 
