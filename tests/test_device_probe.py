@@ -114,3 +114,12 @@ def test_probe_command_json_and_exit_codes(cli, tmp_path):
     assert crashed.code == 1 and "crashed" in crashed.out
     assert cli("probe", "--python", str(tmp_path / "nope")).code == 2
     assert cli("probe", "--timeout", "-1").code == 2
+
+
+@pytest.mark.slow
+def test_compile_tier_is_opt_in_and_runs_inductor_on_cpu():
+    report = run_device_probe(sys.executable, "cpu", timeout=300, compile_tier=True)
+    assert report.ok, report.detail
+    compiled = report.tiers[-1]
+    assert compiled.tier == "compile" and compiled.status == "pass"
+    assert "torch.compile(backend='inductor') matches eager" in compiled.detail
