@@ -1,9 +1,8 @@
-import http.server
 import json
-import threading
 from typing import ClassVar
 
 import pytest
+from loopback import QuietHandler, serving
 from neuronctl.probes.hardware import detect_hardware
 from neuronctl.probes.imds import imds_instance_type
 from neuronctl.probes.sysroot import SysRoot
@@ -88,7 +87,7 @@ def test_disagreeing_signals_are_reported(tmp_path):
     assert any("DMI product_name says trn1" in c for c in report.conflicts)
 
 
-class ImdsHandler(http.server.BaseHTTPRequestHandler):
+class ImdsHandler(QuietHandler):
     token = "tok-123"
     instance_type = "trn2u.48xlarge"
     calls: ClassVar[list[str]] = []
@@ -99,7 +98,7 @@ class ImdsHandler(http.server.BaseHTTPRequestHandler):
                 "X-aws-ec2-metadata-token-ttl-seconds"):
             self.send_error(400)
             return
-        self._reply(self.token)
+        self.reply(self.token)
 
     def do_GET(self):
         self.calls.append(f"GET {self.path}")
@@ -107,29 +106,16 @@ class ImdsHandler(http.server.BaseHTTPRequestHandler):
             self.send_error(401)
             return
         if self.path == "/latest/meta-data/instance-type":
-            self._reply(self.instance_type)
+            self.reply(self.instance_type)
         else:
             self.send_error(404)
-
-    def _reply(self, text):
-        body = text.encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
 
 
 @pytest.fixture
 def imds_server():
     ImdsHandler.calls = []
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ImdsHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with serving(ImdsHandler) as url:
+        yield url
 
 
 def test_imds_v2_token_then_instance_type(imds_server):

@@ -1,9 +1,8 @@
-import http.server
 import json
-import threading
 from typing import ClassVar
 
 import pytest
+from loopback import QuietHandler, serving
 from neuronctl.resolvers.simple_index import IndexClient, parse_project_page
 from wheels import build_wheel
 
@@ -32,7 +31,7 @@ HTML_PAGE = f"""<!DOCTYPE html><html><body><h1>Links for torch</h1>
 </body></html>"""
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
+class Handler(QuietHandler):
     routes: ClassVar[dict] = {}
     hits: ClassVar[list] = []
     fail_first: ClassVar[dict] = {}
@@ -48,24 +47,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_error(404)
             return
         ctype, body = self.routes[self.path]
-        data = body.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+        self.reply(body, ctype)
 
 
 @pytest.fixture
 def server():
     Handler.routes, Handler.hits, Handler.fail_first = {}, [], {}
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
+    with serving(Handler) as url:
+        yield url
 
 
 def client():
