@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -69,7 +70,9 @@ def parse_assignment(text: str, flag: str) -> tuple[str, str]:
     return name.strip(), value.strip()
 
 
+@functools.cache
 def load_default_routing() -> IndexRouting:
+    """Parsed once per process: several doctor checks build fixes from it."""
     data = json.loads(resources.files("neuronctl.data").joinpath("routing.json").read_text("utf-8"))
     top = Fields(data, "bundled routing")
     idx = top.obj("indexes")

@@ -57,6 +57,7 @@ def _requires_names(requires: tuple[str, ...]) -> set[str]:
 def detect_legacy(env: PythonEnv, environ: Mapping[str, str]) -> LegacyReport:
     signals: list[Signal] = []
     placeholders: list[str] = []
+    legacy_pkgs: set[str] = set()
     tnx = env.get("torch-neuronx")
     if tnx is not None:
         info = classify(tnx.version)
@@ -73,6 +74,8 @@ def detect_legacy(env: PythonEnv, environ: Mapping[str, str]) -> LegacyReport:
         if tnx.xla_impl:
             signals.append(Signal("torch-neuronx files", "legacy",
                                   "ships torch_neuronx/xla_impl/ (the XLA tracing library)"))
+        if any(s.says == "legacy" for s in signals):
+            legacy_pkgs.add("torch-neuronx")
     for name, why in LEGACY_PACKAGES.items():
         dist = env.get(name)
         if dist is None:
@@ -80,6 +83,7 @@ def detect_legacy(env: PythonEnv, environ: Mapping[str, str]) -> LegacyReport:
         if dist.wrong_package or is_placeholder(name, dist.version):
             continue
         signals.append(Signal(f"{name} installed", "legacy", f"{name} {dist.version}: {why}"))
+        legacy_pkgs.add(name)
     if environ.get("PJRT_DEVICE", "").upper() == "NEURON":
         signals.append(Signal("PJRT_DEVICE", "legacy", "PJRT_DEVICE=NEURON selects the XLA runtime"))
     for key, dist in sorted(env.distributions.items()):
@@ -98,8 +102,4 @@ def detect_legacy(env: PythonEnv, environ: Mapping[str, str]) -> LegacyReport:
         verdict = "native"
     else:
         verdict = "mixed"
-    legacy_pkgs = tuple(sorted(
-        {s.name.removesuffix(" installed") for s in signals if s.name.endswith(" installed")}
-        | ({"torch-neuronx"} if tnx and any(s.says == "legacy" and s.name.startswith("torch-neuronx")
-                                             for s in signals) else set())))
-    return LegacyReport(verdict, tuple(signals), tuple(placeholders), legacy_pkgs)
+    return LegacyReport(verdict, tuple(signals), tuple(placeholders), tuple(sorted(legacy_pkgs)))

@@ -146,6 +146,14 @@ class PythonEnv:
         return data
 
 
+def torch_build(dist: InstalledDist) -> str:
+    """An installed torch's build: "CUDA", "CPU", another local label, or "default"."""
+    local = dist.version.partition("+")[2]
+    if local.startswith("cu") or any(r.startswith("nvidia-") for r in dist.requires):
+        return "CUDA"
+    return "CPU" if local == "cpu" else local or "default"
+
+
 def parse_inspection(data: object) -> PythonEnv:
     if not isinstance(data, dict):
         raise FaultError("target interpreter printed unexpected output")

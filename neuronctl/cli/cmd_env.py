@@ -15,7 +15,7 @@ from neuronctl._version import __version__
 from neuronctl.cli.common import check_sysroot, python_option, sysroot_option
 from neuronctl.cli.output import emit_json
 from neuronctl.probes.hardware import detect_hardware
-from neuronctl.probes.pyenv import PythonEnv, inspect_python
+from neuronctl.probes.pyenv import PythonEnv, inspect_python, torch_build
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.routing import redact_url
 
@@ -56,11 +56,7 @@ def collect(env: PythonEnv, root: SysRoot) -> dict[str, Any]:
                                                   key=lambda d: d.name.lower())
                 if PACKAGE_PATTERN.match(d.name.lower().replace("_", "-"))}
     torch = env.get("torch")
-    build = None
-    if torch is not None:
-        local = torch.version.partition("+")[2]
-        build = ("CUDA" if local.startswith("cu") or any(r.startswith("nvidia-") for r in torch.requires)
-                 else "CPU" if local == "cpu" else local or "default")
+    build = torch_build(torch) if torch is not None else None
     return {
         "neuronctl": __version__,
         "os": {"system": platform.system(), "release": platform.release(),

@@ -11,6 +11,7 @@ from neuronctl.chips import get_chip
 from neuronctl.cli.check_runner import Outcome, Status
 from neuronctl.cli.doctor_facts import Facts
 from neuronctl.manifest import Framework, Release
+from neuronctl.probes.pyenv import torch_build
 from neuronctl.routing import load_default_routing
 from neuronctl.torch_neuronx import classify, torch_matches
 
@@ -79,11 +80,10 @@ def check_python(f: Facts) -> Outcome:
     details = (f"release {release.version} ({f.selection.reason}) supports Python "
                f"{', '.join(supported) or 'unknown'}",)
     if not supported or py in supported:
-        extra = ""
         if fw and fw.backend == "native" and (env.system != "Linux" or env.machine != "x86_64"):
             return Outcome("warn", f"{where}: native TorchNeuron ships for Linux x86_64 only, "
                                    f"this is {env.system} {env.machine}", None, details)
-        return Outcome("pass", f"{where} fits Neuron {release.version}{extra}", None, details)
+        return Outcome("pass", f"{where} fits Neuron {release.version}", None, details)
     tnx = f.env.get("torch-neuronx")
     low = supported[0]
     fix = f"python{low} -m venv .venv && . .venv/bin/activate (then install the stack there)"
@@ -145,9 +145,7 @@ def check_legacy(f: Facts) -> Outcome:
     details = tuple(f"{s.name}: {s.says} ({s.detail})" for s in report.signals)
     chip = get_chip(f.hardware.chip) if f.hardware.chip else None
     if report.verdict in ("none", "native"):
-        legacy_count = sum(1 for s in report.signals if s.says == "legacy")
-        return Outcome("pass", "no legacy XLA stack" if not legacy_count else "native stack",
-                       None, details)
+        return Outcome("pass", "no legacy XLA stack", None, details)
     pkgs = " ".join(report.legacy_packages) or "torch-xla libneuronxla"
     if report.verdict == "mixed":
         return Outcome("warn", "signals disagree: native and legacy XLA parts are both present",
@@ -173,17 +171,6 @@ def check_placeholders(f: Facts) -> Outcome:
                            "(a merged-index install picked them)",
                    f"pip uninstall -y {names}, then install from the Neuron repository only "
                    "with exact pins (see packages.torch-neuronx for the commands)")
-
-
-def _is_cuda_torch(f: Facts) -> bool:
-    torch = f.env.get("torch")
-    if torch is None:
-        return False
-    try:
-        local = Version(torch.version).local or ""
-    except InvalidVersion:
-        local = ""
-    return local.startswith("cu") or any(r.startswith("nvidia-") for r in torch.requires)
 
 
 def check_coherence(f: Facts) -> Outcome:
@@ -222,12 +209,12 @@ def check_coherence(f: Facts) -> Outcome:
     if env.get("nki") is not None and env.get("nrtpy") is not None:
         findings.append(("fail", "nki and nrtpy are both installed; they clash (one namespace)"))
         fixes.append("pip uninstall -y nrtpy")
-    if _is_cuda_torch(f):
+    if torch is not None and torch_build(torch) == "CUDA":
         status: Status = "fail" if f.hardware.present else "warn"
-        findings.append((status, f"torch {torch.version if torch else ''} is a CUDA build; Neuron "
+        findings.append((status, f"torch {torch.version} is a CUDA build; Neuron "
                                  "needs the CPU build (CUDA wheels add GBs and nothing for Neuron)"))
         fixes.append(f"pip install --index-url {load_default_routing().indexes['pytorch-cpu']} "
-                     f"--force-reinstall torch=={_public(torch.version) if torch else ''}")
+                     f"--force-reinstall torch=={_public(torch.version)}")
     if not findings:
         return Outcome("skip", "no Neuron packages installed to compare")
     status = _worst([s for s, _ in findings])
