@@ -22,29 +22,42 @@ DEVICES: tuple[str, ...] = ("auto", "neuron", "cuda", "cpu")
 PROBE_SCRIPT = r"""
 import json, sys, time
 want, do_compile = sys.argv[1], sys.argv[2] == "1"
+S = {}  # what later tiers need from earlier ones: torch, device, accelerator, generator
+
+
 def emit(tier, status, detail, t0, **extra):
     rec = {"tier": tier, "status": status, "detail": detail,
            "ms": round((time.perf_counter() - t0) * 1000, 1)}
     rec.update(extra)
     print(json.dumps(rec), flush=True)
-def fail(tier, exc, t0):
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    cut = text.find(". ", 40)
-    if cut > 0:
-        text = text[:cut + 1]
-    emit(tier, "fail", f"{type(exc).__name__}: {text}"[:300], t0)
-    sys.exit(0)
-t0 = time.perf_counter()
-try:
-    import torch
-except BaseException as exc:
-    fail("import", exc, t0)
-import importlib.util
-extra = {"torch": torch.__version__}
-emit("import", "pass", f"torch {torch.__version__}", t0, **extra)
 
-t0 = time.perf_counter()
-try:
+
+def run(tier, body):
+    # One tier: its outcome line is flushed at once; a failure or an exception ends the probe.
+    t0 = time.perf_counter()
+    try:
+        status, detail, extra = body()
+    except BaseException as exc:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        cut = text.find(". ", 40)
+        if cut > 0:
+            text = text[:cut + 1]
+        emit(tier, "fail", f"{type(exc).__name__}: {text}"[:300], t0)
+        sys.exit(0)
+    emit(tier, status, detail, t0, **extra)
+    if status != "pass":
+        sys.exit(0)
+
+
+def tier_import():
+    import torch
+    S["torch"] = torch
+    return "pass", f"torch {torch.__version__}", {"torch": torch.__version__}
+
+
+def tier_backend():
+    import importlib.util
+    torch = S["torch"]
     name = torch._C._get_privateuse1_backend_name()
     if name != "neuron" and want in ("auto", "neuron") and importlib.util.find_spec("torch_neuronx"):
         import torch_neuronx  # autoload may be off (TORCH_DEVICE_BACKEND_AUTOLOAD=0)
@@ -59,95 +72,79 @@ try:
     device = want
     if want == "auto":
         device = "neuron" if name == "neuron" else ("cuda" if torch.cuda.is_available() else "cpu")
+    S["device"], S["acc"] = device, acc
     info = f"privateuse1 backend {name!r}, torch.accelerator {acc!r}, device {device}"
     if device == "neuron" and name != "neuron":
-        emit("backend", "fail", f"no 'neuron' backend registered ({info})", t0, device=device)
-        sys.exit(0)
+        return "fail", f"no 'neuron' backend registered ({info})", {"device": device}
     if device == "cuda" and not torch.cuda.is_available():
-        emit("backend", "fail", f"CUDA not available ({info})", t0, device=device)
-        sys.exit(0)
-    emit("backend", "pass", info, t0, device=device)
-except SystemExit:
-    raise
-except BaseException as exc:
-    fail("backend", exc, t0)
+        return "fail", f"CUDA not available ({info})", {"device": device}
+    return "pass", info, {"device": device}
 
-t0 = time.perf_counter()
-try:
+
+def tier_device_count():
+    torch, device = S["torch"], S["device"]
     if device == "cpu":
         count = 1
     elif device == "cuda":
         count = torch.cuda.device_count()
     else:
         mod = getattr(torch, "neuron", None)
-        if hasattr(torch, "accelerator") and acc == "neuron":
+        if hasattr(torch, "accelerator") and S["acc"] == "neuron":
             count = torch.accelerator.device_count()
         elif mod is not None and hasattr(mod, "device_count"):
             count = mod.device_count()
         else:
             raise RuntimeError("no device_count() for the neuron backend")
     if count < 1:
-        emit("device_count", "fail", f"{device}: 0 devices visible", t0)
-        sys.exit(0)
-    emit("device_count", "pass", f"{count} {device} device(s)", t0, count=count)
-except SystemExit:
-    raise
-except BaseException as exc:
-    fail("device_count", exc, t0)
+        return "fail", f"{device}: 0 devices visible", {}
+    return "pass", f"{count} {device} device(s)", {"count": count}
 
-t0 = time.perf_counter()
-try:
-    x = torch.ones(4, 4, device=device)
-    emit("allocate", "pass", f"allocated {tuple(x.shape)} on {x.device}", t0)
-except BaseException as exc:
-    fail("allocate", exc, t0)
 
-t0 = time.perf_counter()
-try:
-    g = torch.Generator().manual_seed(0)
+def tier_allocate():
+    x = S["torch"].ones(4, 4, device=S["device"])
+    return "pass", f"allocated {tuple(x.shape)} on {x.device}", {}
+
+
+def tier_op():
+    torch, device = S["torch"], S["device"]
+    g = S["gen"] = torch.Generator().manual_seed(0)
     a = torch.randn(64, 64, generator=g)
     b = torch.randn(64, 64, generator=g)
     got = (a.to(device) @ b.to(device) + 1).cpu()
     ref = a @ b + 1
     err = (got - ref).abs().max().item()
     if not torch.allclose(got, ref, rtol=1e-2, atol=1e-2):
-        emit("op", "fail", f"matmul differs from CPU (max abs error {err:.3g})", t0)
-        sys.exit(0)
-    emit("op", "pass", f"matmul matches CPU (max abs error {err:.2g})", t0)
-except SystemExit:
-    raise
-except BaseException as exc:
-    fail("op", exc, t0)
+        return "fail", f"matmul differs from CPU (max abs error {err:.3g})", {}
+    return "pass", f"matmul matches CPU (max abs error {err:.2g})", {}
 
-t0 = time.perf_counter()
-try:
-    x = torch.randn(8, 8, generator=g)
-    xd = x.to(device).requires_grad_(True)
+
+def tier_autograd():
+    torch = S["torch"]
+    x = torch.randn(8, 8, generator=S["gen"])
+    xd = x.to(S["device"]).requires_grad_(True)
     (xd * xd).sum().backward()
     if not torch.allclose(xd.grad.cpu(), 2 * x, rtol=1e-2, atol=1e-2):
-        emit("autograd", "fail", "gradient differs from CPU", t0)
-        sys.exit(0)
-    emit("autograd", "pass", "backward() matches CPU", t0)
-except SystemExit:
-    raise
-except BaseException as exc:
-    fail("autograd", exc, t0)
+        return "fail", "gradient differs from CPU", {}
+    return "pass", "backward() matches CPU", {}
 
-t0 = time.perf_counter()
-if not do_compile:
-    emit("compile", "skip", "opt-in (--compile)", t0)
-    sys.exit(0)
-try:
+
+def tier_compile():
+    if not do_compile:
+        return "skip", "opt-in (--compile)", {}
+    torch, device = S["torch"], S["device"]
     backend = "neuron" if device == "neuron" else "inductor"
     fn = torch.compile(lambda t: torch.nn.functional.gelu(t) * 2, backend=backend)
-    x = torch.randn(16, 16, generator=g)
+    x = torch.randn(16, 16, generator=S["gen"])
     got = fn(x.to(device)).cpu()
     if not torch.allclose(got, torch.nn.functional.gelu(x) * 2, rtol=1e-2, atol=1e-2):
-        emit("compile", "fail", f"torch.compile(backend={backend!r}) result differs", t0)
-        sys.exit(0)
-    emit("compile", "pass", f"torch.compile(backend={backend!r}) matches eager", t0)
-except BaseException as exc:
-    fail("compile", exc, t0)
+        return "fail", f"torch.compile(backend={backend!r}) result differs", {}
+    return "pass", f"torch.compile(backend={backend!r}) matches eager", {}
+
+
+for tier, body in (("import", tier_import), ("backend", tier_backend),
+                   ("device_count", tier_device_count), ("allocate", tier_allocate),
+                   ("op", tier_op), ("autograd", tier_autograd), ("compile", tier_compile)):
+    run(tier, body)
 """
 
 Status = Literal["pass", "fail", "skip"]
