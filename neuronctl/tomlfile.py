@@ -26,3 +26,11 @@ def read_toml(path: Path, what: str) -> dict[str, Any]:
         raise InputError(f"{path}: invalid TOML: {exc}") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc}") from None
+
+
+def loads_toml(text: str, what: str) -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = tomllib.loads(text)
+        return data
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{what}: invalid TOML: {exc}") from None

@@ -9,7 +9,6 @@ retries, and errors that say which index and which project, credentials stripped
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,8 +16,8 @@ from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
 from urllib.request import url2pathname
 
-import requests
 from mousebender import simple
+from neuronctl.resolvers.http_fetch import Fetcher
 from packaging.utils import (
     InvalidSdistFilename,
     InvalidWheelFilename,
@@ -27,11 +26,10 @@ from packaging.utils import (
     parse_wheel_filename,
 )
 
-from neuronctl.errors import FaultError, InputError
+from neuronctl.errors import InputError
 from neuronctl.routing import redact_url
 
 ACCEPT = simple.ACCEPT_SUPPORTED
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
 @dataclass(frozen=True)
@@ -115,25 +113,24 @@ def find_links_files(directory: Path, project: str) -> list[DistFile]:
 
 
 class IndexClient:
-    """Fetch project pages; retries idempotent GETs with backoff on connection errors and 5xx."""
+    """Fetch project pages through a Fetcher (retries, HTTP cache, offline mode)."""
 
-    def __init__(self, session: requests.Session | None = None, *, timeout: float = 30.0,
-                 retries: int = 3, backoff: float = 0.5) -> None:
-        self.session = session or requests.Session()
-        self.timeout = timeout
-        self.retries = retries
-        self.backoff = backoff
+    def __init__(self, fetcher: Fetcher | None = None) -> None:
+        self.fetcher = fetcher or Fetcher()
 
     def project_files(self, index_url: str, project: str) -> list[DistFile] | None:
         """The files an index offers for a project, or None when the index has no such project."""
         if index_url.startswith("file:"):
             return self._file_index(index_url, project)
         url = project_url(index_url, project)
-        response = self._get(url)
-        if response.status_code == 404:
+        page = self.fetcher.get_page(url, ACCEPT)
+        if page is None:
             return None
-        return parse_project_page(response.text, response.headers.get("Content-Type", ""),
-                                  response.url or url, project)
+        try:
+            body = page.body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(f"index response from {redact_url(url)}: not UTF-8 text") from None
+        return parse_project_page(body, page.content_type, page.url, project)
 
     def _file_index(self, index_url: str, project: str) -> list[DistFile] | None:
         root = Path(url2pathname(unquote(urlsplit(index_url).path)))
@@ -148,25 +145,3 @@ class IndexClient:
             return None
         files = find_links_files(root, project)
         return files or None
-
-    def _get(self, url: str) -> requests.Response:
-        shown = redact_url(url)
-        last = ""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(self.backoff * (2 ** (attempt - 1)))
-            try:
-                response = self.session.get(url, headers={"Accept": ACCEPT}, timeout=self.timeout)
-            except requests.Timeout:
-                last = f"timed out after {self.timeout:g}s"
-                continue
-            except requests.ConnectionError as exc:
-                last = f"connection failed ({type(exc).__name__})"
-                continue
-            if response.status_code in RETRY_STATUSES:
-                last = f"HTTP {response.status_code}"
-                continue
-            if response.status_code not in (200, 404):
-                raise FaultError(f"{shown}: HTTP {response.status_code}")
-            return response
-        raise FaultError(f"{shown}: {last} (after {self.retries + 1} attempts)")

@@ -32,6 +32,9 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "200")
+    # Anything that forgets to point at a loopback index fails fast here, never reaching out.
+    for name in ("PYPI", "PYTORCH_CPU", "NEURON"):
+        monkeypatch.setenv(f"NEURONCTL_INDEX_{name}", "http://127.0.0.1:9/simple")
     workdir = home / "work"
     workdir.mkdir()
     monkeypatch.chdir(workdir)

@@ -3,6 +3,7 @@ from typing import ClassVar
 
 import pytest
 from loopback import QuietHandler, serving
+from neuronctl.resolvers.http_fetch import Fetcher
 from neuronctl.resolvers.simple_index import IndexClient, parse_project_page
 from wheels import build_wheel
 
@@ -58,7 +59,7 @@ def server():
 
 
 def client():
-    return IndexClient(timeout=5, retries=2, backoff=0.01)
+    return IndexClient(Fetcher(timeout=5, retries=2, backoff=0.01))
 
 
 def test_json_index_with_content_negotiation(server):
@@ -109,7 +110,7 @@ def test_unknown_project_is_none(server):
 
 def test_unreachable_index_is_a_fault():
     with pytest.raises(FaultError, match="connection failed"):
-        IndexClient(timeout=1, retries=1, backoff=0.01).project_files("http://127.0.0.1:9/simple", "x")
+        IndexClient(Fetcher(timeout=1, retries=1, backoff=0.01)).project_files("http://127.0.0.1:9/simple", "x")
 
 
 @pytest.mark.parametrize(

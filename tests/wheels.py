@@ -14,7 +14,9 @@ from pathlib import Path
 
 def build_wheel(outdir: Path, name: str, version: str, *, requires: tuple[str, ...] = (),
                 files: dict[str, str] | None = None, summary: str = "",
-                tag: str = "py3-none-any", requires_python: str | None = None) -> Path:
+                tag: str = "py3-none-any", requires_python: str | None = None,
+                blob_size: int = 0, extras: dict[str, tuple[str, ...]] | None = None) -> Path:
+    """`blob_size` adds that many random bytes, stored uncompressed (a large compiler wheel)."""
     dist = name.replace("-", "_")
     outdir.mkdir(parents=True, exist_ok=True)
     wheel = outdir / f"{dist}-{version}-{tag}.whl"
@@ -24,6 +26,9 @@ def build_wheel(outdir: Path, name: str, version: str, *, requires: tuple[str, .
     if requires_python:
         meta.append(f"Requires-Python: {requires_python}")
     meta += [f"Requires-Dist: {r}" for r in requires]
+    for extra, reqs in (extras or {}).items():
+        meta.append(f"Provides-Extra: {extra}")
+        meta += [f'Requires-Dist: {r}; extra == "{extra}"' for r in reqs]
     contents = dict(files or {f"{dist}/__init__.py": f'__version__ = "{version}"\n'})
     contents[f"{info}/METADATA"] = "\n".join(meta) + "\n\n"
     contents[f"{info}/WHEEL"] = ("Wheel-Version: 1.0\nGenerator: neuronctl-tests\n"
@@ -35,6 +40,11 @@ def build_wheel(outdir: Path, name: str, version: str, *, requires: tuple[str, .
             zf.writestr(path, data)
             digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
             records.append(f"{path},sha256={digest},{len(data)}")
+        if blob_size:
+            blob = os.urandom(blob_size)
+            zf.writestr(f"{dist}/_blob.bin", blob, compress_type=zipfile.ZIP_STORED)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(blob).digest()).rstrip(b"=").decode()
+            records.append(f"{dist}/_blob.bin,sha256={digest},{blob_size}")
         records.append(f"{info}/RECORD,,")
         zf.writestr(f"{info}/RECORD", "\n".join(records) + "\n")
     return wheel

@@ -1,0 +1,85 @@
+"""Which files of a project fit a target: pure selection, with a reason for every file turned away
+(so a failed resolution can say what was tried and why it did not fit)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from neuronctl.resolvers.simple_index import DistFile
+from neuronctl.resolvers.targets import Target
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    NormalizedName,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
+from packaging.version import Version
+
+
+@dataclass(frozen=True)
+class Rejected:
+    filename: str
+    version: str | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class VersionFiles:
+    version: Version
+    wheels: tuple[DistFile, ...]
+    """Wheels of this version that fit the target, best tag first."""
+
+
+def _yank_reason(dist: DistFile) -> str:
+    return f"yanked ({dist.yanked})" if isinstance(dist.yanked, str) and dist.yanked else "yanked"
+
+
+def select_files(project: str, files: Iterable[DistFile], target: Target
+                 ) -> tuple[list[VersionFiles], list[Rejected]]:
+    """Versions (newest first) with their fitting wheels, and every file turned away with why."""
+    want: NormalizedName = canonicalize_name(project)
+    python = Version(target.markers["python_full_version"])
+    by_version: dict[Version, list[tuple[int, DistFile]]] = {}
+    rejected: list[Rejected] = []
+    for dist in files:
+        if not dist.is_wheel:
+            try:
+                name, sversion = parse_sdist_filename(dist.filename)
+            except InvalidSdistFilename:
+                continue
+            if name == want:
+                rejected.append(Rejected(dist.filename, str(sversion),
+                                         "source distribution (locks pin wheels only)"))
+            continue
+        try:
+            name, version, _build, wheel_tags = parse_wheel_filename(dist.filename)
+        except InvalidWheelFilename:
+            rejected.append(Rejected(dist.filename, None, "not a valid wheel file name"))
+            continue
+        if name != want:
+            continue
+        if dist.yanked:
+            rejected.append(Rejected(dist.filename, str(version), _yank_reason(dist)))
+            continue
+        if dist.requires_python:
+            try:
+                ok = SpecifierSet(dist.requires_python).contains(python, prereleases=True)
+            except InvalidSpecifier:
+                ok = False
+            if not ok:
+                rejected.append(Rejected(dist.filename, str(version),
+                                         f"requires-python {dist.requires_python}"))
+                continue
+        rank = target.wheel_rank(wheel_tags)
+        if rank is None:
+            rejected.append(Rejected(dist.filename, str(version), f"no tag fits {target.label}"))
+            continue
+        by_version.setdefault(version, []).append((rank, dist))
+    out = [VersionFiles(v, tuple(d for _, d in sorted(ws, key=lambda p: (p[0], p[1].filename))))
+           for v, ws in by_version.items()]
+    out.sort(key=lambda vf: vf.version, reverse=True)
+    return out, rejected

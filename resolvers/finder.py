@@ -1,0 +1,83 @@
+"""Project pages and metadata for resolution, fetched concurrently and each exactly once, each
+project from the one index its routing names."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
+
+from neuronctl.resolvers.core_metadata import CoreMetadata
+from neuronctl.resolvers.metadata_fetch import MetadataFetcher
+from neuronctl.resolvers.simple_index import DistFile, IndexClient
+from packaging.utils import NormalizedName, canonicalize_name
+
+from neuronctl.errors import InputError
+from neuronctl.routing import IndexRouting, redact_url
+
+T = TypeVar("T")
+
+
+class Finder:
+    def __init__(self, client: IndexClient, routing: IndexRouting, metadata: MetadataFetcher,
+                 *, workers: int = 8) -> None:
+        self.client = client
+        self.routing = routing
+        self.metadata_fetcher = metadata
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="neuronctl-fetch")
+        self._lock = threading.Lock()
+        self._futures: dict[object, Future[object]] = {}
+        self.metadata_methods: dict[str, str] = {}
+        """filename -> how its metadata was obtained (sidecar, range, download, file, cache)."""
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> Finder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _once(self, key: object, work: Callable[[], T]) -> Future[T]:
+        with self._lock:
+            future = self._futures.get(key)
+            if future is None:
+                future = self._pool.submit(work)
+                self._futures[key] = future
+        return future  # type: ignore[return-value]
+
+    def index_of(self, project: str) -> tuple[str, str]:
+        name = self.routing.index_for(project)
+        return name, self.routing.indexes[name]
+
+    def _load_files(self, project: NormalizedName) -> list[DistFile]:
+        index, url = self.index_of(project)
+        files = self.client.project_files(url, project)
+        if files is None:
+            raise InputError(
+                f"package {project!r} is routed to index {index!r} ({redact_url(url)}), which does not "
+                f"have it; neuronctl never falls back to another index",
+                hint=f"route it explicitly, e.g. --route {project}=pypi, or fix the requirement")
+        return files
+
+    def prefetch(self, projects: Iterable[str]) -> None:
+        for project in projects:
+            name = canonicalize_name(project)
+            self._once(("files", name), lambda n=name: self._load_files(n))  # type: ignore[misc]
+
+    def files(self, project: str) -> list[DistFile]:
+        name = canonicalize_name(project)
+        return self._once(("files", name), lambda: self._load_files(name)).result()
+
+    def _load_metadata(self, dist: DistFile, project: str) -> CoreMetadata:
+        md, how = self.metadata_fetcher.fetch(dist, project)
+        self.metadata_methods[dist.filename] = how
+        return md
+
+    def prefetch_metadata(self, dist: DistFile, project: str) -> None:
+        self._once(("metadata", dist.url), lambda: self._load_metadata(dist, project))
+
+    def metadata(self, dist: DistFile, project: str) -> CoreMetadata:
+        return self._once(("metadata", dist.url), lambda: self._load_metadata(dist, project)).result()

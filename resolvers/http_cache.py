@@ -1,0 +1,101 @@
+"""An on-disk HTTP cache for index pages (revalidated with ETag / Last-Modified) and for
+immutable metadata (keyed by content), in the user cache directory.
+
+Entries are written atomically (temp file, then rename), so concurrent neuronctl runs and a
+crash mid-write never leave a torn entry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from neuronctl.routing import redact_url
+
+
+def user_cache_dir() -> Path:
+    """NEURONCTL_CACHE_DIR, else $XDG_CACHE_HOME/neuronctl, else ~/.cache/neuronctl."""
+    explicit = os.environ.get("NEURONCTL_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "neuronctl"
+
+
+@dataclass(frozen=True)
+class CachedPage:
+    body: bytes
+    content_type: str
+    url: str
+    etag: str | None
+    last_modified: str | None
+
+
+def _key(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class HttpCache:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _page_paths(self, url: str) -> tuple[Path, Path]:
+        # Keyed by the full URL (credentials included) so two users' mirrors never share an entry;
+        # only the redacted form is stored in the metadata file.
+        key = _key(url)
+        base = self.root / "pages" / key[:2] / key
+        return base.with_suffix(".json"), base.with_suffix(".body")
+
+    def get_page(self, url: str) -> CachedPage | None:
+        meta_path, body_path = self._page_paths(url)
+        try:
+            meta = json.loads(meta_path.read_text("utf-8"))
+            body = body_path.read_bytes()
+        except (OSError, ValueError):
+            return None
+        if not isinstance(meta, dict) or meta.get("sha256") != hashlib.sha256(body).hexdigest():
+            return None
+        return CachedPage(body, str(meta.get("content_type", "")), str(meta.get("url", url)),
+                          meta.get("etag"), meta.get("last_modified"))
+
+    def put_page(self, url: str, page: CachedPage) -> None:
+        meta_path, body_path = self._page_paths(url)
+        try:
+            write_bytes_atomic(body_path, page.body)
+            meta = {"url": redact_url(page.url), "content_type": page.content_type, "etag": page.etag,
+                    "last_modified": page.last_modified,
+                    "sha256": hashlib.sha256(page.body).hexdigest()}
+            write_bytes_atomic(meta_path, json.dumps(meta).encode())
+        except OSError:
+            pass  # a cache that cannot be written only costs a refetch
+
+    def _blob_path(self, kind: str, key: str) -> Path:
+        digest = _key(key)
+        return self.root / kind / digest[:2] / digest
+
+    def get_blob(self, kind: str, key: str) -> bytes | None:
+        try:
+            return self._blob_path(kind, key).read_bytes()
+        except OSError:
+            return None
+
+    def put_blob(self, kind: str, key: str, data: bytes) -> None:
+        with contextlib.suppress(OSError):  # a cache that cannot be written only costs a refetch
+            write_bytes_atomic(self._blob_path(kind, key), data)

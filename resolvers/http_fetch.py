@@ -1,0 +1,126 @@
+"""HTTP for the resolvers: one requests Session, timeouts, retries with backoff for idempotent
+GETs, conditional requests against the on-disk cache, an offline mode, and a byte count.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+
+import requests
+from neuronctl.resolvers.http_cache import CachedPage, HttpCache
+from requests.adapters import HTTPAdapter
+
+from neuronctl.errors import FaultError
+from neuronctl.routing import redact_url
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+class Stats:
+    """What went over the wire, for the summary and the benchmark (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.requests = 0
+        self.bytes = 0
+        self.cache_hits = 0
+        self.revalidated = 0
+        self.full_downloads: list[str] = []
+
+    def add(self, nbytes: int) -> None:
+        with self._lock:
+            self.requests += 1
+            self.bytes += nbytes
+
+    def hit(self, revalidated: bool = False) -> None:
+        with self._lock:
+            self.cache_hits += 1
+            self.revalidated += int(revalidated)
+
+    def downloaded(self, what: str) -> None:
+        with self._lock:
+            self.full_downloads.append(what)
+
+    def to_json(self) -> dict[str, object]:
+        return {"requests": self.requests, "bytes": self.bytes, "cache_hits": self.cache_hits,
+                "revalidated": self.revalidated, "full_downloads": list(self.full_downloads)}
+
+
+class Fetcher:
+    def __init__(self, *, cache: HttpCache | None = None, offline: bool = False,
+                 timeout: float = 30.0, retries: int = 3, backoff: float = 0.5,
+                 session: requests.Session | None = None) -> None:
+        self.cache = cache
+        self.offline = offline
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.stats = Stats()
+        if session is None:
+            session = requests.Session()
+            adapter = HTTPAdapter(pool_connections=8, pool_maxsize=16)
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
+        self.session = session
+
+    def get(self, url: str, headers: Mapping[str, str] | None = None, *,
+            ok: frozenset[int] = frozenset({200}), stream: bool = False) -> requests.Response:
+        """GET with retries on connection errors, timeouts, 429 and 5xx; other statuses not in
+        `ok` are a FaultError naming the URL (credentials stripped)."""
+        if self.offline:
+            raise FaultError(f"{redact_url(url)}: not in the cache and --offline forbids the network")
+        shown = redact_url(url)
+        last = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(self.backoff * (2 ** (attempt - 1)))
+            try:
+                response = self.session.get(url, headers=dict(headers or {}), timeout=self.timeout,
+                                            stream=stream)
+            except requests.Timeout:
+                last = f"timed out after {self.timeout:g}s"
+                continue
+            except requests.ConnectionError as exc:
+                last = f"connection failed ({type(exc).__name__})"
+                continue
+            if response.status_code in RETRY_STATUSES:
+                response.close()
+                last = f"HTTP {response.status_code}"
+                continue
+            if response.status_code not in ok:
+                response.close()
+                raise FaultError(f"{shown}: HTTP {response.status_code}")
+            if not stream:
+                self.stats.add(len(response.content))
+            return response
+        raise FaultError(f"{shown}: {last} (after {self.retries + 1} attempts)")
+
+    def get_page(self, url: str, accept: str) -> CachedPage | None:
+        """A cacheable page (an index project page): None on 404. Revalidates a cached copy with
+        If-None-Match / If-Modified-Since; offline, the cached copy is used as it is."""
+        cached = self.cache.get_page(url) if self.cache else None
+        if self.offline:
+            if cached is None:
+                raise FaultError(f"{redact_url(url)}: no cached copy, and --offline forbids the network")
+            self.stats.hit()
+            return cached
+        headers = {"Accept": accept}
+        if cached is not None:
+            if cached.etag:
+                headers["If-None-Match"] = cached.etag
+            if cached.last_modified:
+                headers["If-Modified-Since"] = cached.last_modified
+        response = self.get(url, headers, ok=frozenset({200, 304, 404}))
+        if response.status_code == 404:
+            return None
+        if response.status_code == 304 and cached is not None:
+            self.stats.hit(revalidated=True)
+            return cached
+        page = CachedPage(response.content, response.headers.get("Content-Type", ""),
+                          response.url or url, response.headers.get("ETag"),
+                          response.headers.get("Last-Modified"))
+        if self.cache is not None:
+            self.cache.put_page(url, page)
+        return page

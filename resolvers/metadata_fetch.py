@@ -1,0 +1,106 @@
+"""Dependency metadata for a distribution without downloading whole wheels: the PEP 658 sidecar
+when the index offers one, else HTTP range requests on the wheel's zip directory, else a full
+(verified, cached, reported) download."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from neuronctl.resolvers.core_metadata import CoreMetadata, parse_core_metadata
+from neuronctl.resolvers.download import download_verified, local_path
+from neuronctl.resolvers.http_cache import HttpCache
+from neuronctl.resolvers.http_fetch import Fetcher
+from neuronctl.resolvers.lazy_wheel import TAIL, RangeFile, parse_content_range, read_metadata_from_zip
+from neuronctl.resolvers.simple_index import DistFile
+
+from neuronctl.errors import FaultError, InputError
+from neuronctl.routing import redact_url
+
+
+class MetadataFetcher:
+    def __init__(self, fetcher: Fetcher, cache: HttpCache | None, cache_root: Path) -> None:
+        self.fetcher = fetcher
+        self.cache = cache
+        self.cache_root = cache_root
+
+    def fetch(self, dist: DistFile, project: str) -> tuple[CoreMetadata, str]:
+        """The parsed metadata and how it was obtained: file, cache, sidecar, range or download."""
+        where = f"{dist.filename} from {redact_url(dist.url)}"
+        text, how = self._text(dist, project, where)
+        return parse_core_metadata(text, where), how
+
+    def _cache_key(self, dist: DistFile) -> str:
+        sha = dist.hashes.get("sha256")
+        return f"sha256:{sha}" if sha else dist.url
+
+    def _text(self, dist: DistFile, project: str, where: str) -> tuple[str, str]:
+        path = local_path(dist.url)
+        if path is not None:
+            try:
+                return read_metadata_from_zip(str(path), project), "file"
+            except (OSError, ValueError) as exc:
+                raise InputError(f"{where}: {exc}") from None
+        key = self._cache_key(dist)
+        if self.cache is not None:
+            blob = self.cache.get_blob("metadata", key)
+            if blob is not None:
+                self.fetcher.stats.hit()
+                return blob.decode("utf-8"), "cache"
+        if self.fetcher.offline:
+            raise FaultError(f"{where}: metadata not in the cache, and --offline forbids the network")
+        if dist.core_metadata:
+            text, how = self._sidecar(dist, where), "sidecar"
+        else:
+            text, how = self._by_range(dist, project, where)
+        if self.cache is not None:
+            self.cache.put_blob("metadata", key, text.encode("utf-8"))
+        return text, how
+
+    def _sidecar(self, dist: DistFile, where: str) -> str:
+        response = self.fetcher.get(dist.url + ".metadata")
+        expected = dist.core_metadata.get("sha256") if isinstance(dist.core_metadata, dict) else None
+        if expected and hashlib.sha256(response.content).hexdigest() != expected.lower():
+            raise InputError(f"{where}: metadata sidecar sha256 does not match the index's "
+                             f"core-metadata hash; refusing it")
+        try:
+            return response.content.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(f"{where}: metadata sidecar is not UTF-8") from None
+
+    def _by_range(self, dist: DistFile, project: str, where: str) -> tuple[str, str]:
+        response = self.fetcher.get(dist.url, {"Range": f"bytes=-{TAIL}",
+                                               "Accept-Encoding": "identity"},
+                                    ok=frozenset({200, 206}), stream=True)
+        try:
+            served = parse_content_range(response.headers.get("Content-Range"))
+            if response.status_code == 206 and served is not None:
+                tail = response.content
+                self.fetcher.stats.add(len(tail))
+                size = served[2]
+            else:
+                size = -1
+        finally:
+            response.close()
+        if size < 0:
+            return self._by_download(dist, project, where), "download"
+
+        def fetch_range(start: int, end: int) -> bytes:
+            r = self.fetcher.get(dist.url, {"Range": f"bytes={start}-{end - 1}",
+                                            "Accept-Encoding": "identity"}, ok=frozenset({206}))
+            return r.content
+
+        try:
+            return read_metadata_from_zip(RangeFile(size, fetch_range, tail), project), "range"
+        except ValueError as exc:
+            raise InputError(f"{where}: {exc}") from None
+
+    def _by_download(self, dist: DistFile, project: str, where: str) -> str:
+        path, _ = download_verified(self.fetcher, dist.url, dist.filename, self.cache_root,
+                                    sha256=dist.hashes.get("sha256"), size=dist.size)
+        self.fetcher.stats.downloaded(f"{dist.filename} ({path.stat().st_size} bytes): "
+                                      "the server does not honour range requests")
+        try:
+            return read_metadata_from_zip(str(path), project)
+        except ValueError as exc:
+            raise InputError(f"{where}: {exc}") from None

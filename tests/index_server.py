@@ -1,0 +1,217 @@
+"""Real package indexes on 127.0.0.1 for the resolver, lock and install tests.
+
+Three kinds, like the real ones:
+- "json": PyPI-like PEP 691 JSON with PEP 658 sidecars, sizes, upload times;
+- "html": PyTorch-like PEP 503 HTML, root-relative links with #sha256= fragments, no sidecars;
+- "neuron": Neuron-repo-like HTML with no sidecars, honouring (or, with ranges=False, ignoring)
+  HTTP range requests.
+Every request and every byte served is counted, so tests and benchmarks can compare peers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import threading
+import time
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+from urllib.parse import quote, unquote
+
+from loopback import QuietHandler, serving
+from packaging.utils import canonicalize_name, parse_wheel_filename
+
+
+@dataclass
+class Entry:
+    path: Path
+    yanked: str | bool = False
+    requires_python: str | None = None
+    wrong_hash: bool = False
+
+    @property
+    def filename(self) -> str:
+        return self.path.name
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+
+@dataclass
+class IndexState:
+    kind: str
+    ranges: bool = True
+    projects: dict[str, list[Entry]] = field(default_factory=dict)
+    hits: list[tuple[str, str, str]] = field(default_factory=list)
+    """(method, path, Range header)."""
+    bytes_sent: int = 0
+    fail_first: dict[str, int] = field(default_factory=dict)
+    stall: dict[str, tuple[float, int]] = field(default_factory=dict)
+    """path -> (seconds to sleep before answering, how many requests to stall)."""
+    cut_after: dict[str, int] = field(default_factory=dict)
+    """file name -> close the connection after this many bytes of it."""
+    corrupt_page: dict[str, str] = field(default_factory=dict)
+    corrupt_sidecar: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, wheel: Path, **kw: object) -> None:
+        name = str(parse_wheel_filename(wheel.name)[0])
+        self.projects.setdefault(name, []).append(Entry(wheel, **kw))  # type: ignore[arg-type]
+
+    def reset_counts(self) -> None:
+        with self.lock:
+            self.hits.clear()
+            self.bytes_sent = 0
+
+
+def _metadata_of(path: Path) -> bytes:
+    with zipfile.ZipFile(path) as zf:
+        name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+        return zf.read(name)
+
+
+def _page(state: IndexState, project: str, base: str) -> tuple[str, str]:
+    entries = state.projects[project]
+    if state.kind == "json":
+        files = []
+        for e in entries:
+            item = {"filename": e.filename, "url": f"/files/{quote(e.filename)}",
+                    "hashes": {"sha256": "0" * 64 if e.wrong_hash else e.sha256},
+                    "size": e.path.stat().st_size, "upload-time": "2026-10-19T12:00:00.123456Z",
+                    "core-metadata": {"sha256": hashlib.sha256(_metadata_of(e.path)).hexdigest()}}
+            if e.requires_python:
+                item["requires-python"] = e.requires_python
+            if e.yanked:
+                item["yanked"] = e.yanked
+            files.append(item)
+        return "application/vnd.pypi.simple.v1+json", json.dumps(
+            {"meta": {"api-version": "1.1"}, "name": project, "files": files})
+    links = []
+    for e in entries:
+        digest = "0" * 64 if e.wrong_hash else e.sha256
+        attrs = f'href="{base}/files/{quote(e.filename)}#sha256={digest}"'
+        if e.requires_python:
+            attrs += f' data-requires-python="{html.escape(e.requires_python)}"'
+        if e.yanked:
+            attrs += f' data-yanked="{html.escape(e.yanked if isinstance(e.yanked, str) else "")}"'
+        links.append(f"<a {attrs}>{html.escape(e.filename)}</a><br/>")
+    return "text/html", f"<!DOCTYPE html><html><body><h1>Links for {project}</h1>\n" \
+        + "\n".join(links) + "\n</body></html>\n"
+
+
+class IndexHandler(QuietHandler):
+    state: ClassVar[IndexState]
+    protocol_version = "HTTP/1.1"
+
+    def _send(self, status: int, body: bytes, ctype: str, extra: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        with self.state.lock:
+            self.state.bytes_sent += len(body)
+
+    def do_GET(self) -> None:
+        st = self.state
+        path = unquote(self.path.split("?", 1)[0])
+        with st.lock:
+            st.hits.append((self.command, path, self.headers.get("Range", "")))
+            remaining = st.fail_first.get(path, 0)
+            if remaining:
+                st.fail_first[path] = remaining - 1
+        if remaining:
+            self._send(503, b"busy", "text/plain")
+            return
+        with st.lock:
+            seconds, times = st.stall.get(path, (0.0, 0))
+            if times:
+                st.stall[path] = (seconds, times - 1)
+        if times:
+            time.sleep(seconds)
+        if path.startswith("/simple/"):
+            project = str(canonicalize_name(path[len("/simple/"):].strip("/")))
+            if project not in st.projects:
+                self._send(404, b"not found", "text/plain")
+                return
+            if project in st.corrupt_page:
+                self._send(200, st.corrupt_page[project].encode(), "application/vnd.pypi.simple.v1+json")
+                return
+            ctype, body = _page(st, project, "")
+            etag = '"' + hashlib.sha256(body.encode()).hexdigest()[:16] + '"'
+            if self.headers.get("If-None-Match") == etag:
+                self.send_response(304)
+                self.send_header("ETag", etag)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            self._send(200, body.encode(), ctype, {"ETag": etag})
+            return
+        if path.startswith("/files/"):
+            self._file(path[len("/files/"):])
+            return
+        self._send(404, b"not found", "text/plain")
+
+    def _entry(self, filename: str) -> Entry | None:
+        name = filename[:-len(".metadata")] if filename.endswith(".metadata") else filename
+        for entries in self.state.projects.values():
+            for e in entries:
+                if e.filename == name:
+                    return e
+        return None
+
+    def _file(self, filename: str) -> None:
+        st = self.state
+        entry = self._entry(filename)
+        if entry is None:
+            self._send(404, b"not found", "text/plain")
+            return
+        if filename.endswith(".metadata"):
+            if st.kind != "json":
+                self._send(404, b"not found", "text/plain")
+                return
+            body = _metadata_of(entry.path) + (b"Requires-Dist: evil\n" if st.corrupt_sidecar else b"")
+            self._send(200, body, "application/octet-stream")
+            return
+        data = entry.path.read_bytes()
+        rng = self.headers.get("Range", "")
+        if st.ranges and rng.startswith("bytes="):
+            spec = rng[len("bytes="):]
+            start_s, _, end_s = spec.partition("-")
+            if not start_s:
+                start, end = max(0, len(data) - int(end_s)), len(data)
+            else:
+                start, end = int(start_s), min(len(data), int(end_s) + 1 if end_s else len(data))
+            self._send(206, data[start:end], "application/octet-stream",
+                       {"Content-Range": f"bytes {start}-{end - 1}/{len(data)}", "Accept-Ranges": "bytes"})
+            return
+        cut = st.cut_after.get(filename)
+        if cut is not None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[:cut])
+            with st.lock:
+                st.bytes_sent += cut
+            self.close_connection = True
+            return
+        self._send(200, data, "application/octet-stream")
+
+    do_HEAD = do_GET
+
+
+@contextmanager
+def index_server(state: IndexState) -> Iterator[str]:
+    handler = type("Handler", (IndexHandler,), {"state": state})
+    with serving(handler) as url:
+        yield url

@@ -1,0 +1,69 @@
+"""`neuronctl init` writes [tool.neuronctl] and leaves every other byte of pyproject.toml alone."""
+
+from pathlib import Path
+
+from neuronctl.tomlfile import read_toml
+
+ORIGINAL = '''# top comment
+[project]
+name = "demo"   # trailing comment
+version = "0.1"
+dependencies = [
+    "requests",  # keep me
+]
+
+[tool.ruff]
+line-length = 99
+
+[tool.neuronctl]
+strict = true   # my own key stays
+python = "3.13"
+
+[tool.other]
+x = 1
+'''
+
+
+def test_init_creates_pyproject(cli):
+    r = cli("init")
+    assert r.code == 0, r.err
+    table = read_toml(Path("pyproject.toml"), "pyproject")["tool"]["neuronctl"]
+    assert table == {"release": "2.33.0", "torch": "2.14", "python": ["3.12"]}
+    r = cli("init")
+    assert r.code == 0 and "already up to date" in r.out
+
+
+def test_init_updates_only_its_table(cli):
+    Path("pyproject.toml").write_text(ORIGINAL)
+    r = cli("init", "--release", "2.33.0", "--torch", "2.13")
+    assert r.code == 0, r.err
+    text = Path("pyproject.toml").read_text()
+    start = text.index("[tool.neuronctl]")
+    end = text.index("[tool.other]")
+    assert text[:start] == ORIGINAL[:ORIGINAL.index("[tool.neuronctl]")]
+    assert text[end:] == ORIGINAL[ORIGINAL.index("[tool.other]"):]
+    block = text[start:end]
+    assert "strict = true   # my own key stays" in block
+    table = read_toml(Path("pyproject.toml"), "pyproject")["tool"]["neuronctl"]
+    assert table["python"] == "3.13" and table["torch"] == "2.13" and table["release"] == "2.33.0"
+    # The written config drives lock's defaults.
+    assert cli("lock", "--check").code == 1
+
+
+def test_init_bad_input_changes_nothing(cli):
+    Path("pyproject.toml").write_text(ORIGINAL)
+    for args, text in ((["--release", "1.0.0"], "unknown Neuron release"),
+                       (["--torch", "2.5"], "offers torch"),
+                       (["--python", "3.11"], "supports Python")):
+        r = cli("init", *args)
+        assert r.code == 2 and text in r.err
+    Path("broken").mkdir()
+    (Path("broken") / "pyproject.toml").write_text("[tool\n")
+    import os
+
+    os.chdir("broken")
+    r = cli("init")
+    assert r.code == 2 and "invalid TOML" in r.err
+    assert Path("pyproject.toml").read_text() == "[tool\n"
+    os.chdir("..")
+    assert Path("pyproject.toml").read_text() == ORIGINAL
