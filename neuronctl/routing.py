@@ -7,7 +7,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from importlib import resources
-from urllib.parse import urlsplit, urlunsplit
+from pathlib import Path
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from packaging.utils import canonicalize_name
 
@@ -61,6 +62,14 @@ def redact_url(url: str) -> str:
     if parts.port:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+
+
+def file_url_path(url: str) -> Path | None:
+    """The local path of a file:// URL (None for other schemes); POSIX hosts only, like Neuron."""
+    parts = urlsplit(url)
+    if parts.scheme != "file":
+        return None
+    return Path(unquote(parts.path))
 
 
 def parse_assignment(text: str, flag: str) -> tuple[str, str]:

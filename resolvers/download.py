@@ -10,14 +10,12 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
-from urllib.parse import unquote, urlsplit
-from urllib.request import url2pathname
 
 import requests
 from neuronctl.resolvers.http_fetch import Fetcher
 
 from neuronctl.errors import FaultError, InputError
-from neuronctl.routing import redact_url
+from neuronctl.routing import file_url_path, redact_url
 
 CHUNK = 1 << 20
 Progress = Callable[[int, int | None], None]
@@ -44,12 +42,6 @@ def _check(filename: str, url: str, got_sha: str, got_size: int, sha256: str | N
     if size is not None and got_size != size:
         raise InputError(f"{filename} from {redact_url(url)}: size mismatch: expected {size} bytes, "
                          f"got {got_size}; refusing to use it")
-
-
-def local_path(url: str) -> Path | None:
-    if not url.startswith("file:"):
-        return None
-    return Path(url2pathname(unquote(urlsplit(url).path)))
 
 
 def download_verified(fetcher: Fetcher, url: str, filename: str, cache_root: Path, *,
@@ -83,7 +75,7 @@ def download_verified(fetcher: Fetcher, url: str, filename: str, cache_root: Pat
 
 def _fetch_into(fetcher: Fetcher, url: str, out: BinaryIO, size: int | None,
                 progress: Progress | None) -> tuple[str, int]:
-    source = local_path(url)
+    source = file_url_path(url)
     if source is not None:
         if not source.is_file():
             raise InputError(f"{url}: no such file")

@@ -8,14 +8,14 @@ import hashlib
 from pathlib import Path
 
 from neuronctl.resolvers.core_metadata import CoreMetadata, parse_core_metadata
-from neuronctl.resolvers.download import download_verified, local_path
+from neuronctl.resolvers.download import download_verified
 from neuronctl.resolvers.http_cache import HttpCache
 from neuronctl.resolvers.http_fetch import Fetcher
 from neuronctl.resolvers.lazy_wheel import TAIL, RangeFile, parse_content_range, read_metadata_from_zip
 from neuronctl.resolvers.simple_index import DistFile
 
 from neuronctl.errors import FaultError, InputError
-from neuronctl.routing import redact_url
+from neuronctl.routing import file_url_path, redact_url
 
 
 class MetadataFetcher:
@@ -35,7 +35,7 @@ class MetadataFetcher:
         return f"sha256:{sha}" if sha else dist.url
 
     def _text(self, dist: DistFile, project: str, where: str) -> tuple[str, str]:
-        path = local_path(dist.url)
+        path = file_url_path(dist.url)
         if path is not None:
             try:
                 return read_metadata_from_zip(str(path), project), "file"

@@ -13,8 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urljoin, urlsplit
-from urllib.request import url2pathname
+from urllib.parse import urljoin
 
 from mousebender import simple
 from neuronctl.resolvers.http_fetch import Fetcher
@@ -27,7 +26,7 @@ from packaging.utils import (
 )
 
 from neuronctl.errors import InputError
-from neuronctl.routing import redact_url
+from neuronctl.routing import file_url_path, redact_url
 
 ACCEPT = simple.ACCEPT_SUPPORTED
 
@@ -133,7 +132,8 @@ class IndexClient:
         return parse_project_page(body, page.content_type, page.url, project)
 
     def _file_index(self, index_url: str, project: str) -> list[DistFile] | None:
-        root = Path(url2pathname(unquote(urlsplit(index_url).path)))
+        root = file_url_path(index_url)
+        assert root is not None
         if not root.is_dir():
             raise InputError(f"index {index_url}: no such directory")
         page_dir = root / str(canonicalize_name(project))

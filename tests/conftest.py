@@ -31,6 +31,8 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     monkeypatch.setenv("PIP_DISABLE_PIP_VERSION_CHECK", "1")
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("UV_PYTHON_DOWNLOADS", "never")  # uv must never fetch a Python from GitHub
+    monkeypatch.setenv("UV_NO_CONFIG", "1")
     monkeypatch.setenv("COLUMNS", "200")
     # Anything that forgets to point at a loopback index fails fast here, never reaching out.
     for name in ("PYPI", "PYTORCH_CPU", "NEURON"):

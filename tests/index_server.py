@@ -10,6 +10,7 @@ Every request and every byte served is counted, so tests and benchmarks can comp
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import json
@@ -38,9 +39,24 @@ class Entry:
     def filename(self) -> str:
         return self.path.name
 
-    @property
+    @functools.cached_property
     def sha256(self) -> str:
-        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+        digest = hashlib.sha256()
+        with self.path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        return digest.hexdigest()
+
+    @functools.cached_property
+    def metadata(self) -> bytes:
+        with zipfile.ZipFile(self.path) as zf:
+            name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+            return zf.read(name)
+
+    def read(self, start: int = 0, end: int | None = None) -> bytes:
+        with self.path.open("rb") as fh:
+            fh.seek(start)
+            return fh.read() if end is None else fh.read(end - start)
 
 
 @dataclass
@@ -70,12 +86,6 @@ class IndexState:
             self.bytes_sent = 0
 
 
-def _metadata_of(path: Path) -> bytes:
-    with zipfile.ZipFile(path) as zf:
-        name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
-        return zf.read(name)
-
-
 def _page(state: IndexState, project: str, base: str) -> tuple[str, str]:
     entries = state.projects[project]
     if state.kind == "json":
@@ -84,7 +94,7 @@ def _page(state: IndexState, project: str, base: str) -> tuple[str, str]:
             item = {"filename": e.filename, "url": f"/files/{quote(e.filename)}",
                     "hashes": {"sha256": "0" * 64 if e.wrong_hash else e.sha256},
                     "size": e.path.stat().st_size, "upload-time": "2026-10-19T12:00:00.123456Z",
-                    "core-metadata": {"sha256": hashlib.sha256(_metadata_of(e.path)).hexdigest()}}
+                    "core-metadata": {"sha256": hashlib.sha256(e.metadata).hexdigest()}}
             if e.requires_python:
                 item["requires-python"] = e.requires_python
             if e.yanked:
@@ -108,6 +118,7 @@ def _page(state: IndexState, project: str, base: str) -> tuple[str, str]:
 class IndexHandler(QuietHandler):
     state: ClassVar[IndexState]
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # as real servers do; else delayed ACKs add 40 ms a request
 
     def _send(self, status: int, body: bytes, ctype: str, extra: dict[str, str] | None = None) -> None:
         self.send_response(status)
@@ -179,20 +190,29 @@ class IndexHandler(QuietHandler):
             if st.kind != "json":
                 self._send(404, b"not found", "text/plain")
                 return
-            body = _metadata_of(entry.path) + (b"Requires-Dist: evil\n" if st.corrupt_sidecar else b"")
+            body = entry.metadata + (b"Requires-Dist: evil\n" if st.corrupt_sidecar else b"")
             self._send(200, body, "application/octet-stream")
             return
-        data = entry.path.read_bytes()
+        size = entry.path.stat().st_size
         rng = self.headers.get("Range", "")
         if st.ranges and rng.startswith("bytes="):
             spec = rng[len("bytes="):]
             start_s, _, end_s = spec.partition("-")
             if not start_s:
-                start, end = max(0, len(data) - int(end_s)), len(data)
+                start, end = max(0, size - int(end_s)), size
             else:
-                start, end = int(start_s), min(len(data), int(end_s) + 1 if end_s else len(data))
-            self._send(206, data[start:end], "application/octet-stream",
-                       {"Content-Range": f"bytes {start}-{end - 1}/{len(data)}", "Accept-Ranges": "bytes"})
+                start, end = int(start_s), min(size, int(end_s) + 1 if end_s else size)
+            self._send(206, entry.read(start, end), "application/octet-stream",
+                       {"Content-Range": f"bytes {start}-{end - 1}/{size}", "Accept-Ranges": "bytes"})
+            return
+        data = entry.read()
+        if self.command == "HEAD":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(size))
+            if st.ranges:
+                self.send_header("Accept-Ranges", "bytes")
+            self.end_headers()
             return
         cut = st.cut_after.get(filename)
         if cut is not None:

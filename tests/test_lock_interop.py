@@ -30,7 +30,7 @@ def uni(wheels):
 
 def tool_env(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_"))}
-    env.update(UV_NO_CONFIG="1", UV_CACHE_DIR=str(tmp_path / "uv-cache"), PIP_CONFIG_FILE=os.devnull,
+    env.update(UV_NO_CONFIG="1", UV_PYTHON_DOWNLOADS="never", UV_CACHE_DIR=str(tmp_path / "uv-cache"), PIP_CONFIG_FILE=os.devnull,
                PIP_NO_CACHE_DIR="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
     return env
 

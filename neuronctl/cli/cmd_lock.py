@@ -6,15 +6,17 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from neuronctl.cli.app import App, get_app
 from neuronctl.cli.common import timeout_value
 from neuronctl.cli.output import emit_json, write_atomic
-from neuronctl.cli.stack_request import StackRequest, build_request
 from neuronctl.errors import EXIT_FAILED, InputError
+
+if TYPE_CHECKING:
+    from neuronctl.cli.stack_request import StackRequest
 
 REQS_MARK = "# neuronctl-lock: "
 
@@ -43,6 +45,8 @@ def request_options(f: Any) -> Any:
 def make_request(app: App, *, release: str | None, torch: str | None, pythons: tuple[str, ...],
                  platforms: tuple[str, ...], with_: tuple[str, ...], indexes: tuple[str, ...],
                  routes: tuple[str, ...], latest: bool) -> StackRequest:
+    from neuronctl.cli.stack_request import build_request
+
     return build_request(app.config(), app.manifest(), release=release, torch=torch, pythons=pythons,
                          platforms=platforms, requirements=with_, index_flags=indexes,
                          route_flags=routes, latest=latest)

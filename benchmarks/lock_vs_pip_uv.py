@@ -1,0 +1,124 @@
+"""neuronctl lock vs pip's dry-run resolution vs `uv pip compile --generate-hashes`, for the same
+Neuron stack on the same loopback indexes, with a large compiler wheel the Neuron-like index
+serves without a metadata sidecar (the case where pip downloads the whole wheel).
+
+    .venv/bin/python benchmarks/lock_vs_pip_uv.py [--size-mb 100] [--runs 3]
+
+Prints median wall time and bytes served per tool, and the ratios against pip.
+Targets (issue 4): neuronctl's bytes <= 1% of pip's; wall time <= 50% of pip's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from universe import build_universe, running  # noqa: E402
+from wheels import find_python  # noqa: E402
+
+PINS = ["torch==2.14.0", "torch-neuronx==2.14.3.0", "neuronx-cc==2.28.7631.0", "nki==0.7.0"]
+
+
+def clean_env(tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "NEURONCTL_"))}
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", UV_NO_CONFIG="1",
+               XDG_CACHE_HOME=str(tmp / "xdg"))
+    return env
+
+
+def install_neuronctl(tmp: Path) -> Path:
+    """neuronctl as users get it (a wheel install), not the dev venv's editable import hooks."""
+    venv = tmp / "nctl-venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(ROOT)], check=True,
+                   capture_output=True)
+    return venv / "bin" / "neuronctl"
+
+
+def commands(uni, tmp: Path, run: int, neuronctl: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
+    bindir = Path(sys.executable).parent
+    work = tmp / f"run{run}"
+    work.mkdir()
+    (work / "req.in").write_text("\n".join(PINS) + "\n")
+    env = clean_env(work)
+    nctl_env = {**env, "NEURONCTL_CACHE_DIR": str(work / "nctl-cache")}
+    uv_env = {**env, "UV_CACHE_DIR": str(work / "uv-cache")}
+    return {
+        "neuronctl lock": ([str(neuronctl), "lock", *uni.index_flags(), "--python", "3.12",
+                            "-o", str(work / "pylock.toml")], nctl_env),
+        "pip --dry-run": ([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
+                           "--no-cache-dir", "--quiet", "--report", str(work / "report.json"),
+                           "--python-version", "3.12", "--platform", "manylinux_2_28_x86_64",
+                           "--platform", "manylinux_2_17_x86_64", "--only-binary", ":all:",
+                           "--index-url", uni.urls["pypi"], "--extra-index-url", uni.urls["pytorch-cpu"],
+                           "--extra-index-url", uni.urls["neuron"], *PINS], env),
+        "uv pip compile": ([str(bindir / "uv"), "pip", "compile", "--generate-hashes", "--quiet",
+                            "--no-python-downloads", "--python", find_python("3.12"),
+                            "--python-version", "3.12", "--python-platform", "x86_64-manylinux_2_28",
+                            "--index-url", uni.urls["pypi"], "--extra-index-url", uni.urls["pytorch-cpu"],
+                            "--extra-index-url", uni.urls["neuron"], str(work / "req.in"),
+                            "-o", str(work / "req.txt")], uv_env),
+    }
+
+
+def warm_up(uni) -> None:
+    """Serve every page once, so the servers' own first-time hashing is not charged to a tool."""
+    import urllib.request
+
+    for name, state in (("pypi", uni.pypi), ("pytorch-cpu", uni.torch), ("neuron", uni.neuron)):
+        for project in state.projects:
+            with urllib.request.urlopen(f"{uni.urls[name]}/{project}/") as response:
+                response.read()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--size-mb", type=int, default=100)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--neuronctl", type=Path, help="neuronctl to measure (default: a fresh wheel "
+                        "install of this checkout)")
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="nctl-bench-"))
+    try:
+        neuronctl = args.neuronctl or install_neuronctl(tmp)
+        wheels = build_universe(tmp / "wheels", big_compiler=args.size_mb * 1024 * 1024)
+        results: dict[str, tuple[list[float], list[int]]] = {}
+        with running(wheels) as uni:
+            warm_up(uni)
+            for run in range(args.runs):
+                cmds = list(commands(uni, tmp, run, neuronctl).items())
+                cmds = cmds[run % len(cmds):] + cmds[:run % len(cmds)]  # no tool always goes first
+                for name, (argv, env) in cmds:
+                    for state in (uni.pypi, uni.torch, uni.neuron):
+                        state.reset_counts()
+                    start = time.perf_counter()
+                    proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+                    wall = time.perf_counter() - start
+                    if proc.returncode != 0:
+                        sys.exit(f"{name} failed:\n{proc.stderr[-2000:]}")
+                    times, sizes = results.setdefault(name, ([], []))
+                    times.append(wall)
+                    sizes.append(uni.bytes_sent())
+        base_t = statistics.median(results["pip --dry-run"][0])
+        base_b = statistics.median(results["pip --dry-run"][1])
+        print(f"compiler wheel: {args.size_mb} MB, no sidecar, Neuron-like index; {args.runs} runs, medians")
+        print(f"{'tool':<16}{'wall s':>9}{'bytes':>14}{'time/pip':>10}{'bytes/pip':>11}")
+        for name, (times, sizes) in results.items():
+            t, b = statistics.median(times), statistics.median(sizes)
+            print(f"{name:<16}{t:>9.3f}{int(b):>14,}{t / base_t:>10.3f}{b / base_b:>11.4f}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
