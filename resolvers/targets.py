@@ -140,3 +140,18 @@ def make_targets(pythons: Sequence[str], platforms: Sequence[str]) -> tuple[Targ
     plat = [parse_platform(p) for p in platforms] or [DEFAULT_PLATFORM]
     return tuple(sorted({Target(p, q) for p in py for q in plat},
                         key=lambda t: (t.minor, t.python, t.platform)))
+
+
+def target_for_interpreter(python_version: str, libc: Sequence[str], machine: str) -> Target:
+    """The lock target an inspected interpreter is: its Python line and its glibc/musl platform."""
+    minor = ".".join(python_version.split(".")[:2])
+    if machine not in ARCHES:
+        raise InputError(f"Python {python_version} runs on {machine}; Neuron wheels are for "
+                         f"{' and '.join(ARCHES)} Linux")
+    kind, version = (*libc, "", "")[:2]
+    parts = version.split(".")
+    if kind == "glibc" and len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+        return Target(minor, f"manylinux_{parts[0]}_{parts[1]}_{machine}")
+    if kind == "musl" and len(parts) >= 2:
+        return Target(minor, f"musllinux_{parts[0]}_{parts[1]}_{machine}")
+    return Target(minor, f"linux_{machine}")

@@ -50,9 +50,8 @@ def test_legacy_stack_on_trn2_fails_with_fix(cli, stacks, trn2):
     assert code == 1
     legacy = checks["packages.legacy-xla"]
     assert legacy["status"] == "fail"
-    assert legacy["fix"].startswith("pip uninstall -y libneuronxla torch-neuronx torch-xla")
-    assert "torch-neuronx==2.14.3.0" in legacy["fix"]
-    assert "--index-url https://download.pytorch.org/whl/cpu torch==2.14.0" in legacy["fix"]
+    assert legacy["fix"].startswith("neuronctl install --release 2.33.0 --torch 2.14 --python ")
+    assert legacy["fix"].endswith(" --yes") and str(stacks["legacy"]) in legacy["fix"]
     assert len(legacy["details"]) == 5
     assert checks["packages.torch-neuronx"]["status"] == "fail"
 
@@ -188,7 +187,7 @@ def test_github_format_and_step_summary(cli, stacks, trn2, tmp_path, monkeypatch
     errors = [line for line in r.out.splitlines() if line.startswith("::error ")]
     assert any(line.startswith("::error title=neuronctl packages.legacy-xla::") for line in errors)
     assert all("\n" not in line for line in errors)
-    assert any("%0Afix: pip uninstall" in line for line in errors)
+    assert any("%0Afix: neuronctl install --release 2.33.0" in line for line in errors)
     text = summary.read_text()
     assert text.startswith("earlier step\n## neuronctl doctor")
     assert "| :x: | `packages.legacy-xla` |" in text

@@ -62,8 +62,9 @@ def find_python(minor: str) -> str:
     raise RuntimeError(f"no Python {minor} interpreter on this machine")
 
 
-def make_venv(path: Path, python: str | None = None) -> Path:
-    subprocess.run([python or sys.executable, "-m", "venv", "--without-pip", str(path)], check=True,
+def make_venv(path: Path, python: str | None = None, *, with_pip: bool = False) -> Path:
+    flags = [] if with_pip else ["--without-pip"]
+    subprocess.run([python or sys.executable, "-m", "venv", *flags, str(path)], check=True,
                    capture_output=True)
     return path / "bin" / "python"
 

@@ -79,6 +79,15 @@ def _environment(facts: Facts) -> dict[str, Any]:
     return env
 
 
+def run_doctor(facts: Facts, ids: list[str], strict: bool, limit: float) -> DoctorReport:
+    """Run the chosen checks in parallel, each under its own timeout (install reuses this)."""
+    specs = {c.id: c for c in CHECKS}
+    checks = [Check(i, specs[i].title, functools.partial(specs[i].run, facts),
+                    limit + 15 if i == "device.probe" else limit + 5)
+              for i in ids]
+    return DoctorReport(tuple(run_checks(checks)), strict, _environment(facts))
+
+
 @click.command()
 @python_option
 @click.option("--release", metavar="V", help="Check against this Neuron release.")
@@ -127,12 +136,7 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
     facts = Facts(python=resolve_python(python), sysroot=SysRoot.from_env(check_sysroot(sysroot)),
                   manifest=manifest, release=release, device=device, timeout=limit,
                   compile_tier=compile_tier, lock=lock)
-    specs = {c.id: c for c in CHECKS}
-    checks = [Check(i, specs[i].title, functools.partial(specs[i].run, facts),
-                    limit + 15 if i == "device.probe" else limit + 5)
-              for i in ids]
-    results = run_checks(checks)
-    report = DoctorReport(tuple(results), strict, _environment(facts))
+    report = run_doctor(facts, ids, strict, limit)
     rendered = {"json": render_json, "junit": render_junit, "github": render_github}
     if output is not None:
         text = rendered[fmt](report) if fmt in rendered else _plain_text(report)

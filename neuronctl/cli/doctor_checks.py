@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -11,7 +12,7 @@ from neuronctl.chips import get_chip
 from neuronctl.cli.check_runner import Outcome, Status
 from neuronctl.cli.doctor_facts import Facts
 from neuronctl.manifest import Framework, Release
-from neuronctl.probes.pyenv import torch_build
+from neuronctl.probes.pyenv import PythonEnv, torch_build
 from neuronctl.routing import load_default_routing
 from neuronctl.torch_neuronx import classify, torch_matches
 
@@ -37,19 +38,23 @@ def _public(version: str) -> str:
         return version
 
 
-def install_commands(release: Release, fw: Framework | None) -> str:
-    """Exact commands that install a release's stack without merging indexes for torch."""
-    routing = load_default_routing()
+def install_commands(release: Release, fw: Framework | None, python: str | None = None) -> str:
+    """The one command that puts the release's stack in place: pinned, each package from its own
+    index, legacy XLA and placeholder packages removed (never a merged --extra-index-url install)."""
     if fw is None:
         return f"see `neuronctl releases show {release.version}`"
-    pins = [f"torch-neuronx=={fw.torch_neuronx}"]
-    for name in ("neuronx-cc", "nki"):
-        version = release.package_version(name)
-        if version:
-            pins.append(f"{name}=={version}")
-    torch_line = (f"pip install --index-url {routing.indexes['pytorch-cpu']} torch=={fw.torch}")
-    neuron_line = (f"pip install --extra-index-url {routing.indexes['neuron']} {' '.join(pins)}")
-    return f"{torch_line} && {neuron_line}"
+    series = ".".join(fw.torch.split(".")[:2])
+    target = f" --python {shlex.quote(python)}" if python else ""
+    return f"neuronctl install --release {release.version} --torch {series}{target} --yes"
+
+
+def _framework_of(release: Release, env: PythonEnv) -> Framework | None:
+    tnx = env.get("torch-neuronx")
+    if tnx is not None:
+        for fw in release.frameworks:
+            if _public(fw.torch_neuronx) == _public(tnx.version):
+                return fw
+    return release.default_framework()
 
 
 def _target_framework(f: Facts) -> Framework | None:
@@ -102,14 +107,14 @@ def check_torch_neuronx(f: Facts) -> Outcome:
     if tnx is None:
         return Outcome("warn", f"torch-neuronx is not installed (Neuron {release.version} pins "
                                f"{', '.join(release.packages.get('torch-neuronx', ())) or 'none'})",
-                       install_commands(release, fw))
+                       install_commands(release, fw, f.env.executable))
     info = classify(tnx.version)
     chip = get_chip(hw.chip) if hw.chip else None
     details = (f"selected release {release.version}: {f.selection.reason}",)
     if info.backend == "placeholder" or tnx.wrong_package:
         return Outcome("fail", f"torch-neuronx {tnx.version} is the PyPI placeholder, not Neuron's "
                                "package (import raises 'WRONG PACKAGE')",
-                       "pip uninstall -y torch-neuronx && " + install_commands(release, fw), details)
+                       install_commands(release, fw, f.env.executable), details)
     if info.backend == "xla":
         if chip is not None and not chip.native_torch:
             return Outcome("pass", f"torch-neuronx {tnx.version}: legacy XLA line for torch "
@@ -118,8 +123,7 @@ def check_torch_neuronx(f: Facts) -> Outcome:
         if release.backend == "native":
             return Outcome("fail", f"torch-neuronx {tnx.version} is the legacy XLA library (torch "
                                    f"{info.torch}); Neuron {release.version} ships native TorchNeuron",
-                           "pip uninstall -y torch-neuronx torch-xla libneuronxla && "
-                           + install_commands(release, fw), details)
+                           install_commands(release, fw, f.env.executable), details)
         return Outcome("pass", f"torch-neuronx {tnx.version}: legacy XLA line for torch {info.torch}, "
                                f"as Neuron {release.version} ships", None, details)
     if info.backend == "native":
@@ -132,7 +136,8 @@ def check_torch_neuronx(f: Facts) -> Outcome:
         if info.public not in pinned:
             return Outcome("warn", f"torch-neuronx {tnx.version} (native, torch {info.torch}) is not "
                                    f"a version Neuron {release.version} pins ({', '.join(sorted(pinned))})",
-                           install_commands(release, release.framework_for_torch(info.torch or "")),
+                           install_commands(release, release.framework_for_torch(info.torch or ""),
+                                            f.env.executable),
                            details)
         return Outcome("pass", f"torch-neuronx {tnx.version}: native TorchNeuron for torch "
                                f"{info.torch}, pinned by Neuron {release.version}", None, details)
@@ -157,7 +162,7 @@ def check_legacy(f: Facts) -> Outcome:
     fix = f"pip uninstall -y {pkgs}"
     release = f.selection.release
     if release.backend == "native":
-        fix += " && " + install_commands(release, release.default_framework())
+        fix = install_commands(release, release.default_framework(), f.env.executable)
     return Outcome("fail", f"legacy XLA stack installed ({len(report.signals)} signals): "
                            f"{', '.join(report.legacy_packages) or 'environment'}", fix, details)
 
@@ -169,8 +174,9 @@ def check_placeholders(f: Facts) -> Outcome:
     names = " ".join(p.split()[0] for p in report.placeholders)
     return Outcome("fail", f"PyPI placeholder packages installed: {', '.join(report.placeholders)} "
                            "(a merged-index install picked them)",
-                   f"pip uninstall -y {names}, then install from the Neuron repository only "
-                   "with exact pins (see packages.torch-neuronx for the commands)")
+                   f"pip uninstall -y {names}, or replace them in one step: "
+                   + install_commands(f.selection.release, f.selection.release.default_framework(),
+                                      f.env.executable))
 
 
 def check_coherence(f: Facts) -> Outcome:
@@ -189,7 +195,7 @@ def check_coherence(f: Facts) -> Outcome:
                                          f"{tnx.version} (built for torch {info.torch})"))
                 fw = release.framework_for_torch(info.torch)
                 if fw:
-                    fixes.append(install_commands(release, fw))
+                    fixes.append(install_commands(release, fw, f.env.executable))
             else:
                 findings.append(("pass", f"torch {torch.version} matches torch-neuronx {tnx.version}"))
     for name in ("neuronx-cc", "nki", "libneuronxla"):
@@ -204,8 +210,7 @@ def check_coherence(f: Facts) -> Outcome:
         else:
             findings.append(("warn", f"{name} {dist.version} is not what Neuron {release.version} "
                                      f"pins ({', '.join(pinned)})"))
-            fixes.append(f"pip install --extra-index-url {load_default_routing().indexes['neuron']} "
-                         f"{name}=={pinned[0]}")
+            fixes.append(install_commands(release, _framework_of(release, env), env.executable))
     if env.get("nki") is not None and env.get("nrtpy") is not None:
         findings.append(("fail", "nki and nrtpy are both installed; they clash (one namespace)"))
         fixes.append("pip uninstall -y nrtpy")

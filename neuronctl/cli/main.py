@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "detect": ("neuronctl.cli.cmd_detect", "detect", "Show the Neuron hardware on this machine."),
     "env": ("neuronctl.cli.cmd_env", "env", "Dump the environment for a bug report."),
     "init": ("neuronctl.cli.cmd_init", "init", "Write [tool.neuronctl] into ./pyproject.toml."),
+    "install": ("neuronctl.cli.cmd_install", "install",
+                "Install a pinned, verified Neuron PyTorch stack into an environment."),
     "lock": ("neuronctl.cli.cmd_lock", "lock",
              "Resolve a Neuron release into a hashed PEP 751 pylock.toml."),
     "probe": ("neuronctl.cli.cmd_probe", "probe", "Run the device probe tiers alone."),

@@ -1,0 +1,50 @@
+"""Which engine runs: --backend flag > config `backend` > NEURONCTL_BACKEND > auto (uv when it
+is installed, else pip), with the reason reported."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from neuronctl.backend.engine import Choice
+from neuronctl.backend.pip_engine import PipEngine
+from neuronctl.backend.uv_engine import UvEngine
+
+from neuronctl.errors import InputError
+
+BACKENDS = ("auto", "pip", "uv")
+
+
+def find_uv(environ: Mapping[str, str]) -> str | None:
+    """uv on PATH, else next to this interpreter (uv installed into neuronctl's own venv)."""
+    found = shutil.which("uv", path=environ.get("PATH"))
+    if found:
+        return found
+    beside = Path(sys.executable).with_name("uv")
+    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else None
+
+
+def choose_backend(flag: str | None, config: str | None, environ: Mapping[str, str] | None = None,
+                   uv_path: str | None = None) -> Choice:
+    env = os.environ if environ is None else environ
+    for value, where in ((flag, "--backend"), (config, "config backend"),
+                         (env.get("NEURONCTL_BACKEND"), "NEURONCTL_BACKEND")):
+        if not value:
+            continue
+        if value not in BACKENDS:
+            raise InputError(f"{where} {value!r}: expected one of {', '.join(BACKENDS)}")
+        if value == "auto":
+            break
+        if value == "uv":
+            uv = uv_path or find_uv(env)
+            if uv is None:
+                raise InputError(f"{where} uv: uv is not installed (pip install uv, or --backend pip)")
+            return Choice(UvEngine(uv), f"{where} {value}")
+        return Choice(PipEngine(), f"{where} {value}")
+    uv = uv_path or find_uv(env)
+    if uv is not None:
+        return Choice(UvEngine(uv), f"auto: uv found at {uv}")
+    return Choice(PipEngine(), "auto: uv not found, using the target's pip")

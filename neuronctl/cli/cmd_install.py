@@ -1,0 +1,271 @@
+"""`neuronctl install`: plan, verify, apply, check; nothing half-done.
+
+Order: resolve the target and the source (a lock or a fresh resolution), preflight (Python,
+chip), plan (a pure diff), confirm removals, download and verify every file, apply from those
+local files only with the chosen engine, then run the doctor on the target.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from neuronctl.cli.app import App, get_app
+from neuronctl.cli.cmd_lock import make_request, request_options
+from neuronctl.cli.common import sysroot_option, timeout_value
+from neuronctl.errors import FaultError, InputError, OperationFailed
+
+
+@click.command("install")
+@request_options
+@click.option("--lock", "lock_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Install exactly what this pylock.toml selects for the target.")
+@click.option("--python", "python", metavar="PATH", help="Install into this interpreter's environment.")
+@click.option("--venv", type=click.Path(path_type=Path, file_okay=False),
+              help="Install into this venv, creating it if absent (removed again if anything fails).")
+@click.option("--venv-python", metavar="X.Y|PATH", help="Python for a new --venv (default: the lowest "
+              "the release supports that this machine has).")
+@click.option("--backend", type=click.Choice(["auto", "pip", "uv"]), default=None,
+              help="Installer engine (default: config backend, NEURONCTL_BACKEND, else auto).")
+@click.option("--dry-run", is_flag=True, help="Print the plan and the engine commands; change nothing.")
+@click.option("-y", "--yes", is_flag=True, help="Confirm removals (legacy XLA packages) without asking.")
+@click.option("--write-lock", type=click.Path(path_type=Path, dir_okay=False),
+              help="Also write the resolution as a pylock.toml.")
+@click.option("--no-check", is_flag=True, help="Do not run the doctor on the target afterwards.")
+@sysroot_option
+def install(release: str | None, torch: str | None, with_: tuple[str, ...], indexes: tuple[str, ...],
+            routes: tuple[str, ...], latest: bool, offline: bool, timeout: float | None,
+            lock_path: Path | None, python: str | None, venv: Path | None, venv_python: str | None,
+            backend: str | None, dry_run: bool, yes: bool, write_lock: Path | None, no_check: bool,
+            sysroot: Path | None) -> int:
+    """Install a Neuron PyTorch stack into an environment: pinned, verified, all or nothing."""
+    from neuronctl.backend.choose import choose_backend
+    from neuronctl.cli.install_target import resolve_target
+    from neuronctl.probes.pyenv import inspect_python
+    from neuronctl.resolvers.targets import target_for_interpreter
+
+    app = get_app()
+    config = app.config()
+    seconds = timeout_value(timeout, config.get("timeout"), 30.0)
+    if lock_path is not None and (with_ or latest or write_lock):
+        raise InputError("--lock installs exactly the lock; --with, --latest and --write-lock need a "
+                         "fresh resolution (drop --lock)")
+    manifest = app.manifest()
+    request = None
+    preferred = _preferred_pythons(app, release, torch) if lock_path is None else _lock_pythons(lock_path)
+    choice = choose_backend(backend, config.get("backend"))
+    target = resolve_target(python, venv, venv_python, preferred)
+    env = inspect_python(target.python)
+    tgt = target_for_interpreter(env.python, env.libc, env.machine)
+    if lock_path is not None:
+        from neuronctl.cli.install_source import from_lock
+
+        source = from_lock(lock_path, env, tgt, manifest, release or config.get("release"))
+    else:
+        _check_python(app, release, torch, env.python, target)
+        request = make_request(app, release=release, torch=torch, pythons=(tgt.python_minor,),
+                               platforms=(tgt.platform,), with_=with_, indexes=indexes, routes=routes,
+                               latest=latest)
+        source = None
+    framework = source.framework if source is not None else request.plan.framework if request else None
+    hardware = _preflight_chip(app, sysroot, framework)
+    resolved = None
+    if source is None:
+        assert request is not None
+        from neuronctl.cli.install_source import InstallSource, wanted_from_resolution
+        from neuronctl.cli.lock_flow import resolve_request
+
+        resolved = resolve_request(request, offline=offline, timeout=seconds)
+        source = InstallSource(wanted_from_resolution(resolved.packages, tgt, resolved.hash_of),
+                               request.plan.release.version, request.plan.framework,
+                               f"Neuron {request.plan.release.version} with torch "
+                               f"{request.plan.framework.torch}, resolved now")
+    plan = _plan(env, source)
+    console = app.console(stderr=True)
+    _print_plan(app, plan, source, target, choice)
+
+    from neuronctl.cli.install_apply import engine_commands, planned_path
+    from neuronctl.cli.lock_flow import make_fetcher
+
+    fetcher, cache_root = make_fetcher(offline=offline, timeout=seconds)
+    planned = {w.name: planned_path(cache_root, w) for w in source.wanted}
+    if dry_run:
+        from neuronctl.backend.runner import shown
+
+        click.echo("dry run: nothing changed. The engine would run:")
+        for argv in engine_commands(plan, planned, target, choice.engine):
+            click.echo(f"  {shown(argv)}")
+        return 0
+    if plan.empty:
+        click.echo(f"{target.describe()}: already matches {source.describe}; nothing to do")
+        return _after(app, target, source, hardware, no_check, seconds, sysroot)
+    if plan.removals and not yes:
+        names = ", ".join(f"{c.name} {c.old}" for c in plan.removals)
+        if not sys.stdin.isatty():
+            raise InputError(f"the plan removes {names}; pass --yes to confirm")
+        if not click.confirm(f"Remove {names}?", default=False):
+            raise OperationFailed("not confirmed; nothing changed")
+    from neuronctl.cli.install_apply import download_all
+
+    files = download_all([c.wanted for c in plan.applies if c.wanted], fetcher, cache_root,
+                         show=not app.quiet, console=console)
+    if write_lock is not None and resolved is not None and request is not None:
+        _write_lock(write_lock, resolved, request)
+    _apply(app, plan, files, target, choice.engine, env)
+    return _after(app, target, source, hardware, no_check, seconds, sysroot)
+
+
+def _preferred_pythons(app: App, release: str | None, torch: str | None) -> tuple[str, ...]:
+    from neuronctl.resolvers.neuron_set import plan_stack
+
+    config = app.config()
+    manifest = app.manifest()
+    wanted = release or config.get("release")
+    rel = manifest.get(wanted) if wanted else manifest.latest_with_backend("native") or manifest.latest
+    return tuple(plan_stack(rel, torch or config.get("torch"), False).framework.python)
+
+
+def _lock_pythons(path: Path) -> tuple[str, ...]:
+    """Pythons a lock is for, lowest first: its recorded targets, else those its requires-python
+    admits (so a new --venv gets an interpreter the lock can install into)."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    from neuronctl.tomlfile import read_toml
+
+    data = read_toml(path, "lock file")
+    tool = (data.get("tool") or {}).get("neuronctl") or {}
+    targets = tool.get("targets") if isinstance(tool, dict) else None
+    if isinstance(targets, list):
+        found = [str(t.get("python")) for t in targets if isinstance(t, dict) and t.get("python")]
+        if found:
+            return tuple(dict.fromkeys(found))
+    try:
+        spec = SpecifierSet(str(data.get("requires-python") or ""))
+    except InvalidSpecifier:
+        return ()
+    return tuple(v for v in (f"3.{m}" for m in range(10, 16)) if spec.contains(f"{v}.0"))
+
+
+def _check_python(app: App, release: str | None, torch: str | None, version: str, target: Any) -> None:
+    supported = _preferred_pythons(app, release, torch)
+    minor = ".".join(version.split(".")[:2])
+    if supported and minor not in supported:
+        raise InputError(f"the target is Python {version}; this stack needs Python "
+                         f"{', '.join(supported)}",
+                         hint=f"install into a new venv: --venv DIR --venv-python {supported[0]}")
+
+
+def _preflight_chip(app: App, sysroot: Path | None, framework: Any) -> Any:
+    from neuronctl.cli.common import check_sysroot
+    from neuronctl.probes.hardware import detect_hardware
+    from neuronctl.probes.sysroot import SysRoot
+
+    hardware = detect_hardware(SysRoot.from_env(check_sysroot(sysroot)))
+    if framework is None:
+        return hardware
+    if hardware.present and hardware.chip and hardware.chip not in framework.chips:
+        raise InputError(f"this host has {hardware.chip}; the {framework.backend} torch-neuronx "
+                         f"{framework.torch_neuronx} runs on {', '.join(framework.chips)}",
+                         hint="pick a release line for this chip (see `neuronctl releases`)")
+    if not hardware.present and not app.quiet:
+        click.echo("warning: no Neuron hardware here; preparing an environment for another host",
+                   err=True)
+    return hardware
+
+
+def _plan(env: Any, source: Any) -> Any:
+    from neuronctl.backend.plan import diff
+    from neuronctl.probes.legacy import detect_legacy
+    from neuronctl.torch_neuronx import classify
+
+    installed = {d.name: d.version for d in env.distributions.values()}
+    remove: dict[str, str] = {}
+    native = any(w.name == "torch-neuronx" and classify(w.version).backend == "native"
+                 for w in source.wanted)
+    if native:
+        legacy = detect_legacy(env, {})
+        for name in legacy.legacy_packages:
+            remove[name] = "legacy XLA stack, replaced by native TorchNeuron"
+        for text in legacy.placeholders:
+            remove[text.split(" ", 1)[0]] = "PyPI placeholder (import raises 'WRONG PACKAGE')"
+    return diff(installed, source.wanted, remove)
+
+
+def _print_plan(app: App, plan: Any, source: Any, target: Any, choice: Any) -> None:
+    from neuronctl.routing import redact_url
+
+    if app.quiet:
+        return
+    click.echo(f"target: {target.describe()}")
+    click.echo(f"source: {source.describe}")
+    click.echo(f"engine: {choice.engine.name} ({choice.reason})")
+    width = max([len(c.name) for c in plan.changes] + [7])
+    for c in plan.changes:
+        if c.action == "keep" and not app.verbose:
+            continue
+        versions = c.new if c.old is None else (c.old if c.new is None else f"{c.old} -> {c.new}")
+        where = redact_url(c.wanted.url) if c.wanted else c.why
+        click.echo(f"  {c.action:<9} {c.name:<{width}} {versions}  {where}")
+    kept = sum(1 for c in plan.changes if c.action == "keep")
+    click.echo(f"plan: {len(plan.applies)} to install, {len(plan.removals)} to remove, {kept} unchanged")
+
+
+def _write_lock(path: Path, resolved: Any, request: Any) -> None:
+    from neuronctl.cli.output import write_atomic
+    from neuronctl.resolvers.lockfile import build_pylock, render_pylock
+
+    write_atomic(path, render_pylock(build_pylock(resolved.packages, request.inputs(), resolved.hash_of)))
+    click.echo(f"wrote {path}")
+
+
+def _apply(app: App, plan: Any, files: dict[str, Path], target: Any, engine: Any, before: Any) -> None:
+    from neuronctl.backend.runner import shown
+    from neuronctl.cli.install_apply import ApplyFailure, apply
+    from neuronctl.probes.pyenv import inspect_python
+
+    try:
+        apply(plan, files, target, engine)
+    except ApplyFailure as failure:
+        if failure.venv_removed is not None:
+            raise FaultError(f"{failure.stage} failed: {failure.error.message}; removed the new venv "
+                             f"{failure.venv_removed}") from None
+        after = inspect_python(target.final_python)
+        old = {k: d.version for k, d in before.distributions.items()}
+        new = {k: d.version for k, d in after.distributions.items()}
+        changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+        if not changed:
+            raise FaultError(f"{failure.stage} failed, nothing changed: {failure.error.message}") from None
+        what = ", ".join(f"{k} {old.get(k) or '-'} -> {new.get(k) or 'removed'}" for k in changed)
+        restore = [k + "==" + old[k] for k in changed if k in old]
+        extra = [k for k in changed if k not in old]
+        hint = []
+        if restore:
+            hint.append(shown([target.final_python, "-m", "pip", "install", "--no-deps", *restore]))
+        if extra:
+            hint.append(shown([target.final_python, "-m", "pip", "uninstall", "-y", *extra]))
+        raise FaultError(f"{failure.stage} failed after changing {what}: {failure.error.message}",
+                         hint="restore with: " + " && ".join(hint)) from None
+    if not app.quiet:
+        click.echo(f"applied: {len(plan.applies)} installed, {len(plan.removals)} removed "
+                   f"({target.final_python})")
+
+
+def _after(app: App, target: Any, source: Any, hardware: Any, no_check: bool, seconds: float,
+           sysroot: Path | None) -> int:
+    if no_check:
+        return 0
+    from neuronctl.cli.cmd_doctor import run_doctor, select_checks
+    from neuronctl.cli.doctor_facts import Facts
+    from neuronctl.cli.doctor_report import print_text
+    from neuronctl.probes.sysroot import SysRoot
+
+    ids = select_checks((), (), source.lock, probe=hardware.present)
+    facts = Facts(python=target.final_python, sysroot=SysRoot.from_env(sysroot),
+                  manifest=app.manifest(), release=source.release, device="auto",
+                  timeout=max(seconds, 60.0), lock=source.lock)
+    report = run_doctor(facts, ids, False, max(seconds, 60.0))
+    print_text(report, app.console(), verbose=app.verbose, quiet=app.quiet)
+    return report.exit_code

@@ -1,0 +1,101 @@
+"""Download and verify every artifact, then apply the plan from those local files only; a new
+venv that fails is removed, an existing environment that fails is reported with what changed."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from neuronctl.backend.engine import Engine
+from neuronctl.backend.plan import Plan, Wanted
+from neuronctl.backend.runner import run_engine
+from neuronctl.cli.install_target import InstallTarget
+from neuronctl.errors import FaultError
+from neuronctl.resolvers.download import cached_wheel_path, download_verified
+from neuronctl.resolvers.http_fetch import Fetcher
+
+Runner = Callable[[Sequence[str]], Any]
+
+
+def planned_path(cache_root: Path, wanted: Wanted) -> Path:
+    return cached_wheel_path(cache_root, wanted.sha256 or "unknown", wanted.filename)
+
+
+def download_all(wanted: Sequence[Wanted], fetcher: Fetcher, cache_root: Path, *, show: bool,
+                 console: Any) -> dict[str, Path]:
+    """Every file in the cache, verified against its sha256 and size; the first failure wins and
+    nothing unverified is kept."""
+    if not wanted:
+        return {}
+    bars: Any = None
+    if show and sys.stderr.isatty():
+        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
+        bars = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                        TransferSpeedColumn(), console=console, transient=True)
+        bars.start()
+
+    def one(w: Wanted) -> tuple[str, Path]:
+        task = bars.add_task(w.filename, total=w.size) if bars else None
+
+        def progress(done: int, total: int | None) -> None:
+            if bars is not None:
+                bars.update(task, completed=done, total=total)
+
+        path, _ = download_verified(fetcher, w.url, w.filename, cache_root, sha256=w.sha256,
+                                    size=w.size, progress=progress)
+        if show and bars is None:
+            console.print(f"verified {w.filename} ({path.stat().st_size:,} bytes, sha256 ok)")
+        return w.name, path
+
+    try:
+        with ThreadPoolExecutor(max_workers=4, thread_name_prefix="neuronctl-download") as pool:
+            return dict(pool.map(one, wanted))
+    finally:
+        if bars is not None:
+            bars.stop()
+
+
+@dataclass(frozen=True)
+class ApplyFailure(Exception):
+    stage: str
+    error: FaultError
+    venv_removed: Path | None = None
+
+
+def engine_commands(plan: Plan, files: dict[str, Path], target: InstallTarget,
+                    engine: Engine) -> list[list[str]]:
+    cmds = []
+    if target.new_venv:
+        assert target.venv is not None
+        cmds.append(engine.create_venv(target.python, target.venv))
+    if plan.applies:
+        cmds.append(engine.install(target.final_python, [files[c.name] for c in plan.applies]))
+    if plan.removals:
+        cmds.append(engine.uninstall(target.final_python, [c.name for c in plan.removals]))
+    return cmds
+
+
+def apply(plan: Plan, files: dict[str, Path], target: InstallTarget, engine: Engine,
+          run: Runner = run_engine) -> None:
+    """Install first (pip rolls its own upgrades back if that step fails), then remove."""
+    stages = ["create venv"] if target.new_venv else []
+    stages += ["install"] if plan.applies else []
+    stages += ["remove"] if plan.removals else []
+    created = False
+    for stage, argv in zip(stages, engine_commands(plan, files, target, engine), strict=True):
+        try:
+            run(argv)
+        except FaultError as exc:
+            removed = None
+            if target.new_venv and target.venv is not None and (created or target.venv.exists()):
+                shutil.rmtree(target.venv, ignore_errors=True)
+                removed = target.venv
+            raise ApplyFailure(stage, exc, removed) from None
+        if stage == "create venv":
+            created = True

@@ -1,0 +1,100 @@
+"""Which environment `neuronctl install` changes: --python PATH, --venv DIR (created at its final
+path if absent), or the active virtualenv; never neuronctl's own environment by accident."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from neuronctl.errors import InputError
+from neuronctl.probes.pyenv import resolve_python
+
+
+@dataclass(frozen=True)
+class InstallTarget:
+    python: str
+    """The interpreter to inspect: the target's own, or for a new venv the base it is made from."""
+    venv: Path | None = None
+    new_venv: bool = False
+
+    @property
+    def final_python(self) -> str:
+        """The interpreter the engine installs into."""
+        if self.venv is not None:
+            return str(self.venv / "bin" / "python")
+        return self.python
+
+    def describe(self) -> str:
+        if self.new_venv:
+            return f"new venv {self.venv} (from {self.python})"
+        return f"{self.final_python}"
+
+
+def find_interpreter(version: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """A Python X.Y on this machine: PATH's pythonX.Y, then pyenv's versions."""
+    env = os.environ if environ is None else environ
+    found = shutil.which(f"python{version}", path=env.get("PATH"))
+    if found:
+        try:
+            import subprocess
+
+            ok = subprocess.run([found, "-c", "pass"], capture_output=True, timeout=10,
+                                check=False).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            ok = False
+        if ok:  # pyenv shims exist for every version but fail unless one is selected
+            return found
+    root = env.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    for candidate in sorted(glob.glob(f"{root}/versions/{version}.*/bin/python{version}"), reverse=True):
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def _venv_base(venv_python: str | None, preferred: Sequence[str]) -> str:
+    if venv_python:
+        if "/" in venv_python or venv_python.startswith("."):
+            return resolve_python(venv_python)
+        found = find_interpreter(venv_python)
+        if found is None:
+            raise InputError(f"--venv-python {venv_python}: no Python {venv_python} on this machine "
+                             "(install it, or give the interpreter's path)")
+        return found
+    for version in preferred:
+        found = find_interpreter(version)
+        if found:
+            return found
+    return sys.executable
+
+
+def resolve_target(python: str | None, venv: Path | None, venv_python: str | None,
+                   preferred: Sequence[str], environ: Mapping[str, str] | None = None) -> InstallTarget:
+    env = os.environ if environ is None else environ
+    if python and venv:
+        raise InputError("--python and --venv name two targets; give one")
+    if venv_python and not venv:
+        raise InputError("--venv-python only applies with --venv DIR")
+    if venv is not None:
+        venv = venv.expanduser().absolute()
+        exe = venv / "bin" / "python"
+        if exe.exists():
+            if venv_python:
+                raise InputError(f"--venv {venv} already exists; --venv-python only applies to a new one")
+            return InstallTarget(str(exe), venv, False)
+        if venv.exists() and (not venv.is_dir() or any(venv.iterdir())):
+            raise InputError(f"--venv {venv}: exists and is not a virtual environment")
+        if not venv.parent.is_dir():
+            raise InputError(f"--venv {venv}: parent directory {venv.parent} does not exist")
+        return InstallTarget(_venv_base(venv_python, preferred), venv, True)
+    if python:
+        return InstallTarget(resolve_python(python))
+    active = env.get("VIRTUAL_ENV")
+    if active:
+        return InstallTarget(resolve_python(active))
+    raise InputError("name the environment to install into: --python PATH, --venv DIR, or activate a "
+                     "virtualenv (neuronctl does not install into its own environment)")

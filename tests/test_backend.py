@@ -1,0 +1,64 @@
+"""Engine choice and the pure install plan."""
+
+import pytest
+from neuronctl.backend.choose import choose_backend
+from neuronctl.backend.plan import Wanted, diff
+from neuronctl.backend.runner import clean_environment
+
+from neuronctl.errors import InputError
+
+
+def test_backend_precedence_flag_config_env_auto(tmp_path):
+    env = {"NEURONCTL_BACKEND": "pip", "PATH": str(tmp_path)}
+    assert choose_backend("uv", "pip", env, uv_path="/opt/uv").reason == "--backend uv"
+    assert choose_backend(None, "uv", env, uv_path="/opt/uv").engine.name == "uv"
+    chosen = choose_backend(None, None, env, uv_path="/opt/uv")
+    assert chosen.engine.name == "pip" and chosen.reason == "NEURONCTL_BACKEND pip"
+    auto = choose_backend(None, None, {"PATH": str(tmp_path)}, uv_path="/opt/uv")
+    assert auto.engine.name == "uv" and auto.reason.startswith("auto: uv found")
+    assert choose_backend("auto", "pip", env, uv_path="/opt/uv").engine.name == "uv"
+    with pytest.raises(InputError, match="config backend 'conda'"):
+        choose_backend(None, "conda", env)
+
+
+def test_auto_falls_back_to_pip_and_uv_must_exist(tmp_path, monkeypatch):
+    import neuronctl.backend.choose as choose
+
+    monkeypatch.setattr(choose, "find_uv", lambda env: None)
+    chosen = choose_backend(None, None, {"PATH": str(tmp_path)})
+    assert chosen.engine.name == "pip" and "uv not found" in chosen.reason
+    with pytest.raises(InputError, match="uv is not installed"):
+        choose_backend("uv", None, {"PATH": str(tmp_path)})
+
+
+def test_engines_never_reach_an_index():
+    from pathlib import Path
+
+    from neuronctl.backend.pip_engine import PipEngine
+    from neuronctl.backend.uv_engine import UvEngine
+
+    pip = PipEngine().install("/v/bin/python", [Path("/c/a.whl")])
+    assert "--no-index" in pip and "--no-deps" in pip and pip[-1] == "/c/a.whl"
+    uv = UvEngine("/bin/uv").install("/v/bin/python", [Path("/c/a.whl")])
+    assert {"--no-index", "--no-deps", "--offline"} <= set(uv)
+    env = clean_environment({"PIP_INDEX_URL": "http://evil", "UV_EXTRA_INDEX_URL": "http://evil",
+                             "PYTHONPATH": "/x", "PATH": "/usr/bin"})
+    assert "PIP_INDEX_URL" not in env and "UV_EXTRA_INDEX_URL" not in env and "PYTHONPATH" not in env
+    assert env["UV_NO_CONFIG"] == "1" and env["PATH"] == "/usr/bin"
+
+
+def w(name, version):
+    return Wanted(name, version, f"{name}-{version}.whl", f"http://i/{name}", "0" * 64, 1)
+
+
+def test_plan_diff_actions():
+    plan = diff({"torch": "2.9.0", "torch-neuronx": "2.14.3.0", "nki": "0.8.0", "numpy": "2.1.0",
+                 "torch-xla": "2.9.0", "torch_neuronx_extra": "1"},
+                [w("torch", "2.14.0+cpu"), w("torch-neuronx", "2.14.3.0"), w("nki", "0.7.0"),
+                 w("numpy", "2.1.0+local"), w("filelock", "3.16.1")],
+                {"torch-xla": "legacy", "libneuronxla": "legacy (not installed)"})
+    actions = {c.name: c.action for c in plan.changes}
+    assert actions == {"torch": "upgrade", "torch-neuronx": "keep", "nki": "downgrade",
+                       "numpy": "reinstall", "filelock": "install", "torch-xla": "remove"}
+    assert [c.name for c in plan.removals] == ["torch-xla"]
+    assert not diff({"a": "1"}, [w("a", "1")], {}).applies

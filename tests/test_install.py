@@ -1,0 +1,218 @@
+"""`neuronctl install` end to end with both engines (pip and uv), into real throwaway venvs, from
+the loopback indexes of the lock tests."""
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from neuronctl.resolvers.toml_emit import dumps
+from stacks import wheel_set
+from test_lock_interop import installed
+from universe import build_universe, running
+from wheels import build_wheel, find_python, make_venv, pip_install
+
+from neuronctl.tomlfile import read_toml
+
+pytestmark = pytest.mark.slow
+ENGINES = ["pip", "uv"]
+LEGACY = ["torch-2.9", "tnx-legacy", "torch-xla", "libneuronxla", "cc-2.26"]
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory):
+    return build_universe(tmp_path_factory.mktemp("universe"))
+
+
+@pytest.fixture(scope="module")
+def stack_wheels(tmp_path_factory):
+    return wheel_set(tmp_path_factory.mktemp("stack-wheels"))
+
+
+@pytest.fixture
+def uni(wheels):
+    with running(wheels) as u:
+        yield u
+
+
+@pytest.fixture
+def locked(cli, uni):
+    r = cli("lock", *uni.index_flags(), "--python", "3.12")
+    assert r.code == 0, r.err
+    return Path("pylock.toml").resolve()
+
+
+def snapshot(venv: Path) -> dict[str, str]:
+    """Every file under the venv with its content hash: 'identical' means byte for byte."""
+    out = {}
+    for path in sorted(venv.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            out[str(path.relative_to(venv))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def legacy_venv(tmp_path, stack_wheels) -> Path:
+    py = make_venv(tmp_path / "legacy", find_python("3.12"), with_pip=True)
+    pip_install(py, [stack_wheels[p] for p in LEGACY])
+    return tmp_path / "legacy"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_new_venv_from_lock(cli, uni, locked, tmp_path, engine):
+    venv = tmp_path / "env"
+    r = cli("install", "--lock", str(locked), "--venv", str(venv), "--venv-python", "3.12",
+            "--backend", engine)
+    assert r.code == 0, r.err + r.out
+    assert f"engine: {engine} (--backend {engine})" in r.out
+    got = installed(venv / "bin" / "python")
+    assert got["torch"] == "2.14.0+cpu" and got["torch-neuronx"] == "2.14.3.0"
+    assert got["nki"] == "0.7.0" and got["neuronx-cc"] == "2.28.7631.0"
+    assert "99.0.0" not in got.values() and got["filelock"] == "3.16.1"
+    assert "lock.drift" in r.out and "PASS: healthy" in r.out
+    # Installing the same lock again changes nothing.
+    before = snapshot(venv)
+    r = cli("install", "--lock", str(locked), "--venv", str(venv), "--backend", engine)
+    assert r.code == 0 and "nothing to do" in r.out
+    assert snapshot(venv) == before
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_fresh_resolution_into_new_venv(cli, uni, tmp_path, engine):
+    venv = tmp_path / "env"
+    r = cli("install", *uni.index_flags(), "--release", "2.33.0", "--torch", "2.13", "--venv", str(venv),
+            "--venv-python", "3.13", "--with", "transformers[torch]", "--backend", engine,
+            "--write-lock", "pylock.toml")
+    assert r.code == 0, r.err + r.out
+    got = installed(venv / "bin" / "python")
+    assert got["torch"] == "2.13.0+cpu" and got["torch-neuronx"] == "2.13.3.0"
+    assert got["typing-extensions"] == "5.0.0" and got["accelerate"] == "1.0.0"
+    lock = read_toml(Path("pylock.toml"), "lock")
+    assert lock["tool"]["neuronctl"]["torch"] == "2.13.0"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_legacy_venv_moves_to_native(cli, uni, locked, tmp_path, stack_wheels, engine):
+    venv = legacy_venv(tmp_path, stack_wheels)
+    before = snapshot(venv)
+    r = cli("install", "--lock", str(locked), "--python", str(venv), "--backend", engine)
+    assert r.code == 2 and "pass --yes" in r.err and "torch-xla 2.9.0" in r.err
+    assert snapshot(venv) == before
+    r = cli("install", "--lock", str(locked), "--python", str(venv), "--backend", engine, "--yes")
+    assert r.code == 0, r.err + r.out
+    assert "remove    libneuronxla" in r.out and "upgrade   torch-neuronx" in r.out
+    got = installed(venv / "bin" / "python")
+    assert "torch-xla" not in got and "libneuronxla" not in got
+    assert got["torch-neuronx"] == "2.14.3.0" and got["torch"] == "2.14.0+cpu"
+    assert not (venv / "lib" / "python3.12" / "site-packages" / "torch_neuronx" / "xla_impl").exists()
+    assert "PASS: healthy" in r.out
+
+
+def freeze(venv: Path) -> str:
+    return subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "freeze", "--all"],
+                          capture_output=True, text=True, check=True,
+                          env={**os.environ, "PIP_CONFIG_FILE": os.devnull}).stdout
+
+
+def test_dry_run_changes_nothing(cli, uni, locked, tmp_path, stack_wheels):
+    venv = legacy_venv(tmp_path, stack_wheels)
+    before, frozen = snapshot(venv), freeze(venv)
+    r = cli("install", "--lock", str(locked), "--python", str(venv), "--dry-run", "--backend", "pip")
+    assert r.code == 0, r.err
+    assert "dry run: nothing changed" in r.out
+    assert f"{venv}/bin/python -m pip install --no-deps --no-index" in r.out
+    assert f"{venv}/bin/python -m pip uninstall --yes" in r.out and "torch-xla" in r.out
+    assert snapshot(venv) == before and freeze(venv) == frozen
+    r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "new"), "--dry-run")
+    assert r.code == 0 and "venv --python" in r.out
+    assert not (tmp_path / "new").exists()
+    from neuronctl.resolvers.http_cache import user_cache_dir
+
+    assert not (user_cache_dir() / "wheels").exists()  # a dry run downloads nothing either
+
+
+def test_hash_mismatch_leaves_target_identical(cli, uni, locked, tmp_path, stack_wheels):
+    venv = legacy_venv(tmp_path, stack_wheels)
+    before = snapshot(venv)
+    evil = build_wheel(tmp_path / "evil", "nki", "0.7.0", summary="not what was locked")
+    uni.neuron.projects["nki"][0].path = evil
+    r = cli("install", "--lock", str(locked), "--python", str(venv), "--yes", "--backend", "pip")
+    assert r.code == 2 and "sha256 mismatch" in r.err and "nki-0.7.0" in r.err
+    assert snapshot(venv) == before
+    r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "new"), "--venv-python", "3.12")
+    assert r.code == 2 and not (tmp_path / "new").exists()
+
+
+def test_server_dying_mid_download_leaves_target_identical(cli, uni, locked, tmp_path, stack_wheels):
+    venv = legacy_venv(tmp_path, stack_wheels)
+    before = snapshot(venv)
+    name = next(w.filename for w in uni.torch.projects["torch"] if "2.14.0" in w.filename
+                and "cp312" in w.filename)
+    uni.torch.cut_after[name] = 200
+    r = cli("install", "--lock", str(locked), "--python", str(venv), "--yes", "--timeout", "5")
+    assert r.code == 1 and "connection lost after" in r.err and "after 4 attempts" in r.err
+    assert snapshot(venv) == before
+    from neuronctl.resolvers.http_cache import user_cache_dir
+
+    leftovers = [p for p in (user_cache_dir() / "wheels").rglob("*") if p.is_file() and "torch-2.14" in p.name]
+    assert not leftovers
+
+
+def test_python_version_refusal(cli, uni, locked, tmp_path):
+    venv = tmp_path / "py311"
+    make_venv(venv, find_python("3.11"), with_pip=True)
+    before = snapshot(venv)
+    r = cli("install", *uni.index_flags(), "--python", str(venv))
+    assert r.code == 2 and "Python 3.11" in r.err and "--venv-python 3.12" in r.err
+    r = cli("install", "--lock", str(locked), "--python", str(venv))
+    assert r.code == 2 and "requires-python >=3.12" in r.err
+    assert snapshot(venv) == before
+
+
+def test_failure_during_apply_removes_the_new_venv(cli, uni, locked, tmp_path):
+    broken = tmp_path / "nki-0.7.0-py3-none-any.whl"
+    broken.write_bytes(b"this is not a zip file")
+    data = read_toml(locked, "lock")
+    for pkg in data["packages"]:
+        if pkg["name"] == "nki":
+            pkg["wheels"] = [{"name": broken.name, "url": broken.as_uri(), "size": broken.stat().st_size,
+                              "hashes": {"sha256": hashlib.sha256(broken.read_bytes()).hexdigest()}}]
+    Path("pylock.broken.toml").write_text(dumps(data, arrays_of_tables=("packages",)))
+    for engine in ENGINES:
+        venv = tmp_path / f"new-{engine}"
+        r = cli("install", "--lock", "pylock.broken.toml", "--venv", str(venv), "--venv-python", "3.12",
+                "--backend", engine)
+        assert r.code == 1 and "install failed" in r.err and "removed the new venv" in r.err, r.err
+        assert not venv.exists()
+
+
+def test_failed_install_into_existing_env_says_nothing_changed(cli, uni, locked, tmp_path, stack_wheels):
+    venv = legacy_venv(tmp_path, stack_wheels)
+    before = snapshot(venv)
+    broken = tmp_path / "nki-0.7.0-py3-none-any.whl"
+    broken.write_bytes(b"PK\x03\x04 truncated")
+    data = read_toml(locked, "lock")
+    for pkg in data["packages"]:
+        if pkg["name"] == "nki":
+            pkg["wheels"] = [{"name": broken.name, "url": broken.as_uri(),
+                              "hashes": {"sha256": hashlib.sha256(broken.read_bytes()).hexdigest()}}]
+    Path("pylock.broken.toml").write_text(dumps(data, arrays_of_tables=("packages",)))
+    r = cli("install", "--lock", "pylock.broken.toml", "--python", str(venv), "--yes", "--backend", "pip")
+    assert r.code == 1 and "install failed, nothing changed" in r.err, r.err
+    assert snapshot(venv) == before
+
+
+def test_target_must_be_named(cli):
+    r = cli("install")
+    assert r.code == 2 and "--python PATH, --venv DIR" in r.err
+    r = cli("install", "--python", "/nonexistent/python")
+    assert r.code == 2 and "no such interpreter" in r.err
+    r = cli("install", "--venv-python", "3.12")
+    assert r.code == 2 and "only applies with --venv" in r.err
+
+
+def test_plan_lists_each_source_url(cli, uni, locked, tmp_path):
+    r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "n"), "--dry-run")
+    assert r.code == 0
+    base = uni.urls["neuron"].rsplit("/simple", 1)[0]
+    assert "install   torch-neuronx" in r.out and f"{base}/files/torch_neuronx-2.14.3.0" in r.out
