@@ -11,11 +11,13 @@ from neuronctl.errors import FaultError
 
 DROPPED_PREFIXES = ("PIP_", "UV_")
 DROPPED = frozenset({"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONUSERBASE"})
+KEPT = frozenset({"UV_CACHE_DIR", "UV_LINK_MODE"})
+"""Where uv keeps its cache and how it links files: no index can come in through these."""
 
 
 def clean_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in (os.environ if environ is None else environ).items()
-           if not k.startswith(DROPPED_PREFIXES) and k not in DROPPED}
+           if (k in KEPT or not k.startswith(DROPPED_PREFIXES)) and k not in DROPPED}
     env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1",
                UV_NO_CONFIG="1", UV_PYTHON_DOWNLOADS="never", UV_NO_PROGRESS="1")
     return env

@@ -110,11 +110,11 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
             raise OperationFailed("not confirmed; nothing changed")
     from neuronctl.cli.install_apply import download_all
 
-    files = download_all([c.wanted for c in plan.applies if c.wanted], fetcher, cache_root,
-                         show=not app.quiet, console=console)
+    wanted = [c.wanted for c in plan.applies if c.wanted]
+    _apply(app, plan, target, choice.engine, env,
+           lambda: download_all(wanted, fetcher, cache_root, show=not app.quiet, console=console))
     if write_lock is not None and resolved is not None and request is not None:
         _write_lock(write_lock, resolved, request)
-    _apply(app, plan, files, target, choice.engine, env)
     return _after(app, target, source, hardware, no_check, seconds, sysroot)
 
 
@@ -221,13 +221,13 @@ def _write_lock(path: Path, resolved: Any, request: Any) -> None:
     click.echo(f"wrote {path}")
 
 
-def _apply(app: App, plan: Any, files: dict[str, Path], target: Any, engine: Any, before: Any) -> None:
+def _apply(app: App, plan: Any, target: Any, engine: Any, before: Any, download: Any) -> None:
     from neuronctl.backend.runner import shown
-    from neuronctl.cli.install_apply import ApplyFailure, apply
+    from neuronctl.cli.install_apply import ApplyFailure, fetch_and_apply
     from neuronctl.probes.pyenv import inspect_python
 
     try:
-        apply(plan, files, target, engine)
+        fetch_and_apply(plan, target, engine, download)
     except ApplyFailure as failure:
         if failure.venv_removed is not None:
             raise FaultError(f"{failure.stage} failed: {failure.error.message}; removed the new venv "

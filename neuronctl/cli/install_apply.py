@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 import sys
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,21 +81,49 @@ def engine_commands(plan: Plan, files: dict[str, Path], target: InstallTarget,
     return cmds
 
 
-def apply(plan: Plan, files: dict[str, Path], target: InstallTarget, engine: Engine,
-          run: Runner = run_engine) -> None:
-    """Install first (pip rolls its own upgrades back if that step fails), then remove."""
-    stages = ["create venv"] if target.new_venv else []
-    stages += ["install"] if plan.applies else []
-    stages += ["remove"] if plan.removals else []
-    created = False
-    for stage, argv in zip(stages, engine_commands(plan, files, target, engine), strict=True):
+def _remove_new_venv(target: InstallTarget) -> Path | None:
+    if target.new_venv and target.venv is not None and target.venv.exists():
+        shutil.rmtree(target.venv, ignore_errors=True)
+        return target.venv
+    return None
+
+
+def fetch_and_apply(plan: Plan, target: InstallTarget, engine: Engine,
+                    download: Callable[[], dict[str, Path]], run: Runner = run_engine) -> None:
+    """Download and verify (while a new venv is being created at its final path), then install
+    (pip rolls its own upgrades back if that step fails), then remove. A new venv is removed again
+    if anything fails; an existing environment is untouched until every file is verified."""
+    pool = ThreadPoolExecutor(max_workers=1) if target.new_venv else None
+    creating = None
+    if pool is not None:
+        assert target.venv is not None
+        creating = pool.submit(run, engine.create_venv(target.python, target.venv))
+    try:
         try:
-            run(argv)
-        except FaultError as exc:
-            removed = None
-            if target.new_venv and target.venv is not None and (created or target.venv.exists()):
-                shutil.rmtree(target.venv, ignore_errors=True)
-                removed = target.venv
-            raise ApplyFailure(stage, exc, removed) from None
-        if stage == "create venv":
-            created = True
+            files = download()
+        finally:
+            if creating is not None:
+                wait([creating])
+        if creating is not None and creating.exception() is not None:
+            error = creating.exception()
+            assert isinstance(error, FaultError)
+            raise ApplyFailure("create venv", error, _remove_new_venv(target))
+        steps = []
+        if plan.applies:
+            steps.append(("install", engine.install(target.final_python,
+                                                    [files[c.name] for c in plan.applies])))
+        if plan.removals:
+            steps.append(("remove", engine.uninstall(target.final_python, [c.name for c in plan.removals])))
+        for stage, argv in steps:
+            try:
+                run(argv)
+            except FaultError as exc:
+                raise ApplyFailure(stage, exc, _remove_new_venv(target)) from None
+    except ApplyFailure:
+        raise
+    except BaseException:
+        _remove_new_venv(target)
+        raise
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
