@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from neuronctl.resolvers.resolve import Resolution
@@ -96,6 +96,15 @@ def merge(resolutions: Sequence[Resolution]) -> list[LockedPackage]:
         out.append(LockedPackage(name, version, pin.index, pin.index_url, targets, wheels,
                                  dict(entry["best"]), marker))
     return out
+
+
+def with_sizes(packages: Sequence[LockedPackage], sizes: Mapping[str, int]) -> list[LockedPackage]:
+    """Fill in file sizes the index did not publish but fetching revealed."""
+    def fill(d: DistFile) -> DistFile:
+        return replace(d, size=sizes[d.url]) if d.size is None and d.url in sizes else d
+
+    return [replace(p, wheels=tuple(fill(w) for w in p.wheels),
+                    best={t: fill(w) for t, w in p.best.items()}) for p in packages]
 
 
 def _upload_time(text: str | None) -> dt.datetime | None:

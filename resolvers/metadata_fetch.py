@@ -23,6 +23,8 @@ class MetadataFetcher:
         self.fetcher = fetcher
         self.cache = cache
         self.cache_root = cache_root
+        self.sizes: dict[str, int] = {}
+        """url -> file size learned on the way (Content-Range, a download): HTML indexes omit it."""
 
     def fetch(self, dist: DistFile, project: str) -> tuple[CoreMetadata, str]:
         """The parsed metadata and how it was obtained: file, cache, sidecar, range or download."""
@@ -78,6 +80,7 @@ class MetadataFetcher:
                 tail = response.content
                 self.fetcher.stats.add(len(tail))
                 size = served[2]
+                self.sizes[dist.url] = size
             else:
                 size = -1
         finally:
@@ -98,6 +101,7 @@ class MetadataFetcher:
     def _by_download(self, dist: DistFile, project: str, where: str) -> str:
         path, _ = download_verified(self.fetcher, dist.url, dist.filename, self.cache_root,
                                     sha256=dist.hashes.get("sha256"), size=dist.size)
+        self.sizes[dist.url] = path.stat().st_size
         self.fetcher.stats.downloaded(f"{dist.filename} ({path.stat().st_size} bytes): "
                                       "the server does not honour range requests")
         try:

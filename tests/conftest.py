@@ -70,3 +70,20 @@ def stacks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from stacks import build_stacks
 
     return build_stacks(tmp_path_factory.mktemp("stacks"))
+
+
+@pytest.fixture(scope="session")
+def wheels(tmp_path_factory: pytest.TempPathFactory):
+    """The lock/install test universe's wheels, built once."""
+    from universe import build_universe
+
+    return build_universe(tmp_path_factory.mktemp("universe"))
+
+
+@pytest.fixture
+def uni(wheels):
+    """Loopback PyPI-, PyTorch- and Neuron-like indexes serving those wheels, fresh per test."""
+    from universe import running
+
+    with running(wheels) as u:
+        yield u

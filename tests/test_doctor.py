@@ -213,6 +213,11 @@ def test_lock_drift(cli, stacks, trn2, tmp_path):
     assert drift["status"] == "fail"
     assert drift["details"] == ["nki: locked 0.6.0, installed 0.7.0"]
     assert "1 of 2 locked packages" in drift["message"]
+    other = tmp_path / "pylock.other.toml"
+    other.write_text("environments = ['python_version == \"3.13\"']\n" + lock.read_text())
+    code, _, checks = doctor_json(cli, "--python", str(stacks["native"]), "--sysroot", str(trn2),
+                                  "--no-device-probe", "--lock", str(other))
+    assert code == 1 and "is not for this environment" in checks["lock.drift"]["message"]
     bad = tmp_path / "bad.toml"
     bad.write_text('lock-version = "9.0"\n')
     r = cli("doctor", "--lock", str(bad))

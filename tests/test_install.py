@@ -2,6 +2,7 @@
 the loopback indexes of the lock tests."""
 
 import hashlib
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 from neuronctl.resolvers.toml_emit import dumps
 from stacks import wheel_set
 from test_lock_interop import installed
-from universe import build_universe, running
+from universe import running
 from wheels import build_wheel, find_python, make_venv, pip_install
 
 from neuronctl.tomlfile import read_toml
@@ -21,19 +22,8 @@ LEGACY = ["torch-2.9", "tnx-legacy", "torch-xla", "libneuronxla", "cc-2.26"]
 
 
 @pytest.fixture(scope="module")
-def wheels(tmp_path_factory):
-    return build_universe(tmp_path_factory.mktemp("universe"))
-
-
-@pytest.fixture(scope="module")
 def stack_wheels(tmp_path_factory):
     return wheel_set(tmp_path_factory.mktemp("stack-wheels"))
-
-
-@pytest.fixture
-def uni(wheels):
-    with running(wheels) as u:
-        yield u
 
 
 @pytest.fixture
@@ -216,3 +206,39 @@ def test_plan_lists_each_source_url(cli, uni, locked, tmp_path):
     assert r.code == 0
     base = uni.urls["neuron"].rsplit("/simple", 1)[0]
     assert "install   torch-neuronx" in r.out and f"{base}/files/torch_neuronx-2.14.3.0" in r.out
+
+
+def test_pip_engine_needs_pip_in_the_target(cli, locked, tmp_path):
+    venv = tmp_path / "bare"
+    make_venv(venv, find_python("3.12"))
+    r = cli("install", "--lock", str(locked), "--python", str(venv), "--backend", "pip")
+    assert r.code == 2 and "has no pip" in r.err and "--backend uv" in r.err
+
+
+def test_offline_install_from_the_verified_cache(cli, wheels, tmp_path):
+    with running(wheels) as uni:
+        assert cli("lock", *uni.index_flags(), "--python", "3.12").code == 0
+        assert cli("install", "--lock", "pylock.toml", "--venv", str(tmp_path / "a"),
+                   "--venv-python", "3.12", "--backend", "uv", "--no-check").code == 0
+    # The indexes are gone: a second environment installs from the cache, verified again.
+    r = cli("install", "--lock", "pylock.toml", "--venv", str(tmp_path / "b"), "--venv-python", "3.12",
+            "--backend", "uv", "--offline")
+    assert r.code == 0, r.err
+    assert installed(tmp_path / "b" / "bin" / "python")["torch-neuronx"] == "2.14.3.0"
+    r = cli("install", *uni.index_flags(), "--venv", str(tmp_path / "c"), "--offline", "--torch", "2.13")
+    assert r.code == 1 and "--offline" in r.err and not (tmp_path / "c").exists()
+
+
+def test_json_outcome(cli, locked, tmp_path):
+    r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "j"), "--dry-run", "--json",
+            "--backend", "uv")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    assert doc["schema"] == 1 and doc["kind"] == "install" and doc["dry_run"] is True
+    assert doc["engine"] == {"name": "uv", "reason": "--backend uv"}
+    assert {c["name"]: c["action"] for c in doc["plan"]}["torch-neuronx"] == "install"
+    assert doc["commands"][0][1:3] == ["venv", "--python"] and not (tmp_path / "j").exists()
+    r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "j"), "--json", "--backend", "uv")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    assert doc["applied"] is True and doc["doctor"]["verdict"] == "pass" and doc["exit_code"] == 0

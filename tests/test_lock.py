@@ -4,24 +4,12 @@ import hashlib
 import json
 from pathlib import Path
 
-import pytest
 from neuronctl.resolvers.pylock_read import load_pylock
 from neuronctl.resolvers.targets import Target
 from packaging.pylock import Pylock
-from universe import build_universe, running
+from universe import running
 
 from neuronctl.tomlfile import read_toml
-
-
-@pytest.fixture(scope="session")
-def wheels(tmp_path_factory):
-    return build_universe(tmp_path_factory.mktemp("universe"))
-
-
-@pytest.fixture
-def uni(wheels):
-    with running(wheels) as u:
-        yield u
 
 
 def versions(lock: Pylock) -> dict[str, list[str]]:
@@ -52,9 +40,11 @@ def test_lock_pins_the_release_each_package_from_its_own_index(cli, uni, wheels)
     assert index_of["filelock"] == uni.urls["pypi"]
     # Every wheel's recorded hash is the real file's; only the target's wheels are listed.
     real = file_hashes(wheels)
+    sizes = {w.name: w.stat().st_size for entries in wheels.values() for w, _ in entries}
     for p in lock.packages:
         for w in p.wheels:
             assert w.hashes["sha256"] == real[w.name]
+            assert w.size == sizes[w.name]  # HTML indexes omit it; the range reply told us
             assert "cp313" not in w.name
     # The PyPI traps were never even looked up: routing sends those names elsewhere.
     asked = {path for _, path, _ in uni.pypi.hits}
@@ -303,3 +293,10 @@ def test_bad_flags_are_one_line_errors(cli):
         assert r.code == 2, (args, r.err)
         assert text in r.err and len(r.err.strip().splitlines()) <= 2, r.err
     assert not Path("pylock.toml").exists()
+
+
+def test_lock_to_stdout(cli, uni):
+    r = cli("lock", *uni.index_flags(), "--python", "3.12", "-o", "-")
+    assert r.code == 0, r.err
+    assert r.out.startswith('lock-version = "1.0"\n') and "[tool.neuronctl]" in r.out
+    assert "locked 7 packages" in r.err and not Path("pylock.toml").exists()

@@ -10,22 +10,10 @@ from pathlib import Path
 import pytest
 from neuronctl.resolvers.pylock_read import load_pylock
 from test_lock import versions
-from universe import build_universe, running
 from wheels import find_python, make_venv
 
 pytestmark = pytest.mark.slow
 UV = str(Path(sys.executable).with_name("uv"))
-
-
-@pytest.fixture(scope="module")
-def wheels(tmp_path_factory):
-    return build_universe(tmp_path_factory.mktemp("universe"))
-
-
-@pytest.fixture
-def uni(wheels):
-    with running(wheels) as u:
-        yield u
 
 
 def tool_env(tmp_path):

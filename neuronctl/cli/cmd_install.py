@@ -35,87 +35,102 @@ from neuronctl.errors import FaultError, InputError, OperationFailed
 @click.option("--write-lock", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the resolution as a pylock.toml.")
 @click.option("--no-check", is_flag=True, help="Do not run the doctor on the target afterwards.")
+@click.option("--json", "as_json", is_flag=True, help="The plan and the outcome as JSON on stdout.")
 @sysroot_option
 def install(release: str | None, torch: str | None, with_: tuple[str, ...], indexes: tuple[str, ...],
             routes: tuple[str, ...], latest: bool, offline: bool, timeout: float | None,
             lock_path: Path | None, python: str | None, venv: Path | None, venv_python: str | None,
             backend: str | None, dry_run: bool, yes: bool, write_lock: Path | None, no_check: bool,
-            sysroot: Path | None) -> int:
+            as_json: bool, sysroot: Path | None) -> int:
     """Install a Neuron PyTorch stack into an environment: pinned, verified, all or nothing."""
     from neuronctl.backend.choose import choose_backend
+    from neuronctl.cli.install_apply import download_all, engine_commands, planned_path
+    from neuronctl.cli.install_report import InstallOutcome, print_plan
     from neuronctl.cli.install_target import resolve_target
+    from neuronctl.cli.lock_flow import make_fetcher
     from neuronctl.probes.pyenv import inspect_python
     from neuronctl.resolvers.targets import target_for_interpreter
 
     app = get_app()
     config = app.config()
+    show = not app.quiet and not as_json
     seconds = timeout_value(timeout, config.get("timeout"), 30.0)
     if lock_path is not None and (with_ or latest or write_lock):
         raise InputError("--lock installs exactly the lock; --with, --latest and --write-lock need a "
                          "fresh resolution (drop --lock)")
     manifest = app.manifest()
-    request = None
     preferred = _preferred_pythons(app, release, torch) if lock_path is None else _lock_pythons(lock_path)
     choice = choose_backend(backend, config.get("backend"))
     target = resolve_target(python, venv, venv_python, preferred)
     env = inspect_python(target.python)
     tgt = target_for_interpreter(env.python, env.libc, env.machine)
+    if choice.engine.name == "pip" and not target.new_venv and env.get("pip") is None:
+        raise InputError(f"{target.final_python} has no pip, and the pip engine is its own pip "
+                         f"({choice.reason})", hint="use --backend uv, or install pip there first")
+    request = resolved = None
     if lock_path is not None:
         from neuronctl.cli.install_source import from_lock
 
         source = from_lock(lock_path, env, tgt, manifest, release or config.get("release"))
+        hardware = _preflight_chip(sysroot, source.framework, show)
     else:
-        _check_python(app, release, torch, env.python, target)
-        request = make_request(app, release=release, torch=torch, pythons=(tgt.python_minor,),
-                               platforms=(tgt.platform,), with_=with_, indexes=indexes, routes=routes,
-                               latest=latest)
-        source = None
-    framework = source.framework if source is not None else request.plan.framework if request else None
-    hardware = _preflight_chip(app, sysroot, framework)
-    resolved = None
-    if source is None:
-        assert request is not None
         from neuronctl.cli.install_source import InstallSource, wanted_from_resolution
         from neuronctl.cli.lock_flow import resolve_request
 
+        _check_python(preferred, env.python)
+        request = make_request(app, release=release, torch=torch, pythons=(tgt.python_minor,),
+                               platforms=(tgt.platform,), with_=with_, indexes=indexes, routes=routes,
+                               latest=latest)
+        hardware = _preflight_chip(sysroot, request.plan.framework, show)
         resolved = resolve_request(request, offline=offline, timeout=seconds)
+        plan_ = request.plan
         source = InstallSource(wanted_from_resolution(resolved.packages, tgt, resolved.hash_of),
-                               request.plan.release.version, request.plan.framework,
-                               f"Neuron {request.plan.release.version} with torch "
-                               f"{request.plan.framework.torch}, resolved now")
+                               plan_.release.version, plan_.framework,
+                               f"Neuron {plan_.release.version} with torch {plan_.framework.torch}, "
+                               "resolved now")
     plan = _plan(env, source)
-    console = app.console(stderr=True)
-    _print_plan(app, plan, source, target, choice)
-
-    from neuronctl.cli.install_apply import engine_commands, planned_path
-    from neuronctl.cli.lock_flow import make_fetcher
-
+    if show:
+        print_plan(plan, source, target, choice, verbose=app.verbose)
     fetcher, cache_root = make_fetcher(offline=offline, timeout=seconds)
     planned = {w.name: planned_path(cache_root, w) for w in source.wanted}
-    if dry_run:
-        from neuronctl.backend.runner import shown
+    commands = tuple(tuple(c) for c in engine_commands(plan, planned, target, choice.engine))
 
-        click.echo("dry run: nothing changed. The engine would run:")
-        for argv in engine_commands(plan, planned, target, choice.engine):
-            click.echo(f"  {shown(argv)}")
-        return 0
+    def outcome(applied: bool, doctor: Any = None) -> InstallOutcome:
+        return InstallOutcome(target, source, choice, plan, commands, dry_run, applied, doctor)
+
+    if dry_run:
+        return _finish(outcome(False), as_json, show)
     if plan.empty:
-        click.echo(f"{target.describe()}: already matches {source.describe}; nothing to do")
-        return _after(app, target, source, hardware, no_check, seconds, sysroot)
+        if show:
+            click.echo(f"{target.describe()}: already matches {source.describe}; nothing to do")
+        return _finish(outcome(False, _after(app, target, source, hardware, no_check, seconds, sysroot,
+                                             not as_json)), as_json, show)
     if plan.removals and not yes:
         names = ", ".join(f"{c.name} {c.old}" for c in plan.removals)
-        if not sys.stdin.isatty():
+        if as_json or not sys.stdin.isatty():
             raise InputError(f"the plan removes {names}; pass --yes to confirm")
         if not click.confirm(f"Remove {names}?", default=False):
             raise OperationFailed("not confirmed; nothing changed")
-    from neuronctl.cli.install_apply import download_all
-
+    console = app.console(stderr=True)
     wanted = [c.wanted for c in plan.applies if c.wanted]
-    _apply(app, plan, target, choice.engine, env,
-           lambda: download_all(wanted, fetcher, cache_root, show=not app.quiet, console=console))
+    _apply(plan, target, choice.engine, env,
+           lambda: download_all(wanted, fetcher, cache_root, show=show, console=console), show)
     if write_lock is not None and resolved is not None and request is not None:
-        _write_lock(write_lock, resolved, request)
-    return _after(app, target, source, hardware, no_check, seconds, sysroot)
+        _write_lock(write_lock, resolved, request, show)
+    doctor = _after(app, target, source, hardware, no_check, seconds, sysroot, not as_json)
+    return _finish(outcome(True, doctor), as_json, show)
+
+
+def _finish(result: Any, as_json: bool, show: bool) -> int:
+    if as_json:
+        from neuronctl.cli.output import emit_json
+
+        emit_json(result.to_json())
+    elif show and result.dry_run:
+        from neuronctl.cli.install_report import print_commands
+
+        print_commands(result.commands)
+    return int(result.exit_code)
 
 
 def _preferred_pythons(app: App, release: str | None, torch: str | None) -> tuple[str, ...]:
@@ -149,8 +164,7 @@ def _lock_pythons(path: Path) -> tuple[str, ...]:
     return tuple(v for v in (f"3.{m}" for m in range(10, 16)) if spec.contains(f"{v}.0"))
 
 
-def _check_python(app: App, release: str | None, torch: str | None, version: str, target: Any) -> None:
-    supported = _preferred_pythons(app, release, torch)
+def _check_python(supported: tuple[str, ...], version: str) -> None:
     minor = ".".join(version.split(".")[:2])
     if supported and minor not in supported:
         raise InputError(f"the target is Python {version}; this stack needs Python "
@@ -158,7 +172,7 @@ def _check_python(app: App, release: str | None, torch: str | None, version: str
                          hint=f"install into a new venv: --venv DIR --venv-python {supported[0]}")
 
 
-def _preflight_chip(app: App, sysroot: Path | None, framework: Any) -> Any:
+def _preflight_chip(sysroot: Path | None, framework: Any, show: bool) -> Any:
     from neuronctl.cli.common import check_sysroot
     from neuronctl.probes.hardware import detect_hardware
     from neuronctl.probes.sysroot import SysRoot
@@ -170,7 +184,7 @@ def _preflight_chip(app: App, sysroot: Path | None, framework: Any) -> Any:
         raise InputError(f"this host has {hardware.chip}; the {framework.backend} torch-neuronx "
                          f"{framework.torch_neuronx} runs on {', '.join(framework.chips)}",
                          hint="pick a release line for this chip (see `neuronctl releases`)")
-    if not hardware.present and not app.quiet:
+    if not hardware.present and show:
         click.echo("warning: no Neuron hardware here; preparing an environment for another host",
                    err=True)
     return hardware
@@ -194,34 +208,16 @@ def _plan(env: Any, source: Any) -> Any:
     return diff(installed, source.wanted, remove)
 
 
-def _print_plan(app: App, plan: Any, source: Any, target: Any, choice: Any) -> None:
-    from neuronctl.routing import redact_url
-
-    if app.quiet:
-        return
-    click.echo(f"target: {target.describe()}")
-    click.echo(f"source: {source.describe}")
-    click.echo(f"engine: {choice.engine.name} ({choice.reason})")
-    width = max([len(c.name) for c in plan.changes] + [7])
-    for c in plan.changes:
-        if c.action == "keep" and not app.verbose:
-            continue
-        versions = c.new if c.old is None else (c.old if c.new is None else f"{c.old} -> {c.new}")
-        where = redact_url(c.wanted.url) if c.wanted else c.why
-        click.echo(f"  {c.action:<9} {c.name:<{width}} {versions}  {where}")
-    kept = sum(1 for c in plan.changes if c.action == "keep")
-    click.echo(f"plan: {len(plan.applies)} to install, {len(plan.removals)} to remove, {kept} unchanged")
-
-
-def _write_lock(path: Path, resolved: Any, request: Any) -> None:
+def _write_lock(path: Path, resolved: Any, request: Any, show: bool) -> None:
     from neuronctl.cli.output import write_atomic
     from neuronctl.resolvers.lockfile import build_pylock, render_pylock
 
     write_atomic(path, render_pylock(build_pylock(resolved.packages, request.inputs(), resolved.hash_of)))
-    click.echo(f"wrote {path}")
+    if show:
+        click.echo(f"wrote {path}")
 
 
-def _apply(app: App, plan: Any, target: Any, engine: Any, before: Any, download: Any) -> None:
+def _apply(plan: Any, target: Any, engine: Any, before: Any, download: Any, show: bool) -> None:
     from neuronctl.backend.runner import shown
     from neuronctl.cli.install_apply import ApplyFailure, fetch_and_apply
     from neuronctl.probes.pyenv import inspect_python
@@ -248,15 +244,16 @@ def _apply(app: App, plan: Any, target: Any, engine: Any, before: Any, download:
             hint.append(shown([target.final_python, "-m", "pip", "uninstall", "-y", *extra]))
         raise FaultError(f"{failure.stage} failed after changing {what}: {failure.error.message}",
                          hint="restore with: " + " && ".join(hint)) from None
-    if not app.quiet:
+    if show:
         click.echo(f"applied: {len(plan.applies)} installed, {len(plan.removals)} removed "
                    f"({target.final_python})")
 
 
 def _after(app: App, target: Any, source: Any, hardware: Any, no_check: bool, seconds: float,
-           sysroot: Path | None) -> int:
+           sysroot: Path | None, as_text: bool) -> Any:
+    """The doctor's report on the target (None with --no-check)."""
     if no_check:
-        return 0
+        return None
     from neuronctl.cli.cmd_doctor import run_doctor, select_checks
     from neuronctl.cli.doctor_facts import Facts
     from neuronctl.cli.doctor_report import print_text
@@ -267,5 +264,6 @@ def _after(app: App, target: Any, source: Any, hardware: Any, no_check: bool, se
                   manifest=app.manifest(), release=source.release, device="auto",
                   timeout=max(seconds, 60.0), lock=source.lock)
     report = run_doctor(facts, ids, False, max(seconds, 60.0))
-    print_text(report, app.console(), verbose=app.verbose, quiet=app.quiet)
-    return report.exit_code
+    if as_text:
+        print_text(report, app.console(), verbose=app.verbose, quiet=app.quiet)
+    return report

@@ -350,10 +350,20 @@ def check_device(f: Facts) -> Outcome:
 
 
 def check_lock(f: Facts) -> Outcome:
+    from packaging.markers import Marker
+
     from neuronctl.resolvers.pylock_read import load_pylock, packages_for
 
     assert f.lock is not None
-    locked = packages_for(load_pylock(f.lock), f.env.markers)
+    lock = load_pylock(f.lock)
+    markers = dict(f.env.markers)
+    if lock.environments and markers and not any(Marker(str(m)).evaluate(markers)
+                                                 for m in lock.environments):
+        return Outcome("fail", f"{f.lock} is not for this environment (Python {f.env.python}, "
+                               f"{f.env.machine}): its environments are "
+                               + "; ".join(str(m) for m in lock.environments),
+                       f"neuronctl lock --python {'.'.join(f.env.python.split('.')[:2])}")
+    locked = packages_for(lock, markers)
     drift = []
     for pkg in locked:
         have = f.env.get(pkg.name)

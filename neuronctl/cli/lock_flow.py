@@ -12,7 +12,7 @@ from neuronctl.resolvers.download import download_verified
 from neuronctl.resolvers.finder import Finder
 from neuronctl.resolvers.http_cache import HttpCache, user_cache_dir
 from neuronctl.resolvers.http_fetch import Fetcher
-from neuronctl.resolvers.lockfile import LockedPackage, merge
+from neuronctl.resolvers.lockfile import LockedPackage, merge, with_sizes
 from neuronctl.resolvers.metadata_fetch import MetadataFetcher
 from neuronctl.resolvers.neuron_set import root_requirements, version_filter
 from neuronctl.resolvers.resolve import Resolution, resolve
@@ -63,4 +63,4 @@ def resolve_request(request: StackRequest, *, offline: bool, timeout: float) -> 
             hashes[dist.url] = digest
         return hashes[dist.url]
 
-    return Resolved(resolutions, merge(resolutions), fetcher, methods, hash_of)
+    return Resolved(resolutions, with_sizes(merge(resolutions), metadata.sizes), fetcher, methods, hash_of)
