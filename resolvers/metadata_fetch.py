@@ -48,6 +48,9 @@ class MetadataFetcher:
             blob = self.cache.get_blob("metadata", key)
             if blob is not None:
                 self.fetcher.stats.hit()
+                size = self.cache.get_blob("size", key)
+                if size is not None and size.isdigit():
+                    self.sizes[dist.url] = int(size)  # so a cached run writes the same lock
                 return blob.decode("utf-8"), "cache"
         if self.fetcher.offline:
             raise FaultError(f"{where}: metadata not in the cache, and --offline forbids the network")
@@ -57,6 +60,8 @@ class MetadataFetcher:
             text, how = self._by_range(dist, project, where)
         if self.cache is not None:
             self.cache.put_blob("metadata", key, text.encode("utf-8"))
+            if dist.url in self.sizes:
+                self.cache.put_blob("size", key, str(self.sizes[dist.url]).encode())
         return text, how
 
     def _sidecar(self, dist: DistFile, where: str) -> str:
