@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
+
+from neuronctl.routing import redact_url
 
 Action = Literal["install", "upgrade", "downgrade", "reinstall", "remove", "keep"]
 
@@ -34,7 +36,7 @@ class Change:
 
     def to_json(self) -> dict[str, object]:
         return {"action": self.action, "name": self.name, "from": self.old, "to": self.new,
-                "url": self.wanted.url if self.wanted else None, "why": self.why or None}
+                "url": redact_url(self.wanted.url) if self.wanted else None, "why": self.why or None}
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,31 @@ class Plan:
     @property
     def empty(self) -> bool:
         return not self.applies and not self.removals
+
+
+def changed_between(before: Mapping[str, str], after: Mapping[str, str]) -> list[str]:
+    """Names whose installed version differs between two snapshots (added and removed too)."""
+    old = {str(canonicalize_name(k)): v for k, v in before.items()}
+    new = {str(canonicalize_name(k)): v for k, v in after.items()}
+    return sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+
+
+def restore_commands(python: str, before: Mapping[str, str], after: Mapping[str, str],
+                     index_url_for: Callable[[str], str]) -> list[list[str]]:
+    """Commands that put back what a failed apply changed: each old version from the one index
+    its routing names (no merged indexes here either), then removal of what was new."""
+    old = {str(canonicalize_name(k)): v for k, v in before.items()}
+    changed = changed_between(before, after)
+    by_index: dict[str, list[str]] = {}
+    for name in changed:
+        if name in old:
+            by_index.setdefault(index_url_for(name), []).append(f"{name}=={old[name]}")
+    cmds = [[python, "-m", "pip", "install", "--no-deps", "--index-url", url, *pins]
+            for url, pins in sorted(by_index.items())]
+    added = [name for name in changed if name not in old]
+    if added:
+        cmds.append([python, "-m", "pip", "uninstall", "--yes", *added])
+    return cmds
 
 
 def _action(old: str, new: str) -> Action:

@@ -155,7 +155,10 @@ class IndexHandler(QuietHandler):
                 self._send(404, b"not found", "text/plain")
                 return
             if project in st.corrupt_page:
-                self._send(200, st.corrupt_page[project].encode(), "application/vnd.pypi.simple.v1+json")
+                body = st.corrupt_page[project]
+                ctype = "text/html" if body.lstrip().startswith("<") else \
+                    "application/vnd.pypi.simple.v1+json"
+                self._send(200, body.encode(), ctype)
                 return
             ctype, body = _page(st, project, "")
             etag = '"' + hashlib.sha256(body.encode()).hexdigest()[:16] + '"'

@@ -62,3 +62,18 @@ def test_plan_diff_actions():
                        "numpy": "reinstall", "filelock": "install", "torch-xla": "remove"}
     assert [c.name for c in plan.removals] == ["torch-xla"]
     assert not diff({"a": "1"}, [w("a", "1")], {}).applies
+
+
+def test_restore_commands_use_one_index_each():
+    from neuronctl.backend.plan import changed_between, restore_commands
+
+    before = {"torch": "2.9.0", "Torch_XLA": "2.9.0", "filelock": "3.16.1"}
+    after = {"torch": "2.14.0+cpu", "filelock": "3.16.1", "nki": "0.7.0"}
+    assert changed_between(before, after) == ["nki", "torch", "torch-xla"]
+    index = {"torch": "http://torch", "torch-xla": "http://neuron"}
+    cmds = restore_commands("/v/bin/python", before, after, index.__getitem__)
+    assert cmds == [
+        ["/v/bin/python", "-m", "pip", "install", "--no-deps", "--index-url", "http://neuron", "torch-xla==2.9.0"],
+        ["/v/bin/python", "-m", "pip", "install", "--no-deps", "--index-url", "http://torch", "torch==2.9.0"],
+        ["/v/bin/python", "-m", "pip", "uninstall", "--yes", "nki"],
+    ]

@@ -242,3 +242,37 @@ def test_json_outcome(cli, locked, tmp_path):
     assert r.code == 0, r.err
     doc = json.loads(r.out)
     assert doc["applied"] is True and doc["doctor"]["verdict"] == "pass" and doc["exit_code"] == 0
+
+
+def test_chip_refusal_on_a_trn1_host(cli, locked, tmp_path):
+    from sysroots import build_host
+
+    root = build_host(tmp_path / "trn1", "trn1")
+    r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "n"), "--sysroot", str(root))
+    assert r.code == 2 and "this host has trn1" in r.err and "trn2, trn3" in r.err
+    assert not (tmp_path / "n").exists()
+
+
+def test_ambiguous_lock_is_refused(cli, locked, tmp_path):
+    data = read_toml(locked, "lock")
+    nki = next(p for p in data["packages"] if p["name"] == "nki")
+    data["packages"].append(dict(nki))  # the same package twice, neither with a marker
+    Path("pylock.twice.toml").write_text(dumps(data, arrays_of_tables=("packages",)))
+    r = cli("install", "--lock", "pylock.twice.toml", "--venv", str(tmp_path / "n"))
+    assert r.code == 2 and "Multiple packages with the name 'nki'" in r.err
+    assert not (tmp_path / "n").exists()
+
+
+def test_failure_while_removing_reports_changes_and_restore_commands(cli, uni, locked, tmp_path,
+                                                                     stack_wheels):
+    venv = legacy_venv(tmp_path, stack_wheels)
+    record = next(venv.glob("lib/python3.12/site-packages/torch_xla-2.9.0.dist-info/RECORD"))
+    record.unlink()  # pip refuses to uninstall a distribution it has no file list for
+    r = cli("install", "--lock", str(locked), "--python", str(venv), "--yes", "--backend", "pip")
+    assert r.code == 1, r.err
+    assert "remove failed after changing" in r.err and "torch 2.9.0 -> 2.14.0+cpu" in r.err
+    assert "torch-neuronx 2.9.0.2.15.32035+de43f57c -> 2.14.3.0" in r.err
+    hint = r.err.split("restore with: ", 1)[1]
+    assert f"--index-url {uni.urls['pytorch-cpu']} torch==2.9.0" in hint
+    assert f"--index-url {uni.urls['neuron']} " in hint and "torch-neuronx==2.9.0.2.15.32035+de43f57c" in hint
+    assert "pip uninstall --yes" in hint and "nki" in hint  # new ones go again

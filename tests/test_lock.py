@@ -300,3 +300,13 @@ def test_lock_to_stdout(cli, uni):
     assert r.code == 0, r.err
     assert r.out.startswith('lock-version = "1.0"\n') and "[tool.neuronctl]" in r.out
     assert "locked 7 packages" in r.err and not Path("pylock.toml").exists()
+
+
+def test_garbled_html_page_is_a_clear_failure(cli, uni):
+    _keep_old_lock()
+    uni.torch.corrupt_page["torch"] = "<html><body><a href='/files/torch-2.14.0%2Bcpu-cp3"
+    r = cli("lock", *uni.index_flags(), "--python", "3.12")
+    assert r.code == 1 and "Traceback" not in r.err
+    assert "torch==2.14.0 (from Neuron release 2.33.0)" in r.err
+    assert f"index pytorch-cpu ({uni.urls['pytorch-cpu']}): none that fit" in r.err
+    assert Path("pylock.toml").read_text() == "old\n"

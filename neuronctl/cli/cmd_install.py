@@ -48,6 +48,7 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
     from neuronctl.cli.install_report import InstallOutcome, print_plan
     from neuronctl.cli.install_target import resolve_target
     from neuronctl.cli.lock_flow import make_fetcher
+    from neuronctl.cli.stack_request import build_routing
     from neuronctl.probes.pyenv import inspect_python
     from neuronctl.resolvers.targets import target_for_interpreter
 
@@ -114,7 +115,9 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
     console = app.console(stderr=True)
     wanted = [c.wanted for c in plan.applies if c.wanted]
     _apply(plan, target, choice.engine, env,
-           lambda: download_all(wanted, fetcher, cache_root, show=show, console=console), show)
+           lambda: download_all(wanted, fetcher, cache_root, show=show, console=console), show,
+           request.routing if request is not None else
+           build_routing(config, indexes, routes, recorded=source.indexes))
     if write_lock is not None and resolved is not None and request is not None:
         _write_lock(write_lock, resolved, request, show)
     doctor = _after(app, target, source, hardware, no_check, seconds, sysroot, not as_json)
@@ -217,7 +220,9 @@ def _write_lock(path: Path, resolved: Any, request: Any, show: bool) -> None:
         click.echo(f"wrote {path}")
 
 
-def _apply(plan: Any, target: Any, engine: Any, before: Any, download: Any, show: bool) -> None:
+def _apply(plan: Any, target: Any, engine: Any, before: Any, download: Any, show: bool,
+           routing: Any) -> None:
+    from neuronctl.backend.plan import changed_between, restore_commands
     from neuronctl.backend.runner import shown
     from neuronctl.cli.install_apply import ApplyFailure, fetch_and_apply
     from neuronctl.probes.pyenv import inspect_python
@@ -229,21 +234,18 @@ def _apply(plan: Any, target: Any, engine: Any, before: Any, download: Any, show
             raise FaultError(f"{failure.stage} failed: {failure.error.message}; removed the new venv "
                              f"{failure.venv_removed}") from None
         after = inspect_python(target.final_python)
-        old = {k: d.version for k, d in before.distributions.items()}
-        new = {k: d.version for k, d in after.distributions.items()}
-        changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+        old = {d.name: d.version for d in before.distributions.values()}
+        new = {d.name: d.version for d in after.distributions.values()}
+        changed = changed_between(old, new)
         if not changed:
             raise FaultError(f"{failure.stage} failed, nothing changed: {failure.error.message}") from None
-        what = ", ".join(f"{k} {old.get(k) or '-'} -> {new.get(k) or 'removed'}" for k in changed)
-        restore = [k + "==" + old[k] for k in changed if k in old]
-        extra = [k for k in changed if k not in old]
-        hint = []
-        if restore:
-            hint.append(shown([target.final_python, "-m", "pip", "install", "--no-deps", *restore]))
-        if extra:
-            hint.append(shown([target.final_python, "-m", "pip", "uninstall", "-y", *extra]))
+        lower_old = {k.lower().replace("_", "-"): v for k, v in old.items()}
+        lower_new = {k.lower().replace("_", "-"): v for k, v in new.items()}
+        what = ", ".join(f"{k} {lower_old.get(k) or '-'} -> {lower_new.get(k) or 'removed'}"
+                         for k in changed)
+        cmds = restore_commands(target.final_python, old, new, routing.url_for)
         raise FaultError(f"{failure.stage} failed after changing {what}: {failure.error.message}",
-                         hint="restore with: " + " && ".join(hint)) from None
+                         hint="restore with: " + " && ".join(shown(c) for c in cmds)) from None
     if show:
         click.echo(f"applied: {len(plan.applies)} installed, {len(plan.removals)} removed "
                    f"({target.final_python})")

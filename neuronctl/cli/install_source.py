@@ -3,8 +3,8 @@ selection by markers and tags, ambiguity an error), or a fresh resolution's."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,8 @@ class InstallSource:
     framework: Framework | None
     describe: str
     lock: Path | None = None
+    indexes: Mapping[str, str] = field(default_factory=dict)
+    """Index name -> URL as the lock recorded them."""
 
 
 def env_tags(env: PythonEnv, target: Target) -> list[Any]:
@@ -85,8 +87,10 @@ def from_lock(path: Path, env: PythonEnv, target: Target, manifest: Manifest,
     if release:
         torch = tool.get("torch") if isinstance(tool, dict) else None
         framework = plan_stack(manifest.get(str(release)), torch, latest=False).framework
+    recorded = tool.get("indexes") if isinstance(tool, dict) else None
+    indexes = {str(k): str(v) for k, v in recorded.items()} if isinstance(recorded, dict) else {}
     return InstallSource(tuple(wanted), str(release) if release else None, framework,
-                         f"lock {path}", path)
+                         f"lock {path}", path, indexes)
 
 
 def wanted_from_resolution(packages: Sequence[Any], target: Target, hash_of: Any) -> tuple[Wanted, ...]:

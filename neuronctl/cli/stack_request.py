@@ -33,8 +33,10 @@ class StackRequest:
 
 
 def build_routing(config: Config, index_flags: Sequence[str], route_flags: Sequence[str],
-                  environ: Mapping[str, str] | None = None) -> IndexRouting:
-    """Bundled routing, then config, then NEURONCTL_INDEX_<NAME>, then flags (last one wins)."""
+                  environ: Mapping[str, str] | None = None,
+                  recorded: Mapping[str, str] | None = None) -> IndexRouting:
+    """Bundled routing, then config, then NEURONCTL_INDEX_<NAME>, then the indexes a lock
+    recorded, then flags (last one wins)."""
     routing = load_default_routing()
     where = config.source or "config"
     for name, url in (config.get("indexes") or {}).items():
@@ -45,6 +47,8 @@ def build_routing(config: Config, index_flags: Sequence[str], route_flags: Seque
             wanted = var[len(INDEX_ENV_PREFIX):].lower().replace("_", "-")
             name = next((n for n in routing.indexes if n.replace("_", "-") == wanted), wanted)
             routing = routing.with_index(name, url)
+    for name, url in (recorded or {}).items():
+        routing = routing.with_index(name, url)
     for text in index_flags:
         routing = routing.with_index(*parse_assignment(text, "--index"))
     for package, index in (config.get("routes") or {}).items():
