@@ -74,6 +74,9 @@ class IndexState:
     """file name -> close the connection after this many bytes of it."""
     corrupt_page: dict[str, str] = field(default_factory=dict)
     corrupt_sidecar: bool = False
+    in_flight: int = 0
+    max_in_flight: int = 0
+    """The most requests this server was answering at once."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, wheel: Path, **kw: object) -> None:
@@ -133,6 +136,17 @@ class IndexHandler(QuietHandler):
             self.state.bytes_sent += len(body)
 
     def do_GET(self) -> None:
+        st = self.state
+        with st.lock:
+            st.in_flight += 1
+            st.max_in_flight = max(st.max_in_flight, st.in_flight)
+        try:
+            self._get()
+        finally:
+            with st.lock:
+                st.in_flight -= 1
+
+    def _get(self) -> None:
         st = self.state
         path = unquote(self.path.split("?", 1)[0])
         with st.lock:

@@ -310,3 +310,11 @@ def test_garbled_html_page_is_a_clear_failure(cli, uni):
     assert "torch==2.14.0 (from Neuron release 2.33.0)" in r.err
     assert f"index pytorch-cpu ({uni.urls['pytorch-cpu']}): none that fit" in r.err
     assert Path("pylock.toml").read_text() == "old\n"
+
+
+def test_pages_are_fetched_concurrently(cli, uni):
+    # Each Neuron page takes a moment to answer: a sequential client would never overlap them.
+    for project in ("torch-neuronx", "neuronx-cc", "nki"):
+        uni.neuron.stall[f"/simple/{project}/"] = (0.3, 1)
+    assert cli("lock", *uni.index_flags(), "--python", "3.12").code == 0
+    assert uni.neuron.max_in_flight >= 3
