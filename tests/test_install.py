@@ -276,3 +276,19 @@ def test_failure_while_removing_reports_changes_and_restore_commands(cli, uni, l
     assert f"--index-url {uni.urls['pytorch-cpu']} torch==2.9.0" in hint
     assert f"--index-url {uni.urls['neuron']} " in hint and "torch-neuronx==2.9.0.2.15.32035+de43f57c" in hint
     assert "pip uninstall --yes" in hint and "nki" in hint  # new ones go again
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_inherited_index_settings_cannot_reach_the_engine(cli, uni, locked, tmp_path, monkeypatch, engine):
+    evil = tmp_path / "evil-links"
+    build_wheel(evil, "nki", "99.0.0")
+    for var in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL"):
+        monkeypatch.setenv(var, uni.urls["pypi"])  # the index holding the attacker's versions
+    monkeypatch.setenv("PIP_FIND_LINKS", str(evil))
+    monkeypatch.setenv("UV_FIND_LINKS", str(evil))
+    before = len(uni.pypi.hits)
+    r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "v"), "--venv-python", "3.12",
+            "--backend", engine, "--no-check")
+    assert r.code == 0, r.err
+    assert installed(tmp_path / "v" / "bin" / "python")["nki"] == "0.7.0"
+    assert all(not path.startswith("/simple/") for _, path, _ in uni.pypi.hits[before:])
