@@ -102,11 +102,12 @@ def platform_family(platform: str) -> list[str]:
             for legacy, version in _LEGACY_MANYLINUX.items():
                 if version == (major, glibc):
                     out.append(f"{legacy}_{arch}")
-        return out
+        # Last, as pip and uv rank it on a Linux host: the Neuron repo publishes such wheels.
+        return [*out, f"linux_{arch}"]
     m = _MUSLLINUX.match(platform)
     if m:
         major, minor, arch = int(m.group(1)), int(m.group(2)), m.group(3)
-        return [f"musllinux_{major}_{v}_{arch}" for v in range(minor, -1, -1)]
+        return [*(f"musllinux_{major}_{v}_{arch}" for v in range(minor, -1, -1)), f"linux_{arch}"]
     return [platform]
 
 

@@ -318,3 +318,20 @@ def test_pages_are_fetched_concurrently(cli, uni):
         uni.neuron.stall[f"/simple/{project}/"] = (0.3, 1)
     assert cli("lock", *uni.index_flags(), "--python", "3.12").code == 0
     assert uni.neuron.max_in_flight >= 3
+
+
+def test_target_tags_follow_pip_for_linux_hosts():
+    from packaging.tags import parse_tag
+
+    t = Target("3.12", "manylinux_2_28_x86_64")
+
+    def rank(tag):
+        return t.wheel_rank(parse_tag(tag))
+
+    assert rank("cp312-cp312-manylinux_2_28_x86_64") < rank("cp312-cp312-manylinux_2_17_x86_64")
+    assert rank("cp312-cp312-manylinux2014_x86_64") is not None
+    assert rank("cp312-cp312-manylinux_2_17_x86_64") < rank("cp312-cp312-linux_x86_64")
+    assert rank("cp312-abi3-manylinux_2_28_x86_64") is not None and rank("py3-none-any") is not None
+    assert rank("cp312-cp312-manylinux_2_34_x86_64") is None  # newer glibc than the target
+    assert rank("cp313-cp313-manylinux_2_28_x86_64") is None
+    assert rank("cp312-cp312-manylinux_2_28_aarch64") is None
