@@ -12,7 +12,6 @@ from pathlib import Path
 from neuronctl.backend.engine import Choice
 from neuronctl.backend.pip_engine import PipEngine
 from neuronctl.backend.uv_engine import UvEngine
-
 from neuronctl.errors import InputError
 
 BACKENDS = ("auto", "pip", "uv")

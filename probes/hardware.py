@@ -13,11 +13,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from neuronctl.probes.dpkg import installed_system_packages
-from neuronctl.probes.imds import ImdsResult, imds_instance_type
-from neuronctl.probes.sysroot import SysRoot
-from neuronctl.probes.tools import Runner, find_neuron_tool, run_tool
-
 from neuronctl.chips import (
     AMAZON_PCI_VENDOR,
     CHIPS,
@@ -26,6 +21,10 @@ from neuronctl.chips import (
     chip_for_pci_device,
     get_chip,
 )
+from neuronctl.probes.dpkg import installed_system_packages
+from neuronctl.probes.imds import ImdsResult, imds_instance_type
+from neuronctl.probes.sysroot import SysRoot
+from neuronctl.probes.tools import Runner, find_neuron_tool, run_tool
 
 
 @dataclass(frozen=True)

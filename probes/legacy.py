@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from neuronctl.probes.pyenv import PythonEnv
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from neuronctl.probes.pyenv import PythonEnv
 from neuronctl.torch_neuronx import classify, is_placeholder
 
 Says = Literal["legacy", "native", "placeholder"]

@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from neuronctl.resolvers.simple_index import DistFile
-from neuronctl.resolvers.targets import Target
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import (
     InvalidSdistFilename,
@@ -18,6 +16,9 @@ from packaging.utils import (
     parse_wheel_filename,
 )
 from packaging.version import Version
+
+from neuronctl.resolvers.simple_index import DistFile
+from neuronctl.resolvers.targets import Target
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 import requests
-from neuronctl.resolvers.http_fetch import Fetcher
 
 from neuronctl.errors import FaultError, InputError
+from neuronctl.resolvers.http_fetch import Fetcher
 from neuronctl.routing import file_url_path, redact_url
 
 CHUNK = 1 << 20

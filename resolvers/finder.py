@@ -8,12 +8,12 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
-from neuronctl.resolvers.core_metadata import CoreMetadata
-from neuronctl.resolvers.metadata_fetch import MetadataFetcher
-from neuronctl.resolvers.simple_index import DistFile, IndexClient
 from packaging.utils import NormalizedName, canonicalize_name
 
 from neuronctl.errors import InputError
+from neuronctl.resolvers.core_metadata import CoreMetadata
+from neuronctl.resolvers.metadata_fetch import MetadataFetcher
+from neuronctl.resolvers.simple_index import DistFile, IndexClient
 from neuronctl.routing import IndexRouting, redact_url
 
 T = TypeVar("T")

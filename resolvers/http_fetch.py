@@ -7,12 +7,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
+from pathlib import Path
 
 import requests
-from neuronctl.resolvers.http_cache import CachedPage, HttpCache
 from requests.adapters import HTTPAdapter
 
 from neuronctl.errors import FaultError
+from neuronctl.resolvers.http_cache import CachedPage, HttpCache, user_cache_dir
 from neuronctl.routing import redact_url
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -124,3 +125,9 @@ class Fetcher:
         if self.cache is not None:
             self.cache.put_page(url, page)
         return page
+
+
+def cached_fetcher(*, offline: bool, timeout: float, cache_root: Path | None = None) -> tuple[Fetcher, Path]:
+    """A Fetcher on the user cache (pages under http/, wheels under wheels/) and that cache's root."""
+    root = cache_root or user_cache_dir()
+    return Fetcher(cache=HttpCache(root / "http"), offline=offline, timeout=timeout), root

@@ -11,16 +11,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from neuronctl.resolvers.resolve import Resolution
-from neuronctl.resolvers.simple_index import DistFile
-from neuronctl.resolvers.targets import Target
-from neuronctl.resolvers.toml_emit import dumps
 from packaging.pylock import Pylock, PylockValidationError
 from packaging.utils import NormalizedName
 from packaging.version import Version
 
 from neuronctl import __version__
 from neuronctl.errors import InputError
+from neuronctl.resolvers.resolve import Resolution
+from neuronctl.resolvers.simple_index import DistFile
+from neuronctl.resolvers.targets import Target
+from neuronctl.resolvers.toml_emit import dumps
 from neuronctl.routing import redact_url
 from neuronctl.tomlfile import loads_toml
 

@@ -7,14 +7,13 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from neuronctl.errors import FaultError, InputError
 from neuronctl.resolvers.core_metadata import CoreMetadata, parse_core_metadata
 from neuronctl.resolvers.download import download_verified
 from neuronctl.resolvers.http_cache import HttpCache
 from neuronctl.resolvers.http_fetch import Fetcher
 from neuronctl.resolvers.lazy_wheel import TAIL, RangeFile, parse_content_range, read_metadata_from_zip
 from neuronctl.resolvers.simple_index import DistFile
-
-from neuronctl.errors import FaultError, InputError
 from neuronctl.routing import file_url_path, redact_url
 
 

@@ -8,55 +8,15 @@ never enters a native lock (nor native a legacy one), and PyPI placeholder versi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from neuronctl.resolvers.resolve import Req, VersionFilter
 from packaging.requirements import InvalidRequirement
 from packaging.utils import NormalizedName
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from neuronctl.errors import InputError
-from neuronctl.manifest import Framework, Release
+from neuronctl.resolvers.resolve import Req, VersionFilter
+from neuronctl.resolvers.stack_plan import StackPlan
 from neuronctl.torch_neuronx import classify, is_placeholder
-
-STACK_PACKAGES = ("neuronx-cc", "nki")
-"""Release packages pinned next to torch and torch-neuronx (libneuronxla and torch-xla belong to
-the legacy stack and arrive as its dependencies)."""
-
-
-@dataclass(frozen=True)
-class StackPlan:
-    release: Release
-    framework: Framework
-    latest: bool
-    pins: dict[str, str]
-    """name -> the manifest's version."""
-
-
-def select_framework(release: Release, torch: str | None) -> Framework:
-    if not release.frameworks:
-        newer = "a release with a PyTorch framework (see `neuronctl releases`)"
-        raise InputError(f"Neuron release {release.version} ships no PyTorch framework; pick {newer}")
-    if torch is None:
-        return release.default_framework() or release.frameworks[0]
-    try:
-        found = release.framework_for_torch(torch)
-    except InvalidVersion:
-        raise InputError(f"--torch {torch!r}: not a version such as 2.14 or 2.14.0") from None
-    if found is None:
-        offered = ", ".join(f.torch for f in release.frameworks)
-        raise InputError(f"--torch {torch}: Neuron release {release.version} offers torch {offered}")
-    return found
-
-
-def plan_stack(release: Release, torch: str | None, latest: bool) -> StackPlan:
-    fw = select_framework(release, torch)
-    pins = {"torch": fw.torch, "torch-neuronx": fw.torch_neuronx}
-    for name in STACK_PACKAGES:
-        version = release.package_version(name)
-        if version:
-            pins[name] = version
-    return StackPlan(release, fw, latest, pins)
 
 
 def _line(version: str, parts: int) -> str:

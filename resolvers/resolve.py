@@ -11,11 +11,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from neuronctl.resolvers.candidates import Rejected, VersionFiles, select_files
-from neuronctl.resolvers.core_metadata import CoreMetadata
-from neuronctl.resolvers.finder import Finder
-from neuronctl.resolvers.simple_index import DistFile
-from neuronctl.resolvers.targets import Target
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
@@ -25,6 +20,11 @@ from resolvelib.providers import AbstractProvider
 from resolvelib.structs import RequirementInformation
 
 from neuronctl.errors import OperationFailed
+from neuronctl.resolvers.candidates import Rejected, VersionFiles, select_files
+from neuronctl.resolvers.core_metadata import CoreMetadata
+from neuronctl.resolvers.finder import Finder
+from neuronctl.resolvers.simple_index import DistFile
+from neuronctl.resolvers.targets import Target
 from neuronctl.routing import redact_url
 
 VersionFilter = Callable[[NormalizedName, Version], "str | None"]

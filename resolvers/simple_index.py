@@ -16,7 +16,6 @@ from typing import Any
 from urllib.parse import urljoin
 
 from mousebender import simple
-from neuronctl.resolvers.http_fetch import Fetcher
 from packaging.utils import (
     InvalidSdistFilename,
     InvalidWheelFilename,
@@ -26,6 +25,7 @@ from packaging.utils import (
 )
 
 from neuronctl.errors import InputError
+from neuronctl.resolvers.http_fetch import Fetcher
 from neuronctl.routing import file_url_path, redact_url
 
 ACCEPT = simple.ACCEPT_SUPPORTED

@@ -1,10 +1,10 @@
 """Engine choice and the pure install plan."""
 
 import pytest
+
 from neuronctl.backend.choose import choose_backend
 from neuronctl.backend.plan import Wanted, diff
 from neuronctl.backend.runner import clean_environment
-
 from neuronctl.errors import InputError
 
 

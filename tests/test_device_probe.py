@@ -4,8 +4,9 @@ import sys
 import time
 
 import pytest
-from neuronctl.probes.device import run_device_probe
 from wheels import make_venv, site_packages
+
+from neuronctl.probes.device import run_device_probe
 
 PLUGIN = '''
 import types

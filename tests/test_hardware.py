@@ -3,10 +3,11 @@ from typing import ClassVar
 
 import pytest
 from loopback import QuietHandler, serving
+from sysroots import build_cpu_host, build_host, write
+
 from neuronctl.probes.hardware import detect_hardware
 from neuronctl.probes.imds import imds_instance_type
 from neuronctl.probes.sysroot import SysRoot
-from sysroots import build_cpu_host, build_host, write
 
 
 def no_imds(_env):

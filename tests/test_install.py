@@ -8,12 +8,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from neuronctl.resolvers.toml_emit import dumps
 from stacks import wheel_set
 from test_lock_interop import installed
 from universe import running
 from wheels import build_wheel, find_python, make_venv, pip_install
 
+from neuronctl.resolvers.toml_emit import dumps
 from neuronctl.tomlfile import read_toml
 
 pytestmark = pytest.mark.slow

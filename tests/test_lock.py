@@ -4,11 +4,11 @@ import hashlib
 import json
 from pathlib import Path
 
-from neuronctl.resolvers.pylock_read import load_pylock
-from neuronctl.resolvers.targets import Target
 from packaging.pylock import Pylock
 from universe import running
 
+from neuronctl.resolvers.pylock_read import load_pylock
+from neuronctl.resolvers.targets import Target
 from neuronctl.tomlfile import read_toml
 
 
@@ -95,10 +95,11 @@ def test_latest_takes_newest_native_build_within_the_release_lines(cli, uni):
 
 
 def test_version_filter_refuses_legacy_and_placeholders():
-    from neuronctl.resolvers.neuron_set import plan_stack, version_filter
     from packaging.version import Version
 
     from neuronctl.manifest import load_bundled_manifest
+    from neuronctl.resolvers.neuron_set import version_filter
+    from neuronctl.resolvers.stack_plan import plan_stack
 
     refuse = version_filter(plan_stack(load_bundled_manifest().get("2.33.0"), "2.14", False))
     assert "xla" in refuse("torch-neuronx", Version("2.9.0.2.15.32035"))

@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from neuronctl.resolvers.pylock_read import load_pylock
 from test_lock import versions
 from wheels import find_python, make_venv
+
+from neuronctl.resolvers.pylock_read import load_pylock
 
 pytestmark = pytest.mark.slow
 UV = str(Path(sys.executable).with_name("uv"))

@@ -3,11 +3,11 @@ from typing import ClassVar
 
 import pytest
 from loopback import QuietHandler, serving
-from neuronctl.resolvers.http_fetch import Fetcher
-from neuronctl.resolvers.simple_index import IndexClient, parse_project_page
 from wheels import build_wheel
 
 from neuronctl.errors import FaultError, InputError
+from neuronctl.resolvers.http_fetch import Fetcher
+from neuronctl.resolvers.simple_index import IndexClient, parse_project_page
 
 SHA = "a" * 64
 

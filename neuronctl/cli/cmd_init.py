@@ -12,7 +12,7 @@ from neuronctl.cli.app import get_app
 from neuronctl.cli.config import validate
 from neuronctl.cli.output import write_atomic
 from neuronctl.errors import InputError
-from neuronctl.resolvers.neuron_set import plan_stack
+from neuronctl.resolvers.stack_plan import plan_stack
 from neuronctl.resolvers.targets import parse_python
 
 

@@ -47,9 +47,9 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
     from neuronctl.cli.install_apply import download_all, engine_commands, planned_path
     from neuronctl.cli.install_report import InstallOutcome, print_plan
     from neuronctl.cli.install_target import resolve_target
-    from neuronctl.cli.lock_flow import make_fetcher
-    from neuronctl.cli.stack_request import build_routing
+    from neuronctl.cli.routing_options import build_routing
     from neuronctl.probes.pyenv import inspect_python
+    from neuronctl.resolvers.http_fetch import cached_fetcher
     from neuronctl.resolvers.targets import target_for_interpreter
 
     app = get_app()
@@ -92,7 +92,7 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
     plan = _plan(env, source)
     if show:
         print_plan(plan, source, target, choice, verbose=app.verbose)
-    fetcher, cache_root = make_fetcher(offline=offline, timeout=seconds)
+    fetcher, cache_root = cached_fetcher(offline=offline, timeout=seconds)
     planned = {w.name: planned_path(cache_root, w) for w in source.wanted}
     commands = tuple(tuple(c) for c in engine_commands(plan, planned, target, choice.engine))
 
@@ -137,7 +137,7 @@ def _finish(result: Any, as_json: bool, show: bool) -> int:
 
 
 def _preferred_pythons(app: App, release: str | None, torch: str | None) -> tuple[str, ...]:
-    from neuronctl.resolvers.neuron_set import plan_stack
+    from neuronctl.resolvers.stack_plan import plan_stack
 
     config = app.config()
     manifest = app.manifest()

@@ -43,8 +43,8 @@ def from_lock(path: Path, env: PythonEnv, target: Target, manifest: Manifest,
     from packaging.pylock import PackageWheel, PylockSelectError
     from packaging.version import Version
 
-    from neuronctl.resolvers.neuron_set import plan_stack
     from neuronctl.resolvers.pylock_read import load_pylock
+    from neuronctl.resolvers.stack_plan import plan_stack
 
     lock = load_pylock(path)
     markers = dict(env.markers) or target.markers

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from neuronctl.cli.stack_request import StackRequest
 from neuronctl.resolvers.download import download_verified
 from neuronctl.resolvers.finder import Finder
-from neuronctl.resolvers.http_cache import HttpCache, user_cache_dir
-from neuronctl.resolvers.http_fetch import Fetcher
+from neuronctl.resolvers.http_fetch import Fetcher, cached_fetcher
 from neuronctl.resolvers.lockfile import LockedPackage, merge, with_sizes
 from neuronctl.resolvers.metadata_fetch import MetadataFetcher
 from neuronctl.resolvers.neuron_set import root_requirements, version_filter
@@ -34,13 +32,8 @@ class Resolved:
         return {"network": self.fetcher.stats.to_json(), "metadata": dict(sorted(methods.items()))}
 
 
-def make_fetcher(*, offline: bool, timeout: float, cache_root: Path | None = None) -> tuple[Fetcher, Path]:
-    root = cache_root or user_cache_dir()
-    return Fetcher(cache=HttpCache(root / "http"), offline=offline, timeout=timeout), root
-
-
 def resolve_request(request: StackRequest, *, offline: bool, timeout: float) -> Resolved:
-    fetcher, cache_root = make_fetcher(offline=offline, timeout=timeout)
+    fetcher, cache_root = cached_fetcher(offline=offline, timeout=timeout)
     metadata = MetadataFetcher(fetcher, fetcher.cache, cache_root)
     roots = root_requirements(request.plan, request.requirements)
     refuse = version_filter(request.plan)
