@@ -18,7 +18,6 @@ class CoreMetadata:
     version: str
     requires_dist: tuple[Requirement, ...]
     requires_python: SpecifierSet | None
-    provides_extra: frozenset[NormalizedName]
 
 
 def parse_core_metadata(text: str, where: str) -> CoreMetadata:
@@ -38,6 +37,4 @@ def parse_core_metadata(text: str, where: str) -> CoreMetadata:
         requires_python = SpecifierSet(str(rp)) if rp else None
     except InvalidSpecifier:
         raise InputError(f"{where}: invalid Requires-Python {rp!r}") from None
-    extras = frozenset(canonicalize_name(str(e)) for e in msg.get_all("Provides-Extra") or [])
-    return CoreMetadata(canonicalize_name(str(name)), str(version), tuple(requires), requires_python,
-                        extras)
+    return CoreMetadata(canonicalize_name(str(name)), str(version), tuple(requires), requires_python)

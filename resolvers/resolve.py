@@ -73,8 +73,6 @@ class Pin:
     wheels: tuple[DistFile, ...]
     index: str
     index_url: str
-    dependencies: tuple[NormalizedName, ...]
-    required_by: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -97,7 +95,6 @@ class NeuronProvider(AbstractProvider):  # type: ignore[type-arg]
         self.version_filter = version_filter
         self.pinned = pinned
         self.seen: dict[NormalizedName, _Seen] = {}
-        self.deps: dict[tuple[NormalizedName, Version], list[Req]] = {}
 
     def identify(self, requirement_or_candidate: Any) -> str:
         return str(requirement_or_candidate.key)
@@ -166,8 +163,6 @@ class NeuronProvider(AbstractProvider):  # type: ignore[type-arg]
                 wanted = base
             if wanted:
                 out.append(Req.parse(dep, source))
-        if not candidate.extras:
-            self.deps[(candidate.name, candidate.version)] = out
         self.finder.prefetch(r.name for r in out)
         return out
 
@@ -185,29 +180,17 @@ def resolve(finder: Finder, target: Target, roots: Sequence[Req], *,
     except ResolutionTooDeep:
         raise OperationFailed(f"resolution for {target.label} did not settle after 2000 rounds; "
                               "narrow the --with requirements") from None
-    required_by: dict[NormalizedName, list[str]] = {}
-    for req in roots:
-        required_by.setdefault(req.name, []).append(req.source)
-    for (name, version), deps in provider.deps.items():
-        chosen = result.mapping.get(name)
-        if chosen is None or chosen.version != version:
-            continue
-        for dep in deps:
-            required_by.setdefault(dep.name, []).append(f"{name} {version}")
     pins = {}
     for key, cand in result.mapping.items():
         if cand.extras or key != cand.name:
             continue
         index, url = finder.index_of(cand.name)
-        deps = provider.deps.get((cand.name, cand.version), [])
         md = finder.metadata(cand.wheels[0], cand.name)
         if md.requires_python is not None and not md.requires_python.contains(
                 target.markers["python_full_version"], prereleases=True):
             raise OperationFailed(f"{cand.name} {cand.version} requires Python {md.requires_python} "
                                   f"(its metadata), but the target is {target.python}")
-        pins[cand.name] = Pin(cand.name, cand.version, cand.wheels, index, url,
-                              tuple(sorted({d.name for d in deps})),
-                              tuple(sorted(set(required_by.get(cand.name, [])))))
+        pins[cand.name] = Pin(cand.name, cand.version, cand.wheels, index, url)
     return Resolution(target, dict(sorted(pins.items())))
 
 
