@@ -56,26 +56,28 @@ class Plan:
         return not self.applies and not self.removals
 
 
-def changed_between(before: Mapping[str, str], after: Mapping[str, str]) -> list[str]:
-    """Names whose installed version differs between two snapshots (added and removed too)."""
+def changed_between(before: Mapping[str, str], after: Mapping[str, str]
+                    ) -> list[tuple[str, str | None, str | None]]:
+    """(canonical name, version before, version after) for each package that differs between two
+    snapshots; None where it was absent."""
     old = {str(canonicalize_name(k)): v for k, v in before.items()}
     new = {str(canonicalize_name(k)): v for k, v in after.items()}
-    return sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+    return [(k, old.get(k), new.get(k)) for k in sorted(old.keys() | new.keys())
+            if old.get(k) != new.get(k)]
 
 
 def restore_commands(python: str, before: Mapping[str, str], after: Mapping[str, str],
                      index_url_for: Callable[[str], str]) -> list[list[str]]:
     """Commands that put back what a failed apply changed: each old version from the one index
     its routing names (no merged indexes here either), then removal of what was new."""
-    old = {str(canonicalize_name(k)): v for k, v in before.items()}
     changed = changed_between(before, after)
     by_index: dict[str, list[str]] = {}
-    for name in changed:
-        if name in old:
-            by_index.setdefault(index_url_for(name), []).append(f"{name}=={old[name]}")
+    for name, old, _new in changed:
+        if old is not None:
+            by_index.setdefault(index_url_for(name), []).append(f"{name}=={old}")
     cmds = [[python, "-m", "pip", "install", "--no-deps", "--index-url", url, *pins]
             for url, pins in sorted(by_index.items())]
-    added = [name for name in changed if name not in old]
+    added = [name for name, old, _new in changed if old is None]
     if added:
         cmds.append([python, "-m", "pip", "uninstall", "--yes", *added])
     return cmds

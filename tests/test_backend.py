@@ -69,7 +69,8 @@ def test_restore_commands_use_one_index_each():
 
     before = {"torch": "2.9.0", "Torch_XLA": "2.9.0", "filelock": "3.16.1"}
     after = {"torch": "2.14.0+cpu", "filelock": "3.16.1", "nki": "0.7.0"}
-    assert changed_between(before, after) == ["nki", "torch", "torch-xla"]
+    assert changed_between(before, after) == [("nki", None, "0.7.0"), ("torch", "2.9.0", "2.14.0+cpu"),
+                                              ("torch-xla", "2.9.0", None)]
     index = {"torch": "http://torch", "torch-xla": "http://neuron"}
     cmds = restore_commands("/v/bin/python", before, after, index.__getitem__)
     assert cmds == [

@@ -239,10 +239,7 @@ def _apply(plan: Any, target: Any, engine: Any, before: Any, download: Any, show
         changed = changed_between(old, new)
         if not changed:
             raise FaultError(f"{failure.stage} failed, nothing changed: {failure.error.message}") from None
-        lower_old = {k.lower().replace("_", "-"): v for k, v in old.items()}
-        lower_new = {k.lower().replace("_", "-"): v for k, v in new.items()}
-        what = ", ".join(f"{k} {lower_old.get(k) or '-'} -> {lower_new.get(k) or 'removed'}"
-                         for k in changed)
+        what = ", ".join(f"{name} {was or '-'} -> {now or 'removed'}" for name, was, now in changed)
         cmds = restore_commands(target.final_python, old, new, routing.url_for)
         raise FaultError(f"{failure.stage} failed after changing {what}: {failure.error.message}",
                          hint="restore with: " + " && ".join(shown(c) for c in cmds)) from None

@@ -68,17 +68,26 @@ class ApplyFailure(Exception):
     venv_removed: Path | None = None
 
 
+def apply_steps(plan: Plan, files: dict[str, Path], target: InstallTarget,
+                engine: Engine) -> list[tuple[str, list[str]]]:
+    """(stage, argv) for what changes the target: install first, then remove."""
+    steps = []
+    if plan.applies:
+        steps.append(("install", engine.install(target.final_python,
+                                                [files[c.name] for c in plan.applies])))
+    if plan.removals:
+        steps.append(("remove", engine.uninstall(target.final_python, [c.name for c in plan.removals])))
+    return steps
+
+
 def engine_commands(plan: Plan, files: dict[str, Path], target: InstallTarget,
                     engine: Engine) -> list[list[str]]:
+    """Every command an apply runs, venv creation included (what --dry-run prints)."""
     cmds = []
     if target.new_venv:
         assert target.venv is not None
         cmds.append(engine.create_venv(target.python, target.venv))
-    if plan.applies:
-        cmds.append(engine.install(target.final_python, [files[c.name] for c in plan.applies]))
-    if plan.removals:
-        cmds.append(engine.uninstall(target.final_python, [c.name for c in plan.removals]))
-    return cmds
+    return cmds + [argv for _, argv in apply_steps(plan, files, target, engine)]
 
 
 def _remove_new_venv(target: InstallTarget) -> Path | None:
@@ -108,13 +117,7 @@ def fetch_and_apply(plan: Plan, target: InstallTarget, engine: Engine,
             error = creating.exception()
             assert isinstance(error, FaultError)
             raise ApplyFailure("create venv", error, _remove_new_venv(target))
-        steps = []
-        if plan.applies:
-            steps.append(("install", engine.install(target.final_python,
-                                                    [files[c.name] for c in plan.applies])))
-        if plan.removals:
-            steps.append(("remove", engine.uninstall(target.final_python, [c.name for c in plan.removals])))
-        for stage, argv in steps:
+        for stage, argv in apply_steps(plan, files, target, engine):
             try:
                 run(argv)
             except FaultError as exc:
