@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from packaging.version import InvalidVersion
 
 from neuronctl.errors import InputError
-from neuronctl.manifest import Framework, Release
+from neuronctl.manifest import Framework, Manifest, Release
 
 STACK_PACKAGES = ("neuronx-cc", "nki")
 """Release packages pinned next to torch and torch-neuronx (libneuronxla and torch-xla belong to
@@ -22,6 +22,13 @@ class StackPlan:
     latest: bool
     pins: dict[str, str]
     """name -> the manifest's version."""
+
+
+def pick_release(manifest: Manifest, version: str | None) -> Release:
+    """The release asked for, else the newest native one (the newest of all if none is native)."""
+    if version:
+        return manifest.get(version)
+    return manifest.latest_with_backend("native") or manifest.latest
 
 
 def select_framework(release: Release, torch: str | None) -> Framework:

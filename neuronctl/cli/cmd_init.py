@@ -12,7 +12,7 @@ from neuronctl.cli.app import get_app
 from neuronctl.cli.config import validate
 from neuronctl.cli.output import write_atomic
 from neuronctl.errors import InputError
-from neuronctl.resolvers.stack_plan import plan_stack
+from neuronctl.resolvers.stack_plan import pick_release, plan_stack
 from neuronctl.resolvers.targets import parse_python
 
 
@@ -62,9 +62,7 @@ def init(release: str | None, torch: str | None, pythons: tuple[str, ...], platf
     table = _table(doc, path)
     current = validate(dict(table.unwrap()), f"{path}: [tool.neuronctl]")
     manifest = app.manifest()
-    rel_version = release or current.get("release")
-    rel = manifest.get(rel_version) if rel_version else (
-        manifest.latest_with_backend("native") or manifest.latest)
+    rel = pick_release(manifest, release or current.get("release"))
     if torch is None and current.get("torch") and rel.framework_for_torch(current["torch"]):
         torch = current["torch"]  # keep the configured line when the release still offers it
     fw = plan_stack(rel, torch, latest=False).framework

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,6 +17,9 @@ from neuronctl.cli.app import App, get_app
 from neuronctl.cli.cmd_lock import make_request, request_options
 from neuronctl.cli.common import sysroot_option, timeout_value
 from neuronctl.errors import FaultError, InputError, OperationFailed
+
+if TYPE_CHECKING:
+    from packaging.pylock import Pylock
 
 
 @click.command("install")
@@ -60,7 +63,12 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
         raise InputError("--lock installs exactly the lock; --with, --latest and --write-lock need a "
                          "fresh resolution (drop --lock)")
     manifest = app.manifest()
-    preferred = _preferred_pythons(app, release, torch) if lock_path is None else _lock_pythons(lock_path)
+    lock = None
+    if lock_path is not None:
+        from neuronctl.resolvers.pylock_read import load_pylock
+
+        lock = load_pylock(lock_path)  # read once; a bad lock is exit 2 before anything runs
+    preferred = _preferred_pythons(app, release, torch) if lock is None else _lock_pythons(lock)
     choice = choose_backend(backend, config.get("backend"))
     target = resolve_target(python, venv, venv_python, preferred)
     env = inspect_python(target.python)
@@ -69,10 +77,10 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
         raise InputError(f"{target.final_python} has no pip, and the pip engine is its own pip "
                          f"({choice.reason})", hint="use --backend uv, or install pip there first")
     request = resolved = None
-    if lock_path is not None:
+    if lock_path is not None and lock is not None:
         from neuronctl.cli.install_source import from_lock
 
-        source = from_lock(lock_path, env, tgt, manifest, release or config.get("release"))
+        source = from_lock(lock_path, lock, env, tgt, manifest, release or config.get("release"))
         hardware = _preflight_chip(sysroot, source.framework, show)
     else:
         from neuronctl.cli.install_source import InstallSource, wanted_from_resolution
@@ -137,32 +145,24 @@ def _finish(result: Any, as_json: bool, show: bool) -> int:
 
 
 def _preferred_pythons(app: App, release: str | None, torch: str | None) -> tuple[str, ...]:
-    from neuronctl.resolvers.stack_plan import plan_stack
+    from neuronctl.resolvers.stack_plan import pick_release, plan_stack
 
     config = app.config()
-    manifest = app.manifest()
-    wanted = release or config.get("release")
-    rel = manifest.get(wanted) if wanted else manifest.latest_with_backend("native") or manifest.latest
+    rel = pick_release(app.manifest(), release or config.get("release"))
     return tuple(plan_stack(rel, torch or config.get("torch"), False).framework.python)
 
 
-def _lock_pythons(path: Path) -> tuple[str, ...]:
+def _lock_pythons(lock: Pylock) -> tuple[str, ...]:
     """Pythons a lock is for, lowest first: its recorded targets, else those its requires-python
     admits (so a new --venv gets an interpreter the lock can install into)."""
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
-    from neuronctl.tomlfile import read_toml
-
-    data = read_toml(path, "lock file")
-    tool = (data.get("tool") or {}).get("neuronctl") or {}
+    tool = (lock.tool or {}).get("neuronctl") or {}
     targets = tool.get("targets") if isinstance(tool, dict) else None
     if isinstance(targets, list):
         found = [str(t.get("python")) for t in targets if isinstance(t, dict) and t.get("python")]
         if found:
             return tuple(dict.fromkeys(found))
-    try:
-        spec = SpecifierSet(str(data.get("requires-python") or ""))
-    except InvalidSpecifier:
+    spec = lock.requires_python
+    if spec is None:
         return ()
     return tuple(v for v in (f"3.{m}" for m in range(10, 16)) if spec.contains(f"{v}.0"))
 

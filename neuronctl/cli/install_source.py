@@ -6,13 +6,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from neuronctl.backend.plan import Wanted
 from neuronctl.errors import InputError
 from neuronctl.manifest import Framework, Manifest
 from neuronctl.probes.pyenv import PythonEnv
 from neuronctl.resolvers.targets import Target
+
+if TYPE_CHECKING:
+    from packaging.pylock import Pylock
 
 
 @dataclass(frozen=True)
@@ -37,16 +40,14 @@ def env_tags(env: PythonEnv, target: Target) -> list[Any]:
     return tags or list(target.tags)
 
 
-def from_lock(path: Path, env: PythonEnv, target: Target, manifest: Manifest,
+def from_lock(path: Path, lock: Pylock, env: PythonEnv, target: Target, manifest: Manifest,
               release_hint: str | None) -> InstallSource:
     from packaging.markers import Marker
     from packaging.pylock import PackageWheel, PylockSelectError
     from packaging.version import Version
 
-    from neuronctl.resolvers.pylock_read import load_pylock
     from neuronctl.resolvers.stack_plan import plan_stack
 
-    lock = load_pylock(path)
     markers = dict(env.markers) or target.markers
     full = markers.get("python_full_version", env.python)
     if lock.requires_python is not None and not lock.requires_python.contains(Version(full)):

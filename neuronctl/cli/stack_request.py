@@ -11,7 +11,7 @@ from neuronctl.cli.routing_options import build_routing
 from neuronctl.errors import InputError
 from neuronctl.manifest import Manifest
 from neuronctl.resolvers.lockfile import LockInputs
-from neuronctl.resolvers.stack_plan import StackPlan, plan_stack
+from neuronctl.resolvers.stack_plan import StackPlan, pick_release, plan_stack
 from neuronctl.resolvers.targets import Target, make_targets
 from neuronctl.routing import IndexRouting
 
@@ -34,7 +34,7 @@ def build_request(config: Config, manifest: Manifest, *, release: str | None, to
                   pythons: Sequence[str], platforms: Sequence[str], requirements: Sequence[str],
                   index_flags: Sequence[str], route_flags: Sequence[str], latest: bool) -> StackRequest:
     wanted = release or config.get("release")
-    rel = manifest.get(wanted) if wanted else manifest.latest_with_backend("native") or manifest.latest
+    rel = pick_release(manifest, wanted)
     plan = plan_stack(rel, torch or config.get("torch"), latest)
     fw = plan.framework
     py = list(pythons) or config.list("python") or list(fw.python[:1])
