@@ -11,10 +11,10 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from neuronctl.atomic import write_bytes_atomic
 from neuronctl.routing import redact_url
 
 
@@ -40,16 +40,10 @@ def _key(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
+def _write_entry(path: Path, data: bytes) -> None:
+    # Not fsynced: a cache entry lost in a crash only costs a refetch.
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_bytes_atomic(path, data, durable=False)
 
 
 class HttpCache:
@@ -78,11 +72,11 @@ class HttpCache:
     def put_page(self, url: str, page: CachedPage) -> None:
         meta_path, body_path = self._page_paths(url)
         try:
-            write_bytes_atomic(body_path, page.body)
+            _write_entry(body_path, page.body)
             meta = {"url": redact_url(page.url), "content_type": page.content_type, "etag": page.etag,
                     "last_modified": page.last_modified,
                     "sha256": hashlib.sha256(page.body).hexdigest()}
-            write_bytes_atomic(meta_path, json.dumps(meta).encode())
+            _write_entry(meta_path, json.dumps(meta).encode())
         except OSError:
             pass  # a cache that cannot be written only costs a refetch
 
@@ -98,4 +92,4 @@ class HttpCache:
 
     def put_blob(self, kind: str, key: str, data: bytes) -> None:
         with contextlib.suppress(OSError):  # a cache that cannot be written only costs a refetch
-            write_bytes_atomic(self._blob_path(kind, key), data)
+            _write_entry(self._blob_path(kind, key), data)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import click
 
+from neuronctl.atomic import write_bytes_atomic
 from neuronctl.errors import FaultError
 
 JSON_SCHEMA = 1
@@ -24,22 +23,9 @@ def emit_json(payload: dict[str, Any]) -> None:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write a file whole or not at all: a temp file beside it, fsync, then rename over."""
+    """Write a text file whole or not at all (temp file beside it, fsync, rename over)."""
     path = path.expanduser()
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
         raise FaultError(f"{path}: directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
-        else:
-            os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_bytes_atomic(path, text.encode("utf-8"))

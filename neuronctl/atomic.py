@@ -1,0 +1,25 @@
+"""Replace a file whole or not at all: the one temp-file-then-rename writer every part uses."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write a temp file beside `path`, fsync it when `durable`, then rename it over `path`:
+    readers see the old file or the new one, never half of either. An existing file keeps its
+    permissions; a new one gets 0644. Nothing is left behind when writing fails."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
