@@ -48,23 +48,21 @@ def install_commands(release: Release, fw: Framework | None, python: str | None 
     return f"neuronctl install --release {release.version} --torch {series}{target} --yes"
 
 
-def _framework_of(release: Release, env: PythonEnv) -> Framework | None:
+def _framework_of_installed(release: Release, env: PythonEnv) -> Framework | None:
+    """The release's framework line whose torch-neuronx is the one installed, if any."""
     tnx = env.get("torch-neuronx")
     if tnx is not None:
         for fw in release.frameworks:
             if _public(fw.torch_neuronx) == _public(tnx.version):
                 return fw
-    return release.default_framework()
+    return None
 
 
 def _target_framework(f: Facts) -> Framework | None:
     release = f.selection.release
-    tnx = f.env.get("torch-neuronx")
-    if tnx is not None:
-        public = _public(tnx.version)
-        for fw in release.frameworks:
-            if _public(fw.torch_neuronx) == public:
-                return fw
+    installed = _framework_of_installed(release, f.env)
+    if installed is not None:
+        return installed
     torch = f.env.get("torch")
     if torch is not None:
         try:
@@ -210,7 +208,8 @@ def check_coherence(f: Facts) -> Outcome:
         else:
             findings.append(("warn", f"{name} {dist.version} is not what Neuron {release.version} "
                                      f"pins ({', '.join(pinned)})"))
-            fixes.append(install_commands(release, _framework_of(release, env), env.executable))
+            fw = _framework_of_installed(release, env) or release.default_framework()
+            fixes.append(install_commands(release, fw, env.executable))
     if env.get("nki") is not None and env.get("nrtpy") is not None:
         findings.append(("fail", "nki and nrtpy are both installed; they clash (one namespace)"))
         fixes.append("pip uninstall -y nrtpy")
