@@ -21,6 +21,11 @@ class Engine(Protocol):
 
     def create_venv(self, base_python: str, dest: Path) -> list[str]: ...
 
+    @property
+    def venv_has_pip(self) -> bool:
+        """Whether create_venv's venv comes with pip; if not, the caller seeds it."""
+        ...
+
 
 @dataclass(frozen=True)
 class Choice:

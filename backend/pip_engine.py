@@ -19,5 +19,9 @@ class PipEngine:
     def uninstall(self, python: str, names: Sequence[str]) -> list[str]:
         return [python, "-m", "pip", "uninstall", "--yes", "--disable-pip-version-check", *names]
 
+    @property
+    def venv_has_pip(self) -> bool:
+        return True  # the stdlib venv runs ensurepip: the interpreter's bundled pip, no network
+
     def create_venv(self, base_python: str, dest: Path) -> list[str]:
         return [base_python, "-m", "venv", str(dest)]

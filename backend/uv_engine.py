@@ -19,7 +19,13 @@ class UvEngine:
     def uninstall(self, python: str, names: Sequence[str]) -> list[str]:
         return [self.uv, "pip", "uninstall", "--python", python, "--no-config", *names]
 
+    @property
+    def venv_has_pip(self) -> bool:
+        # `uv venv --seed` would fetch pip from PyPI: an index outside the routing, and a network
+        # call that breaks offline installs. The caller seeds pip from the base Python's own
+        # bundled wheel instead, in the same install step.
+        return False
+
     def create_venv(self, base_python: str, dest: Path) -> list[str]:
-        # --seed puts pip in the venv too, so it stays usable with either engine afterwards.
-        return [self.uv, "venv", "--python", base_python, "--seed", "--no-python-downloads",
-                "--no-config", str(dest)]
+        return [self.uv, "venv", "--python", base_python, "--no-python-downloads", "--no-config",
+                str(dest)]

@@ -1,11 +1,16 @@
-"""neuronctl install --lock vs the raw engines it drives, on the same loopback indexes:
-`uv venv && uv pip install -r pylock.toml` and `python -m venv && pip install --require-hashes -r
-requirements.txt`. Each run starts from a new venv and empty caches.
+"""neuronctl install --lock vs the raw engines it drives, on the same loopback indexes, from empty
+caches, with no network beyond loopback. Two scenarios:
+
+- new venv: neuronctl makes the venv (with pip, from the interpreter's bundled wheel) and installs
+  the lock; against `uv venv --seed --no-index --find-links <ensurepip's bundled wheels> --offline`
+  + `uv pip install -r pylock.toml`, and `python -m venv` + `pip install --require-hashes -r
+  requirements.txt`: the same end state, every step local.
+- existing venv: an empty venv made beforehand (not timed), then only the install.
 
     .venv/bin/python benchmarks/install_vs_engines.py [--size-mb 100] [--runs 3]
 
-Prints median wall times and the overhead ratio of neuronctl over each raw engine, with the
-after-install doctor (the default) and without it (--no-check). Target (issue 5): <= 1.20.
+Prints median wall times and neuronctl's ratio to the raw engine, with the after-install doctor
+(the default) and without it (--no-check). Target (issue 5): <= 1.20.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ def main() -> None:
     parser.add_argument("--size-mb", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--neuronctl", type=Path)
+    parser.add_argument("--only", default="", help="run only the scenarios whose name contains this")
+    parser.add_argument("--verbose", action="store_true", help="print every run's time")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="nctl-bench-"))
     py312 = find_python("3.12")
@@ -49,6 +56,9 @@ def main() -> None:
             for out in (lock, reqs):
                 subprocess.run([neuronctl, "lock", *uni.index_flags(), "--python", "3.12", "-o", str(out)],
                                env=env, check=True, capture_output=True)
+            bundled = subprocess.run([py312, "-c", "import ensurepip, os; print(os.path.join("
+                                      "os.path.dirname(ensurepip.__file__), '_bundled'))"],
+                                     capture_output=True, text=True, check=True).stdout.strip()
             for run in range(args.runs):
                 work = tmp / f"run{run}"
                 work.mkdir()
@@ -56,40 +66,54 @@ def main() -> None:
                 def v(name: str, work: Path = work) -> str:
                     return str(work / name)
 
-                cases = {
-                    "neuronctl install (uv)": [[neuronctl, "install", "--lock", str(lock), "--venv", v("a"),
-                                                "--venv-python", py312, "--backend", "uv"]],
-                    "neuronctl install (uv) --no-check": [[neuronctl, "install", "--lock", str(lock),
-                                                           "--venv", v("b"), "--venv-python", py312,
-                                                           "--backend", "uv", "--no-check"]],
-                    "raw uv": [[uv, "venv", "--python", py312, "--seed", "--no-python-downloads", v("c")],
-                               [uv, "pip", "install", "--python", v("c") + "/bin/python", "-r", str(lock)]],
-                    "neuronctl install (pip)": [[neuronctl, "install", "--lock", str(lock), "--venv",
-                                                 v("d"), "--venv-python", py312, "--backend", "pip"]],
-                    "neuronctl install (pip) --no-check": [[neuronctl, "install", "--lock", str(lock),
-                                                            "--venv", v("e"), "--venv-python", py312,
-                                                            "--backend", "pip", "--no-check"]],
-                    "raw pip": [[py312, "-m", "venv", v("f")],
-                                [v("f") + "/bin/python", "-m", "pip", "install", "-q", "--no-cache-dir",
-                                 "--require-hashes", "-r", str(reqs)]],
+                nc_new = [neuronctl, "install", "--lock", str(lock), "--venv-python", py312]
+                uv_new = [uv, "venv", "--python", py312, "--seed", "--no-index", "--find-links", bundled,
+                          "--offline", "--no-python-downloads"]
+                # name -> (untimed set-up, timed steps)
+                cases: dict[str, tuple[list[list[str]], list[list[str]]]] = {
+                    "new venv: raw uv": ([], [[*uv_new, v("c")],
+                                              [uv, "pip", "install", "--python", v("c"), "-r", str(lock)]]),
+                    "new venv: neuronctl (uv)": ([], [[*nc_new, "--venv", v("a"), "--backend", "uv"]]),
+                    "new venv: neuronctl (uv) --no-check": ([], [[*nc_new, "--venv", v("b"), "--backend",
+                                                                  "uv", "--no-check"]]),
+                    "existing venv: raw uv": ([[uv, "venv", "--python", py312, v("g")]],
+                                              [[uv, "pip", "install", "--python", v("g"), "-r", str(lock)]]),
+                    "existing venv: neuronctl (uv)": ([[uv, "venv", "--python", py312, v("h")]],
+                                                      [[neuronctl, "install", "--lock", str(lock), "--python",
+                                                        v("h"), "--backend", "uv"]]),
+                    "new venv: raw pip": ([], [[py312, "-m", "venv", v("f")],
+                                               [v("f") + "/bin/python", "-m", "pip", "install", "-q",
+                                                "--no-cache-dir", "--require-hashes", "-r", str(reqs)]]),
+                    "new venv: neuronctl (pip)": ([], [[*nc_new, "--venv", v("d"), "--backend", "pip"]]),
+                    "new venv: neuronctl (pip) --no-check": ([], [[*nc_new, "--venv", v("e"), "--backend",
+                                                                   "pip", "--no-check"]]),
                 }
-                for name, steps in cases.items():
-                    case_env = {**env, "NEURONCTL_CACHE_DIR": str(work / f"nc-{len(times.get(name, []))}"
-                                                                   f"-{abs(hash(name))}"),
+                for name, (setup, steps) in cases.items():
+                    if args.only not in name:
+                        continue
+                    case_env = {**env, "NEURONCTL_CACHE_DIR": str(work / f"nc-{abs(hash(name))}"),
                                 "UV_CACHE_DIR": str(work / f"uv-{abs(hash(name))}")}
+                    for argv in setup:
+                        subprocess.run(argv, env=case_env, capture_output=True, check=True)
                     start = time.perf_counter()
                     for argv in steps:
                         proc = subprocess.run(argv, env=case_env, capture_output=True, text=True, check=False)
                         if proc.returncode != 0:
                             sys.exit(f"{name} failed: {' '.join(argv)}\n{proc.stderr[-2000:]}")
                     times.setdefault(name, []).append(time.perf_counter() - start)
+                    if args.verbose:
+                        print(f"run {run}: {name:<46}{times[name][-1]:>8.3f} s", flush=True)
         med = {k: statistics.median(v) for k, v in times.items()}
-        print(f"{args.size_mb} MB compiler wheel, 7 packages, new venv each run; {args.runs} runs, medians")
-        for engine in ("uv", "pip"):
-            raw = med[f"raw {engine}"]
-            print(f"raw {engine:<40}{raw:>8.3f} s")
-            for label in (f"neuronctl install ({engine})", f"neuronctl install ({engine}) --no-check"):
-                print(f"{label:<44}{med[label]:>8.3f} s  overhead x{med[label] / raw:.2f}")
+        print(f"{args.size_mb} MB compiler wheel, 7 packages, empty caches; {args.runs} runs, medians")
+        for scenario, engine in (("new venv", "uv"), ("existing venv", "uv"), ("new venv", "pip")):
+            if f"{scenario}: raw {engine}" not in med:
+                continue
+            raw = med[f"{scenario}: raw {engine}"]
+            print(f"{scenario}: raw {engine:<32}{raw:>8.3f} s")
+            ours = f"{scenario}: neuronctl ({engine})"
+            for label in (ours, f"{ours} --no-check"):
+                if label in med:
+                    print(f"{label:<46}{med[label]:>8.3f} s  x{med[label] / raw:.2f}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

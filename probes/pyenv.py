@@ -1,7 +1,8 @@
 """The target Python environment: interpreter facts and installed distributions.
 
-Read from the target interpreter itself in one short subprocess (importlib.metadata), never by
-parsing `pip list`, so it works for venvs without pip and for interpreters other than ours.
+Read from the target interpreter itself in one short subprocess (its .dist-info directories, or
+importlib.metadata where anything else is on its path), never by parsing `pip list`, so it works
+for venvs without pip and for interpreters other than ours.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from packaging.utils import canonicalize_name
-
 from neuronctl.errors import FaultError, InputError
 
 # Packages whose top-level module is checked for the PyPI placeholder text.
@@ -25,11 +24,13 @@ WATCHED = ("torch-neuronx", "neuronx-cc", "nki", "libneuronxla", "torch-neuron",
 
 INSPECT_SCRIPT = r"""
 import json, os, platform, sys, sysconfig
-from importlib import metadata
-WATCHED = set(json.loads(sys.argv[1]))
+OPTS = json.loads(sys.argv[1])
+WATCHED = set(OPTS["watched"])
 def canon(n):
-    import re
-    return re.sub(r"[-_.]+", "-", n).lower()
+    n = n.lower().replace("_", "-").replace(".", "-")
+    while "--" in n:
+        n = n.replace("--", "-")
+    return n
 out = {
     "python": platform.python_version(),
     "implementation": sys.implementation.name,
@@ -55,45 +56,118 @@ out = {
         "sys_platform": sys.platform,
     },
 }
-try:
-    from packaging import tags as _tags
-except ImportError:
+_tags = None
+if OPTS["tags"]:
     try:
-        from pip._vendor.packaging import tags as _tags
+        from packaging import tags as _tags
     except ImportError:
-        _tags = None
+        try:
+            from pip._vendor.packaging import tags as _tags
+        except ImportError:
+            pass
 if _tags is not None:
     try:
         out["tags"] = [str(t) for t in _tags.sys_tags()]
     except Exception:
         pass
+if OPTS["bundled_pip"]:
+    try:
+        import ensurepip
+        _ver = ensurepip.version()
+        _dirs = [os.path.join(os.path.dirname(ensurepip.__file__), "_bundled"),
+                 getattr(ensurepip, "_WHEEL_PKG_DIR", None) or ""]
+        out["bundled_pip"] = next((p for d in _dirs if d
+                                   for p in [os.path.join(d, "pip-%s-py3-none-any.whl" % _ver)]
+                                   if os.path.isfile(p)), "")
+    except Exception:
+        pass
+def scan_dist_infos():
+    # Plain .dist-info directories on sys.path, in importlib.metadata's order; None if anything
+    # else is there (eggs, egg-info, zips), which importlib.metadata then reads in full. It costs
+    # ~0.1 s to import, and an install inspects twice.
+    found = []
+    for entry in sys.path:
+        base = entry or "."
+        if not os.path.isdir(base):
+            if os.path.exists(base):
+                return None
+            continue
+        try:
+            names = os.listdir(base)
+        except OSError:
+            continue
+        for n in names:
+            low = n.lower()
+            if low.endswith((".egg-info", ".egg", ".egg-link")):
+                return None
+            if low.endswith(".dist-info"):
+                found.append(os.path.join(base, n))
+    return found
+def read(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return None
+def headers(text):
+    fields, last = {}, None
+    for line in text.replace("\r\n", "\n").split("\n\n", 1)[0].split("\n"):
+        if line[:1] in (" ", "\t") and last:
+            fields[last][-1] += " " + line.strip()
+            continue
+        key, sep, value = line.partition(":")
+        if sep:
+            last = key.strip().lower()
+            fields.setdefault(last, []).append(value.strip())
+    return fields
+def scanned(paths):
+    import csv
+    for d in paths:
+        text = read(os.path.join(d, "METADATA"))
+        if text is None:
+            continue
+        h = headers(text)
+        name = (h.get("name") or [""])[0]
+        def files(d=d):
+            record = read(os.path.join(d, "RECORD")) or ""
+            return [row[0] for row in csv.reader(record.splitlines()) if row]
+        def locate(f, d=d):
+            return os.path.join(os.path.dirname(d), f)
+        yield (name, (h.get("version") or [""])[0], h.get("requires-dist") or [],
+               (h.get("summary") or [""])[0], (read(os.path.join(d, "INSTALLER")) or "").strip(),
+               files, locate)
+def via_metadata():
+    from importlib import metadata
+    for dist in metadata.distributions():
+        def installer(dist=dist):
+            try:
+                return (dist.read_text("INSTALLER") or "").strip()
+            except Exception:
+                return ""
+        yield (dist.metadata["Name"], dist.version, list(dist.requires or []),
+               dist.metadata.get("Summary") or "", installer(),
+               lambda dist=dist: [str(f) for f in dist.files or []],
+               lambda f, dist=dist: str(dist.locate_file(f)))
 seen = set()
-for dist in metadata.distributions():
-    name = dist.metadata["Name"]
+found = scan_dist_infos() if OPTS["packages"] and not OPTS["metadata_only"] else None
+dists = () if not OPTS["packages"] else (scanned(found) if found is not None else via_metadata())
+for name, version, requires, summary, installer, files, locate in dists:
     if not name or canon(name) in seen:
         continue
     seen.add(canon(name))
-    entry = {"name": name, "version": dist.version, "requires": list(dist.requires or []),
-             "summary": dist.metadata.get("Summary") or "", "installer": "",
-             "xla_impl": False, "wrong_package": False}
-    try:
-        entry["installer"] = (dist.read_text("INSTALLER") or "").strip()
-    except Exception:
-        pass
+    entry = {"name": name, "version": version, "requires": list(requires), "summary": summary,
+             "installer": installer, "xla_impl": False, "wrong_package": False}
     if canon(name) in WATCHED:
-        files = dist.files or []
-        entry["xla_impl"] = any("torch_neuronx/xla_impl/" in str(f).replace(os.sep, "/")
-                                for f in files)
-        for f in files:
-            parts = str(f).replace(os.sep, "/").split("/")
+        listed = [f.replace(os.sep, "/") for f in files()]
+        entry["xla_impl"] = any("torch_neuronx/xla_impl/" in f for f in listed)
+        for f in listed:
+            parts = f.split("/")
             if len(parts) == 2 and parts[1] == "__init__.py":
-                try:
-                    text = dist.locate_file(f).read_text(errors="replace")[:65536]
-                except OSError:
-                    continue
-                if "WRONG PACKAGE" in text:
+                text = read(locate(f))
+                if text is not None and "WRONG PACKAGE" in text[:65536]:
                     entry["wrong_package"] = True
     out["distributions"].append(entry)
+out["reader"] = "importlib.metadata" if found is None else "dist-info scan"
 print(json.dumps(out))
 """
 
@@ -124,6 +198,10 @@ class PythonEnv:
     markers: Mapping[str, str] = field(default_factory=dict)
     tags: tuple[str, ...] = ()
     """The wheel tags the target accepts, best first (from its packaging or pip; may be empty)."""
+    bundled_pip: str = ""
+    """The pip wheel the interpreter ships for ensurepip (seeds a venv offline); "" if none."""
+    reader: str = ""
+    """How distributions were read: "dist-info scan" or "importlib.metadata"."""
 
     @property
     def in_venv(self) -> bool:
@@ -134,6 +212,8 @@ class PythonEnv:
         return tuple(int(p) for p in self.python.split(".")[:2] if p.isdigit())
 
     def get(self, name: str) -> InstalledDist | None:
+        from packaging.utils import canonicalize_name
+
         return self.distributions.get(str(canonicalize_name(name)))
 
     def to_json(self) -> dict[str, Any]:
@@ -155,6 +235,8 @@ def torch_build(dist: InstalledDist) -> str:
 
 
 def parse_inspection(data: object) -> PythonEnv:
+    from packaging.utils import canonicalize_name  # not at import: the inspection starts first
+
     if not isinstance(data, dict):
         raise FaultError("target interpreter printed unexpected output")
     dists = {}
@@ -172,14 +254,17 @@ def parse_inspection(data: object) -> PythonEnv:
         machine=str(data["machine"]), system=str(data["system"]),
         libc=tuple(str(x) for x in data.get("libc", [])), distributions=dists,
         markers={str(k): str(v) for k, v in data.get("markers", {}).items()},
-        tags=tuple(str(t) for t in data.get("tags", [])))
+        tags=tuple(str(t) for t in data.get("tags", [])),
+        bundled_pip=str(data.get("bundled_pip", "")), reader=str(data.get("reader", "")))
 
 
 def resolve_python(python: str | None) -> str:
     """The interpreter to inspect: a path, a venv directory, or ours."""
     if not python:
         return sys.executable
-    path = Path(python).expanduser()
+    # Absolute but not resolved: a venv's bin/python is a symlink out of the venv, and the venv is
+    # the point. Absolute because the inspection runs from another working directory.
+    path = Path(python).expanduser().absolute()
     if path.is_dir():
         for candidate in (path / "bin" / "python", path / "Scripts" / "python.exe"):
             if candidate.exists():
@@ -192,20 +277,42 @@ def resolve_python(python: str | None) -> str:
     return str(path)
 
 
-def inspect_python(python: str | None = None, timeout: float = 30.0) -> PythonEnv:
-    exe = resolve_python(python)
-    try:
-        proc = subprocess.run([exe, "-c", INSPECT_SCRIPT, json.dumps(WATCHED)],
-                              capture_output=True, text=True, timeout=timeout, check=False,
-                              stdin=subprocess.DEVNULL, cwd=os.path.dirname(exe) or None)
-    except subprocess.TimeoutExpired:
-        raise FaultError(f"{exe}: inspecting the environment timed out after {timeout:g}s") from None
-    except OSError as exc:
-        raise InputError(f"--python {exe}: cannot run: {exc.strerror or exc}") from None
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise FaultError(f"{exe}: inspecting the environment failed: {last}")
-    try:
-        return parse_inspection(json.loads(proc.stdout.strip().splitlines()[-1]))
-    except (json.JSONDecodeError, IndexError, KeyError) as exc:
-        raise FaultError(f"{exe}: unreadable inspection output ({exc})") from None
+class Inspection:
+    """An inspection running in the background (the target interpreter takes a while to start
+    and import), so the caller can do its own work meanwhile; result() waits for it."""
+
+    def __init__(self, python: str | None = None, *, timeout: float = 30.0, packages: bool = True,
+                 tags: bool = True, bundled_pip: bool = False, metadata_only: bool = False) -> None:
+        """metadata_only: read distributions with importlib.metadata even where the plain
+        .dist-info scan would do (the reference the scan is tested against)."""
+        self.exe = resolve_python(python)
+        self.timeout = timeout
+        opts = {"watched": list(WATCHED), "packages": packages, "tags": tags, "bundled_pip": bundled_pip,
+                "metadata_only": metadata_only}
+        try:
+            self._proc = subprocess.Popen([self.exe, "-c", INSPECT_SCRIPT, json.dumps(opts)],
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                          stdin=subprocess.DEVNULL, cwd=os.path.dirname(self.exe) or None)
+        except OSError as exc:
+            raise InputError(f"--python {self.exe}: cannot run: {exc.strerror or exc}") from None
+
+    def result(self) -> PythonEnv:
+        exe = self.exe
+        try:
+            out, err = self._proc.communicate(timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.communicate()
+            raise FaultError(f"{exe}: inspecting the environment timed out after {self.timeout:g}s") from None
+        if self._proc.returncode != 0:
+            last = (err.strip().splitlines() or ["no output"])[-1]
+            raise FaultError(f"{exe}: inspecting the environment failed: {last}")
+        try:
+            return parse_inspection(json.loads(out.strip().splitlines()[-1]))
+        except (json.JSONDecodeError, IndexError, KeyError) as exc:
+            raise FaultError(f"{exe}: unreadable inspection output ({exc})") from None
+
+
+def inspect_python(python: str | None = None, timeout: float = 30.0, *, packages: bool = True,
+                   tags: bool = True) -> PythonEnv:
+    return Inspection(python, timeout=timeout, packages=packages, tags=tags).result()

@@ -37,6 +37,11 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     # Anything that forgets to point at a loopback index fails fast here, never reaching out.
     for name in ("PYPI", "PYTORCH_CPU", "NEURON"):
         monkeypatch.setenv(f"NEURONCTL_INDEX_{name}", "http://127.0.0.1:9/simple")
+    # And anything else that reaches past loopback (requests, pip, uv all honour these) is refused.
+    for key in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.setenv(key, "http://127.0.0.1:9")
+    for key in ("NO_PROXY", "no_proxy"):
+        monkeypatch.setenv(key, "127.0.0.1,localhost")
     workdir = home / "work"
     workdir.mkdir()
     monkeypatch.chdir(workdir)

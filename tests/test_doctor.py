@@ -1,4 +1,5 @@
 import json
+import os
 import sys
 import time
 import xml.etree.ElementTree as ET
@@ -33,6 +34,16 @@ def test_native_stack_on_trn2_is_clean(cli, stacks, trn2):
     assert data["environment"]["hardware"]["chip"] == "trn2"
     for c in data["checks"]:
         assert set(c) >= {"id", "title", "status", "message", "fix", "duration_ms"}
+
+
+def test_relative_python_path_is_the_same_environment(cli, stacks, trn2):
+    """`--python ../venv` from another directory: the inspection runs elsewhere, so the path must
+    not be taken relative to where the interpreter lives."""
+    rel = os.path.relpath(stacks["native"], os.getcwd())
+    assert not os.path.isabs(rel)
+    code, data, checks = doctor_json(cli, "--python", rel, "--sysroot", str(trn2), "--no-device-probe")
+    assert code == 0, checks
+    assert data["environment"]["python"]["executable"] == str(stacks["native"])
 
 
 def test_native_on_trn1_fails(cli, stacks, tmp_path):

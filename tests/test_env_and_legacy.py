@@ -1,7 +1,10 @@
 import json
 
+import pytest
+from wheels import find_python, make_venv
+
 from neuronctl.probes.legacy import detect_legacy
-from neuronctl.probes.pyenv import inspect_python
+from neuronctl.probes.pyenv import Inspection, inspect_python
 
 
 def test_inspect_reads_target_interpreter(stacks):
@@ -15,6 +18,25 @@ def test_inspect_reads_target_interpreter(stacks):
     ours = inspect_python()
     assert ours.tags and ours.tags[0].startswith("cp311-cp311-")
     assert env.get("torch-neuronx").xla_impl is False
+
+
+@pytest.mark.parametrize("stack", ["native", "legacy", "placeholder", "clash", "cuda"])
+def test_dist_info_scan_reads_what_importlib_metadata_reads(stacks, stack):
+    """The fast reader against the reference, on real venvs: names, versions, Requires-Dist,
+    summaries, installers, and the file-based signals (xla_impl, placeholder text)."""
+    fast = Inspection(str(stacks[stack])).result()
+    full = Inspection(str(stacks[stack]), metadata_only=True).result()
+    assert (fast.reader, full.reader) == ("dist-info scan", "importlib.metadata")
+    assert fast.distributions == full.distributions and fast.distributions
+
+
+def test_egg_info_on_the_path_falls_back_to_importlib_metadata(tmp_path):
+    venv = tmp_path / "v"
+    py = make_venv(venv, find_python("3.12"))
+    site = next(venv.glob("lib/python3.*/site-packages"))
+    (site / "old_thing-1.0-py3.12.egg-info").write_text("Metadata-Version: 1.1\nName: old-thing\nVersion: 1.0\n")
+    env = Inspection(str(py)).result()
+    assert env.reader == "importlib.metadata" and env.get("old-thing").version == "1.0"
 
 
 def test_legacy_signals_all_reported(stacks):

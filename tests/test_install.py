@@ -60,6 +60,13 @@ def test_new_venv_from_lock(cli, uni, locked, tmp_path, engine):
     assert got["nki"] == "0.7.0" and got["neuronx-cc"] == "2.28.7631.0"
     assert "99.0.0" not in got.values() and got["filelock"] == "3.16.1"
     assert "lock.drift" in r.out and "PASS: healthy" in r.out
+    # The venv has pip either way, from the interpreter's own bundled wheel, never from PyPI
+    # (conftest's dead proxy would fail any such fetch).
+    bundled = sorted((Path(find_python("3.12")).resolve().parents[1] / "lib" / "python3.12" / "ensurepip"
+                      / "_bundled").glob("pip-*.whl"))
+    assert got["pip"] == bundled[-1].name.split("-")[1]
+    if engine == "uv":
+        assert f"pip from its bundled {bundled[-1].name}" in r.out
     # Installing the same lock again changes nothing.
     before = snapshot(venv)
     r = cli("install", "--lock", str(locked), "--venv", str(venv), "--backend", engine)
@@ -98,6 +105,22 @@ def test_legacy_venv_moves_to_native(cli, uni, locked, tmp_path, stack_wheels, e
     assert "PASS: healthy" in r.out
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_new_venv_ignores_what_its_base_has(cli, uni, locked, tmp_path, stack_wheels, engine):
+    """A new venv starts empty: the legacy packages of the interpreter it is made from are not in it,
+    so nothing is planned for removal and no confirmation is needed."""
+    base = legacy_venv(tmp_path, stack_wheels)
+    venv = tmp_path / "fresh"
+    r = cli("install", "--lock", str(locked), "--venv", str(venv), "--venv-python", str(base / "bin" / "python"),
+            "--backend", engine, "--json")
+    assert r.code == 0, r.err + r.out
+    doc = json.loads(r.out)
+    assert {c["action"] for c in doc["plan"]} == {"install"} and len(doc["plan"]) == 7
+    got = installed(venv / "bin" / "python")
+    assert "torch-xla" not in got and got["torch-neuronx"] == "2.14.3.0"
+    assert "torch-xla" in installed(base / "bin" / "python")
+
+
 def freeze(venv: Path) -> str:
     return subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "freeze", "--all"],
                           capture_output=True, text=True, check=True,
@@ -131,6 +154,10 @@ def test_hash_mismatch_leaves_target_identical(cli, uni, locked, tmp_path, stack
     assert snapshot(venv) == before
     r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "new"), "--venv-python", "3.12")
     assert r.code == 2 and not (tmp_path / "new").exists()
+    # A --venv directory that was there, empty, is left there, empty.
+    (tmp_path / "empty").mkdir()
+    r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "empty"), "--venv-python", "3.12")
+    assert r.code == 2 and (tmp_path / "empty").is_dir() and not any((tmp_path / "empty").iterdir())
 
 
 def test_server_dying_mid_download_leaves_target_identical(cli, uni, locked, tmp_path, stack_wheels):

@@ -7,7 +7,9 @@ local files only with the chosen engine, then run the doctor on the target.
 
 from __future__ import annotations
 
+import functools
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,13 +49,8 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
             as_json: bool, sysroot: Path | None) -> int:
     """Install a Neuron PyTorch stack into an environment: pinned, verified, all or nothing."""
     from neuronctl.backend.choose import choose_backend
-    from neuronctl.cli.install_apply import download_all, engine_commands, planned_path
-    from neuronctl.cli.install_report import InstallOutcome, print_plan
     from neuronctl.cli.install_target import resolve_target
-    from neuronctl.cli.routing_options import build_routing
-    from neuronctl.probes.pyenv import inspect_python
-    from neuronctl.resolvers.http_fetch import cached_fetcher
-    from neuronctl.resolvers.targets import target_for_interpreter
+    from neuronctl.probes.pyenv import Inspection
 
     app = get_app()
     config = app.config()
@@ -62,16 +59,35 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
     if lock_path is not None and (with_ or latest or write_lock):
         raise InputError("--lock installs exactly the lock; --with, --latest and --write-lock need a "
                          "fresh resolution (drop --lock)")
-    manifest = app.manifest()
-    lock = None
-    if lock_path is not None:
+    lock: Pylock | None = None
+
+    @functools.cache
+    def preferred() -> tuple[str, ...]:
+        nonlocal lock
+        if lock_path is None:
+            return _preferred_pythons(app, release, torch)
         from neuronctl.resolvers.pylock_read import load_pylock
 
-        lock = load_pylock(lock_path)  # read once; a bad lock is exit 2 before anything runs
-    preferred = _preferred_pythons(app, release, torch) if lock is None else _lock_pythons(lock)
+        lock = load_pylock(lock_path)  # read once; a bad lock is exit 2 before anything changes
+        return _lock_pythons(lock)
+
     choice = choose_backend(backend, config.get("backend"))
     target = resolve_target(python, venv, venv_python, preferred)
-    env = inspect_python(target.python)
+    seed = target.new_venv and not choice.engine.venv_has_pip
+    # The interpreter runs while the rest of neuronctl loads. A new venv starts empty, so only the
+    # base interpreter's facts matter there, not what the base has installed.
+    inspection = Inspection(target.python, timeout=seconds, packages=not target.new_venv,
+                            bundled_pip=seed)
+    preferred()
+
+    from neuronctl.cli.install_apply import download_all, engine_commands, planned_path
+    from neuronctl.cli.install_report import InstallOutcome, print_plan
+    from neuronctl.cli.routing_options import build_routing
+    from neuronctl.resolvers.http_fetch import cached_fetcher
+    from neuronctl.resolvers.targets import target_for_interpreter
+
+    env = inspection.result()
+    manifest = app.manifest()
     tgt = target_for_interpreter(env.python, env.libc, env.machine)
     if choice.engine.name == "pip" and not target.new_venv and env.get("pip") is None:
         raise InputError(f"{target.final_python} has no pip, and the pip engine is its own pip "
@@ -86,7 +102,7 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
         from neuronctl.cli.install_source import InstallSource, wanted_from_resolution
         from neuronctl.cli.lock_flow import resolve_request
 
-        _check_python(preferred, env.python)
+        _check_python(preferred(), env.python)
         request = make_request(app, release=release, torch=torch, pythons=(tgt.python_minor,),
                                platforms=(tgt.platform,), with_=with_, indexes=indexes, routes=routes,
                                latest=latest)
@@ -98,6 +114,12 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
                                f"Neuron {plan_.release.version} with torch {plan_.framework.torch}, "
                                "resolved now")
     plan = _plan(env, source)
+    if seed and not any(w.name == "pip" for w in source.wanted):
+        if env.bundled_pip:
+            target = replace(target, seed_pip=Path(env.bundled_pip))
+        elif show:
+            click.echo(f"warning: {target.python} ships no bundled pip wheel; the new venv gets no pip",
+                       err=True)
     if show:
         print_plan(plan, source, target, choice, verbose=app.verbose)
     fetcher, cache_root = cached_fetcher(offline=offline, timeout=seconds)
@@ -120,10 +142,16 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
             raise InputError(f"the plan removes {names}; pass --yes to confirm")
         if not click.confirm(f"Remove {names}?", default=False):
             raise OperationFailed("not confirmed; nothing changed")
-    console = app.console(stderr=True)
     wanted = [c.wanted for c in plan.applies if c.wanted]
-    _apply(plan, target, choice.engine, env,
-           lambda: download_all(wanted, fetcher, cache_root, show=show, console=console), show,
+
+    def download() -> dict[str, Path]:
+        files = download_all(wanted, fetcher, cache_root, show=show,
+                             console=lambda: app.console(stderr=True))
+        if not no_check:  # not sooner: the download wants both cores of a small host
+            _preload_doctor()
+        return files
+
+    _apply(plan, target, choice.engine, env, download, show,
            request.routing if request is not None else
            build_routing(config, indexes, routes, recorded=source.indexes))
     if write_lock is not None and resolved is not None and request is not None:
@@ -231,7 +259,8 @@ def _apply(plan: Any, target: Any, engine: Any, before: Any, download: Any, show
         fetch_and_apply(plan, target, engine, download)
     except ApplyFailure as failure:
         if failure.venv_removed is not None:
-            raise FaultError(f"{failure.stage} failed: {failure.error.message}; removed the new venv "
+            undone = "emptied" if target.keep_dir else "removed"
+            raise FaultError(f"{failure.stage} failed: {failure.error.message}; {undone} the new venv "
                              f"{failure.venv_removed}") from None
         after = inspect_python(target.final_python)
         old = {d.name: d.version for d in before.distributions.values()}
@@ -246,6 +275,22 @@ def _apply(plan: Any, target: Any, engine: Any, before: Any, download: Any, show
     if show:
         click.echo(f"applied: {len(plan.applies)} installed, {len(plan.removals)} removed "
                    f"({target.final_python})")
+
+
+def _preload_doctor() -> None:
+    """Import the doctor while the engine works (the main thread only waits on it then), so the
+    check afterwards starts at once."""
+    import threading
+
+    def load() -> None:
+        try:
+            import rich.table  # noqa: F401
+
+            import neuronctl.cli.cmd_doctor  # noqa: F401
+        except Exception:  # the real import afterwards reports any failure
+            pass
+
+    threading.Thread(target=load, name="neuronctl-preload", daemon=True).start()
 
 
 def _after(app: App, target: Any, source: Any, hardware: Any, no_check: bool, seconds: float,

@@ -61,7 +61,7 @@ class Facts:
 
     @property
     def env(self) -> PythonEnv:
-        return self._once("env", lambda: inspect_python(self.python, timeout=self.timeout))
+        return self._once("env", lambda: inspect_python(self.python, timeout=self.timeout, tags=False))
 
     @property
     def hardware(self) -> HardwareReport:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import click
+
 from neuronctl.backend.engine import Engine
 from neuronctl.backend.plan import Plan, Wanted
 from neuronctl.backend.runner import run_engine
@@ -27,9 +29,10 @@ def planned_path(cache_root: Path, wanted: Wanted) -> Path:
 
 
 def download_all(wanted: Sequence[Wanted], fetcher: Fetcher, cache_root: Path, *, show: bool,
-                 console: Any) -> dict[str, Path]:
+                 console: Callable[[], Any]) -> dict[str, Path]:
     """Every file in the cache, verified against its sha256 and size; the first failure wins and
-    nothing unverified is kept."""
+    nothing unverified is kept. Progress bars on a terminal (console() makes the rich console
+    then), a line per verified file otherwise."""
     if not wanted:
         return {}
     bars: Any = None
@@ -37,7 +40,7 @@ def download_all(wanted: Sequence[Wanted], fetcher: Fetcher, cache_root: Path, *
         from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
         bars = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-                        TransferSpeedColumn(), console=console, transient=True)
+                        TransferSpeedColumn(), console=console(), transient=True)
         bars.start()
 
     def one(w: Wanted) -> tuple[str, Path]:
@@ -50,7 +53,7 @@ def download_all(wanted: Sequence[Wanted], fetcher: Fetcher, cache_root: Path, *
         path, _ = download_verified(fetcher, w.url, w.filename, cache_root, sha256=w.sha256,
                                     size=w.size, progress=progress)
         if show and bars is None:
-            console.print(f"verified {w.filename} ({path.stat().st_size:,} bytes, sha256 ok)")
+            click.echo(f"verified {w.filename} ({path.stat().st_size:,} bytes, sha256 ok)", err=True)
         return w.name, path
 
     try:
@@ -72,9 +75,11 @@ def apply_steps(plan: Plan, files: dict[str, Path], target: InstallTarget,
                 engine: Engine) -> list[tuple[str, list[str]]]:
     """(stage, argv) for what changes the target: install first, then remove."""
     steps = []
-    if plan.applies:
-        steps.append(("install", engine.install(target.final_python,
-                                                [files[c.name] for c in plan.applies])))
+    installs = [files[c.name] for c in plan.applies]
+    if target.seed_pip is not None:  # with the stack: one uv pass unpacks both in parallel
+        installs.append(target.seed_pip)
+    if installs:
+        steps.append(("install", engine.install(target.final_python, installs)))
     if plan.removals:
         steps.append(("remove", engine.uninstall(target.final_python, [c.name for c in plan.removals])))
     return steps
@@ -91,10 +96,17 @@ def engine_commands(plan: Plan, files: dict[str, Path], target: InstallTarget,
 
 
 def _remove_new_venv(target: InstallTarget) -> Path | None:
-    if target.new_venv and target.venv is not None and target.venv.exists():
+    if not (target.new_venv and target.venv is not None and target.venv.exists()):
+        return None
+    if not target.keep_dir:
         shutil.rmtree(target.venv, ignore_errors=True)
         return target.venv
-    return None
+    for child in target.venv.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+    return target.venv
 
 
 def fetch_and_apply(plan: Plan, target: InstallTarget, engine: Engine,

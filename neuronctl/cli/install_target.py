@@ -7,7 +7,7 @@ import glob
 import os
 import shutil
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +21,11 @@ class InstallTarget:
     """The interpreter to inspect: the target's own, or for a new venv the base it is made from."""
     venv: Path | None = None
     new_venv: bool = False
+    keep_dir: bool = False
+    """The --venv directory existed (empty): a failure empties it again instead of removing it."""
+    seed_pip: Path | None = None
+    """For a new venv whose engine does not put pip in it: the base Python's bundled pip wheel,
+    installed with the stack so the venv has pip without a trip to PyPI."""
 
     @property
     def final_python(self) -> str:
@@ -31,7 +36,8 @@ class InstallTarget:
 
     def describe(self) -> str:
         if self.new_venv:
-            return f"new venv {self.venv} (from {self.python})"
+            seeded = f"; pip from its bundled {self.seed_pip.name}" if self.seed_pip else ""
+            return f"new venv {self.venv} (from {self.python}{seeded})"
         return f"{self.final_python}"
 
 
@@ -56,7 +62,7 @@ def find_interpreter(version: str, environ: Mapping[str, str] | None = None) -> 
     return None
 
 
-def _venv_base(venv_python: str | None, preferred: Sequence[str]) -> str:
+def _venv_base(venv_python: str | None, preferred: Callable[[], Sequence[str]]) -> str:
     if venv_python:
         if "/" in venv_python or venv_python.startswith("."):
             return resolve_python(venv_python)
@@ -65,7 +71,7 @@ def _venv_base(venv_python: str | None, preferred: Sequence[str]) -> str:
             raise InputError(f"--venv-python {venv_python}: no Python {venv_python} on this machine "
                              "(install it, or give the interpreter's path)")
         return found
-    for version in preferred:
+    for version in preferred():
         found = find_interpreter(version)
         if found:
             return found
@@ -73,7 +79,10 @@ def _venv_base(venv_python: str | None, preferred: Sequence[str]) -> str:
 
 
 def resolve_target(python: str | None, venv: Path | None, venv_python: str | None,
-                   preferred: Sequence[str], environ: Mapping[str, str] | None = None) -> InstallTarget:
+                   preferred: Callable[[], Sequence[str]],
+                   environ: Mapping[str, str] | None = None) -> InstallTarget:
+    """preferred: the Pythons the stack supports, lowest first; asked only when a new venv needs
+    a base interpreter and --venv-python named none."""
     env = os.environ if environ is None else environ
     if python and venv:
         raise InputError("--python and --venv name two targets; give one")
@@ -90,7 +99,7 @@ def resolve_target(python: str | None, venv: Path | None, venv_python: str | Non
             raise InputError(f"--venv {venv}: exists and is not a virtual environment")
         if not venv.parent.is_dir():
             raise InputError(f"--venv {venv}: parent directory {venv.parent} does not exist")
-        return InstallTarget(_venv_base(venv_python, preferred), venv, True)
+        return InstallTarget(_venv_base(venv_python, preferred), venv, True, keep_dir=venv.is_dir())
     if python:
         return InstallTarget(resolve_python(python))
     active = env.get("VIRTUAL_ENV")

@@ -119,7 +119,18 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def main() -> None:
-    sys.exit(run())
+    code = run()
+    # Everything the command had to say is written; flush it and leave without the interpreter's
+    # teardown of the ~450 modules an install loads (0.1-0.17 s on a 2-core host, measured as the
+    # time from the last atexit handler to process exit). Nothing of ours runs at exit: files are
+    # written atomically and closed, worker pools are shut down, and a doctor check that timed out
+    # is meant to be left behind, not waited for.
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (BrokenPipeError, OSError):
+        code = code or EXIT_FAILED
+    os._exit(code)
 
 
 __all__ = ["EXIT_USAGE", "cli", "main", "run"]
