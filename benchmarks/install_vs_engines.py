@@ -6,6 +6,7 @@ caches, with no network beyond loopback. Two scenarios:
   + `uv pip install -r pylock.toml`, and `python -m venv` + `pip install --require-hashes -r
   requirements.txt`: the same end state, every step local.
 - existing venv: an empty venv made beforehand (not timed), then only the install.
+- warm caches: the same, after one untimed install of the lock filled each tool's caches.
 
     .venv/bin/python benchmarks/install_vs_engines.py [--size-mb 100] [--runs 3]
 
@@ -81,6 +82,16 @@ def main() -> None:
                     "existing venv: neuronctl (uv)": ([[uv, "venv", "--python", py312, v("h")]],
                                                       [[neuronctl, "install", "--lock", str(lock), "--python",
                                                         v("h"), "--backend", "uv"]]),
+                    "warm caches: raw uv": ([[uv, "venv", "--python", py312, v("k0")],
+                                             [uv, "pip", "install", "--python", v("k0"), "-r", str(lock)],
+                                             [uv, "venv", "--python", py312, v("k")]],
+                                            [[uv, "pip", "install", "--python", v("k"), "-r", str(lock)]]),
+                    "warm caches: neuronctl (uv)": ([[uv, "venv", "--python", py312, v("m0")],
+                                                     [neuronctl, "install", "--lock", str(lock), "--python",
+                                                      v("m0"), "--backend", "uv", "--no-check"],
+                                                     [uv, "venv", "--python", py312, v("m")]],
+                                                    [[neuronctl, "install", "--lock", str(lock), "--python",
+                                                      v("m"), "--backend", "uv"]]),
                     "new venv: raw pip": ([], [[py312, "-m", "venv", v("f")],
                                                [v("f") + "/bin/python", "-m", "pip", "install", "-q",
                                                 "--no-cache-dir", "--require-hashes", "-r", str(reqs)]]),
@@ -104,8 +115,10 @@ def main() -> None:
                     if args.verbose:
                         print(f"run {run}: {name:<46}{times[name][-1]:>8.3f} s", flush=True)
         med = {k: statistics.median(v) for k, v in times.items()}
-        print(f"{args.size_mb} MB compiler wheel, 7 packages, empty caches; {args.runs} runs, medians")
-        for scenario, engine in (("new venv", "uv"), ("existing venv", "uv"), ("new venv", "pip")):
+        print(f"{args.size_mb} MB compiler wheel, 7 packages; caches empty but in 'warm caches'; "
+              f"{args.runs} runs, medians")
+        for scenario, engine in (("new venv", "uv"), ("existing venv", "uv"), ("warm caches", "uv"),
+                                 ("new venv", "pip")):
             if f"{scenario}: raw {engine}" not in med:
                 continue
             raw = med[f"{scenario}: raw {engine}"]

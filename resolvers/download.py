@@ -11,8 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-import requests
-
 from neuronctl.errors import FaultError, InputError
 from neuronctl.resolvers.http_fetch import Fetcher
 from neuronctl.routing import file_url_path, redact_url
@@ -85,6 +83,8 @@ def _fetch_into(fetcher: Fetcher, url: str, out: BinaryIO, size: int | None,
                 digest.update(block)
                 out.write(block)
         return digest.hexdigest(), source.stat().st_size
+    import requests
+
     last = ""
     for _attempt in range(fetcher.retries + 1):
         out.seek(0)

@@ -8,13 +8,14 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-
-import requests
-from requests.adapters import HTTPAdapter
+from typing import TYPE_CHECKING
 
 from neuronctl.errors import FaultError
 from neuronctl.resolvers.http_cache import CachedPage, HttpCache, user_cache_dir
 from neuronctl.routing import redact_url
+
+if TYPE_CHECKING:
+    import requests
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
@@ -59,12 +60,24 @@ class Fetcher:
         self.retries = retries
         self.backoff = backoff
         self.stats = Stats()
-        if session is None:
-            session = requests.Session()
-            adapter = HTTPAdapter(pool_connections=8, pool_maxsize=16)
-            session.mount("http://", adapter)
-            session.mount("https://", adapter)
-        self.session = session
+        self._session = session
+        self._session_lock = threading.Lock()
+
+    @property
+    def session(self) -> requests.Session:
+        # requests (0.15-0.2 s to import) loads on the first request: an install whose files are
+        # all in the cache, a dry run, or an offline lock never needs it.
+        with self._session_lock:
+            if self._session is None:
+                import requests
+                from requests.adapters import HTTPAdapter
+
+                session = requests.Session()
+                adapter = HTTPAdapter(pool_connections=8, pool_maxsize=16)
+                session.mount("http://", adapter)
+                session.mount("https://", adapter)
+                self._session = session
+            return self._session
 
     def get(self, url: str, headers: Mapping[str, str] | None = None, *,
             ok: frozenset[int] = frozenset({200}), stream: bool = False) -> requests.Response:
@@ -72,13 +85,16 @@ class Fetcher:
         `ok` are a FaultError naming the URL (credentials stripped)."""
         if self.offline:
             raise FaultError(f"{redact_url(url)}: not in the cache and --offline forbids the network")
+        import requests
+
         shown = redact_url(url)
+        session = self.session
         last = ""
         for attempt in range(self.retries + 1):
             if attempt:
                 time.sleep(self.backoff * (2 ** (attempt - 1)))
             try:
-                response = self.session.get(url, headers=dict(headers or {}), timeout=self.timeout,
+                response = session.get(url, headers=dict(headers or {}), timeout=self.timeout,
                                             stream=stream)
             except requests.Timeout:
                 last = f"timed out after {self.timeout:g}s"
