@@ -127,14 +127,15 @@ def scanned(paths):
         if text is None:
             continue
         h = headers(text)
-        name = (h.get("name") or [""])[0]
+        def first(key, h=h):
+            return (h.get(key) or [""])[0]
         def files(d=d):
             record = read(os.path.join(d, "RECORD")) or ""
             return [row[0] for row in csv.reader(record.splitlines()) if row]
         def locate(f, d=d):
             return os.path.join(os.path.dirname(d), f)
-        yield (name, (h.get("version") or [""])[0], h.get("requires-dist") or [],
-               (h.get("summary") or [""])[0], (read(os.path.join(d, "INSTALLER")) or "").strip(),
+        yield (first("name"), first("version"), h.get("requires-dist") or [], first("summary"),
+               (read(os.path.join(d, "INSTALLER")) or "").strip(),
                files, locate)
 def via_metadata():
     from importlib import metadata
@@ -313,6 +314,5 @@ class Inspection:
             raise FaultError(f"{exe}: unreadable inspection output ({exc})") from None
 
 
-def inspect_python(python: str | None = None, timeout: float = 30.0, *, packages: bool = True,
-                   tags: bool = True) -> PythonEnv:
-    return Inspection(python, timeout=timeout, packages=packages, tags=tags).result()
+def inspect_python(python: str | None = None, timeout: float = 30.0, *, tags: bool = True) -> PythonEnv:
+    return Inspection(python, timeout=timeout, tags=tags).result()

@@ -59,17 +59,19 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
     if lock_path is not None and (with_ or latest or write_lock):
         raise InputError("--lock installs exactly the lock; --with, --latest and --write-lock need a "
                          "fresh resolution (drop --lock)")
-    lock: Pylock | None = None
+
+    # The lock is read (once) only when first needed: the target's inspection starts before it,
+    # unless a new venv needs the lock's Pythons to pick its base interpreter.
+    @functools.cache
+    def read_lock() -> Pylock | None:
+        from neuronctl.resolvers.pylock_read import load_pylock
+
+        return None if lock_path is None else load_pylock(lock_path)
 
     @functools.cache
     def preferred() -> tuple[str, ...]:
-        nonlocal lock
-        if lock_path is None:
-            return _preferred_pythons(app, release, torch)
-        from neuronctl.resolvers.pylock_read import load_pylock
-
-        lock = load_pylock(lock_path)  # read once; a bad lock is exit 2 before anything changes
-        return _lock_pythons(lock)
+        lock = read_lock()
+        return _preferred_pythons(app, release, torch) if lock is None else _lock_pythons(lock)
 
     choice = choose_backend(backend, config.get("backend"))
     target = resolve_target(python, venv, venv_python, preferred)
@@ -78,7 +80,7 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
     # base interpreter's facts matter there, not what the base has installed.
     inspection = Inspection(target.python, timeout=seconds, packages=not target.new_venv,
                             bundled_pip=seed)
-    preferred()
+    lock = read_lock()  # a bad lock is exit 2 before anything changes
 
     from neuronctl.cli.install_apply import download_all, engine_commands, planned_path
     from neuronctl.cli.install_report import InstallOutcome, print_plan
