@@ -9,6 +9,8 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
 
 
 class NeuronctlError(Exception):
@@ -35,6 +37,27 @@ class FaultError(NeuronctlError):
     """A fault outside our control: network, subprocess, timeout, disk."""
 
     exit_code = EXIT_FAILED
+
+
+class Interrupted(FaultError):
+    """Ctrl-C stopped a step whose effects still have to be reported; message: what stopped."""
+
+    exit_code = EXIT_INTERRUPTED
+
+    @staticmethod
+    def caused_by(signal: KeyboardInterrupt) -> Interrupted:
+        return Terminated("terminated") if isinstance(signal, TerminateSignal) else Interrupted("interrupted")
+
+
+class Terminated(Interrupted):
+    """The same, stopped by SIGTERM (a CI job cancelled or timed out)."""
+
+    exit_code = EXIT_TERMINATED
+
+
+class TerminateSignal(KeyboardInterrupt):
+    """Raised in the main thread on SIGTERM, so that every clean-up path Ctrl-C takes (a new venv
+    removed, partial downloads deleted, an apply's changes reported) runs for it too."""
 
 
 class OperationFailed(NeuronctlError):

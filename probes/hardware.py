@@ -11,7 +11,7 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from neuronctl.chips import (
     AMAZON_PCI_VENDOR,
@@ -22,9 +22,11 @@ from neuronctl.chips import (
     get_chip,
 )
 from neuronctl.probes.dpkg import installed_system_packages
-from neuronctl.probes.imds import ImdsResult, imds_instance_type
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.tools import Runner, find_neuron_tool, run_tool
+
+if TYPE_CHECKING:
+    from neuronctl.probes.imds import ImdsResult
 
 
 @dataclass(frozen=True)
@@ -155,7 +157,7 @@ def detect_hardware(
     root: SysRoot,
     env: Mapping[str, str] | None = None,
     runner: Runner = run_tool,
-    imds: Callable[[Mapping[str, str]], ImdsResult] = imds_instance_type,
+    imds: Callable[[Mapping[str, str]], ImdsResult] | None = None,
 ) -> HardwareReport:
     env = os.environ if env is None else env
     evidence: list[Evidence] = []
@@ -181,6 +183,10 @@ def detect_hardware(
         c = chip_for_instance_type(product)
         evidence.append(Evidence("DMI product_name", product, c.id if c else None))
     if instance_type is None and (pci or sysfs or nodes or _on_ec2(root)):
+        if imds is None:  # urllib.request costs ~50 ms to import; only EC2 hosts ask IMDS
+            from neuronctl.probes.imds import imds_instance_type
+
+            imds = imds_instance_type
         result = imds(env)
         if result.instance_type:
             instance_type, instance_source = result.instance_type, result.detail

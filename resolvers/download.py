@@ -4,20 +4,23 @@ and size; a file that fails verification is never left where a later step could 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
 
-from neuronctl.errors import FaultError, InputError
+from neuronctl.errors import FaultError, InputError, Interrupted
 from neuronctl.resolvers.http_fetch import Fetcher
 from neuronctl.routing import file_url_path, redact_url
 
 CHUNK = 1 << 20
 Progress = Callable[[int, int | None], None]
 """(bytes so far, total or None)."""
+Stop = Callable[[], bool]
+"""True once the caller wants the download abandoned (checked between chunks)."""
 
 
 def sha256_file(path: Path) -> str:
@@ -42,10 +45,79 @@ def _check(filename: str, url: str, got_sha: str, got_size: int, sha256: str | N
                          f"got {got_size}; refusing to use it")
 
 
+STALE_PARTIAL_S = 24 * 3600
+"""A partial file this old was left by a process that was killed (a live download writes to its
+file every moment), and is deleted by the next download."""
+
+
+def _sweep_stale(staging: Path) -> None:
+    cutoff = time.time() - STALE_PARTIAL_S
+    for entry in os.scandir(staging):
+        with contextlib.suppress(OSError):
+            if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                os.unlink(entry.path)
+
+
+class _Staging:
+    """The partial file a download goes into. Failing to write it (a full disk, a cache path that
+    cannot be a directory) is a fault of the cache, reported as such and never retried as if the
+    connection had dropped."""
+
+    def __init__(self, cache_root: Path, filename: str) -> None:
+        self.filename = filename
+        self.wheels = cache_root / "wheels"
+        try:
+            staging = self.wheels / "partial"
+            staging.mkdir(parents=True, exist_ok=True)
+            _sweep_stale(staging)
+            fd, name = tempfile.mkstemp(prefix=f"{filename}.", dir=staging)
+        except OSError as exc:
+            raise self.fault(exc) from None
+        self.path = Path(name)
+        self._out = os.fdopen(fd, "wb")
+
+    def fault(self, exc: OSError) -> FaultError:
+        return FaultError(f"cannot write {self.filename} into the wheel cache {self.wheels}: "
+                          f"{exc.strerror or exc}",
+                          hint="free some space there, or set NEURONCTL_CACHE_DIR to another directory")
+
+    def write(self, block: bytes) -> None:
+        try:
+            self._out.write(block)
+        except OSError as exc:
+            raise self.fault(exc) from None
+
+    def restart(self) -> None:
+        try:
+            self._out.seek(0)
+            self._out.truncate()
+        except OSError as exc:
+            raise self.fault(exc) from None
+
+    def close(self) -> None:
+        try:
+            self._out.close()
+        except OSError as exc:
+            raise self.fault(exc) from None
+
+    def move_to(self, final: Path) -> None:
+        try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(self.path, final)
+        except OSError as exc:
+            raise self.fault(exc) from None
+
+    def discard(self) -> None:
+        with contextlib.suppress(OSError):
+            self._out.close()
+        self.path.unlink(missing_ok=True)
+
+
 def download_verified(fetcher: Fetcher, url: str, filename: str, cache_root: Path, *,
                       sha256: str | None, size: int | None,
-                      progress: Progress | None = None) -> tuple[Path, str]:
-    """The verified file in the cache and its sha256. Reuses a cached copy (re-verified)."""
+                      progress: Progress | None = None, stop: Stop | None = None) -> tuple[Path, str]:
+    """The verified file in the cache and its sha256. Reuses a cached copy (re-verified).
+    Raises Interrupted soon after stop() turns true, keeping nothing of the partial file."""
     if sha256 is not None:
         final = cached_wheel_path(cache_root, sha256.lower(), filename)
         if final.is_file():
@@ -55,46 +127,46 @@ def download_verified(fetcher: Fetcher, url: str, filename: str, cache_root: Pat
                     progress(final.stat().st_size, final.stat().st_size)
                 return final, got
             final.unlink()
-    staging = cache_root / "wheels" / "partial"
-    staging.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f"{filename}.", dir=staging)
-    tmp = Path(tmp_name)
+    staged = _Staging(cache_root, filename)
     try:
-        with os.fdopen(fd, "wb") as out:
-            got_sha, got_size = _fetch_into(fetcher, url, out, size, progress)
+        got_sha, got_size = _fetch_into(fetcher, url, staged, size, progress, stop)
+        staged.close()
         _check(filename, url, got_sha, got_size, sha256, size)
         final = cached_wheel_path(cache_root, got_sha, filename)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(tmp, final)
+        staged.move_to(final)
         return final, got_sha
     finally:
-        tmp.unlink(missing_ok=True)
+        staged.discard()
 
 
-def _fetch_into(fetcher: Fetcher, url: str, out: BinaryIO, size: int | None,
-                progress: Progress | None) -> tuple[str, int]:
+def _fetch_into(fetcher: Fetcher, url: str, out: _Staging, size: int | None,
+                progress: Progress | None, stop: Stop | None) -> tuple[str, int]:
     source = file_url_path(url)
     if source is not None:
         if not source.is_file():
             raise InputError(f"{url}: no such file")
         digest = hashlib.sha256()
-        with source.open("rb") as fh:
-            for block in iter(lambda: fh.read(CHUNK), b""):
-                digest.update(block)
-                out.write(block)
+        try:
+            with source.open("rb") as fh:
+                for block in iter(lambda: fh.read(CHUNK), b""):
+                    digest.update(block)
+                    out.write(block)
+        except OSError as exc:
+            raise FaultError(f"{url}: cannot read it: {exc.strerror or exc}") from None
         return digest.hexdigest(), source.stat().st_size
     import requests
 
     last = ""
     for _attempt in range(fetcher.retries + 1):
-        out.seek(0)
-        out.truncate()
+        out.restart()
         digest = hashlib.sha256()
         done = 0
         response = fetcher.get(url, stream=True)
         total = size or int(response.headers.get("Content-Length") or 0) or None
         try:
             for block in response.iter_content(CHUNK):
+                if stop is not None and stop():
+                    raise Interrupted(f"{redact_url(url)}: download abandoned after {done} bytes")
                 digest.update(block)
                 out.write(block)
                 done += len(block)
@@ -106,6 +178,5 @@ def _fetch_into(fetcher: Fetcher, url: str, out: BinaryIO, size: int | None,
         finally:
             response.close()
             fetcher.stats.add(done)
-        out.flush()
         return digest.hexdigest(), done
     raise FaultError(f"{redact_url(url)}: {last} (after {fetcher.retries + 1} attempts)")

@@ -72,6 +72,10 @@ class IndexState:
     """path -> (seconds to sleep before answering, how many requests to stall)."""
     cut_after: dict[str, int] = field(default_factory=dict)
     """file name -> close the connection after this many bytes of it."""
+    trickle: dict[str, tuple[int, float]] = field(default_factory=dict)
+    """file name -> (bytes per write, seconds between writes): a slow download."""
+    trickling: threading.Event = field(default_factory=threading.Event)
+    """Set once a trickled file has started going out."""
     corrupt_page: dict[str, str] = field(default_factory=dict)
     corrupt_sidecar: bool = False
     in_flight: int = 0
@@ -231,18 +235,29 @@ class IndexHandler(QuietHandler):
                 self.send_header("Accept-Ranges", "bytes")
             self.end_headers()
             return
-        cut = st.cut_after.get(filename)
+        pace, cut = st.trickle.get(filename), st.cut_after.get(filename)
+        if pace is None and cut is None:
+            self._send(200, data, "application/octet-stream")
+            return
+        # The whole length announced, then less of it (cut), or all of it slowly (trickle).
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.close_connection = True
         if cut is not None:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
             self.wfile.write(data[:cut])
             with st.lock:
                 st.bytes_sent += cut
-            self.close_connection = True
             return
-        self._send(200, data, "application/octet-stream")
+        assert pace is not None
+        st.trickling.set()
+        try:
+            for start in range(0, len(data), pace[0]):
+                self.wfile.write(data[start:start + pace[0]])
+                time.sleep(pace[1])
+        except OSError:  # the client went away
+            pass
 
     do_HEAD = do_GET
 

@@ -39,6 +39,32 @@ def test_egg_info_on_the_path_falls_back_to_importlib_metadata(tmp_path):
     assert env.reader == "importlib.metadata" and env.get("old-thing").version == "1.0"
 
 
+ENSUREPIP_WHEEL = """
+import ensurepip, os
+dirs = [os.path.join(os.path.dirname(ensurepip.__file__), "_bundled"), getattr(ensurepip, "_WHEEL_PKG_DIR", None) or ""]
+print(next(os.path.join(d, f"pip-{ensurepip.version()}-py3-none-any.whl") for d in dirs
+           if d and os.path.isfile(os.path.join(d, f"pip-{ensurepip.version()}-py3-none-any.whl"))))
+"""
+
+
+@pytest.mark.parametrize("minor", ["3.10", "3.11", "3.12", "3.13", "system"])
+def test_bundled_pip_is_the_wheel_ensurepip_would_install(minor):
+    """The inspection finds the pip wheel without importing ensurepip; it must be ensurepip's own
+    (pyenv builds, and Debian's python3, whose wheels live in /usr/share/python-wheels when its
+    python3-venv is there)."""
+    import shutil
+    import subprocess
+
+    py = shutil.which("python3", path="/usr/bin") if minor == "system" else find_python(minor)
+    if py is None:
+        pytest.skip("no /usr/bin/python3 here")
+    ref = subprocess.run([py, "-c", ENSUREPIP_WHEEL], capture_output=True, text=True, check=False)
+    env = Inspection(py, packages=False, tags=False, bundled_pip=True).result()
+    assert env.bundled_pip == (ref.stdout.strip() if ref.returncode == 0 else "")
+    if minor != "system":
+        assert env.bundled_pip.endswith(".whl")
+
+
 def test_legacy_signals_all_reported(stacks):
     env = inspect_python(str(stacks["legacy"]))
     report = detect_legacy(env, {"PJRT_DEVICE": "NEURON"})

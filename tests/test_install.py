@@ -5,6 +5,7 @@ import hashlib
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -319,3 +320,123 @@ def test_inherited_index_settings_cannot_reach_the_engine(cli, uni, locked, tmp_
     assert r.code == 0, r.err
     assert installed(tmp_path / "v" / "bin" / "python")["nki"] == "0.7.0"
     assert all(not path.startswith("/simple/") for _, path, _ in uni.pypi.hits[before:])
+
+
+def test_interrupt_during_apply_reports_changes_and_restore_commands(uni, locked, tmp_path, stack_wheels):
+    """Ctrl-C while the engine installs into an existing environment: the engine's changes are
+    reported like a failure's, with the commands that restore the environment, and exit 130."""
+    import signal
+    import sys
+
+    from neuronctl.backend.choose import find_uv
+
+    venv = legacy_venv(tmp_path, stack_wheels)
+    marker = tmp_path / "installed"
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    # uv that installs for real, then hangs as a slow install would, until it is interrupted
+    (bindir / "uv").write_text(f'#!/bin/sh\n"{find_uv(os.environ)}" "$@" || exit $?\n'
+                               f'if [ "$1 $2" = "pip install" ]; then touch "{marker}"; exec sleep 120; fi\n')
+    (bindir / "uv").chmod(0o755)
+    proc = subprocess.Popen([sys.executable, "-m", "neuronctl", "install", "--lock", str(locked), "--python",
+                             str(venv / "bin" / "python"), "--yes", "--backend", "uv", "--no-check"],
+                            env={**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(1200):
+            if marker.exists() or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert marker.exists(), proc.communicate()[1]
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "install was interrupted after changing" in err and "torch 2.9.0 -> 2.14.0+cpu" in err
+    hint = err.split("restore with: ", 1)[1]
+    assert f"--index-url {uni.urls['pytorch-cpu']} torch==2.9.0" in hint and "Traceback" not in err
+    assert installed(venv / "bin" / "python")["torch"] == "2.14.0+cpu"  # the report is the truth
+
+
+@pytest.mark.parametrize(("signame", "code", "word"), [("SIGINT", 130, "interrupted"),
+                                                      ("SIGTERM", 143, "terminated")])
+def test_stopping_during_a_slow_download_stops_at_once_and_leaves_nothing(uni, locked, tmp_path, signame,
+                                                                          code, word):
+    """Ctrl-C, or a CI job's SIGTERM, while a large file trickles in: neuronctl stops without
+    waiting the download out, the new venv is gone and no partial file is left in the cache."""
+    import signal
+    import sys
+
+    from neuronctl.resolvers.http_cache import user_cache_dir
+
+    lock, big = _big_nki_lock(uni, locked, tmp_path, 8)
+    uni.neuron.trickle[big.name] = (64 << 10, 0.25)  # 8 MB in about 32 s
+    venv = tmp_path / "new"
+    proc = subprocess.Popen([sys.executable, "-m", "neuronctl", "install", "--lock", str(lock),
+                             "--venv", str(venv), "--venv-python", "3.12", "--backend", "uv"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert uni.neuron.trickling.wait(120), proc.communicate()[1]
+        time.sleep(1.0)  # past the first chunks, with the venv being made meanwhile
+        proc.send_signal(getattr(signal, signame))
+        _, err = proc.communicate(timeout=15)  # far less than the 30 s the rest would take
+    finally:
+        proc.kill()
+    assert proc.returncode == code and err.strip().endswith(f"neuronctl: error: {word}"), err
+    assert not venv.exists()
+    cached = [p.name for p in (user_cache_dir() / "wheels").rglob("*") if p.is_file()]
+    assert any(n.startswith("torch_neuronx-") for n in cached)  # the same cache, its small files done
+    assert not [n for n in cached if n.startswith("nki-")]
+
+
+def _big_nki_lock(uni, locked, tmp_path, mb: int) -> tuple[Path, Path]:
+    """A copy of the lock whose nki wheel is a large one the neuron index now serves."""
+    big = build_wheel(tmp_path / "big", "nki", "0.7.0", blob_size=mb << 20)
+    uni.neuron.projects["nki"][0].path = big
+    data = read_toml(locked, "lock")
+    for pkg in data["packages"]:
+        if pkg["name"] == "nki":
+            pkg["wheels"][0].update(size=big.stat().st_size,
+                                    hashes={"sha256": hashlib.sha256(big.read_bytes()).hexdigest()})
+    lock = Path("pylock.big.toml").resolve()
+    lock.write_text(dumps(data, arrays_of_tables=("packages",)))
+    return lock, big
+
+
+def test_a_cache_that_cannot_be_written_is_reported_not_retried(uni, locked, tmp_path):
+    """A full disk (here: a file-size limit, so the write fails with EFBIG) under the wheel cache
+    is one clear error, one request for the file (not the network's retries), nothing left."""
+    import resource
+    import signal
+    import sys
+
+    from neuronctl.resolvers.http_cache import user_cache_dir
+
+    lock, big = _big_nki_lock(uni, locked, tmp_path, 8)
+
+    def limited() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails instead of killing us
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4 << 20, 4 << 20))
+
+    venv = tmp_path / "new"
+    proc = subprocess.run([sys.executable, "-m", "neuronctl", "install", "--lock", str(lock), "--venv",
+                           str(venv), "--venv-python", "3.12", "--backend", "uv"],
+                          capture_output=True, text=True, preexec_fn=limited, timeout=300, check=False)
+    last = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1, proc.stderr
+    assert last[-2].startswith(f"neuronctl: error: cannot write {big.name} into the wheel cache "
+                               f"{user_cache_dir() / 'wheels'}: File too large"), proc.stderr
+    assert last[-1] == "hint: free some space there, or set NEURONCTL_CACHE_DIR to another directory"
+    assert len([h for h in uni.neuron.hits if h[1].endswith(big.name) and not h[2]]) == 1  # whole-file GETs
+    assert not venv.exists()
+    assert not [p for p in (user_cache_dir() / "wheels").rglob("nki-*") if p.is_file()]
+
+
+def test_a_cache_path_that_is_a_file_is_reported(cli, locked, tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    monkeypatch.setenv("NEURONCTL_CACHE_DIR", str(blocker / "cache"))
+    r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "new"), "--venv-python", "3.12")
+    assert r.code == 1 and "into the wheel cache" in r.err and "Not a directory" in r.err, r.err
+    assert not (tmp_path / "new").exists()

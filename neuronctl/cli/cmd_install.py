@@ -18,7 +18,7 @@ import click
 from neuronctl.cli.app import App, get_app
 from neuronctl.cli.cmd_lock import make_request, request_options
 from neuronctl.cli.common import sysroot_option, timeout_value
-from neuronctl.errors import FaultError, InputError, OperationFailed
+from neuronctl.errors import InputError, Interrupted, OperationFailed
 
 if TYPE_CHECKING:
     from packaging.pylock import Pylock
@@ -88,6 +88,7 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
     from neuronctl.resolvers.http_fetch import cached_fetcher
     from neuronctl.resolvers.targets import target_for_interpreter
 
+    hardware = _detect_hardware(sysroot)  # while the interpreter is still being inspected
     env = inspection.result()
     manifest = app.manifest()
     tgt = target_for_interpreter(env.python, env.libc, env.machine)
@@ -99,7 +100,7 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
         from neuronctl.cli.install_source import from_lock
 
         source = from_lock(lock_path, lock, env, tgt, manifest, release or config.get("release"))
-        hardware = _preflight_chip(sysroot, source.framework, show)
+        _preflight_chip(hardware, source.framework, show)
     else:
         from neuronctl.cli.install_source import InstallSource, wanted_from_resolution
         from neuronctl.cli.lock_flow import resolve_request
@@ -108,7 +109,7 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
         request = make_request(app, release=release, torch=torch, pythons=(tgt.python_minor,),
                                platforms=(tgt.platform,), with_=with_, indexes=indexes, routes=routes,
                                latest=latest)
-        hardware = _preflight_chip(sysroot, request.plan.framework, show)
+        _preflight_chip(hardware, request.plan.framework, show)
         resolved = resolve_request(request, offline=offline, timeout=seconds)
         plan_ = request.plan
         source = InstallSource(wanted_from_resolution(resolved.packages, tgt, resolved.hash_of),
@@ -150,7 +151,7 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
         files = download_all(wanted, fetcher, cache_root, show=show,
                              console=lambda: app.console(stderr=True))
         if not no_check:  # not sooner: the download wants both cores of a small host
-            _preload_doctor()
+            _preload("rich.table", "neuronctl.cli.cmd_doctor")
         return files
 
     _apply(plan, target, choice.engine, env, download, show,
@@ -205,14 +206,17 @@ def _check_python(supported: tuple[str, ...], version: str) -> None:
                          hint=f"install into a new venv: --venv DIR --venv-python {supported[0]}")
 
 
-def _preflight_chip(sysroot: Path | None, framework: Any, show: bool) -> Any:
+def _detect_hardware(sysroot: Path | None) -> Any:
     from neuronctl.cli.common import check_sysroot
     from neuronctl.probes.hardware import detect_hardware
     from neuronctl.probes.sysroot import SysRoot
 
-    hardware = detect_hardware(SysRoot.from_env(check_sysroot(sysroot)))
+    return detect_hardware(SysRoot.from_env(check_sysroot(sysroot)))
+
+
+def _preflight_chip(hardware: Any, framework: Any, show: bool) -> None:
     if framework is None:
-        return hardware
+        return
     if hardware.present and hardware.chip and hardware.chip not in framework.chips:
         raise InputError(f"this host has {hardware.chip}; the {framework.backend} torch-neuronx "
                          f"{framework.torch_neuronx} runs on {', '.join(framework.chips)}",
@@ -220,7 +224,6 @@ def _preflight_chip(sysroot: Path | None, framework: Any, show: bool) -> Any:
     if not hardware.present and show:
         click.echo("warning: no Neuron hardware here; preparing an environment for another host",
                    err=True)
-    return hardware
 
 
 def _plan(env: Any, source: Any) -> Any:
@@ -260,37 +263,41 @@ def _apply(plan: Any, target: Any, engine: Any, before: Any, download: Any, show
     try:
         fetch_and_apply(plan, target, engine, download)
     except ApplyFailure as failure:
+        error = type(failure.error)  # an interrupt keeps its own exit code
+        if isinstance(failure.error, Interrupted):
+            stopped, why = f"{failure.stage} was {failure.error.message}", ""
+        else:
+            stopped, why = f"{failure.stage} failed", f": {failure.error.message}"
         if failure.venv_removed is not None:
             undone = "emptied" if target.keep_dir else "removed"
-            raise FaultError(f"{failure.stage} failed: {failure.error.message}; {undone} the new venv "
-                             f"{failure.venv_removed}") from None
+            raise error(f"{stopped}{why}; {undone} the new venv {failure.venv_removed}") from None
         after = inspect_python(target.final_python)
         old = {d.name: d.version for d in before.distributions.values()}
         new = {d.name: d.version for d in after.distributions.values()}
         changed = changed_between(old, new)
         if not changed:
-            raise FaultError(f"{failure.stage} failed, nothing changed: {failure.error.message}") from None
+            raise error(f"{stopped}, nothing changed{why}") from None
         what = ", ".join(f"{name} {was or '-'} -> {now or 'removed'}" for name, was, now in changed)
         cmds = restore_commands(target.final_python, old, new, routing.url_for)
-        raise FaultError(f"{failure.stage} failed after changing {what}: {failure.error.message}",
-                         hint="restore with: " + " && ".join(shown(c) for c in cmds)) from None
+        raise error(f"{stopped} after changing {what}{why}",
+                    hint="restore with: " + " && ".join(shown(c) for c in cmds)) from None
     if show:
         click.echo(f"applied: {len(plan.applies)} installed, {len(plan.removals)} removed "
                    f"({target.final_python})")
 
 
-def _preload_doctor() -> None:
-    """Import the doctor while the engine works (the main thread only waits on it then), so the
-    check afterwards starts at once."""
+def _preload(*modules: str) -> None:
+    """Import modules on a thread while the main one mostly waits (on the target interpreter, the
+    download, the engine), so the step that needs them starts at once."""
+    import importlib
     import threading
 
     def load() -> None:
-        try:
-            import rich.table  # noqa: F401
-
-            import neuronctl.cli.cmd_doctor  # noqa: F401
-        except Exception:  # the real import afterwards reports any failure
-            pass
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # the real import later reports any failure
+                return
 
     threading.Thread(target=load, name="neuronctl-preload", daemon=True).start()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from neuronctl.backend.engine import Engine
 from neuronctl.backend.plan import Plan, Wanted
 from neuronctl.backend.runner import run_engine
 from neuronctl.cli.install_target import InstallTarget
-from neuronctl.errors import FaultError
+from neuronctl.errors import FaultError, Interrupted
 from neuronctl.resolvers.download import cached_wheel_path, download_verified
 from neuronctl.resolvers.http_fetch import Fetcher
 
@@ -51,15 +52,21 @@ def download_all(wanted: Sequence[Wanted], fetcher: Fetcher, cache_root: Path, *
                 bars.update(task, completed=done, total=total)
 
         path, _ = download_verified(fetcher, w.url, w.filename, cache_root, sha256=w.sha256,
-                                    size=w.size, progress=progress)
+                                    size=w.size, progress=progress, stop=abandon.is_set)
         if show and bars is None:
             click.echo(f"verified {w.filename} ({path.stat().st_size:,} bytes, sha256 ok)", err=True)
         return w.name, path
 
+    # The first failure, or Ctrl-C, stops the other downloads too instead of waiting them out.
+    abandon = threading.Event()
+    pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="neuronctl-download")
     try:
-        with ThreadPoolExecutor(max_workers=4, thread_name_prefix="neuronctl-download") as pool:
-            return dict(pool.map(one, wanted))
+        return dict(pool.map(one, wanted))
+    except BaseException:
+        abandon.set()
+        raise
     finally:
+        pool.shutdown(wait=True, cancel_futures=True)
         if bars is not None:
             bars.stop()
 
@@ -134,6 +141,8 @@ def fetch_and_apply(plan: Plan, target: InstallTarget, engine: Engine,
                 run(argv)
             except FaultError as exc:
                 raise ApplyFailure(stage, exc, _remove_new_venv(target)) from None
+            except KeyboardInterrupt as signal:  # the engine may have changed things: report them
+                raise ApplyFailure(stage, Interrupted.caused_by(signal), _remove_new_venv(target)) from None
     except ApplyFailure:
         raise
     except BaseException:
