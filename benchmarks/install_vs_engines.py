@@ -12,11 +12,18 @@ caches, with no network beyond loopback. Two scenarios:
 
 Prints median wall times and neuronctl's ratio to the raw engine, with the after-install doctor
 (the default) and without it (--no-check). Target (issue 5): <= 1.20.
+
+For uv it also prints a floor: `_verified_floor.py`, the least any installer does that downloads
+and verifies every file before it applies them from local files (as issue 5 requires), and nothing
+else (no inspection, plan, preflight or doctor): its ratio to raw uv is what that design costs by
+itself, and neuronctl's ratio to it is neuronctl's own overhead.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
+import json
 import shutil
 import statistics
 import subprocess
@@ -68,6 +75,8 @@ def main() -> None:
                     return str(work / name)
 
                 nc_new = [neuronctl, "install", "--lock", str(lock), "--venv-python", py312]
+                floor = [py312, str(ROOT / "benchmarks" / "_verified_floor.py"), str(lock)]
+                uv_local = [uv, "pip", "install", "--no-deps", "--no-index", "--offline", "--python"]
                 uv_new = [uv, "venv", "--python", py312, "--seed", "--no-index", "--find-links", bundled,
                           "--offline", "--no-python-downloads"]
                 # name -> (untimed set-up, timed steps)
@@ -75,6 +84,9 @@ def main() -> None:
                     "new venv: raw uv": ([], [[*uv_new, v("c")],
                                               [uv, "pip", "install", "--python", v("c"), "-r", str(lock)]]),
                     "new venv: neuronctl (uv)": ([], [[*nc_new, "--venv", v("a"), "--backend", "uv"]]),
+                    "new venv: floor (uv)": ([], [[*floor, v("fl-files"), "--alongside", json.dumps(
+                        [uv, "venv", "--python", py312, "--no-python-downloads", v("fl")]), "--install",
+                        json.dumps([*uv_local, v("fl"), *glob.glob(f"{bundled}/pip-*.whl")])]]),
                     "new venv: neuronctl (uv) --no-check": ([], [[*nc_new, "--venv", v("b"), "--backend",
                                                                   "uv", "--no-check"]]),
                     "existing venv: raw uv": ([[uv, "venv", "--python", py312, v("g")]],
@@ -82,6 +94,9 @@ def main() -> None:
                     "existing venv: neuronctl (uv)": ([[uv, "venv", "--python", py312, v("h")]],
                                                       [[neuronctl, "install", "--lock", str(lock), "--python",
                                                         v("h"), "--backend", "uv"]]),
+                    "existing venv: floor (uv)": ([[uv, "venv", "--python", py312, v("fe")]],
+                                                  [[*floor, v("fe-files"), "--install",
+                                                    json.dumps([*uv_local, v("fe")])]]),
                     "warm caches: raw uv": ([[uv, "venv", "--python", py312, v("k0")],
                                              [uv, "pip", "install", "--python", v("k0"), "-r", str(lock)],
                                              [uv, "venv", "--python", py312, v("k")]],
@@ -124,9 +139,12 @@ def main() -> None:
             raw = med[f"{scenario}: raw {engine}"]
             print(f"{scenario}: raw {engine:<32}{raw:>8.3f} s")
             ours = f"{scenario}: neuronctl ({engine})"
-            for label in (ours, f"{ours} --no-check"):
+            for label in (ours, f"{ours} --no-check", f"{scenario}: floor ({engine})"):
                 if label in med:
                     print(f"{label:<46}{med[label]:>8.3f} s  x{med[label] / raw:.2f}")
+            floor_med = med.get(f"{scenario}: floor ({engine})")
+            if floor_med and ours in med:
+                print(f"{'  neuronctl over the floor':<56}x{med[ours] / floor_med:.2f}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
