@@ -440,3 +440,49 @@ def test_a_cache_path_that_is_a_file_is_reported(cli, locked, tmp_path, monkeypa
     r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "new"), "--venv-python", "3.12")
     assert r.code == 1 and "into the wheel cache" in r.err and "Not a directory" in r.err, r.err
     assert not (tmp_path / "new").exists()
+
+
+def test_concurrent_installs_into_one_environment_take_turns(uni, locked, tmp_path):
+    """A second install into the same environment (named another way) waits for the first to
+    finish, then plans against what the first left: nothing to do."""
+    import sys
+
+    from neuronctl.backend.choose import find_uv
+
+    venv = tmp_path / "shared"
+    make_venv(venv, find_python("3.12"))
+    marker, release = tmp_path / "installing", tmp_path / "go-on"
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    # uv that installs for real, then holds on until the test lets it finish
+    (bindir / "uv").write_text(f'#!/bin/sh\n"{find_uv(os.environ)}" "$@" || exit $?\n'
+                               f'if [ "$1 $2" = "pip install" ]; then touch "{marker}"; '
+                               f'while [ ! -e "{release}" ]; do sleep 0.1; done; fi\n')
+    (bindir / "uv").chmod(0o755)
+    base = [sys.executable, "-m", "neuronctl", "install", "--lock", str(locked), "--backend", "uv",
+            "--no-check"]
+    first = subprocess.Popen([*base, "--venv", str(venv)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env={**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"})
+    second = None
+    try:
+        for _ in range(1200):
+            if marker.exists() or first.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert marker.exists(), first.communicate()[1]
+        second = subprocess.Popen([*base, "--python", str(venv / "bin" / "python")],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        with pytest.raises(subprocess.TimeoutExpired):  # alone it plans and finishes in ~2 s
+            second.wait(timeout=20)
+        release.touch()
+        out1, err1 = first.communicate(timeout=120)
+        out2, err2 = second.communicate(timeout=120)
+    finally:
+        release.touch()
+        for proc in (first, second):
+            if proc is not None:
+                proc.kill()
+    assert first.returncode == 0 and "applied: 7 installed" in out1, err1
+    assert second.returncode == 0, err2
+    assert f"waiting for another neuronctl install into {venv} to finish" in err2
+    assert "already matches" in out2 and installed(venv / "bin" / "python")["torch-neuronx"] == "2.14.3.0"

@@ -75,6 +75,8 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
 
     choice = choose_backend(backend, config.get("backend"))
     target = resolve_target(python, venv, venv_python, preferred)
+    if not dry_run and _waited_for_turn(target, show):  # what the other install did counts
+        target = resolve_target(python, venv, venv_python, preferred)
     seed = target.new_venv and not choice.engine.venv_has_pip
     # The interpreter runs while the rest of neuronctl loads. A new venv starts empty, so only the
     # base interpreter's facts matter there, not what the base has installed.
@@ -161,6 +163,21 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
         _write_lock(write_lock, resolved, request, show)
     doctor = _after(app, target, source, hardware, no_check, seconds, sysroot, not as_json)
     return _finish(outcome(True, doctor), as_json, show)
+
+
+def _waited_for_turn(target: Any, show: bool) -> bool:
+    """Take the target environment's install lock for the rest of the command (released when
+    the command ends, however it ends); True if another install held it first."""
+    from neuronctl.cli.target_lock import environment_lock
+    from neuronctl.resolvers.http_cache import user_cache_dir
+
+    def on_wait() -> None:
+        if show:
+            click.echo(f"waiting for another neuronctl install into {target.environment} to finish",
+                       err=True)
+
+    lock = environment_lock(target.environment, user_cache_dir(), on_wait)
+    return bool(click.get_current_context().with_resource(lock))
 
 
 def _finish(result: Any, as_json: bool, show: bool) -> int:

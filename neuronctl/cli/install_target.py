@@ -34,6 +34,14 @@ class InstallTarget:
             return str(self.venv / "bin" / "python")
         return self.python
 
+    @property
+    def environment(self) -> str:
+        """The environment's directory, one name however it is given (--venv D, --python
+        D/bin/python, a symlinked path): what concurrent installs take turns on."""
+        if self.venv is not None:
+            return os.path.realpath(self.venv)
+        return os.path.dirname(os.path.realpath(os.path.dirname(os.path.abspath(self.final_python))))
+
     def describe(self) -> str:
         if self.new_venv:
             seeded = f"; pip from its bundled {self.seed_pip.name}" if self.seed_pip else ""

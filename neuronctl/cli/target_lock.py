@@ -1,0 +1,37 @@
+"""One `neuronctl install` at a time per environment: a second one waits for the first to finish
+(then plans against what it left) instead of running an engine over a half-changed environment.
+pip takes no lock of its own; uv locks only while it runs, not across plan, apply and check."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def environment_lock(environment: str, cache_root: Path, on_wait: Callable[[], None]) -> Iterator[bool]:
+    """Hold the environment's lock (a file under the cache, so the environment itself is never
+    touched); yields whether it had to wait. Where the cache cannot hold the lock file, installs
+    go on unlocked rather than fail."""
+    path = cache_root / "locks" / f"{hashlib.sha256(environment.encode()).hexdigest()[:24]}.lock"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        yield False
+        return
+    try:
+        waited = False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            on_wait()
+            waited = True
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield waited
+    finally:
+        os.close(fd)  # releases the lock
