@@ -322,32 +322,40 @@ def test_inherited_index_settings_cannot_reach_the_engine(cli, uni, locked, tmp_
     assert all(not path.startswith("/simple/") for _, path, _ in uni.pypi.hits[before:])
 
 
+def uv_that_holds(tmp_path: Path, hold: str) -> tuple[dict[str, str], Path]:
+    """An environment whose uv installs for real, then touches a marker (the target has changed)
+    and runs the shell command `hold`, as a slow install would."""
+    from neuronctl.backend.choose import find_uv
+
+    marker, bindir = tmp_path / "uv-installed", tmp_path / "uv-bin"
+    bindir.mkdir()
+    (bindir / "uv").write_text(f'#!/bin/sh\n"{find_uv(os.environ)}" "$@" || exit $?\n'
+                               f'if [ "$1 $2" = "pip install" ]; then touch "{marker}"; {hold}; fi\n')
+    (bindir / "uv").chmod(0o755)
+    return {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}, marker
+
+
+def wait_for(marker: Path, proc: subprocess.Popen) -> None:
+    for _ in range(1200):
+        if marker.exists() or proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    assert marker.exists(), proc.communicate()[1]
+
+
 def test_interrupt_during_apply_reports_changes_and_restore_commands(uni, locked, tmp_path, stack_wheels):
     """Ctrl-C while the engine installs into an existing environment: the engine's changes are
     reported like a failure's, with the commands that restore the environment, and exit 130."""
     import signal
     import sys
 
-    from neuronctl.backend.choose import find_uv
-
     venv = legacy_venv(tmp_path, stack_wheels)
-    marker = tmp_path / "installed"
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    # uv that installs for real, then hangs as a slow install would, until it is interrupted
-    (bindir / "uv").write_text(f'#!/bin/sh\n"{find_uv(os.environ)}" "$@" || exit $?\n'
-                               f'if [ "$1 $2" = "pip install" ]; then touch "{marker}"; exec sleep 120; fi\n')
-    (bindir / "uv").chmod(0o755)
+    env, marker = uv_that_holds(tmp_path, "exec sleep 120")  # until it is interrupted
     proc = subprocess.Popen([sys.executable, "-m", "neuronctl", "install", "--lock", str(locked), "--python",
                              str(venv / "bin" / "python"), "--yes", "--backend", "uv", "--no-check"],
-                            env={**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        for _ in range(1200):
-            if marker.exists() or proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        assert marker.exists(), proc.communicate()[1]
+        wait_for(marker, proc)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
     finally:
@@ -447,29 +455,17 @@ def test_concurrent_installs_into_one_environment_take_turns(uni, locked, tmp_pa
     finish, then plans against what the first left: nothing to do."""
     import sys
 
-    from neuronctl.backend.choose import find_uv
-
     venv = tmp_path / "shared"
     make_venv(venv, find_python("3.12"))
-    marker, release = tmp_path / "installing", tmp_path / "go-on"
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    # uv that installs for real, then holds on until the test lets it finish
-    (bindir / "uv").write_text(f'#!/bin/sh\n"{find_uv(os.environ)}" "$@" || exit $?\n'
-                               f'if [ "$1 $2" = "pip install" ]; then touch "{marker}"; '
-                               f'while [ ! -e "{release}" ]; do sleep 0.1; done; fi\n')
-    (bindir / "uv").chmod(0o755)
+    release = tmp_path / "go-on"
+    env, marker = uv_that_holds(tmp_path, f'while [ ! -e "{release}" ]; do sleep 0.1; done')
     base = [sys.executable, "-m", "neuronctl", "install", "--lock", str(locked), "--backend", "uv",
             "--no-check"]
     first = subprocess.Popen([*base, "--venv", str(venv)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env={**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"})
+                             text=True, env=env)
     second = None
     try:
-        for _ in range(1200):
-            if marker.exists() or first.poll() is not None:
-                break
-            time.sleep(0.1)
-        assert marker.exists(), first.communicate()[1]
+        wait_for(marker, first)
         second = subprocess.Popen([*base, "--python", str(venv / "bin" / "python")],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         with pytest.raises(subprocess.TimeoutExpired):  # alone it plans and finishes in ~2 s
