@@ -9,7 +9,7 @@ import hashlib
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from neuronctl.errors import FaultError, InputError, Interrupted
@@ -66,46 +66,40 @@ class _Staging:
     def __init__(self, cache_root: Path, filename: str) -> None:
         self.filename = filename
         self.wheels = cache_root / "wheels"
-        try:
+        with self._cache_faults():
             staging = self.wheels / "partial"
             staging.mkdir(parents=True, exist_ok=True)
             _sweep_stale(staging)
             fd, name = tempfile.mkstemp(prefix=f"{filename}.", dir=staging)
-        except OSError as exc:
-            raise self.fault(exc) from None
         self.path = Path(name)
         self._out = os.fdopen(fd, "wb")
 
-    def fault(self, exc: OSError) -> FaultError:
-        return FaultError(f"cannot write {self.filename} into the wheel cache {self.wheels}: "
-                          f"{exc.strerror or exc}",
-                          hint="free some space there, or set NEURONCTL_CACHE_DIR to another directory")
+    @contextlib.contextmanager
+    def _cache_faults(self) -> Iterator[None]:
+        try:
+            yield
+        except OSError as exc:
+            raise FaultError(f"cannot write {self.filename} into the wheel cache {self.wheels}: "
+                             f"{exc.strerror or exc}", hint="free some space there, or set "
+                             "NEURONCTL_CACHE_DIR to another directory") from None
 
     def write(self, block: bytes) -> None:
-        try:
+        with self._cache_faults():
             self._out.write(block)
-        except OSError as exc:
-            raise self.fault(exc) from None
 
     def restart(self) -> None:
-        try:
+        with self._cache_faults():
             self._out.seek(0)
             self._out.truncate()
-        except OSError as exc:
-            raise self.fault(exc) from None
 
     def close(self) -> None:
-        try:
+        with self._cache_faults():
             self._out.close()
-        except OSError as exc:
-            raise self.fault(exc) from None
 
     def move_to(self, final: Path) -> None:
-        try:
+        with self._cache_faults():
             final.parent.mkdir(parents=True, exist_ok=True)
             os.replace(self.path, final)
-        except OSError as exc:
-            raise self.fault(exc) from None
 
     def discard(self) -> None:
         with contextlib.suppress(OSError):
