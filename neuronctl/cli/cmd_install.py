@@ -18,7 +18,7 @@ import click
 from neuronctl.cli.app import App, get_app
 from neuronctl.cli.cmd_lock import make_request, request_options
 from neuronctl.cli.common import sysroot_option, timeout_value
-from neuronctl.errors import InputError, Interrupted, OperationFailed
+from neuronctl.errors import InputError, OperationFailed
 
 if TYPE_CHECKING:
     from packaging.pylock import Pylock
@@ -272,32 +272,18 @@ def _write_lock(path: Path, resolved: Any, request: Any, show: bool) -> None:
 
 def _apply(plan: Any, target: Any, engine: Any, before: Any, download: Any, show: bool,
            routing: Any) -> None:
-    from neuronctl.backend.plan import changed_between, restore_commands
-    from neuronctl.backend.runner import shown
+    from neuronctl.backend.snapshot import site_dirs, take
     from neuronctl.cli.install_apply import ApplyFailure, fetch_and_apply
-    from neuronctl.probes.pyenv import inspect_python
+    from neuronctl.cli.install_report import failure_error
+
+    def watch() -> Any:
+        return take(site_dirs(target.final_python))
 
     try:
-        fetch_and_apply(plan, target, engine, download)
+        fetch_and_apply(plan, target, engine, download,
+                        watch=None if target.new_venv else watch)
     except ApplyFailure as failure:
-        error = type(failure.error)  # an interrupt keeps its own exit code
-        if isinstance(failure.error, Interrupted):
-            stopped, why = f"{failure.stage} was {failure.error.message}", ""
-        else:
-            stopped, why = f"{failure.stage} failed", f": {failure.error.message}"
-        if failure.venv_removed is not None:
-            undone = "emptied" if target.keep_dir else "removed"
-            raise error(f"{stopped}{why}; {undone} the new venv {failure.venv_removed}") from None
-        after = inspect_python(target.final_python)
-        old = {d.name: d.version for d in before.distributions.values()}
-        new = {d.name: d.version for d in after.distributions.values()}
-        changed = changed_between(old, new)
-        if not changed:
-            raise error(f"{stopped}, nothing changed{why}") from None
-        what = ", ".join(f"{name} {was or '-'} -> {now or 'removed'}" for name, was, now in changed)
-        cmds = restore_commands(target.final_python, old, new, routing.url_for)
-        raise error(f"{stopped} after changing {what}{why}",
-                    hint="restore with: " + " && ".join(shown(c) for c in cmds)) from None
+        raise failure_error(failure, target, before, routing) from None
     if show:
         click.echo(f"applied: {len(plan.applies)} installed, {len(plan.removals)} removed "
                    f"({target.final_python})")

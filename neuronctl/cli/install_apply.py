@@ -17,8 +17,9 @@ import click
 from neuronctl.backend.engine import Engine
 from neuronctl.backend.plan import Plan, Wanted
 from neuronctl.backend.runner import run_engine
+from neuronctl.backend.snapshot import Snapshot
 from neuronctl.cli.install_target import InstallTarget
-from neuronctl.errors import FaultError, Interrupted
+from neuronctl.errors import FaultError, InputError, Interrupted
 from neuronctl.resolvers.download import cached_wheel_path, download_verified
 from neuronctl.resolvers.http_fetch import Fetcher
 
@@ -26,7 +27,11 @@ Runner = Callable[[Sequence[str]], Any]
 
 
 def planned_path(cache_root: Path, wanted: Wanted) -> Path:
-    return cached_wheel_path(cache_root, wanted.sha256 or "unknown", wanted.filename)
+    """Where the verified file will be: named by its checked sha256 and file name, inside the cache
+    (cached_wheel_path refuses anything else); a file with no sha256 has no such place."""
+    if wanted.sha256 is None:
+        raise InputError(f"{wanted.filename[:80]}: no sha256; neuronctl verifies every file")
+    return cached_wheel_path(cache_root, wanted.sha256, wanted.filename)
 
 
 def download_all(wanted: Sequence[Wanted], fetcher: Fetcher, cache_root: Path, *, show: bool,
@@ -76,6 +81,8 @@ class ApplyFailure(Exception):
     stage: str
     error: FaultError
     venv_removed: Path | None = None
+    files_before: Snapshot | None = None
+    """The existing environment's files just before the engine ran (None: not taken)."""
 
 
 def apply_steps(plan: Plan, files: dict[str, Path], target: InstallTarget,
@@ -117,32 +124,38 @@ def _remove_new_venv(target: InstallTarget) -> Path | None:
 
 
 def fetch_and_apply(plan: Plan, target: InstallTarget, engine: Engine,
-                    download: Callable[[], dict[str, Path]], run: Runner = run_engine) -> None:
-    """Download and verify (while a new venv is being created at its final path), then install
-    (pip rolls its own upgrades back if that step fails), then remove. A new venv is removed again
-    if anything fails; an existing environment is untouched until every file is verified."""
-    pool = ThreadPoolExecutor(max_workers=1) if target.new_venv else None
-    creating = None
-    if pool is not None:
+                    download: Callable[[], dict[str, Path]], run: Runner = run_engine,
+                    watch: Callable[[], Snapshot] | None = None) -> None:
+    """Download and verify (while a new venv is being created at its final path, or an existing
+    environment's files are listed by `watch`), then install (pip rolls its own upgrades back if
+    that step fails), then remove. A new venv is removed again if anything fails; an existing
+    environment is untouched until every file is verified."""
+    pool = ThreadPoolExecutor(max_workers=1) if target.new_venv or watch is not None else None
+    creating = listing = None
+    if pool is not None and target.new_venv:
         assert target.venv is not None
         creating = pool.submit(run, engine.create_venv(target.python, target.venv))
+    elif pool is not None and watch is not None:
+        listing = pool.submit(watch)
     try:
         try:
             files = download()
         finally:
-            if creating is not None:
-                wait([creating])
+            wait([f for f in (creating, listing) if f is not None])
         if creating is not None and creating.exception() is not None:
             error = creating.exception()
             assert isinstance(error, FaultError)
             raise ApplyFailure("create venv", error, _remove_new_venv(target))
+        # Without the before-state no failure could be reported truthfully: do not start.
+        before = listing.result() if listing is not None else None
         for stage, argv in apply_steps(plan, files, target, engine):
             try:
                 run(argv)
             except FaultError as exc:
-                raise ApplyFailure(stage, exc, _remove_new_venv(target)) from None
+                raise ApplyFailure(stage, exc, _remove_new_venv(target), before) from None
             except KeyboardInterrupt as signal:  # the engine may have changed things: report them
-                raise ApplyFailure(stage, Interrupted.caused_by(signal), _remove_new_venv(target)) from None
+                raise ApplyFailure(stage, Interrupted.caused_by(signal), _remove_new_venv(target),
+                                   before) from None
     except ApplyFailure:
         raise
     except BaseException:

@@ -4,7 +4,7 @@ people, versioned JSON for machines."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,7 +13,13 @@ from neuronctl.backend.plan import Plan
 from neuronctl.backend.runner import shown
 from neuronctl.cli.install_source import InstallSource
 from neuronctl.cli.install_target import InstallTarget
+from neuronctl.errors import FaultError, Interrupted
 from neuronctl.routing import redact_url
+
+if TYPE_CHECKING:
+    from neuronctl.cli.install_apply import ApplyFailure
+
+SHOWN_STRAYS = 8
 
 
 @dataclass(frozen=True)
@@ -75,3 +81,48 @@ def print_commands(commands: tuple[tuple[str, ...], ...]) -> None:
     click.echo("dry run: nothing changed. The engine would run:")
     for argv in commands:
         click.echo(f"  {shown(argv)}")
+
+
+def failure_error(failure: ApplyFailure, target: InstallTarget, before: Any, routing: Any) -> FaultError:
+    """The error for an apply that did not finish, saying what it changed in the target: package
+    versions (inspected again) and files no package change accounts for (compared with the
+    snapshot taken before the engine ran), with the commands that undo both. It says "nothing
+    changed" only when both were checked."""
+    from neuronctl.backend.plan import changed_between, restore_commands
+    from neuronctl.backend.snapshot import file_changes
+    from neuronctl.probes.pyenv import inspect_python
+
+    error = type(failure.error)  # an interrupt keeps its own exit code
+    if isinstance(failure.error, Interrupted):
+        stopped, why = f"{failure.stage} was {failure.error.message}", ""
+    else:
+        stopped, why = f"{failure.stage} failed", f": {failure.error.message}"
+    if failure.venv_removed is not None:
+        undone = "emptied" if target.keep_dir else "removed"
+        return error(f"{stopped}{why}; {undone} the new venv {failure.venv_removed}")
+    old = {d.name: d.version for d in before.distributions.values()}
+    try:
+        new = {d.name: d.version for d in inspect_python(target.final_python).distributions.values()}
+    except FaultError as exc:
+        return error(f"{stopped}{why}; what it changed is unknown (the environment cannot be "
+                     f"inspected again: {exc.message})")
+    changed = changed_between(old, new)
+    files = failure.files_before
+    strays = file_changes(files) if files is not None else []
+    if not changed and not strays:
+        if files is None:
+            return error(f"{stopped}{why}; its files were not compared, so what changed is unknown")
+        return error(f"{stopped}, nothing changed{why} (checked {files.count:,} files and directories "
+                     f"in {', '.join(files.roots)})")
+    what = [", ".join(f"{name} {was or '-'} -> {now or 'removed'}" for name, was, now in changed)]
+    what = [w for w in what if w] + [s.describe() for s in strays[:SHOWN_STRAYS]]
+    if len(strays) > SHOWN_STRAYS:
+        what.append(f"and changes in {len(strays) - SHOWN_STRAYS} more places")
+    cmds: list[list[str]] = []
+    removable = [path for s in strays for path in s.removable]
+    if removable:  # only paths that did not exist before, inside site-packages, owned by nothing
+        cmds.append(["rm", "-rf", "--", *removable])
+    cmds += restore_commands(target.final_python, old, new, routing.url_for)
+    hint = "restore with: " + " && ".join(shown(c) for c in cmds) if cmds else (
+        "reinstall the packages those files belong to")
+    return error(f"{stopped} after changing {'; '.join(what)}{why}", hint=hint)

@@ -1,0 +1,219 @@
+"""The files of an environment's package directories (purelib, platlib), so that an apply that
+did not finish can say exactly what it changed: a package's name and version are not enough,
+since an engine stopped mid-unpack leaves files that no dist-info lists.
+
+A snapshot keeps each file's size and mtime_ns (no content hashes: an environment with torch has
+~15,000 files and this must take a fraction of a second). `__pycache__` is left out: byte code is
+derived, rewritten by any import, and always safe to lose.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from neuronctl.errors import FaultError
+
+Stat = tuple[int, int]
+"""(size, mtime_ns); a directory is (-1, 0)."""
+DIRECTORY: Stat = (-1, 0)
+RECORD_LIMIT = 64 << 20
+"""A RECORD larger than this is not read (torch's is ~2 MB): it is only used to explain files."""
+
+_SITE_DIRS = ("import json, sysconfig; "
+              "print(json.dumps([sysconfig.get_path('purelib'), sysconfig.get_path('platlib')]))")
+
+
+def site_dirs(python: str, timeout: float = 30.0) -> tuple[str, ...]:
+    """The directories the engines install packages into for `python`, as it reports them
+    (a venv's site-packages; a distro's dist-packages), each once."""
+    try:
+        proc = subprocess.run([python, "-c", _SITE_DIRS], capture_output=True, text=True,
+                              timeout=timeout, check=False, stdin=subprocess.DEVNULL)
+        found = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
+        raise FaultError(f"{python}: cannot list its site-packages: {exc}") from None
+    if not isinstance(found, list):
+        raise FaultError(f"{python}: cannot list its site-packages (exit {proc.returncode})")
+    dirs: dict[str, None] = {}
+    for item in found:
+        # Only absolute, existing directories: the interpreter's answer is not trusted further.
+        if isinstance(item, str) and os.path.isabs(item) and os.path.isdir(item):
+            dirs.setdefault(os.path.realpath(item))
+    return tuple(dirs)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    roots: tuple[str, ...]
+    entries: Mapping[str, Mapping[str, Stat]] = field(default_factory=dict)
+    """root -> path relative to it ('/'-separated) -> Stat."""
+    owners: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """root -> path -> the dist-info directory whose RECORD lists it."""
+
+    @property
+    def count(self) -> int:
+        return sum(len(e) for e in self.entries.values())
+
+
+def _walk(root: str) -> dict[str, Stat]:
+    found: dict[str, Stat] = {}
+    pending = [""]
+    while pending:
+        rel = pending.pop()
+        try:
+            with os.scandir(os.path.join(root, rel) if rel else root) as it:
+                items = list(it)
+        except OSError:
+            continue  # vanished or unreadable: what is missing shows up as removed
+        for entry in items:
+            if entry.name == "__pycache__":
+                continue
+            path = f"{rel}/{entry.name}" if rel else entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    found[path] = DIRECTORY
+                    pending.append(path)
+                else:
+                    st = entry.stat(follow_symlinks=False)
+                    found[path] = (st.st_size, st.st_mtime_ns)
+            except OSError:
+                continue
+    return found
+
+
+def take(roots: Iterable[str]) -> Snapshot:
+    """Every file and directory under each root, symlinks not followed, and which installed
+    distribution owns each."""
+    roots = tuple(roots)
+    return Snapshot(roots, {root: _walk(root) for root in roots},
+                    {root: listed_files(root) for root in roots})
+
+
+@dataclass(frozen=True)
+class TreeChanges:
+    """What differs under one root between two snapshots, relative paths throughout."""
+
+    root: str
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    modified: tuple[str, ...] = ()
+    new_tops: tuple[str, ...] = ()
+    """Paths that did not exist before and whose parent did: the smallest set whose removal
+    takes away everything added."""
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.removed or self.modified)
+
+
+def compare(before: Snapshot, after: Snapshot) -> list[TreeChanges]:
+    out = []
+    for root in before.roots:
+        old, new = before.entries.get(root, {}), after.entries.get(root, {})
+        added = sorted(p for p in new.keys() - old.keys())
+        removed = sorted(p for p in old.keys() - new.keys() if old[p] != DIRECTORY)
+        modified = sorted(p for p in new.keys() & old.keys() if new[p] != old[p] and new[p] != DIRECTORY)
+        new_tops = tuple(p for p in added if os.path.dirname(p) == "" or os.path.dirname(p) in old)
+        out.append(TreeChanges(root, tuple(p for p in added if new[p] != DIRECTORY), tuple(removed),
+                               tuple(modified), new_tops))
+    return out
+
+
+def listed_files(root: str) -> dict[str, str]:
+    """Every path (relative to root) that a RECORD of a dist-info directory in root lists: the
+    files an installed distribution owns, each with that dist-info directory's name."""
+    owned: dict[str, str] = {}
+    try:
+        infos = [e.path for e in os.scandir(root) if e.name.endswith(".dist-info") and e.is_dir()]
+    except OSError:
+        return owned
+    for info in infos:
+        record = os.path.join(info, "RECORD")
+        try:
+            if os.path.getsize(record) > RECORD_LIMIT:
+                continue
+            with open(record, encoding="utf-8", errors="replace", newline="") as fh:
+                rows = list(csv.reader(fh))
+        except (OSError, csv.Error):
+            continue
+        for row in rows:
+            if row and row[0]:
+                path = os.path.normpath(row[0]).replace(os.sep, "/")
+                if not path.startswith(("../", "/")) and path != "..":
+                    owned[path] = os.path.basename(info)
+    return owned
+
+
+@dataclass(frozen=True)
+class Stray:
+    """Changes no installed distribution accounts for, grouped by the top-level entry."""
+
+    root: str
+    top: str
+    added: int = 0
+    removed: int = 0
+    modified: int = 0
+    removable: tuple[str, ...] = ()
+    """Absolute paths that did not exist before and that no dist-info lists anything in."""
+
+    def describe(self) -> str:
+        counts = [f"{n:,} file{'s' if n != 1 else ''} {what}" for n, what in
+                  ((self.added, "added"), (self.removed, "removed"), (self.modified, "modified")) if n]
+        where = f"{os.path.basename(self.root)}/{self.top}"
+        return f"{', '.join(counts)} under {where} with no dist-info"
+
+
+def strays(changes: TreeChanges, before: Mapping[str, str], after: Mapping[str, str],
+           now: Mapping[str, Stat]) -> list[Stray]:
+    """Per top-level entry, the changes no package change accounts for: added or modified files
+    no RECORD lists now (a half-unpacked package), removed files whose owner is still installed
+    or that no RECORD listed; plus which new paths can go without touching an installed package.
+    `before`/`after`: path -> owning dist-info, from the two snapshots; `now`: the entries after."""
+    groups: dict[str, list[int]] = {}
+    for index, paths in enumerate((changes.added, changes.removed, changes.modified)):
+        for path in paths:
+            if index != 1 and path in after:
+                continue
+            if index == 1 and path in before and before[path] not in now:
+                continue  # its distribution went (or changed version): the package line says so
+            groups.setdefault(path.split("/", 1)[0], [0, 0, 0])[index] += 1
+    owned_dirs = {os.path.dirname(p) for p in after}
+    removable: dict[str, list[str]] = {}
+    for top in changes.new_tops:
+        inside = top + "/"
+        if top in after or any(d == top or d.startswith(inside) for d in owned_dirs):
+            continue
+        removable.setdefault(top.split("/", 1)[0], []).append(os.path.join(changes.root, top))
+    out = []
+    for top in sorted(groups):
+        added, removed, modified = groups[top]
+        out.append(Stray(changes.root, top + _any_under(changes, top), added, removed, modified,
+                         tuple(removable.get(top, ()))))
+    return out
+
+
+def _any_under(changes: TreeChanges, top: str) -> str:
+    """'/' when `top` is a directory (some changed path lies under it), else ''."""
+    prefix = top + "/"
+    for paths in (changes.added, changes.removed, changes.modified):
+        if any(p.startswith(prefix) for p in paths):
+            return "/"
+    return ""
+
+
+def file_changes(before: Snapshot) -> list[Stray]:
+    """Snapshot the same roots again and explain the difference: the strays that no package
+    change accounts for, in a stable order."""
+    after = take(before.roots)
+    found = []
+    for changes in compare(before, after):
+        if not changes.empty:
+            root = changes.root
+            found.extend(strays(changes, before.owners.get(root, {}), after.owners.get(root, {}),
+                                after.entries.get(root, {})))
+    return found
