@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from neuronctl.errors import FaultError
 from neuronctl.resolvers.http_cache import CachedPage, HttpCache, user_cache_dir
-from neuronctl.routing import redact_url
+from neuronctl.routing import Origin, redact_url
 
 if TYPE_CHECKING:
     import requests
@@ -53,8 +53,10 @@ class Stats:
 class Fetcher:
     def __init__(self, *, cache: HttpCache | None = None, offline: bool = False,
                  timeout: float = 30.0, retries: int = 3, backoff: float = 0.5,
-                 session: requests.Session | None = None) -> None:
+                 session: requests.Session | None = None,
+                 credentials: Mapping[Origin, tuple[str, str]] | None = None) -> None:
         self.cache = cache
+        self._credentials = dict(credentials or {})  # origin -> (user, password); never shown
         self.offline = offline
         self.timeout = timeout
         self.retries = retries
@@ -76,6 +78,10 @@ class Fetcher:
                 adapter = HTTPAdapter(pool_connections=8, pool_maxsize=16)
                 session.mount("http://", adapter)
                 session.mount("https://", adapter)
+                if self._credentials:
+                    from neuronctl.resolvers.index_auth import origin_auth
+
+                    session.auth = origin_auth(self._credentials)
                 self._session = session
             return self._session
 
@@ -143,7 +149,10 @@ class Fetcher:
         return page
 
 
-def cached_fetcher(*, offline: bool, timeout: float, cache_root: Path | None = None) -> tuple[Fetcher, Path]:
-    """A Fetcher on the user cache (pages under http/, wheels under wheels/) and that cache's root."""
+def cached_fetcher(*, offline: bool, timeout: float, cache_root: Path | None = None,
+                   credentials: Mapping[Origin, tuple[str, str]] | None = None) -> tuple[Fetcher, Path]:
+    """A Fetcher on the user cache (pages under http/, wheels under wheels/) and that cache's root;
+    `credentials` (IndexRouting.credentials()) are sent to their own origins only."""
     root = cache_root or user_cache_dir()
-    return Fetcher(cache=HttpCache(root / "http"), offline=offline, timeout=timeout), root
+    return Fetcher(cache=HttpCache(root / "http"), offline=offline, timeout=timeout,
+                   credentials=credentials), root

@@ -33,7 +33,8 @@ class Resolved:
 
 
 def resolve_request(request: StackRequest, *, offline: bool, timeout: float) -> Resolved:
-    fetcher, cache_root = cached_fetcher(offline=offline, timeout=timeout)
+    fetcher, cache_root = cached_fetcher(offline=offline, timeout=timeout,
+                                         credentials=request.routing.credentials())
     metadata = MetadataFetcher(fetcher, fetcher.cache, cache_root)
     roots = root_requirements(request.plan, request.requirements)
     refuse = version_filter(request.plan)

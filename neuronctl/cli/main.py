@@ -17,6 +17,7 @@ import click
 from neuronctl._version import __version__
 from neuronctl.cli.app import App
 from neuronctl.errors import EXIT_FAILED, EXIT_USAGE, Interrupted, NeuronctlError, TerminateSignal
+from neuronctl.redact import redact
 
 # name -> (module, attribute, one-line help shown by `neuronctl --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -76,9 +77,17 @@ def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool,
 
 
 def _error(message: str, hint: str | None = None) -> None:
-    click.echo(f"neuronctl: error: {message}", err=True)
+    # The single error boundary: whatever an exception's text carries (a URL with credentials
+    # from a library's message, a token), it passes redact() before anyone sees it.
+    click.echo(f"neuronctl: error: {redact(message)}", err=True)
     if hint:
-        click.echo(f"hint: {hint}", err=True)
+        click.echo(f"hint: {redact(hint)}", err=True)
+
+
+def _traceback() -> None:
+    import traceback
+
+    click.echo(redact(traceback.format_exc()).rstrip("\n"), err=True)
 
 
 def run(argv: list[str] | None = None) -> int:
@@ -95,13 +104,15 @@ def run(argv: list[str] | None = None) -> int:
         _error("aborted")
         return EXIT_FAILED
     except click.ClickException as exc:
-        exc.show()
+        import io
+
+        shown = io.StringIO()  # click quotes the offending value back: redact that too
+        exc.show(file=shown)
+        click.echo(redact(shown.getvalue()), err=True, nl=False)
         return exc.exit_code
     except NeuronctlError as exc:
         if app.verbose:
-            import traceback
-
-            traceback.print_exc()
+            _traceback()
         _error(exc.message, exc.hint)
         return exc.exit_code
     except KeyboardInterrupt as signal:
@@ -112,9 +123,7 @@ def run(argv: list[str] | None = None) -> int:
         return EXIT_FAILED
     except Exception as exc:
         if app.verbose:
-            import traceback
-
-            traceback.print_exc()
+            _traceback()
         _error(f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)")
         return EXIT_FAILED
 

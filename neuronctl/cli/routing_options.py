@@ -1,16 +1,78 @@
 """Index routing as the user set it: bundled data, config, NEURONCTL_INDEX_<NAME>, a lock's
-recorded indexes, then --index / --route flags."""
+recorded indexes, then --index / --route flags.
+
+A name that matches no index is an error, never a new index nobody uses: `--index neurn=URL` or
+`NEURONCTL_INDEX_PYTORCHCPU` would otherwise be ignored while the run went to the internet. A new
+index is accepted when a route (config or flag) sends a package to it.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from neuronctl.cli.config import Config
 from neuronctl.errors import InputError
-from neuronctl.routing import IndexRouting, load_default_routing, parse_assignment
+from neuronctl.routing import IndexRouting, load_default_routing, parse_assignment, unknown_index
 
 INDEX_ENV_PREFIX = "NEURONCTL_INDEX_"
+
+
+@dataclass(frozen=True)
+class _IndexSetting:
+    name: str
+    url: str
+    where: str
+
+
+def env_var_for(index: str) -> str:
+    return INDEX_ENV_PREFIX + index.upper().replace("-", "_")
+
+
+def _env_settings(env: Mapping[str, str], known: Sequence[str]) -> list[_IndexSetting]:
+    out = []
+    for var, url in sorted(env.items()):
+        if var.startswith(INDEX_ENV_PREFIX) and url:
+            wanted = var[len(INDEX_ENV_PREFIX):].lower().replace("_", "-")
+            name = next((n for n in known if n.replace("_", "-") == wanted), wanted)
+            out.append(_IndexSetting(name, url, var))
+    return out
+
+
+def _index_settings(config: Config, index_flags: Sequence[str], env: Mapping[str, str],
+                    known: Sequence[str]) -> list[_IndexSetting]:
+    where = config.source or "config"
+    settings = [_IndexSetting(name, url, f"{where}: indexes: {name}")
+                for name, url in (config.get("indexes") or {}).items() if url]
+    settings += _env_settings(env, known)
+    for text in index_flags:
+        name, url = parse_assignment(text, "--index")
+        settings.append(_IndexSetting(name, url, f"--index {name}"))
+    return settings
+
+
+def _route_settings(config: Config, route_flags: Sequence[str]) -> list[tuple[str, str, str]]:
+    where = config.source or "config"
+    routes = [(package, index, f"{where}: routes: {package}")
+              for package, index in (config.get("routes") or {}).items()]
+    for text in route_flags:
+        package, index = parse_assignment(text, "--route")
+        routes.append((package, index, f"--route {package}={index}"))
+    return routes
+
+
+def _unknown_error(setting: _IndexSetting, known: Sequence[str]) -> InputError:
+    if setting.where.startswith(INDEX_ENV_PREFIX):
+        import difflib
+
+        names = sorted(env_var_for(n) for n in known)
+        close = difflib.get_close_matches(setting.where, names, n=1)
+        return InputError(f"{setting.where}: no index is named {setting.name!r} (known: "
+                          f"{', '.join(names)})" + (f"; did you mean {close[0]}?" if close else ""),
+                          hint=f"a new index also needs a package routed to it: config `routes` "
+                               f"or --route PKG={setting.name}")
+    return unknown_index(setting.name, known, setting.where)
 
 
 def build_routing(config: Config, index_flags: Sequence[str], route_flags: Sequence[str],
@@ -19,24 +81,24 @@ def build_routing(config: Config, index_flags: Sequence[str], route_flags: Seque
     """Bundled routing, then config, then NEURONCTL_INDEX_<NAME>, then the indexes a lock
     recorded, then flags (last one wins)."""
     routing = load_default_routing()
-    where = config.source or "config"
-    for name, url in (config.get("indexes") or {}).items():
-        routing = routing.with_index(name, url) if url else routing
+    recorded = dict(recorded or {})
+    known = list(dict.fromkeys([*routing.indexes, *recorded]))
     env = os.environ if environ is None else environ
-    for var, url in sorted(env.items()):
-        if var.startswith(INDEX_ENV_PREFIX) and url:
-            wanted = var[len(INDEX_ENV_PREFIX):].lower().replace("_", "-")
-            name = next((n for n in routing.indexes if n.replace("_", "-") == wanted), wanted)
-            routing = routing.with_index(name, url)
-    for name, url in (recorded or {}).items():
-        routing = routing.with_index(name, url)
-    for text in index_flags:
-        routing = routing.with_index(*parse_assignment(text, "--index"))
-    for package, index in (config.get("routes") or {}).items():
-        try:
-            routing = routing.with_route(package, index)
-        except InputError as exc:
-            raise InputError(f"{where}: routes: {exc}") from None
-    for text in route_flags:
-        routing = routing.with_route(*parse_assignment(text, "--route"))
+    settings = _index_settings(config, index_flags, env, known)
+    routes = _route_settings(config, route_flags)
+    routed = {index for _pkg, index, _where in routes}
+    for setting in settings:
+        if setting.name not in known and setting.name not in routed:
+            raise _unknown_error(setting, known)
+    flags = [s for s in settings if s.where.startswith("--index ")]
+    for setting in [s for s in settings if s not in flags]:
+        routing = routing.with_index(setting.name, setting.url, setting.where)
+    for name, url in recorded.items():
+        routing = routing.with_index(name, url, f"the lock's index {name}")
+    for setting in flags:
+        routing = routing.with_index(setting.name, setting.url, setting.where)
+    for package, index, where in routes:
+        if index not in routing.indexes:
+            raise unknown_index(index, routing.indexes, where)
+        routing = routing.with_route(package, index)
     return routing
