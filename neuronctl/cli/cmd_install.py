@@ -127,7 +127,10 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
                        err=True)
     if show:
         print_plan(plan, source, target, choice, verbose=app.verbose)
-    fetcher, cache_root = cached_fetcher(offline=offline, timeout=seconds)
+    routing = request.routing if request is not None else \
+        build_routing(config, indexes, routes, recorded=source.indexes)
+    fetcher, cache_root = cached_fetcher(offline=offline, timeout=seconds,
+                                         credentials=routing.credentials())
     planned = {w.name: planned_path(cache_root, w) for w in source.wanted}
     commands = tuple(tuple(c) for c in engine_commands(plan, planned, target, choice.engine))
 
@@ -156,9 +159,7 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
             _preload("rich.table", "neuronctl.cli.cmd_doctor")
         return files
 
-    _apply(plan, target, choice.engine, env, download, show,
-           request.routing if request is not None else
-           build_routing(config, indexes, routes, recorded=source.indexes))
+    _apply(plan, target, choice.engine, env, download, show, routing)
     if write_lock is not None and resolved is not None and request is not None:
         _write_lock(write_lock, resolved, request, show)
     doctor = _after(app, target, source, hardware, no_check, seconds, sysroot, not as_json)
