@@ -40,5 +40,20 @@ def run_engine(argv: Sequence[str], *, timeout: float = 1800.0,
         raise FaultError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
     if proc.returncode != 0:
         tail = [ln for ln in (proc.stderr or proc.stdout).strip().splitlines() if ln.strip()][-3:]
-        raise FaultError(f"`{shown(argv)}` failed (exit {proc.returncode}): {' | '.join(tail)}")
+        said = f": {' | '.join(tail)}" if tail else ""
+        raise FaultError(f"`{shown(argv)}` failed ({exit_status(proc.returncode)}){said}")
     return proc
+
+
+def exit_status(returncode: int) -> str:
+    """"exit 2", or for a process a signal ended "killed by SIGKILL" (subprocess reports those as
+    negative return codes, which read as nonsense exit codes)."""
+    if returncode >= 0:
+        return f"exit {returncode}"
+    import signal
+
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = f"signal {-returncode}"
+    return f"killed by {name}"

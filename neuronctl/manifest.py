@@ -21,6 +21,8 @@ from neuronctl.errors import InputError
 from neuronctl.jsonfields import Fields
 
 MANIFEST_SCHEMA = 1
+MAX_JSON_BYTES = 64 << 20
+"""AWS's whole n2 manifest is ~100 kB; anything this large is not a release manifest."""
 ReleaseBackend = Literal["native", "xla", "none"]
 BACKENDS: tuple[str, ...] = ("native", "xla", "none")
 SYSTEM_PACKAGES: tuple[str, ...] = (
@@ -264,7 +266,11 @@ def parse_manifest(data: object, source: str, origin: str = "file") -> Manifest:
 
 def read_json_file(path: Path) -> object:
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as fh:  # bounded: a FIFO or /dev/zero must not read forever
+            data = fh.read(MAX_JSON_BYTES + 1)
+        if len(data) > MAX_JSON_BYTES:
+            raise InputError(f"{path}: larger than {MAX_JSON_BYTES >> 20} MB; not a manifest")
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -276,6 +282,8 @@ def read_json_file(path: Path) -> object:
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
                          f"{exc.msg}") from None
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deeply to be a manifest") from None
 
 
 def load_manifest_file(path: Path) -> Manifest:

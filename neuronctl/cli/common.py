@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,10 +27,19 @@ def sysroot_option(f: F) -> F:
                              "NEURONCTL_SYSROOT).")(f)
 
 
+MAX_TIMEOUT = 86400.0
+"""A day: longer is a typo (1e300), and would overflow the clocks that deadlines are built on."""
+
+
 def timeout_value(value: float | None, config_value: Any, default: float) -> float:
+    """--timeout, else config `timeout`, else the default; a finite number of seconds above 0
+    and at most a day (click parses 'nan' and 'inf' as floats: they are refused here)."""
     chosen = value if value is not None else config_value if config_value is not None else default
-    if not isinstance(chosen, int | float) or isinstance(chosen, bool) or chosen <= 0:
-        raise InputError(f"timeout must be a positive number of seconds, got {chosen!r}")
+    where = "--timeout" if value is not None else "config timeout"
+    if (not isinstance(chosen, int | float) or isinstance(chosen, bool) or not math.isfinite(chosen)
+            or not 0 < chosen <= MAX_TIMEOUT):
+        raise InputError(f"{where}: timeout must be a positive number of seconds, at most "
+                         f"{MAX_TIMEOUT:g}; got {chosen!r}")
     return float(chosen)
 
 

@@ -98,6 +98,9 @@ def resolve_target(python: str | None, venv: Path | None, venv_python: str | Non
         raise InputError("--venv-python only applies with --venv DIR")
     if venv is not None:
         venv = venv.expanduser().absolute()
+        if venv.is_symlink() and not venv.exists():  # else the venv would be made at its target
+            raise InputError(f"--venv {venv}: a dangling symlink (to {os.readlink(venv)}); "
+                             "remove it or point it at an existing directory")
         exe = venv / "bin" / "python"
         if exe.exists():
             if venv_python:

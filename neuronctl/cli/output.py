@@ -28,4 +28,8 @@ def write_atomic(path: Path, text: str) -> None:
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
         raise FaultError(f"{path}: directory {directory} does not exist")
-    write_bytes_atomic(path, text.encode("utf-8"))
+    try:
+        write_bytes_atomic(path, text.encode("utf-8"))  # the temp file is removed if this fails
+    except OSError as exc:  # a full disk (ENOSPC, EFBIG), a read-only or vanished directory
+        raise FaultError(f"cannot write {path}: {exc.strerror or exc}; it was left as it was",
+                         hint="free some space there, or write somewhere else") from None
