@@ -69,12 +69,13 @@ def changed_between(before: Mapping[str, str], after: Mapping[str, str]
 def restore_commands(python: str, before: Mapping[str, str], after: Mapping[str, str],
                      index_url_for: Callable[[str], str]) -> list[list[str]]:
     """Commands that put back what a failed apply changed: each old version from the one index
-    its routing names (no merged indexes here either), then removal of what was new."""
+    its routing names (no merged indexes here either), then removal of what was new. The index
+    URL is shown without credentials: pip takes them from ~/.netrc, as the README says."""
     changed = changed_between(before, after)
     by_index: dict[str, list[str]] = {}
     for name, old, _new in changed:
         if old is not None:
-            by_index.setdefault(index_url_for(name), []).append(f"{name}=={old}")
+            by_index.setdefault(redact_url(index_url_for(name)), []).append(f"{name}=={old}")
     cmds = [[python, "-m", "pip", "install", "--no-deps", "--index-url", url, *pins]
             for url, pins in sorted(by_index.items())]
     added = [name for name, old, _new in changed if old is None]

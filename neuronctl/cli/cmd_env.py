@@ -17,28 +17,24 @@ from neuronctl.cli.output import emit_json
 from neuronctl.probes.hardware import detect_hardware
 from neuronctl.probes.pyenv import PythonEnv, inspect_python, torch_build
 from neuronctl.probes.sysroot import SysRoot
-from neuronctl.routing import redact_url
+from neuronctl.redact import is_secret_name, redact
 
 ENV_PREFIXES = ("NEURON_", "PJRT_", "TORCH_", "XLA_", "NEURONCTL_", "FI_", "CCOM_")
 ENV_NAMES = ("PYTORCH_ENABLE_MPS_FALLBACK", "CUDA_VISIBLE_DEVICES", "PIP_INDEX_URL",
              "PIP_EXTRA_INDEX_URL", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "VIRTUAL_ENV")
-SECRET_WORDS = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|API_KEY|ACCESS_KEY|PRIVATE",
-                          re.IGNORECASE)
+REDACTED = "<redacted>"
 PACKAGE_PATTERN = re.compile(r"^(torch.*|.*neuron.*|nki|libneuronxla|nrtpy|numpy|transformers|"
                              r"accelerate|jax.*|triton|pytorch-triton|nvidia-.*|optimum.*)$")
 
 
 def relevant_environ(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables a Neuron bug report needs; a value whose name says it is a secret is
+    replaced whole, every other value loses URL credentials and authorization tokens."""
     out = {}
     for key in sorted(environ):
         if not (key.startswith(ENV_PREFIXES) or key in ENV_NAMES):
             continue
-        value = environ[key]
-        if SECRET_WORDS.search(key):
-            value = "<redacted>"
-        elif "://" in value:
-            value = " ".join(redact_url(v) for v in value.split())
-        out[key] = value
+        out[key] = REDACTED if is_secret_name(key) else redact(environ[key])
     return out
 
 
@@ -107,5 +103,5 @@ def env(python: str | None, as_json: bool, sysroot: Path | None) -> int:
     if as_json:
         emit_json({"env": data})
     else:
-        click.echo(to_markdown(data))
+        click.echo(redact(to_markdown(data)))  # the variables are redacted; paths and versions too
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,8 @@ from neuronctl.cli.app import App, get_app
 from neuronctl.cli.common import timeout_value
 from neuronctl.cli.output import emit_json, write_atomic
 from neuronctl.errors import EXIT_FAILED, InputError
+from neuronctl.redact import redact
+from neuronctl.routing import redact_url
 
 if TYPE_CHECKING:
     from neuronctl.cli.stack_request import StackRequest
@@ -92,16 +95,48 @@ def _read_recorded(path: Path, fmt: str) -> tuple[dict[str, Any], list[tuple[str
     return tool, pkgs
 
 
-def _check(path: Path, fmt: str, request: StackRequest) -> int:
+def _differences(tool: Mapping[str, Any], want: Mapping[str, Any]) -> list[str]:
+    """What differs between a lock's [tool.neuronctl] and the request, one line per change:
+    tables (pins, indexes) entry by entry, index URLs without credentials."""
+    from neuronctl.resolvers.lockfile import LOCK_TOOL_SCHEMA
+
+    if tool.get("schema") != LOCK_TOOL_SCHEMA:
+        return [f"[tool.neuronctl] schema {tool.get('schema')!r}; this neuronctl writes "
+                f"{LOCK_TOOL_SCHEMA}"]
+    out = []
+    for key, wanted in want.items():
+        have = tool.get(key)
+        if isinstance(wanted, dict) and isinstance(have, dict):
+            shown = redact_url if key == "indexes" else str
+            for name in sorted(wanted.keys() | have.keys()):
+                if have.get(name) != wanted.get(name):
+                    old, new = have.get(name), wanted.get(name)
+                    out.append(f"{key}: {name}: lock has {'nothing' if old is None else shown(old)}, "
+                               f"requested {'nothing' if new is None else shown(new)}")
+            continue
+        same = sorted(have or []) == sorted(wanted) if key == "with" else have == wanted
+        if not same:
+            out.append(f"{key}: lock has {have!r}, requested {wanted!r}")
+    return out
+
+
+def _refresh_command(app: App, flags: Sequence[str]) -> str:
+    """The `neuronctl lock` command, with the flags this check used, that rewrites the lock."""
+    import shlex
+
+    top = [f"--{k}={v}" for k, v in (("config", app.config_path), ("manifest", app.manifest_path))
+           if v is not None]
+    return shlex.join(["neuronctl", *top, "lock", *flags])
+
+
+def _check(path: Path, fmt: str, request: StackRequest, refresh: str) -> int:
     from packaging.version import InvalidVersion, Version
 
-    from neuronctl.resolvers.lockfile import check_lock
-
     if not path.exists():
-        click.echo(f"{path}: no lock file; run `neuronctl lock`", err=True)
+        click.echo(f"{path}: no lock file; run `{refresh}`", err=True)
         return EXIT_FAILED
     tool, packages = _read_recorded(path, fmt)
-    problems = check_lock(tool, request.inputs())
+    problems = _differences(tool, request.inputs().to_tool())
     if not request.plan.latest:
         from urllib.parse import unquote
 
@@ -113,17 +148,42 @@ def _check(path: Path, fmt: str, request: StackRequest) -> int:
                 ok = any(Version(v).public == Version(version).public for v in have.get(name, ()))
             except InvalidVersion:
                 ok = False
-            if not ok:
+            if not ok and not any(p.startswith(f"pins: {name}: ") for p in problems):
                 problems.append(f"{name}: the manifest pins {version}, the lock has "
                                 f"{', '.join(sorted(have.get(name, ()))) or 'nothing'}")
     if problems:
         for p in problems:
-            click.echo(f"{path}: out of date: {p}", err=True)
-        click.echo("hint: run `neuronctl lock` to update it", err=True)
+            click.echo(redact(f"{path}: out of date: {p}"), err=True)
+        click.echo(f"hint: refresh it with: {redact(refresh)}", err=True)
         return EXIT_FAILED
     click.echo(f"{path}: up to date (Neuron {request.plan.release.version}, torch "
                f"{request.plan.framework.torch}, {len(request.targets)} target(s))")
     return 0
+
+
+def _flags(release: str | None, torch: str | None, with_: Sequence[str], indexes: Sequence[str],
+           routes: Sequence[str], latest: bool, pythons: Sequence[str], platforms: Sequence[str],
+           output: str | None, fmt: str | None) -> list[str]:
+    """The lock flags as given (index URLs without credentials: those come from ~/.netrc)."""
+    flags = [f"--release={release}"] if release else []
+    flags += [f"--torch={torch}"] if torch else []
+    flags += [f"--with={w}" for w in with_] + [f"--index={_public(i)}" for i in indexes]
+    flags += [f"--route={r}" for r in routes] + (["--latest"] if latest else [])
+    flags += [f"--python={p}" for p in pythons] + [f"--platform={p}" for p in platforms]
+    flags += [f"--output={output}"] if output else []
+    return flags + ([f"--format={fmt}"] if fmt else [])
+
+
+def _public(assignment: str) -> str:
+    name, _, url = assignment.partition("=")
+    return f"{name}={redact_url(url)}"
+
+
+def _beta_note(app: App, request: StackRequest, as_json: bool) -> None:
+    release = request.plan.release
+    if release.status != "ga" and not as_json and not app.quiet:
+        click.echo(f"note: Neuron {release.version} is a {release.status} release "
+                   "(choose another with --release; `neuronctl releases` lists them)", err=True)
 
 
 @click.command("lock")
@@ -157,7 +217,9 @@ def lock(release: str | None, torch: str | None, with_: tuple[str, ...], indexes
     if check:
         if out == "-":
             raise InputError("--check needs a lock file, not -o -")
-        return _check(Path(out), fmt, request)
+        flags = _flags(release, torch, with_, indexes, routes, latest, pythons, platforms, output, fmt)
+        return _check(Path(out), fmt, request, _refresh_command(app, flags))
+    _beta_note(app, request, as_json)
     seconds = timeout_value(timeout, app.config().get("timeout"), 30.0)
 
     from neuronctl.cli.lock_flow import resolve_request
