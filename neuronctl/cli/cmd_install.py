@@ -102,6 +102,7 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
         from neuronctl.cli.install_source import from_lock
 
         source = from_lock(lock_path, lock, env, tgt, manifest, release or config.get("release"))
+        _beta_note(manifest, source.release, show)
         _preflight_chip(hardware, source.framework, show)
     else:
         from neuronctl.cli.install_source import InstallSource, wanted_from_resolution
@@ -111,6 +112,7 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
         request = make_request(app, release=release, torch=torch, pythons=(tgt.python_minor,),
                                platforms=(tgt.platform,), with_=with_, indexes=indexes, routes=routes,
                                latest=latest)
+        _beta_note(manifest, request.plan.release.version, show)
         _preflight_chip(hardware, request.plan.framework, show)
         resolved = resolve_request(request, offline=offline, timeout=seconds)
         plan_ = request.plan
@@ -126,7 +128,9 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
             click.echo(f"warning: {target.python} ships no bundled pip wheel; the new venv gets no pip",
                        err=True)
     if show:
-        print_plan(plan, source, target, choice, verbose=app.verbose)
+        from neuronctl.cli.install_report import wants_color
+
+        print_plan(plan, source, target, choice, verbose=app.verbose, color=wants_color(app.color))
     routing = request.routing if request is not None else \
         build_routing(config, indexes, routes, recorded=source.indexes)
     fetcher, cache_root = cached_fetcher(offline=offline, timeout=seconds,
@@ -230,6 +234,15 @@ def _detect_hardware(sysroot: Path | None) -> Any:
     from neuronctl.probes.sysroot import SysRoot
 
     return detect_hardware(SysRoot.from_env(check_sysroot(sysroot)))
+
+
+def _beta_note(manifest: Any, version: str | None, show: bool) -> None:
+    """Once, on stderr, when the release being installed is not a GA one (the default, 2.33.0,
+    is a beta)."""
+    release = manifest.find(version) if version and show else None
+    if release is not None and release.status != "ga":
+        click.echo(f"note: Neuron {release.version} is a {release.status} release "
+                   "(choose another with --release; `neuronctl releases` lists them)", err=True)
 
 
 def _preflight_chip(hardware: Any, framework: Any, show: bool) -> None:

@@ -45,12 +45,14 @@ def download_all(wanted: Sequence[Wanted], fetcher: Fetcher, cache_root: Path, *
     if show and sys.stderr.isatty():
         from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
-        bars = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-                        TransferSpeedColumn(), console=console(), transient=True)
+        # Labelled by name and version, never markup: wheel file names run to 80 characters
+        # and would push the size and speed off an 80-column terminal.
+        bars = Progress(TextColumn("{task.description}", markup=False), BarColumn(bar_width=20),
+                        DownloadColumn(), TransferSpeedColumn(), console=console(), transient=True)
         bars.start()
 
     def one(w: Wanted) -> tuple[str, Path]:
-        task = bars.add_task(w.filename, total=w.size) if bars else None
+        task = bars.add_task(progress_label(w), total=w.size) if bars else None
 
         def progress(done: int, total: int | None) -> None:
             if bars is not None:
@@ -74,6 +76,15 @@ def download_all(wanted: Sequence[Wanted], fetcher: Fetcher, cache_root: Path, *
         pool.shutdown(wait=True, cancel_futures=True)
         if bars is not None:
             bars.stop()
+
+
+LABEL_WIDTH = 28
+
+
+def progress_label(wanted: Wanted) -> str:
+    """"torch 2.14.0+cpu": short enough that bar, size and speed fit beside it on 80 columns."""
+    label = f"{wanted.name} {wanted.version}"
+    return label if len(label) <= LABEL_WIDTH else label[:LABEL_WIDTH - 1] + "…"
 
 
 @dataclass(frozen=True)

@@ -57,11 +57,16 @@ class InstallOutcome:
         }
 
 
-def print_plan(plan: Plan, source: InstallSource, target: InstallTarget, choice: Choice,
-               *, verbose: int) -> None:
-    click.echo(f"target: {target.describe()}")
-    click.echo(f"source: {source.describe}")
-    click.echo(f"engine: {choice.engine.name} ({choice.reason})")
+def wants_color(app_color: bool) -> bool:
+    """Colour only for a person at a terminal: not with --no-color or NO_COLOR (app_color False),
+    not into a pipe or a file."""
+    import sys
+
+    return app_color and sys.stdout.isatty()
+
+
+def plan_lines(plan: Plan, *, verbose: int, color: bool) -> list[str]:
+    """One aligned line per change (kept ones only with -v); removals in red when `color`."""
     rows = []
     for c in plan.changes:
         if c.action == "keep" and not verbose:
@@ -71,8 +76,20 @@ def print_plan(plan: Plan, source: InstallSource, target: InstallTarget, choice:
         rows.append((c.action, c.name, versions or "", where))
     name_w = max([len(r[1]) for r in rows] + [7])
     ver_w = max([len(r[2]) for r in rows] + [7])
+    lines = []
     for action, name, versions, where in rows:
-        click.echo(f"  {action:<9} {name:<{name_w}} {versions:<{ver_w}}  {where}")
+        line = f"  {action:<9} {name:<{name_w}} {versions:<{ver_w}}  {where}"
+        lines.append(click.style(line, fg="red") if color and action == "remove" else line)
+    return lines
+
+
+def print_plan(plan: Plan, source: InstallSource, target: InstallTarget, choice: Choice,
+               *, verbose: int, color: bool = False) -> None:
+    click.echo(f"target: {target.describe()}")
+    click.echo(f"source: {source.describe}")
+    click.echo(f"engine: {choice.engine.name} ({choice.reason})")
+    for line in plan_lines(plan, verbose=verbose, color=color):
+        click.echo(line, color=color)
     kept = sum(1 for c in plan.changes if c.action == "keep")
     click.echo(f"plan: {len(plan.applies)} to install, {len(plan.removals)} to remove, {kept} unchanged")
 

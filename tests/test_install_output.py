@@ -1,0 +1,103 @@
+"""What `neuronctl install` shows people: progress bars that fit 80 columns, colour only on a
+terminal, the beta notice once."""
+
+from __future__ import annotations
+
+import io
+import re
+import sys
+import time
+
+import click
+import pytest
+from rich.console import Console
+
+import neuronctl.cli.install_apply as install_apply
+from neuronctl.backend.plan import Change, Plan, Wanted
+
+LONG = "torch_neuronx-2.14.3.0-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _wanted(name: str, version: str, filename: str) -> Wanted:
+    return Wanted(name, version, filename, f"http://127.0.0.1:1/{filename}", "0" * 64, 50 << 20)
+
+
+def test_progress_bars_are_labelled_by_name_and_version_and_fit_80_columns(monkeypatch, tmp_path):
+    def slow_download(fetcher, url, filename, cache_root, *, sha256, size, progress, stop):
+        for done in range(0, size, size // 8):
+            progress(done, size)
+            time.sleep(0.06)
+        path = tmp_path / filename
+        path.write_bytes(b"x")
+        return path, True
+
+    monkeypatch.setattr(install_apply, "download_verified", slow_download)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=80, color_system=None)
+    wanted = [_wanted("torch-neuronx", "2.14.3.0", LONG),
+              _wanted("[bold]nki", "0.7.0", "nki-0.7.0-py3-none-any.whl")]
+    files = install_apply.download_all(wanted, object(), tmp_path, show=True, console=lambda: console)
+    assert set(files) == {"torch-neuronx", "[bold]nki"}
+    frames = [ANSI.sub("", line) for line in re.split(r"[\r\n]|\x1b\[2K", screen.getvalue())]
+    drawn = [line for line in frames if "torch-neuronx" in line]
+    assert drawn, screen.getvalue()
+    assert all("torch-neuronx 2.14.3.0" in line and LONG not in line for line in drawn)
+    # Size and speed ("?" until a rate is known) stay on the line.
+    assert all(len(line) <= 80 and "/52.4 MB" in line and line.rstrip().endswith(("/s", "?"))
+               for line in drawn), drawn
+    assert any(line.rstrip().endswith("MB/s") for line in drawn)
+    assert any("[bold]nki 0.7.0" in line for line in frames)  # data, not markup
+
+
+def test_without_a_terminal_each_verified_file_is_one_line(monkeypatch, tmp_path, capsys):
+    def quick(fetcher, url, filename, cache_root, *, sha256, size, progress, stop):
+        (tmp_path / filename).write_bytes(b"abc")
+        return tmp_path / filename, True
+
+    monkeypatch.setattr(install_apply, "download_verified", quick)
+    wanted = [_wanted("torch-neuronx", "2.14.3.0", LONG), _wanted("nki", "0.7.0", "nki-0.7.0-py3-none-any.whl")]
+    install_apply.download_all(wanted, object(), tmp_path, show=True, console=lambda: None)
+    lines = capsys.readouterr().err.splitlines()
+    assert sorted(lines) == sorted([f"verified {LONG} (3 bytes, sha256 ok)",
+                                    "verified nki-0.7.0-py3-none-any.whl (3 bytes, sha256 ok)"])
+
+
+def _plan() -> Plan:
+    keep = Wanted("torch", "2.14.0", "t.whl", "http://127.0.0.1:1/t.whl", "0" * 64, 1)
+    return Plan((Change("upgrade", "torch", "2.9.0", "2.14.0", keep),
+                 Change("remove", "torch-xla", "2.9.0", None, None, "legacy XLA stack")))
+
+
+@pytest.mark.parametrize("color", [True, False])
+def test_removals_in_the_plan_are_red_only_with_colour(color, capsys):
+    from neuronctl.cli.install_report import plan_lines
+
+    for line in plan_lines(_plan(), verbose=0, color=color):
+        click.echo(line, color=True)
+    out = capsys.readouterr().out
+    removal = next(line for line in out.splitlines() if "torch-xla" in line)
+    upgrade = next(line for line in out.splitlines() if "torch " in line)
+    assert ("\x1b[31m" in removal) is color and "\x1b[" not in upgrade
+
+
+def test_a_piped_or_no_color_install_has_no_colour(cli, monkeypatch):
+    from neuronctl.cli.install_report import wants_color
+
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert wants_color(True) is True and wants_color(False) is False
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    assert wants_color(True) is False
+
+
+def test_a_beta_release_is_noted_once_on_stderr(cli, tmp_path):
+    r = cli("install", "--release", "2.33.0", "--venv", str(tmp_path / "v"), "--dry-run", "--offline")
+    notes = [line for line in r.err.splitlines() if "beta" in line]
+    assert notes == ["note: Neuron 2.33.0 is a beta release (choose another with --release; "
+                     "`neuronctl releases` lists them)"], r.err
+    for quiet in (("--json",), ()):
+        args = ("-q",) if not quiet else ()
+        r = cli(*args, "install", "--release", "2.33.0", "--venv", str(tmp_path / "v"), "--dry-run",
+                "--offline", *quiet)
+        assert "beta" not in r.err, r.err
