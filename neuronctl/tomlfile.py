@@ -13,19 +13,26 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
+MAX_TOML_BYTES = 64 << 20
+"""A lock for the largest stack is well under 1 MB; a bigger file is not one of ours."""
+
 
 def read_toml(path: Path, what: str) -> dict[str, Any]:
     """The parsed file; `what` names it in the error ("config file", "lock file")."""
     try:
         with path.open("rb") as fh:
-            data: dict[str, Any] = tomllib.load(fh)
-            return data
+            raw = fh.read(MAX_TOML_BYTES + 1)
     except FileNotFoundError:
         raise InputError(f"{path}: no such {what}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path}: invalid TOML: {exc}") from None
     except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_TOML_BYTES:
+        raise InputError(f"{path}: {what} larger than {MAX_TOML_BYTES >> 20} MiB; refusing to read it")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: {what} is not UTF-8 text (byte {exc.start})") from None
+    return loads_toml(text, str(path))
 
 
 def loads_toml(text: str, what: str) -> dict[str, Any]:
@@ -34,3 +41,5 @@ def loads_toml(text: str, what: str) -> dict[str, Any]:
         return data
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{what}: invalid TOML: {exc}") from None
+    except RecursionError:  # arrays or inline tables nested thousands deep
+        raise InputError(f"{what}: invalid TOML: nested too deeply") from None

@@ -39,6 +39,23 @@ def _yank_reason(dist: DistFile) -> str:
     return f"yanked ({dist.yanked})" if isinstance(dist.yanked, str) and dist.yanked else "yanked"
 
 
+def _unusable(dist: DistFile, want: NormalizedName) -> Rejected | None:
+    """An unusable file of this project (or of no project one can tell), reported; another
+    project's is none of this resolution's business."""
+    version: str | None = None
+    try:
+        if dist.is_wheel:
+            name, parsed, _build, _tags = parse_wheel_filename(dist.filename)
+        else:
+            name, parsed = parse_sdist_filename(dist.filename)
+        if name != want:
+            return None
+        version = str(parsed)
+    except (InvalidWheelFilename, InvalidSdistFilename):
+        pass
+    return Rejected(dist.filename, version, f"unusable: {dist.unusable}")
+
+
 def select_files(project: str, files: Iterable[DistFile], target: Target
                  ) -> tuple[list[VersionFiles], list[Rejected]]:
     """Versions (newest first) with their fitting wheels, and every file turned away with why."""
@@ -47,6 +64,11 @@ def select_files(project: str, files: Iterable[DistFile], target: Target
     by_version: dict[Version, list[tuple[int, DistFile]]] = {}
     rejected: list[Rejected] = []
     for dist in files:
+        if dist.unusable:
+            turned = _unusable(dist, want)
+            if turned is not None:
+                rejected.append(turned)
+            continue
         if not dist.is_wheel:
             try:
                 name, sversion = parse_sdist_filename(dist.filename)

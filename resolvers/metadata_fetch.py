@@ -5,10 +5,11 @@ when the index offers one, else HTTP range requests on the wheel's zip directory
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 
 from neuronctl.errors import FaultError, InputError
-from neuronctl.resolvers.core_metadata import CoreMetadata, parse_core_metadata
+from neuronctl.resolvers.core_metadata import CoreMetadata, MetadataMismatch, checked_metadata
 from neuronctl.resolvers.download import download_verified
 from neuronctl.resolvers.http_cache import HttpCache
 from neuronctl.resolvers.http_fetch import Fetcher
@@ -24,51 +25,74 @@ class MetadataFetcher:
         self.cache_root = cache_root
         self.sizes: dict[str, int] = {}
         """url -> file size learned on the way (Content-Range, a download): HTML indexes omit it."""
+        self.notes: list[str] = []
+        """Metadata set aside on the way (a sidecar contradicting its wheel), for the report."""
 
     def fetch(self, dist: DistFile, project: str) -> tuple[CoreMetadata, str]:
-        """The parsed metadata and how it was obtained: file, cache, sidecar, range or download."""
+        """The parsed metadata and how it was obtained: file, cache, sidecar, range or download.
+
+        Metadata that contradicts its file (another Name or Version than the file name, another
+        Requires-Python than the index page) is never used: a sidecar that does so is set aside
+        for the wheel's own METADATA; a wheel that does so is MetadataMismatch."""
         where = f"{dist.filename} from {redact_url(dist.url)}"
-        text, how = self._text(dist, project, where)
-        return parse_core_metadata(text, where), how
+        path = file_url_path(dist.url)
+        if path is not None:
+            try:
+                text = read_metadata_from_zip(str(path), project)
+            except (OSError, ValueError) as exc:
+                raise InputError(f"{where}: {exc}") from None
+            return checked_metadata(text, dist.filename, dist.requires_python, where), "file"
+        cached = self._from_cache(dist, where)
+        if cached is not None:
+            return cached, "cache"
+        if self.fetcher.offline:
+            raise FaultError(f"{where}: metadata not in the cache, and --offline forbids the network")
+        md: CoreMetadata | None = None
+        if dist.core_metadata:
+            text, how = self._sidecar(dist, where), "sidecar"
+            try:
+                md = checked_metadata(text, dist.filename, dist.requires_python, where)
+            except MetadataMismatch as exc:
+                self.notes.append(f"{exc}; read the wheel's own METADATA instead")
+        if md is None:
+            text, how = self._by_range(dist, project, where)
+            md = checked_metadata(text, dist.filename, dist.requires_python, where)
+        if self.cache is not None:
+            key = self._cache_key(dist)
+            self.cache.put_blob("metadata", key, text.encode("utf-8"))
+            if dist.url in self.sizes:
+                self.cache.put_blob("size", key, str(self.sizes[dist.url]).encode())
+        return md, how
 
     def _cache_key(self, dist: DistFile) -> str:
         sha = dist.hashes.get("sha256")
         return f"sha256:{sha}" if sha else dist.url
 
-    def _text(self, dist: DistFile, project: str, where: str) -> tuple[str, str]:
-        path = file_url_path(dist.url)
-        if path is not None:
-            try:
-                return read_metadata_from_zip(str(path), project), "file"
-            except (OSError, ValueError) as exc:
-                raise InputError(f"{where}: {exc}") from None
+    def _from_cache(self, dist: DistFile, where: str) -> CoreMetadata | None:
+        if self.cache is None:
+            return None
         key = self._cache_key(dist)
-        if self.cache is not None:
-            blob = self.cache.get_blob("metadata", key)
-            if blob is not None:
-                self.fetcher.stats.hit()
-                size = self.cache.get_blob("size", key)
-                if size is not None and size.isdigit():
-                    self.sizes[dist.url] = int(size)  # so a cached run writes the same lock
-                return blob.decode("utf-8"), "cache"
-        if self.fetcher.offline:
-            raise FaultError(f"{where}: metadata not in the cache, and --offline forbids the network")
-        if dist.core_metadata:
-            text, how = self._sidecar(dist, where), "sidecar"
-        else:
-            text, how = self._by_range(dist, project, where)
-        if self.cache is not None:
-            self.cache.put_blob("metadata", key, text.encode("utf-8"))
-            if dist.url in self.sizes:
-                self.cache.put_blob("size", key, str(self.sizes[dist.url]).encode())
-        return text, how
+        blob = self.cache.get_blob("metadata", key)
+        if blob is None:
+            return None
+        try:
+            md = checked_metadata(blob.decode("utf-8"), dist.filename, dist.requires_python,
+                                  where)
+        except (UnicodeDecodeError, InputError):
+            return None  # a damaged or contradicting entry: fetched again, and replaced
+        self.fetcher.stats.hit()
+        size = self.cache.get_blob("size", key)
+        if size is not None and size.isdigit():
+            self.sizes[dist.url] = int(size)  # so a cached run writes the same lock
+        return md
 
     def _sidecar(self, dist: DistFile, where: str) -> str:
         response = self.fetcher.get(dist.url + ".metadata")
-        expected = dist.core_metadata.get("sha256") if isinstance(dist.core_metadata, dict) else None
-        if expected and hashlib.sha256(response.content).hexdigest() != expected.lower():
-            raise InputError(f"{where}: metadata sidecar sha256 does not match the index's "
-                             f"core-metadata hash; refusing it")
+        expected = dist.core_metadata if isinstance(dist.core_metadata, Mapping) else {}
+        for algorithm, digest in expected.items():  # checked hex of a known algorithm (simple_index)
+            if hashlib.new(algorithm, response.content).hexdigest() != digest:
+                raise InputError(f"{where}: metadata sidecar {algorithm} does not match the index's "
+                                 f"core-metadata hash; refusing it")
         try:
             return response.content.decode("utf-8")
         except UnicodeDecodeError:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from packaging.requirements import InvalidRequirement
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import NormalizedName
 from packaging.version import Version
 
@@ -36,6 +36,11 @@ def root_requirements(plan: StackPlan, extra: Sequence[str]) -> list[Req]:
         except InvalidRequirement as exc:
             reason = str(exc).splitlines()[0]
             raise InputError(f"--with {text!r}: not a valid requirement ({reason})") from None
+        if Requirement(text).url:
+            raise InputError(f"--with {text!r}: direct references (name @ URL) cannot be locked; "
+                             "every package comes from its index",
+                             hint="serve the file from an index (a directory of wheels works: "
+                                  "--index NAME=file:///DIR --route PKG=NAME) and require it by name")
         if req.name in {r.name for r in roots}:
             raise InputError(f"--with {text!r}: {req.name} is part of the Neuron stack; pick it with "
                              "--release/--torch instead")

@@ -1,4 +1,9 @@
-"""Read and validate a PEP 751 pylock.toml; pick the packages that apply to one environment."""
+"""Read and validate a PEP 751 pylock.toml; pick the packages that apply to one environment.
+
+Beyond what `packaging.pylock` checks, every file's hashes (known algorithm, exact hex length)
+and file name (one plain path component) are checked here, where the lock enters: nothing later
+can turn a lock's text into a path.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.markers import Marker
-from packaging.pylock import Pylock, PylockUnsupportedVersionError, PylockValidationError
+from packaging.pylock import (
+    Package,
+    PackageSdist,
+    PackageWheel,
+    Pylock,
+    PylockUnsupportedVersionError,
+    PylockValidationError,
+)
 
 from neuronctl.errors import InputError
+from neuronctl.safety import checked_hashes, safe_filename
 from neuronctl.tomlfile import read_toml
 
 
@@ -23,11 +36,27 @@ class LockedPackage:
 def load_pylock(path: Path) -> Pylock:
     data = read_toml(path, "lock file")
     try:
-        return Pylock.from_dict(data)
+        lock = Pylock.from_dict(data)
+        for i, pkg in enumerate(lock.packages):
+            _check_files(pkg, f"{path}: packages[{i}] ({pkg.name} {pkg.version or '?'})")
     except PylockUnsupportedVersionError as exc:
         raise InputError(f"{path}: {exc}") from None
     except PylockValidationError as exc:
         raise InputError(f"{path}: not a valid PEP 751 lock: {exc}") from None
+    return lock
+
+
+def _check_files(pkg: Package, where: str) -> None:
+    """InputError naming the lock and the package unless every hash and file name is safe."""
+    files: list[tuple[str, PackageWheel | PackageSdist]] = [
+        (f"wheels[{j}]", wheel) for j, wheel in enumerate(pkg.wheels or ())]
+    if pkg.sdist is not None:
+        files.append(("sdist", pkg.sdist))
+    for label, dist in files:
+        checked_hashes(dist.hashes, f"{where}: {label}")
+        safe_filename(dist.filename, f"{where}: {label}")
+    if pkg.archive is not None:
+        checked_hashes(pkg.archive.hashes, f"{where}: archive")
 
 
 def packages_for(lock: Pylock, markers: Mapping[str, str]) -> list[LockedPackage]:

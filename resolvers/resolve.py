@@ -1,6 +1,12 @@
 """Resolution for one target with resolvelib (the resolver core pip uses): full transitive
 closure, markers evaluated in the target's environment, wheels chosen by the target's tags.
 
+As in pip, a candidate's Requires-Python (from its metadata, which may say more than the index
+page) is a dependency on the special identifier "<python>", which only the target's Python
+satisfies, so resolvelib backtracks to an older version instead of failing. A candidate that
+cannot be used once its metadata is read (metadata contradicting its file or the page, a
+dependency on a direct URL) depends on "<unusable>", which nothing satisfies.
+
 A failure names the conflicting requirements, who asked for each, the versions seen and the
 index they came from (credentials stripped), and why other files were turned away.
 """
@@ -21,11 +27,15 @@ from resolvelib.structs import RequirementInformation
 
 from neuronctl.errors import OperationFailed
 from neuronctl.resolvers.candidates import Rejected, VersionFiles, select_files
-from neuronctl.resolvers.core_metadata import CoreMetadata
+from neuronctl.resolvers.core_metadata import CoreMetadata, MetadataMismatch
 from neuronctl.resolvers.finder import Finder
 from neuronctl.resolvers.simple_index import DistFile
 from neuronctl.resolvers.targets import Target
 from neuronctl.routing import redact_url
+
+PYTHON = NormalizedName("<python>")
+UNUSABLE = NormalizedName("<unusable>")
+SPECIAL = frozenset({PYTHON, UNUSABLE})
 
 VersionFilter = Callable[[NormalizedName, Version], "str | None"]
 """(name, version) -> a reason to refuse that version, or None."""
@@ -38,6 +48,8 @@ class Req:
     extras: frozenset[str] = frozenset()
     source: str = ""
     """Who asked: "--with", "Neuron release 2.33.0", or "torch-neuronx 2.14.3.0"."""
+    refusal: str | None = None
+    """On "<unusable>": why the asking candidate cannot be used."""
 
     @property
     def key(self) -> str:
@@ -95,12 +107,15 @@ class NeuronProvider(AbstractProvider):  # type: ignore[type-arg]
         self.version_filter = version_filter
         self.pinned = pinned
         self.seen: dict[NormalizedName, _Seen] = {}
+        self.python = Candidate(PYTHON, Version(target.markers["python_full_version"]), ())
 
     def identify(self, requirement_or_candidate: Any) -> str:
         return str(requirement_or_candidate.key)
 
     def get_preference(self, identifier: Any, resolutions: Mapping[Any, Any], candidates: Mapping[Any, Any],
                        information: Mapping[Any, Any], backtrack_causes: Sequence[Any]) -> Any:
+        if identifier in SPECIAL:  # decided at once: they only ever confirm or refuse a candidate
+            return (False, False, False, "")
         name = identifier.split("[", 1)[0]
         causes = {c.requirement.name for c in backtrack_causes}
         return (name not in self.pinned, name not in causes, "[" in identifier, identifier)
@@ -122,6 +137,10 @@ class NeuronProvider(AbstractProvider):  # type: ignore[type-arg]
     def find_matches(self, identifier: Any, requirements: Mapping[Any, Iterator[Req]],
                      incompatibilities: Mapping[Any, Iterator[Candidate]]) -> list[Candidate]:
         reqs = list(requirements[identifier])
+        if identifier in SPECIAL:  # (a backjump may have marked the target's Python incompatible)
+            fits = all(self.is_satisfied_by(r, self.python) for r in reqs) and \
+                not any(c.version == self.python.version for c in incompatibilities[identifier])
+            return [self.python] if identifier == PYTHON and fits else []
         name = reqs[0].name if reqs else canonicalize_name(identifier.split("[", 1)[0])
         extras = frozenset().union(*(r.extras for r in reqs)) if reqs else frozenset()
         bad = {c.version for c in incompatibilities[identifier]}
@@ -139,31 +158,57 @@ class NeuronProvider(AbstractProvider):  # type: ignore[type-arg]
         return out
 
     def is_satisfied_by(self, requirement: Req, candidate: Candidate) -> bool:
-        return requirement.name == candidate.name and \
+        return requirement.name == candidate.name and requirement.refusal is None and \
             requirement.specifier.contains(candidate.version, prereleases=True)
 
-    def _metadata(self, candidate: Candidate) -> CoreMetadata:
-        return self.finder.metadata(candidate.wheels[0], candidate.name)
+    def _turn_away(self, candidate: Candidate, reason: str) -> None:
+        rejected = self.seen.setdefault(candidate.name, _Seen()).rejected
+        for wheel in candidate.wheels:  # once, however often backtracking asks again
+            entry = Rejected(wheel.filename, str(candidate.version), reason)
+            if entry not in rejected:
+                rejected.append(entry)
+
+    def _refused(self, candidate: Candidate, source: str, reason: str) -> list[Req]:
+        self._turn_away(candidate, reason)
+        return [Req(UNUSABLE, SpecifierSet(), source=source, refusal=reason)]
 
     def get_dependencies(self, candidate: Candidate) -> list[Req]:
-        md = self._metadata(candidate)
+        if candidate.name in SPECIAL:
+            return []
         source = f"{candidate.name} {candidate.version}"
-        env = self.target.markers
+        try:
+            md = self.finder.metadata(candidate.wheels[0], candidate.name)
+        except MetadataMismatch as exc:
+            return self._refused(candidate, source, f"unusable: {exc}")
         out: list[Req] = []
+        if md.requires_python is not None:
+            if not md.requires_python.contains(self.python.version, prereleases=True):
+                self._turn_away(candidate, f"requires-python {md.requires_python} (its metadata)")
+            out.append(Req(PYTHON, md.requires_python, source=source))
         if candidate.extras:
             out.append(Req(candidate.name, SpecifierSet(f"=={candidate.version}"), frozenset(), source))
+        for dep in self._wanted_dependencies(md, candidate.extras):
+            if dep.url:
+                return self._refused(candidate, source, f"unusable: depends on {dep.name} from a "
+                                     "direct URL, which a lock from indexes cannot pin")
+            out.append(Req.parse(dep, source))
+        self.finder.prefetch(r.name for r in out if r.name not in SPECIAL)
+        return out
+
+    def _wanted_dependencies(self, md: CoreMetadata, extras: frozenset[str]) -> list[Requirement]:
+        env = self.target.markers
+        out = []
         for dep in md.requires_dist:
             marker = dep.marker
             base = marker is None or marker.evaluate({**env, "extra": ""})
-            if candidate.extras:
+            if extras:
                 # An extra's own dependencies: those its marker switches on.
                 wanted = not base and marker is not None and any(
-                    marker.evaluate({**env, "extra": e}) for e in candidate.extras)
+                    marker.evaluate({**env, "extra": e}) for e in extras)
             else:
                 wanted = base
             if wanted:
-                out.append(Req.parse(dep, source))
-        self.finder.prefetch(r.name for r in out)
+                out.append(dep)
         return out
 
 
@@ -182,14 +227,9 @@ def resolve(finder: Finder, target: Target, roots: Sequence[Req], *,
                               "narrow the --with requirements") from None
     pins = {}
     for key, cand in result.mapping.items():
-        if cand.extras or key != cand.name:
+        if cand.extras or key != cand.name or cand.name in SPECIAL:
             continue
         index, url = finder.index_of(cand.name)
-        md = finder.metadata(cand.wheels[0], cand.name)
-        if md.requires_python is not None and not md.requires_python.contains(
-                target.markers["python_full_version"], prereleases=True):
-            raise OperationFailed(f"{cand.name} {cand.version} requires Python {md.requires_python} "
-                                  f"(its metadata), but the target is {target.python}")
         pins[cand.name] = Pin(cand.name, cand.version, cand.wheels, index, url)
     return Resolution(target, dict(sorted(pins.items())))
 
@@ -197,10 +237,17 @@ def resolve(finder: Finder, target: Target, roots: Sequence[Req], *,
 def explain_failure(target: Target, causes: Iterable[RequirementInformation[Req, Candidate]],
                     provider: NeuronProvider, finder: Finder) -> str:
     by_name: dict[NormalizedName, list[str]] = {}
+    special: list[str] = []
     for info in causes:
         req = info.requirement
         who = req.source if info.parent is None else f"{info.parent.name} {info.parent.version}"
-        by_name.setdefault(req.name, []).append(f"{req} (from {who})")
+        if req.name == PYTHON:
+            special.append(f"{who} requires Python {req.specifier} (its metadata), the target is "
+                           f"{target.python}")
+        elif req.name == UNUSABLE:
+            special.append(f"{who}: {req.refusal}")
+        else:
+            by_name.setdefault(req.name, []).append(f"{req} (from {who})")
     parts = []
     for name, wants in sorted(by_name.items()):
         index, url = finder.index_of(name)
@@ -213,4 +260,4 @@ def explain_failure(target: Target, causes: Iterable[RequirementInformation[Req,
             more = f" (+{len(seen.rejected) - 4} more)" if len(seen.rejected) > 4 else ""
             line += f"; turned away: {shown}{more}"
         parts.append(line)
-    return f"cannot resolve for {target.label}: " + " | ".join(parts)
+    return f"cannot resolve for {target.label}: " + " | ".join(parts + sorted(set(special)))

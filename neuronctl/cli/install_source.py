@@ -13,6 +13,7 @@ from neuronctl.errors import InputError
 from neuronctl.manifest import Framework, Manifest
 from neuronctl.probes.pyenv import PythonEnv
 from neuronctl.resolvers.targets import Target
+from neuronctl.safety import checked_hash, safe_filename
 
 if TYPE_CHECKING:
     from packaging.pylock import Pylock
@@ -43,10 +44,8 @@ def env_tags(env: PythonEnv, target: Target) -> list[Any]:
 def from_lock(path: Path, lock: Pylock, env: PythonEnv, target: Target, manifest: Manifest,
               release_hint: str | None) -> InstallSource:
     from packaging.markers import Marker
-    from packaging.pylock import PackageWheel, PylockSelectError
+    from packaging.pylock import PylockSelectError
     from packaging.version import Version
-
-    from neuronctl.resolvers.stack_plan import plan_stack
 
     markers = dict(env.markers) or target.markers
     full = markers.get("python_full_version", env.python)
@@ -61,37 +60,59 @@ def from_lock(path: Path, lock: Pylock, env: PythonEnv, target: Target, manifest
         selected = list(lock.select(environment=markers, tags=env_tags(env, target)))  # type: ignore[arg-type]
     except PylockSelectError as exc:
         raise InputError(f"{path}: {exc}") from None
-    wanted = []
-    for pkg, dist in selected:
-        where = f"{path}: {pkg.name} {pkg.version or ''}".rstrip()
-        if not isinstance(dist, PackageWheel):
-            raise InputError(f"{where}: neuronctl installs wheels only; the lock selects "
-                             f"{type(dist).__name__}")
-        if pkg.version is None:
-            raise InputError(f"{where}: no version")
-        if dist.url:
-            url = dist.url
-        elif dist.path:
-            url = (path.parent / str(dist.path)).resolve().as_uri()
-        else:
-            raise InputError(f"{where}: wheel has neither url nor path")
-        sha = (dist.hashes or {}).get("sha256")
-        if not sha:
-            raise InputError(f"{where}: wheel {dist.name} has no sha256; neuronctl verifies every file")
-        filename = dist.name or url.rsplit("/", 1)[-1]
-        wanted.append(Wanted(str(pkg.name), str(pkg.version), filename, url, sha, dist.size,
-                             pkg.index))
-    tool = (lock.tool or {}).get("neuronctl") or {}
-    release = tool.get("release") if isinstance(tool, dict) else None
-    release = release or release_hint
-    framework = None
-    if release:
-        torch = tool.get("torch") if isinstance(tool, dict) else None
-        framework = plan_stack(manifest.get(str(release)), torch, latest=False).framework
+    wanted = [_wanted(path, pkg, dist) for pkg, dist in selected]
+    release, framework = _recorded_stack(path, lock, manifest, release_hint)
+    tool = (lock.tool or {}).get("neuronctl")
     recorded = tool.get("indexes") if isinstance(tool, dict) else None
     indexes = {str(k): str(v) for k, v in recorded.items()} if isinstance(recorded, dict) else {}
-    return InstallSource(tuple(wanted), str(release) if release else None, framework,
-                         f"lock {path}", path, indexes)
+    return InstallSource(tuple(wanted), release, framework, f"lock {path}", path, indexes)
+
+
+def _wanted(path: Path, pkg: Any, dist: Any) -> Wanted:
+    """One selected wheel, its name and sha256 checked again here (this face never trusts that
+    the lock came through load_pylock)."""
+    from packaging.pylock import PackageWheel
+
+    where = f"{path}: {pkg.name} {pkg.version or ''}".rstrip()
+    if not isinstance(dist, PackageWheel):
+        raise InputError(f"{where}: neuronctl installs wheels only; the lock selects "
+                         f"{type(dist).__name__}")
+    if pkg.version is None:
+        raise InputError(f"{where}: no version")
+    if dist.url:
+        url = dist.url
+    elif dist.path:
+        url = (path.parent / str(dist.path)).resolve().as_uri()
+    else:
+        raise InputError(f"{where}: wheel has neither url nor path")
+    sha = (dist.hashes or {}).get("sha256")
+    if not sha:
+        raise InputError(f"{where}: wheel {dist.name} has no sha256; neuronctl verifies every file")
+    filename = safe_filename(dist.filename, where)
+    return Wanted(str(pkg.name), str(pkg.version), filename, url, checked_hash("sha256", sha, where),
+                  dist.size, pkg.index)
+
+
+def _recorded_stack(path: Path, lock: Pylock, manifest: Manifest, release_hint: str | None
+                    ) -> tuple[str | None, Framework | None]:
+    """The release and framework the lock's [tool.neuronctl] records (else the hint), each
+    checked: a release this manifest does not know is bad input naming the lock."""
+    from neuronctl.resolvers.stack_plan import plan_stack
+
+    tool = (lock.tool or {}).get("neuronctl")
+    tool = tool if isinstance(tool, dict) else {}
+    release, torch = tool.get("release"), tool.get("torch")
+    for key, value in (("release", release), ("torch", torch)):
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"{path}: [tool.neuronctl] {key} must be a string")
+    release = release or release_hint
+    if not release:
+        return None, None
+    try:
+        return release, plan_stack(manifest.get(release), torch, latest=False).framework
+    except InputError as exc:
+        raise InputError(f"{path}: [tool.neuronctl] release {release[:40]!r}: {exc.message}",
+                         hint=exc.hint) from None
 
 
 def wanted_from_resolution(packages: Sequence[Any], target: Target, hash_of: Any) -> tuple[Wanted, ...]:
