@@ -30,6 +30,8 @@ class IndexURL(str):
     _credentials: tuple[str, str] | None
 
     def __new__(cls, url: str) -> IndexURL:
+        if isinstance(url, IndexURL):
+            return url
         public, credentials = split_credentials(url)
         made = super().__new__(cls, public.rstrip("/"))
         made._credentials = credentials

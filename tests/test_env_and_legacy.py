@@ -110,3 +110,38 @@ def test_env_dump_markdown_and_json(stacks, cli, monkeypatch):
 def test_env_bad_python(cli, tmp_path):
     r = cli("env", "--python", str(tmp_path / "nope"))
     assert r.code == 2 and "no such interpreter" in r.err
+
+
+SECRET_NAMED = ["NEURON_DEPLOY_KEY", "NEURON_APIKEY", "NEURON_HUB_APIKEY", "TORCH_PASSPHRASE",
+                "NEURON_AUTH_HEADER", "XLA_AUTHORIZATION", "NEURONCTL_PASSWD", "NEURON_CREDENTIALS",
+                "TORCH_COOKIE", "NEURON_SESSION", "NEURON_URL_SIGNATURE", "NEURON_PRIVATE_KEY",
+                "NEURON_SECRET", "NEURON_API_TOKEN", "PJRT_PASSWORD", "NEURON_SSHKey"]
+
+
+def test_env_redacts_secret_names_and_credentials_anywhere_in_values(cli, monkeypatch):
+    """Names from the wide list are redacted whole; in other values, URL credentials in a flag
+    value, after a comma, in quotes or after url=, and Bearer/Basic tokens are masked. A URL
+    with a port that is not a number (urllib raises on it) does not crash the dump."""
+    for i, name in enumerate(SECRET_NAMED):
+        monkeypatch.setenv(name, f"plainvalue{i}zz")
+    values = {
+        "NEURON_CC_FLAGS": "--cache_dir=s3://AKIAUSER:wJalrHUSH1@bucket/cache --opt 2",
+        "PIP_EXTRA_INDEX_URL": "https://a.example/simple,https://bob:HUSH2@b.example/simple",
+        "UV_INDEX_URL": "'https://carol:HUSH3@c.example/simple'",
+        "NEURON_RT_CONFIG": "url=dave:HUSH4@d.example/x",
+        "TORCH_HEADERS": "Authorization: Bearer HUSH5tok",
+        "XLA_HEADERS": "Basic U0VDUkVUNjpwdw==",
+        "NEURONCTL_MIRROR": "http://eve:HUSH7@host:notaport/simple",
+        "NEURON_RT_VISIBLE_CORES": "0-3",
+    }
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)
+    r = cli("env")
+    assert r.code == 0, r.err
+    assert "HUSH" not in r.out and "SFVTSDY6cHc" not in r.out and "plainvalue" not in r.out
+    for name in SECRET_NAMED:
+        assert f"| {name} | <redacted> |" in r.out
+    assert "| NEURON_RT_VISIBLE_CORES | 0-3 |" in r.out
+    assert "https://a.example/simple,https://***@b.example/simple" in r.out  # the rest is kept
+    data = json.loads(cli("env", "--json").out)["env"]["environment"]
+    assert "HUSH" not in json.dumps(data) and data["NEURON_RT_VISIBLE_CORES"] == "0-3"

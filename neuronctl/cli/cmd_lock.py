@@ -103,20 +103,21 @@ def _differences(tool: Mapping[str, Any], want: Mapping[str, Any]) -> list[str]:
     if tool.get("schema") != LOCK_TOOL_SCHEMA:
         return [f"[tool.neuronctl] schema {tool.get('schema')!r}; this neuronctl writes "
                 f"{LOCK_TOOL_SCHEMA}"]
-    out = []
+    out: list[str] = []
+    tables = [(key, wanted) for key, wanted in want.items() if isinstance(wanted, dict)]
     for key, wanted in want.items():
         have = tool.get(key)
-        if isinstance(wanted, dict) and isinstance(have, dict):
-            shown = redact_url if key == "indexes" else str
-            for name in sorted(wanted.keys() | have.keys()):
-                if have.get(name) != wanted.get(name):
-                    old, new = have.get(name), wanted.get(name)
-                    out.append(f"{key}: {name}: lock has {'nothing' if old is None else shown(old)}, "
-                               f"requested {'nothing' if new is None else shown(new)}")
-            continue
         same = sorted(have or []) == sorted(wanted) if key == "with" else have == wanted
-        if not same:
+        if not isinstance(wanted, dict) and not same:
             out.append(f"{key}: lock has {have!r}, requested {wanted!r}")
+    reported = {line.split(":", 1)[0] for line in out}  # e.g. torch-neuronx, also in pins
+    for key, wanted in tables:
+        have = tool.get(key) if isinstance(tool.get(key), dict) else {}
+        shown = redact_url if key == "indexes" else str  # credentials are no part of an index
+        for name in sorted(wanted.keys() | have.keys()):
+            old, new = (None if d.get(name) is None else shown(d[name]) for d in (have, wanted))
+            if old != new and name not in reported:
+                out.append(f"{key}: {name}: lock has {old or 'nothing'}, requested {new or 'nothing'}")
     return out
 
 
@@ -148,7 +149,8 @@ def _check(path: Path, fmt: str, request: StackRequest, refresh: str) -> int:
                 ok = any(Version(v).public == Version(version).public for v in have.get(name, ()))
             except InvalidVersion:
                 ok = False
-            if not ok and not any(p.startswith(f"pins: {name}: ") for p in problems):
+            mentioned = any(p.startswith((f"pins: {name}: ", f"{name}: ")) for p in problems)
+            if not ok and not mentioned:
                 problems.append(f"{name}: the manifest pins {version}, the lock has "
                                 f"{', '.join(sorted(have.get(name, ()))) or 'nothing'}")
     if problems:
@@ -206,6 +208,7 @@ def lock(release: str | None, torch: str | None, with_: tuple[str, ...], indexes
     app = get_app()
     request = make_request(app, release=release, torch=torch, pythons=pythons, platforms=platforms,
                            with_=with_, indexes=indexes, routes=routes, latest=latest)
+    flags = _flags(release, torch, with_, indexes, routes, latest, pythons, platforms, output, fmt)
     out = _output_path(app, output)
     fmt = _format_for(out, fmt)
     if fmt == "pylock" and out != "-":
@@ -217,7 +220,6 @@ def lock(release: str | None, torch: str | None, with_: tuple[str, ...], indexes
     if check:
         if out == "-":
             raise InputError("--check needs a lock file, not -o -")
-        flags = _flags(release, torch, with_, indexes, routes, latest, pythons, platforms, output, fmt)
         return _check(Path(out), fmt, request, _refresh_command(app, flags))
     _beta_note(app, request, as_json)
     seconds = timeout_value(timeout, app.config().get("timeout"), 30.0)
