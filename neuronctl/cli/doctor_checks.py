@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -11,9 +10,17 @@ from packaging.version import InvalidVersion, Version
 from neuronctl.chips import get_chip
 from neuronctl.cli.check_runner import Outcome, Status
 from neuronctl.cli.doctor_facts import Facts
+from neuronctl.cli.doctor_fixes import (
+    apt_install,
+    install_fix,
+    listed,
+    neuronctl_command,
+    public,
+    shell_join,
+    uninstall_fix,
+)
 from neuronctl.manifest import Framework, Release
 from neuronctl.probes.pyenv import PythonEnv, torch_build
-from neuronctl.routing import load_default_routing
 from neuronctl.torch_neuronx import classify, torch_matches
 
 
@@ -31,29 +38,12 @@ def _worst(statuses: list[Status]) -> Status:
     return "skip"
 
 
-def _public(version: str) -> str:
-    try:
-        return Version(version).public
-    except InvalidVersion:
-        return version
-
-
-def install_commands(release: Release, fw: Framework | None, python: str | None = None) -> str:
-    """The one command that puts the release's stack in place: pinned, each package from its own
-    index, legacy XLA and placeholder packages removed (never a merged --extra-index-url install)."""
-    if fw is None:
-        return f"see `neuronctl releases show {release.version}`"
-    series = ".".join(fw.torch.split(".")[:2])
-    target = f" --python {shlex.quote(python)}" if python else ""
-    return f"neuronctl install --release {release.version} --torch {series}{target} --yes"
-
-
 def _framework_of_installed(release: Release, env: PythonEnv) -> Framework | None:
     """The release's framework line whose torch-neuronx is the one installed, if any."""
     tnx = env.get("torch-neuronx")
     if tnx is not None:
         for fw in release.frameworks:
-            if _public(fw.torch_neuronx) == _public(tnx.version):
+            if public(fw.torch_neuronx) == public(tnx.version):
                 return fw
     return None
 
@@ -66,7 +56,7 @@ def _target_framework(f: Facts) -> Framework | None:
     torch = f.env.get("torch")
     if torch is not None:
         try:
-            by_torch = release.framework_for_torch(_public(torch.version))
+            by_torch = release.framework_for_torch(public(torch.version))
         except InvalidVersion:
             by_torch = None
         if by_torch is not None and by_torch.backend == release.backend:
@@ -88,8 +78,7 @@ def check_python(f: Facts) -> Outcome:
                                    f"this is {env.system} {env.machine}", None, details)
         return Outcome("pass", f"{where} fits Neuron {release.version}", None, details)
     tnx = f.env.get("torch-neuronx")
-    low = supported[0]
-    fix = f"python{low} -m venv .venv && . .venv/bin/activate (then install the stack there)"
+    fix = install_fix(f)
     message = (f"{where} is not supported by Neuron {release.version} "
                f"({fw.backend if fw else release.backend} needs {supported[0]}-{supported[-1]})")
     if tnx is None:
@@ -100,19 +89,16 @@ def check_python(f: Facts) -> Outcome:
 def check_torch_neuronx(f: Facts) -> Outcome:
     release = f.selection.release
     tnx = f.env.get("torch-neuronx")
-    fw = release.default_framework()
     hw = f.hardware
     if tnx is None:
         return Outcome("warn", f"torch-neuronx is not installed (Neuron {release.version} pins "
-                               f"{', '.join(release.packages.get('torch-neuronx', ())) or 'none'})",
-                       install_commands(release, fw, f.env.executable))
+                               f"{listed(release.packages.get('torch-neuronx', ()))})", install_fix(f))
     info = classify(tnx.version)
     chip = get_chip(hw.chip) if hw.chip else None
     details = (f"selected release {release.version}: {f.selection.reason}",)
     if info.backend == "placeholder" or tnx.wrong_package:
         return Outcome("fail", f"torch-neuronx {tnx.version} is the PyPI placeholder, not Neuron's "
-                               "package (import raises 'WRONG PACKAGE')",
-                       install_commands(release, fw, f.env.executable), details)
+                               "package (import raises 'WRONG PACKAGE')", install_fix(f), details)
     if info.backend == "xla":
         if chip is not None and not chip.native_torch:
             return Outcome("pass", f"torch-neuronx {tnx.version}: legacy XLA line for torch "
@@ -121,26 +107,23 @@ def check_torch_neuronx(f: Facts) -> Outcome:
         if release.backend == "native":
             return Outcome("fail", f"torch-neuronx {tnx.version} is the legacy XLA library (torch "
                                    f"{info.torch}); Neuron {release.version} ships native TorchNeuron",
-                           install_commands(release, fw, f.env.executable), details)
+                           install_fix(f), details)
         return Outcome("pass", f"torch-neuronx {tnx.version}: legacy XLA line for torch {info.torch}, "
                                f"as Neuron {release.version} ships", None, details)
     if info.backend == "native":
         if chip is not None and not chip.native_torch:
             return Outcome("fail", f"torch-neuronx {tnx.version} is native TorchNeuron, which runs on "
                                    f"trn2/trn3 only; this host is {chip.id} ({chip.name})",
-                           "use the legacy XLA line for this chip: neuronctl releases show 2.31.1",
-                           details)
-        pinned = {_public(v) for v in release.packages.get("torch-neuronx", ())}
+                           install_fix(f), details)
+        pinned = {public(v) for v in release.packages.get("torch-neuronx", ())}
         if info.public not in pinned:
             return Outcome("warn", f"torch-neuronx {tnx.version} (native, torch {info.torch}) is not "
-                                   f"a version Neuron {release.version} pins ({', '.join(sorted(pinned))})",
-                           install_commands(release, release.framework_for_torch(info.torch or ""),
-                                            f.env.executable),
-                           details)
+                                   f"a version Neuron {release.version} pins ({listed(sorted(pinned))})",
+                           install_fix(f), details)
         return Outcome("pass", f"torch-neuronx {tnx.version}: native TorchNeuron for torch "
                                f"{info.torch}, pinned by Neuron {release.version}", None, details)
     return Outcome("warn", f"torch-neuronx {tnx.version}: a version line neuronctl does not know",
-                   "neuronctl releases", details)
+                   neuronctl_command(f, "releases"), details)
 
 
 def check_legacy(f: Facts) -> Outcome:
@@ -152,15 +135,12 @@ def check_legacy(f: Facts) -> Outcome:
     pkgs = " ".join(report.legacy_packages) or "torch-xla libneuronxla"
     if report.verdict == "mixed":
         return Outcome("warn", "signals disagree: native and legacy XLA parts are both present",
-                       f"pip uninstall -y {pkgs}" if report.legacy_packages else
-                       "unset PJRT_DEVICE", details)
+                       install_fix(f) if report.legacy_packages else "unset PJRT_DEVICE", details)
     if chip is not None and not chip.native_torch:
         return Outcome("pass", f"legacy XLA stack, expected on {chip.id} ({chip.name})", None,
                        details)
-    fix = f"pip uninstall -y {pkgs}"
-    release = f.selection.release
-    if release.backend == "native":
-        fix = install_commands(release, release.default_framework(), f.env.executable)
+    fix = install_fix(f) if f.selection.release.backend == "native" else \
+        uninstall_fix(f, pkgs.split())
     return Outcome("fail", f"legacy XLA stack installed ({len(report.signals)} signals): "
                            f"{', '.join(report.legacy_packages) or 'environment'}", fix, details)
 
@@ -169,12 +149,9 @@ def check_placeholders(f: Facts) -> Outcome:
     report = f.legacy
     if not report.placeholders:
         return Outcome("pass", "no PyPI placeholder packages")
-    names = " ".join(p.split()[0] for p in report.placeholders)
     return Outcome("fail", f"PyPI placeholder packages installed: {', '.join(report.placeholders)} "
                            "(a merged-index install picked them)",
-                   f"pip uninstall -y {names}, or replace them in one step: "
-                   + install_commands(f.selection.release, f.selection.release.default_framework(),
-                                      f.env.executable))
+                   install_fix(f))
 
 
 def check_coherence(f: Facts) -> Outcome:
@@ -191,9 +168,7 @@ def check_coherence(f: Facts) -> Outcome:
             elif not torch_matches(torch.version, info):
                 findings.append(("fail", f"torch {torch.version} does not match torch-neuronx "
                                          f"{tnx.version} (built for torch {info.torch})"))
-                fw = release.framework_for_torch(info.torch)
-                if fw:
-                    fixes.append(install_commands(release, fw, f.env.executable))
+                fixes.append(install_fix(f))
             else:
                 findings.append(("pass", f"torch {torch.version} matches torch-neuronx {tnx.version}"))
     for name in ("neuronx-cc", "nki", "libneuronxla"):
@@ -203,22 +178,20 @@ def check_coherence(f: Facts) -> Outcome:
         pinned = release.packages.get(name, ())
         if not pinned:
             continue
-        if _public(dist.version) in {_public(v) for v in pinned}:
+        if public(dist.version) in {public(v) for v in pinned}:
             findings.append(("pass", f"{name} {dist.version} as Neuron {release.version} pins"))
         else:
             findings.append(("warn", f"{name} {dist.version} is not what Neuron {release.version} "
-                                     f"pins ({', '.join(pinned)})"))
-            fw = _framework_of_installed(release, env) or release.default_framework()
-            fixes.append(install_commands(release, fw, env.executable))
+                                     f"pins ({listed(pinned)})"))
+            fixes.append(install_fix(f))
     if env.get("nki") is not None and env.get("nrtpy") is not None:
         findings.append(("fail", "nki and nrtpy are both installed; they clash (one namespace)"))
-        fixes.append("pip uninstall -y nrtpy")
+        fixes.append(uninstall_fix(f, ["nrtpy"]))
     if torch is not None and torch_build(torch) == "CUDA":
         status: Status = "fail" if f.hardware.present else "warn"
         findings.append((status, f"torch {torch.version} is a CUDA build; Neuron "
                                  "needs the CPU build (CUDA wheels add GBs and nothing for Neuron)"))
-        fixes.append(f"pip install --index-url {load_default_routing().indexes['pytorch-cpu']} "
-                     f"--force-reinstall torch=={_public(torch.version)}")
+        fixes.append(install_fix(f))  # the plan reinstalls torch as the +cpu build
     if not findings:
         return Outcome("skip", "no Neuron packages installed to compare")
     status = _worst([s for s, _ in findings])
@@ -237,7 +210,9 @@ def check_chip(f: Facts) -> Outcome:
                                "another host is fine)", None, details)
     if hw.chip is None:
         return Outcome("warn", f"Neuron devices present ({hw.device_count}) but the chip generation "
-                               "could not be decided", "install aws-neuronx-dkms and aws-neuronx-tools",
+                               "could not be decided",
+                       shell_join(["sudo", "apt-get", "install", "-y", "aws-neuronx-dkms",
+                                   "aws-neuronx-tools"]),
                        details + hw.conflicts)
     chip = get_chip(hw.chip)
     caps = chip.supports()
@@ -254,16 +229,16 @@ def check_chip(f: Facts) -> Outcome:
     release = f.selection.release
     if not chip.native_torch and release.backend == "native":
         return Outcome("warn", f"{summary}. Neuron {release.version}'s native TorchNeuron needs "
-                               "trn2/trn3", "use the legacy XLA line on this chip", details)
+                               "trn2/trn3", install_fix(f), details)
     return Outcome("pass", summary, None, details)
 
 
 def _release_of(f: Facts, key: str, version: str | None) -> Release | None:
     if version is None:
         return None
-    want = _public(version)
+    want = public(version)
     return next((r for r in reversed(f.manifest.releases)
-                 if _public(r.system.get(key, "")) == want), None)
+                 if public(r.system.get(key, "")) == want), None)
 
 
 def _older(a: str, b: str) -> bool:
@@ -278,19 +253,18 @@ def check_driver(f: Facts) -> Outcome:
     want = release.system.get("aws-neuronx-dkms")
     if not hw.present:
         return Outcome("skip", "no Neuron hardware: no driver to check")
-    fix = (f"sudo apt-get install -y aws-neuronx-dkms={want}* && sudo modprobe neuron" if want
-           else "install aws-neuronx-dkms")
+    fix = f"{apt_install('aws-neuronx-dkms', want)} && sudo modprobe neuron"
     if hw.driver_version is None:
         if hw.dev_nodes and not hw.sysfs_devices and not hw.pci_devices:
             return Outcome("warn", f"{len(hw.dev_nodes)} /dev/neuron* node(s) but no driver sysfs "
-                                   "(inside a container?); driver version unknown",
-                           "check the driver on the host: cat /sys/module/neuron/version")
+                                   "(inside a container?); driver version unknown: read it on the "
+                                   "host", "cat /sys/module/neuron/version")
         return Outcome("fail", "Neuron devices present but the neuron driver is not loaded", fix)
     details = [f"loaded module: {hw.driver_version}"]
     pkg = hw.system_packages.get("aws-neuronx-dkms")
     if pkg:
         details.append(f"dpkg aws-neuronx-dkms: {pkg}")
-    if pkg and _public(pkg) != _public(hw.driver_version):
+    if pkg and public(pkg) != public(hw.driver_version):
         return Outcome("warn", f"driver {hw.driver_version} is loaded but aws-neuronx-dkms {pkg} is "
                                "installed (upgraded without reload)",
                        "sudo rmmod neuron && sudo modprobe neuron", tuple(details))
@@ -309,7 +283,7 @@ def check_runtime(f: Facts) -> Outcome:
     if rt is None:
         if hw.present:
             return Outcome("warn", "Neuron runtime library (aws-neuronx-runtime-lib) not found",
-                           f"sudo apt-get install -y aws-neuronx-runtime-lib={want}*" if want else None)
+                           apt_install("aws-neuronx-runtime-lib", want))
         return Outcome("skip", "no Neuron runtime or hardware on this machine")
     details = [f"runtime {rt} from {hw.runtime_source}"]
     rt_release = _release_of(f, "aws-neuronx-runtime-lib", rt)
@@ -323,11 +297,11 @@ def check_runtime(f: Facts) -> Outcome:
                                    f"{hw.driver_version} (Neuron {drv_release.version}): known "
                                    "failure 'Neuron Runtime ... is not compatible with the "
                                    "installed aws-neuronx-dkms'",
-                           f"sudo apt-get install -y aws-neuronx-dkms={need}* && "
+                           f"{apt_install('aws-neuronx-dkms', need or None)} && "
                            "sudo rmmod neuron && sudo modprobe neuron", tuple(details))
-    if want and _public(rt) != _public(want):
+    if want and public(rt) != public(want):
         return Outcome("warn", f"runtime {rt} is not the one Neuron {release.version} ships ({want})",
-                       f"sudo apt-get install -y aws-neuronx-runtime-lib={want}*", tuple(details))
+                       apt_install("aws-neuronx-runtime-lib", want), tuple(details))
     return Outcome("pass", f"runtime {rt}" + (f", as Neuron {release.version} ships" if want else ""),
                    None, tuple(details))
 
@@ -344,8 +318,17 @@ def check_device(f: Facts) -> Outcome:
     if f.hardware.present and report.device != "neuron":
         return Outcome("warn", f"probe passed on {report.device}, but this host has Neuron devices "
                                "and no 'neuron' torch backend is registered",
-                       "install native torch-neuronx (see packages.torch-neuronx)", details)
+                       install_fix(f), details)
     return Outcome("pass", f"{report.detail} (torch {report.torch})", None, details)
+
+
+def _relock_fix(f: Facts) -> str:
+    """Lock for this environment's Python where the release supports it, else a new venv."""
+    release, minor = f.selection.release, ".".join(f.env.python.split(".")[:2])
+    if minor not in release.python:
+        return install_fix(f)
+    return neuronctl_command(f, "lock", "--release", release.version, "--python", minor,
+                             "-o", str(f.lock))
 
 
 def check_lock(f: Facts) -> Outcome:
@@ -361,19 +344,21 @@ def check_lock(f: Facts) -> Outcome:
         return Outcome("fail", f"{f.lock} is not for this environment (Python {f.env.python}, "
                                f"{f.env.machine}): its environments are "
                                + "; ".join(str(m) for m in lock.environments),
-                       f"neuronctl lock --python {'.'.join(f.env.python.split('.')[:2])}")
+                       _relock_fix(f))
     locked = packages_for(lock, markers)
     drift = []
     for pkg in locked:
         have = f.env.get(pkg.name)
         if have is None:
             drift.append(f"{pkg.name}: locked {pkg.version}, not installed")
-        elif pkg.version and _public(have.version) != _public(pkg.version) and \
+        elif pkg.version and public(have.version) != public(pkg.version) and \
                 have.version != pkg.version:
             drift.append(f"{pkg.name}: locked {pkg.version}, installed {have.version}")
     if drift:
         return Outcome("fail", f"{len(drift)} of {len(locked)} locked packages differ from "
-                               f"{f.lock}", f"uv pip install --python {f.env.executable} -r {f.lock}",
+                               f"{f.lock}",
+                       neuronctl_command(f, "install", "--lock", str(f.lock), "--python",
+                                         f.env.executable, "--yes"),
                        tuple(drift))
     return Outcome("pass", f"all {len(locked)} packages match {f.lock}")
 
