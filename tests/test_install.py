@@ -12,7 +12,7 @@ import pytest
 from stacks import wheel_set
 from test_lock_interop import installed
 from universe import running
-from wheels import build_wheel, find_python, make_venv, pip_install
+from wheels import build_wheel, find_python, make_venv, pip_install, site_packages
 
 from neuronctl.resolvers.toml_emit import dumps
 from neuronctl.tomlfile import read_toml
@@ -217,6 +217,7 @@ def test_failed_install_into_existing_env_says_nothing_changed(cli, uni, locked,
     Path("pylock.broken.toml").write_text(dumps(data, arrays_of_tables=("packages",)))
     r = cli("install", "--lock", "pylock.broken.toml", "--python", str(venv), "--yes", "--backend", "pip")
     assert r.code == 1 and "install failed, nothing changed" in r.err, r.err
+    assert f"files and directories in {site_packages(venv)}" in r.err  # it was checked, not assumed
     assert snapshot(venv) == before
 
 
@@ -304,6 +305,8 @@ def test_failure_while_removing_reports_changes_and_restore_commands(cli, uni, l
     assert f"--index-url {uni.urls['pytorch-cpu']} torch==2.9.0" in hint
     assert f"--index-url {uni.urls['neuron']} " in hint and "torch-neuronx==2.9.0.2.15.32035+de43f57c" in hint
     assert "pip uninstall --yes" in hint and "nki" in hint  # new ones go again
+    # Every file the finished install step changed belongs to a package change reported above.
+    assert "with no dist-info" not in r.err and "rm -rf" not in hint, r.err
 
 
 @pytest.mark.parametrize("engine", ENGINES)
