@@ -237,27 +237,34 @@ def resolve(finder: Finder, target: Target, roots: Sequence[Req], *,
 def explain_failure(target: Target, causes: Iterable[RequirementInformation[Req, Candidate]],
                     provider: NeuronProvider, finder: Finder) -> str:
     by_name: dict[NormalizedName, list[str]] = {}
-    special: list[str] = []
+    refusals: list[str] = []
     for info in causes:
-        req = info.requirement
-        who = req.source if info.parent is None else f"{info.parent.name} {info.parent.version}"
-        if req.name == PYTHON:
-            special.append(f"{who} requires Python {req.specifier} (its metadata), the target is "
-                           f"{target.python}")
-        elif req.name == UNUSABLE:
-            special.append(f"{who}: {req.refusal}")
+        req, parent = info.requirement, info.parent
+        who = req.source if parent is None else f"{parent.name} {parent.version}"
+        if req.name in SPECIAL:
+            if provider.is_satisfied_by(req, provider.python):
+                continue  # a Requires-Python the target meets is no part of the conflict
+            refusals.append(f"{who}: {req.refusal}" if req.refusal else
+                            f"{who} requires Python {req.specifier} (its metadata), the target is "
+                            f"{target.python}")
+            if parent is not None:  # and its project's versions and files turned away
+                by_name.setdefault(parent.name, [])
         else:
             by_name.setdefault(req.name, []).append(f"{req} (from {who})")
-    parts = []
-    for name, wants in sorted(by_name.items()):
-        index, url = finder.index_of(name)
-        seen = provider.seen.get(name, _Seen())
-        versions = ", ".join(str(v.version) for v in seen.versions[:8]) or "none that fit"
-        line = (f"{name}: {'; '.join(sorted(set(wants)))}; versions that fit {target.label} on index "
-                f"{index} ({redact_url(url)}): {versions}")
-        if seen.rejected:
-            shown = "; ".join(f"{r.filename}: {r.reason}" for r in seen.rejected[:4])
-            more = f" (+{len(seen.rejected) - 4} more)" if len(seen.rejected) > 4 else ""
-            line += f"; turned away: {shown}{more}"
-        parts.append(line)
-    return f"cannot resolve for {target.label}: " + " | ".join(parts + sorted(set(special)))
+    parts = [_project_line(name, wants, target, provider, finder) for name, wants in sorted(by_name.items())]
+    return f"cannot resolve for {target.label}: " + " | ".join(parts + sorted(set(refusals)))
+
+
+def _project_line(name: NormalizedName, wants: list[str], target: Target, provider: NeuronProvider,
+                  finder: Finder) -> str:
+    index, url = finder.index_of(name)
+    seen = provider.seen.get(name, _Seen())
+    versions = ", ".join(str(v.version) for v in seen.versions[:8]) or "none that fit"
+    asked = f"{'; '.join(sorted(set(wants)))}; " if wants else ""
+    line = (f"{name}: {asked}versions that fit {target.label} on index {index} ({redact_url(url)}): "
+            f"{versions}")
+    if seen.rejected:
+        shown = "; ".join(f"{r.filename}: {r.reason}" for r in seen.rejected[:4])
+        more = f" (+{len(seen.rejected) - 4} more)" if len(seen.rejected) > 4 else ""
+        line += f"; turned away: {shown}{more}"
+    return line
