@@ -13,10 +13,22 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from neuronctl.errors import FaultError, InputError, Interrupted
+from neuronctl.resolvers.http_body import Transient
 from neuronctl.resolvers.http_fetch import Fetcher
 from neuronctl.routing import file_url_path, redact_url
+from neuronctl.safety import checked_hash, contained, safe_filename
 
 CHUNK = 1 << 20
+MIN_RATE = 128 * 1024
+"""Bytes a second a download may not fall below on average. A wheel's time limit is
+--timeout (for the connection and headers) plus its size at this rate: 700 MB (the largest
+compiler wheel) gets 1.5 hours, a 100 kB one a second more. A connection silent for --timeout is
+dropped and retried sooner; one that trickles (a byte a second never trips a per-read timeout) is
+cut off at the deadline instead of holding the install for ever."""
+MAX_UNDECLARED = 4 << 30
+"""A file whose size neither the lock nor the index declares may be at most this big (a CUDA
+torch wheel is under 1 GiB); a declared size is the exact limit, so an endless response stops
+there instead of filling the disk."""
 Progress = Callable[[int, int | None], None]
 """(bytes so far, total or None)."""
 Stop = Callable[[], bool]
@@ -32,7 +44,12 @@ def sha256_file(path: Path) -> str:
 
 
 def cached_wheel_path(cache_root: Path, sha256: str, filename: str) -> Path:
-    return cache_root / "wheels" / sha256[:2] / sha256 / filename
+    """Where a file with this sha256 lives in the wheel cache. Both parts come from locks and
+    index pages, so both are checked (InputError) before they name anything on disk, and the
+    result is refused unless it stays inside the cache."""
+    digest = checked_hash("sha256", sha256, filename[:80] if isinstance(filename, str) else "file")
+    name = safe_filename(filename, "wheel file name")
+    return contained(cache_root / "wheels", digest[:2], digest, name)
 
 
 def _check(filename: str, url: str, got_sha: str, got_size: int, sha256: str | None,
@@ -111,16 +128,22 @@ def download_verified(fetcher: Fetcher, url: str, filename: str, cache_root: Pat
                       sha256: str | None, size: int | None,
                       progress: Progress | None = None, stop: Stop | None = None) -> tuple[Path, str]:
     """The verified file in the cache and its sha256. Reuses a cached copy (re-verified).
-    Raises Interrupted soon after stop() turns true, keeping nothing of the partial file."""
+    Raises Interrupted soon after stop() turns true, keeping nothing of the partial file.
+
+    `filename` and `sha256` are untrusted (a lock, an index page): both are checked before any
+    path is built from them. Nothing outside this run's own partial file is ever deleted: a cached
+    copy that fails verification is replaced (atomically) by the verified download instead."""
+    where = f"{str(filename)[:80]} from {redact_url(url)}"
+    filename = safe_filename(filename, where)
     if sha256 is not None:
-        final = cached_wheel_path(cache_root, sha256.lower(), filename)
+        sha256 = checked_hash("sha256", sha256, where)
+        final = cached_wheel_path(cache_root, sha256, filename)
         if final.is_file():
             got = sha256_file(final)
-            if got == sha256.lower():
+            if got == sha256:
                 if progress:
                     progress(final.stat().st_size, final.stat().st_size)
                 return final, got
-            final.unlink()
     staged = _Staging(cache_root, filename)
     try:
         got_sha, got_size = _fetch_into(fetcher, url, staged, size, progress, stop)
@@ -145,32 +168,40 @@ def _fetch_into(fetcher: Fetcher, url: str, out: _Staging, size: int | None,
                 for block in iter(lambda: fh.read(CHUNK), b""):
                     digest.update(block)
                     out.write(block)
+                    if size is not None and fh.tell() > size:
+                        raise InputError(f"{url}: larger than {_limit_text(size)}; refusing it")
         except OSError as exc:
             raise FaultError(f"{url}: cannot read it: {exc.strerror or exc}") from None
         return digest.hexdigest(), source.stat().st_size
-    import requests
-
     last = ""
     for _attempt in range(fetcher.retries + 1):
         out.restart()
         digest = hashlib.sha256()
         done = 0
-        response = fetcher.get(url, stream=True)
-        total = size or int(response.headers.get("Content-Length") or 0) or None
         try:
-            for block in response.iter_content(CHUNK):
-                if stop is not None and stop():
-                    raise Interrupted(f"{redact_url(url)}: download abandoned after {done} bytes")
-                digest.update(block)
-                out.write(block)
-                done += len(block)
-                if progress:
-                    progress(done, total)
-        except (requests.RequestException, OSError) as exc:
-            last = f"connection lost after {done} bytes ({type(exc).__name__})"
+            with fetcher.attempt(url, limit=size if size is not None else MAX_UNDECLARED,
+                                 what=_limit_text(size), stop=stop, min_rate=MIN_RATE) as response:
+                total = size or int(response.headers.get("Content-Length") or 0) or None
+                for block in response.iter_content(CHUNK):
+                    if stop is not None and stop():
+                        raise Interrupted("stopped")
+                    digest.update(block)
+                    out.write(block)
+                    done += len(block)
+                    if progress:
+                        progress(done, total)
+        except Transient as exc:
+            last = f"{exc.why}, after {done} bytes"
             continue
+        except Interrupted:
+            raise Interrupted(f"{redact_url(url)}: download abandoned after {done} bytes") from None
         finally:
-            response.close()
             fetcher.stats.add(done)
         return digest.hexdigest(), done
     raise FaultError(f"{redact_url(url)}: {last} (after {fetcher.retries + 1} attempts)")
+
+
+def _limit_text(size: int | None) -> str:
+    if size is not None:
+        return f"the {size:,} bytes the lock or index declares"
+    return f"the {MAX_UNDECLARED >> 30} GiB neuronctl allows a file of undeclared size"

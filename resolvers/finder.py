@@ -10,13 +10,19 @@ from typing import TypeVar
 
 from packaging.utils import NormalizedName, canonicalize_name
 
-from neuronctl.errors import InputError
+from neuronctl.errors import FaultError, InputError, Interrupted
 from neuronctl.resolvers.core_metadata import CoreMetadata
 from neuronctl.resolvers.metadata_fetch import MetadataFetcher
 from neuronctl.resolvers.simple_index import DistFile, IndexClient
 from neuronctl.routing import IndexRouting, redact_url
 
 T = TypeVar("T")
+
+
+def _elsewhere(index: str) -> str:
+    env = "NEURONCTL_INDEX_" + index.upper().replace("-", "_")
+    return (f"point {index} at a reachable mirror with --index {index}=URL, {env}=URL or config "
+            f"`indexes`")
 
 
 class Finder:
@@ -31,14 +37,16 @@ class Finder:
         self.metadata_methods: dict[str, str] = {}
         """filename -> how its metadata was obtained (sidecar, range, download, file, cache)."""
 
-    def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+    def close(self, *, wait: bool = True) -> None:
+        """Stop the workers; with wait=False (a failure, Ctrl-C, SIGTERM) without waiting for the
+        fetches in flight: the caller aborts those, and the process does not wait for them."""
+        self._pool.shutdown(wait=wait, cancel_futures=True)
 
     def __enter__(self) -> Finder:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        self.close(wait=kind is None)
 
     def _once(self, key: object, work: Callable[[], T]) -> Future[T]:
         with self._lock:
@@ -54,12 +62,19 @@ class Finder:
 
     def _load_files(self, project: NormalizedName) -> list[DistFile]:
         index, url = self.index_of(project)
-        files = self.client.project_files(url, project)
+        try:
+            files = self.client.project_files(url, project)
+        except Interrupted:
+            raise
+        except FaultError as exc:
+            raise FaultError(f"index {index!r}: {exc.message}", hint=_elsewhere(index)) from None
         if files is None:
+            others = [name for name in self.routing.indexes if name != index]
             raise InputError(
-                f"package {project!r} is routed to index {index!r} ({redact_url(url)}), which does not "
-                f"have it; neuronctl never falls back to another index",
-                hint=f"route it explicitly, e.g. --route {project}=pypi, or fix the requirement")
+                f"package {project!r} is routed to index {index!r} ({redact_url(url)}), which does "
+                "not have it; neuronctl never falls back to another index",
+                hint=f"check the name; if {project} lives on another index, route it there with "
+                     f"--route {project}=INDEX (other indexes: {', '.join(others) or 'none'})")
         return files
 
     def prefetch(self, projects: Iterable[str]) -> None:

@@ -40,6 +40,29 @@ def _key(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+MAX_ENTRY = 64 << 20
+"""The most a cache entry is read back (an index page's own cap): a planted or corrupt huge file
+in the cache costs a refetch, not the memory."""
+MAX_META = 64 << 10
+
+
+def _read_bounded(path: Path, limit: int) -> bytes | None:
+    """The file's bytes, or None when it is missing, unreadable or bigger than `limit`."""
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError:
+        return None
+    return data if len(data) <= limit else None
+
+
+def _text_or_none(value: object) -> str | None:
+    # Sent back as a header: only a short single-line string is.
+    if isinstance(value, str) and len(value) < 1024 and value.isprintable():
+        return value
+    return None
+
+
 def _write_entry(path: Path, data: bytes) -> None:
     # Not fsynced: a cache entry lost in a crash only costs a refetch.
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -59,15 +82,17 @@ class HttpCache:
 
     def get_page(self, url: str) -> CachedPage | None:
         meta_path, body_path = self._page_paths(url)
+        raw, body = _read_bounded(meta_path, MAX_META), _read_bounded(body_path, MAX_ENTRY)
+        if raw is None or body is None:
+            return None
         try:
-            meta = json.loads(meta_path.read_text("utf-8"))
-            body = body_path.read_bytes()
-        except (OSError, ValueError):
+            meta = json.loads(raw)
+        except (ValueError, RecursionError):
             return None
         if not isinstance(meta, dict) or meta.get("sha256") != hashlib.sha256(body).hexdigest():
             return None
         return CachedPage(body, str(meta.get("content_type", "")), str(meta.get("url", url)),
-                          meta.get("etag"), meta.get("last_modified"))
+                          _text_or_none(meta.get("etag")), _text_or_none(meta.get("last_modified")))
 
     def put_page(self, url: str, page: CachedPage) -> None:
         meta_path, body_path = self._page_paths(url)
@@ -84,11 +109,8 @@ class HttpCache:
         digest = _key(key)
         return self.root / kind / digest[:2] / digest
 
-    def get_blob(self, kind: str, key: str) -> bytes | None:
-        try:
-            return self._blob_path(kind, key).read_bytes()
-        except OSError:
-            return None
+    def get_blob(self, kind: str, key: str, limit: int | None = None) -> bytes | None:
+        return _read_bounded(self._blob_path(kind, key), MAX_ENTRY if limit is None else limit)
 
     def put_blob(self, kind: str, key: str, data: bytes) -> None:
         with contextlib.suppress(OSError):  # a cache that cannot be written only costs a refetch

@@ -4,14 +4,17 @@ GETs, conditional requests against the on-disk cache, an offline mode, and a byt
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from neuronctl.errors import FaultError
+from neuronctl.errors import FaultError, Interrupted
+from neuronctl.resolvers.http_body import MAX_BODY, MAX_PAGE, BoundedRaw, Transient, classify
 from neuronctl.resolvers.http_cache import CachedPage, HttpCache, user_cache_dir
+from neuronctl.resolvers.http_deadline import Guard, guarded
 from neuronctl.routing import Origin, redact_url
 
 if TYPE_CHECKING:
@@ -64,6 +67,7 @@ class Fetcher:
         self.stats = Stats()
         self._session = session
         self._session_lock = threading.Lock()
+        self._aborted = threading.Event()
 
     @property
     def session(self) -> requests.Session:
@@ -72,10 +76,11 @@ class Fetcher:
         with self._session_lock:
             if self._session is None:
                 import requests
-                from requests.adapters import HTTPAdapter
+
+                from neuronctl.resolvers.http_adapter import GuardedAdapter
 
                 session = requests.Session()
-                adapter = HTTPAdapter(pool_connections=8, pool_maxsize=16)
+                adapter = GuardedAdapter(pool_connections=8, pool_maxsize=16)
                 session.mount("http://", adapter)
                 session.mount("https://", adapter)
                 if self._credentials:
@@ -85,40 +90,75 @@ class Fetcher:
                 self._session = session
             return self._session
 
+    def abort(self) -> None:
+        """Cut off every request in flight (within POLL_S) and refuse new ones: a run that failed
+        or was interrupted does not wait for the network."""
+        self._aborted.set()
+
+    def _budget(self) -> float:
+        # A little over the timeout, so that a server that sends nothing at all is caught by the
+        # per-read timeout (retried) and only one that trickles by this deadline (not retried).
+        return self.timeout + max(0.5, 0.1 * self.timeout)
+
+    @contextlib.contextmanager
+    def attempt(self, url: str, headers: Mapping[str, str] | None = None, *,
+                ok: frozenset[int] = frozenset({200}), limit: int = MAX_BODY, what: str | None = None,
+                stop: Callable[[], bool] | None = None, min_rate: float | None = None,
+                keep: bool = False) -> Iterator[requests.Response]:
+        """One GET, no retries: the response (headers read) with its body readable only up to
+        `limit` bytes and only within the request's deadline, --timeout for the whole request
+        (plus, with `min_rate`, the time the expected size takes at that many bytes a second).
+        stop() or abort() cuts it off within POLL_S (Interrupted). Transient for what another
+        attempt may cure. With `keep`, the response stays open and guarded after the block."""
+        shown = redact_url(url)
+        if self._aborted.is_set():
+            raise Interrupted(f"{shown}: stopped")
+        stopper = self._aborted.is_set if stop is None else (lambda: self._aborted.is_set() or stop())
+        guard = Guard(time.monotonic() + self._budget(), stopper)
+        kept = False
+        with guarded(guard, keep=lambda: kept):
+            try:
+                response = self.session.get(url, headers=dict(headers or {}), stream=True,
+                                            timeout=(self.timeout, self.timeout))
+            except Exception as exc:  # classify() re-raises what is not the request's
+                raise classify(exc, guard, shown, self.timeout) from None
+            try:
+                if response.status_code in RETRY_STATUSES:
+                    raise Transient(f"HTTP {response.status_code}", shown)
+                if response.status_code not in ok:
+                    raise FaultError(f"{shown}: HTTP {response.status_code}")
+                if min_rate:
+                    declared = response.headers.get("Content-Length", "")
+                    expected = min(limit, int(declared)) if declared.isdigit() else limit
+                    guard.deadline += expected / min_rate
+                response.raw = BoundedRaw(response.raw, limit, what or f"{limit:,} bytes", guard,
+                                          shown, self.timeout)
+                yield response
+                kept = keep
+            finally:
+                if not kept:
+                    response.close()
+
     def get(self, url: str, headers: Mapping[str, str] | None = None, *,
-            ok: frozenset[int] = frozenset({200}), stream: bool = False) -> requests.Response:
-        """GET with retries on connection errors, timeouts, 429 and 5xx; other statuses not in
-        `ok` are a FaultError naming the URL (credentials stripped)."""
+            ok: frozenset[int] = frozenset({200}), stream: bool = False,
+            limit: int = MAX_BODY) -> requests.Response:
+        """GET with retries on dropped connections, silence for the timeout, 429 and 5xx; other
+        statuses not in `ok` are a FaultError naming the URL (credentials stripped). The body is
+        read (bounded, see attempt()) before returning, unless `stream`."""
         if self.offline:
             raise FaultError(f"{redact_url(url)}: not in the cache and --offline forbids the network")
-        import requests
-
-        shown = redact_url(url)
-        session = self.session
         last = ""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(self.backoff * (2 ** (attempt - 1)))
+        for n in range(self.retries + 1):
+            if n and self._aborted.wait(self.backoff * (2 ** (n - 1))):
+                raise Interrupted(f"{redact_url(url)}: stopped")
             try:
-                response = session.get(url, headers=dict(headers or {}), timeout=self.timeout,
-                                            stream=stream)
-            except requests.Timeout:
-                last = f"timed out after {self.timeout:g}s"
-                continue
-            except requests.ConnectionError as exc:
-                last = f"connection failed ({type(exc).__name__})"
-                continue
-            if response.status_code in RETRY_STATUSES:
-                response.close()
-                last = f"HTTP {response.status_code}"
-                continue
-            if response.status_code not in ok:
-                response.close()
-                raise FaultError(f"{shown}: HTTP {response.status_code}")
-            if not stream:
-                self.stats.add(len(response.content))
-            return response
-        raise FaultError(f"{shown}: {last} (after {self.retries + 1} attempts)")
+                with self.attempt(url, headers, ok=ok, limit=limit, keep=stream) as response:
+                    if not stream:
+                        self.stats.add(len(response.content))
+                    return response
+            except Transient as exc:
+                last = exc.why
+        raise FaultError(f"{redact_url(url)}: {last} (after {self.retries + 1} attempts)")
 
     def get_page(self, url: str, accept: str) -> CachedPage | None:
         """A cacheable page (an index project page): None on 404. Revalidates a cached copy with
@@ -135,7 +175,7 @@ class Fetcher:
                 headers["If-None-Match"] = cached.etag
             if cached.last_modified:
                 headers["If-Modified-Since"] = cached.last_modified
-        response = self.get(url, headers, ok=frozenset({200, 304, 404}))
+        response = self.get(url, headers, ok=frozenset({200, 304, 404}), limit=MAX_PAGE)
         if response.status_code == 404:
             return None
         if response.status_code == 304 and cached is not None:

@@ -7,14 +7,28 @@ from __future__ import annotations
 
 import io
 import re
+import struct
 import zipfile
+import zlib
 from collections.abc import Callable
 
 from packaging.utils import canonicalize_name
 
 TAIL = 64 * 1024
 MIN_FETCH = 16 * 1024
+MAX_METADATA = 16 << 20
+"""A METADATA file may be this big uncompressed (real ones, README included, are under 1 MB):
+checked against the zip directory's size and again while reading, so a zip bomb fails fast in
+bounded memory."""
+MAX_RANGE_BYTES = 64 << 20
+"""What range requests may fetch from one wheel in all (torch's zip directory is a few MB): a
+directory that claims more is refused before it is asked for."""
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+)$")
+
+class _Refused(ValueError):
+    """A wheel neuronctl will not read (its message says why); any other ValueError out of zipfile
+    is reported as "not a readable wheel"."""
+
 
 FetchRange = Callable[[int, int], bytes]
 """(start, end) -> the bytes [start, end) of the remote file."""
@@ -37,6 +51,7 @@ class RangeFile(io.RawIOBase):
         self._fetch = fetch
         self._pos = 0
         self._chunks: list[tuple[int, bytes]] = [(size - len(tail), tail)] if tail else []
+        self._fetched = len(tail)
 
     def readable(self) -> bool:
         return True
@@ -70,6 +85,10 @@ class RangeFile(io.RawIOBase):
             if chunk_start <= start and end <= chunk_start + len(chunk):
                 return chunk[start - chunk_start:end - chunk_start]
         fetch_end = min(self._size, max(end, start + MIN_FETCH))
+        self._fetched += fetch_end - start
+        if self._fetched > MAX_RANGE_BYTES:
+            raise _Refused(f"reading it would take more than {MAX_RANGE_BYTES >> 20} MiB of range "
+                             "requests; its zip directory is not a wheel's")
         data = self._fetch(start, fetch_end)
         if len(data) != fetch_end - start:
             raise OSError(f"range {start}-{fetch_end}: got {len(data)} bytes")
@@ -89,12 +108,29 @@ def metadata_member(names: list[str], project: str) -> str | None:
 
 
 def read_metadata_from_zip(fileobj: io.RawIOBase | io.BufferedIOBase | str, project: str) -> str:
-    """METADATA text of a wheel; ValueError when the file is not a wheel with one."""
+    """METADATA text of a wheel; ValueError when the file is not a wheel with one, or one whose
+    METADATA is bigger than MAX_METADATA. Network faults while reading a RangeFile propagate."""
     try:
         with zipfile.ZipFile(fileobj) as zf:
             member = metadata_member(zf.namelist(), project)
             if member is None:
-                raise ValueError("no .dist-info/METADATA in the wheel")
-            return zf.read(member).decode("utf-8")
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, UnicodeDecodeError, KeyError) as exc:
-        raise ValueError(f"not a readable wheel ({exc})") from None
+                raise _Refused("no .dist-info/METADATA in the wheel")
+            return _read_bounded(zf, member).decode("utf-8")
+    except _Refused:
+        raise
+    except (ValueError, zipfile.BadZipFile, zipfile.LargeZipFile, KeyError, OSError, EOFError,
+            struct.error, zlib.error, NotImplementedError, RuntimeError) as exc:
+        # Bad offsets, truncated ranges, unknown compression, encryption: all say "not a wheel".
+        raise ValueError(f"not a readable wheel ({type(exc).__name__}: {str(exc)[:200]})") from None
+
+
+def _read_bounded(zf: zipfile.ZipFile, member: str) -> bytes:
+    info = zf.getinfo(member)
+    if info.file_size > MAX_METADATA:
+        raise _Refused(f"{member} is {info.file_size:,} bytes uncompressed; more than the "
+                         f"{MAX_METADATA >> 20} MiB neuronctl reads")
+    with zf.open(info) as fh:
+        data = fh.read(MAX_METADATA + 1)  # the directory's size may lie; the read may not
+    if len(data) > MAX_METADATA:
+        raise _Refused(f"{member} is more than the {MAX_METADATA >> 20} MiB neuronctl reads")
+    return data

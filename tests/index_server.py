@@ -17,7 +17,7 @@ import json
 import threading
 import time
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,6 +77,14 @@ class IndexState:
     trickling: threading.Event = field(default_factory=threading.Event)
     """Set once a trickled file has started going out."""
     corrupt_page: dict[str, str] = field(default_factory=dict)
+    hostile: dict[str, str] = field(default_factory=dict)
+    """request path -> one of HOSTILE_MODES: how this server attacks the client there."""
+    hash_override: dict[str, str] = field(default_factory=dict)
+    """file name -> the sha256 text its index page shows (e.g. a path, to try a traversal)."""
+    loris_interval: float = 1.5
+    """Seconds between the bytes of a slow-loris reply."""
+    released: threading.Event = field(default_factory=threading.Event)
+    """Set to let 'hang' replies end (the tests set it when done)."""
     corrupt_sidecar: bool = False
     in_flight: int = 0
     max_in_flight: int = 0
@@ -93,13 +101,17 @@ class IndexState:
             self.bytes_sent = 0
 
 
+def _shown_hash(state: IndexState, e: Entry) -> str:
+    return state.hash_override.get(e.filename) or ("0" * 64 if e.wrong_hash else e.sha256)
+
+
 def _page(state: IndexState, project: str, base: str) -> tuple[str, str]:
     entries = state.projects[project]
     if state.kind == "json":
         files = []
         for e in entries:
             item = {"filename": e.filename, "url": f"/files/{quote(e.filename)}",
-                    "hashes": {"sha256": "0" * 64 if e.wrong_hash else e.sha256},
+                    "hashes": {"sha256": _shown_hash(state, e)},
                     "size": e.path.stat().st_size, "upload-time": "2026-10-19T12:00:00.123456Z",
                     "core-metadata": {"sha256": hashlib.sha256(e.metadata).hexdigest()}}
             if e.requires_python:
@@ -111,7 +123,7 @@ def _page(state: IndexState, project: str, base: str) -> tuple[str, str]:
             {"meta": {"api-version": "1.1"}, "name": project, "files": files})
     links = []
     for e in entries:
-        digest = "0" * 64 if e.wrong_hash else e.sha256
+        digest = _shown_hash(state, e)
         attrs = f'href="{base}/files/{quote(e.filename)}#sha256={digest}"'
         if e.requires_python:
             attrs += f' data-requires-python="{html.escape(e.requires_python)}"'
@@ -167,6 +179,9 @@ class IndexHandler(QuietHandler):
                 st.stall[path] = (seconds, times - 1)
         if times:
             time.sleep(seconds)
+        if path in st.hostile:
+            HOSTILE_MODES[st.hostile[path]](self)
+            return
         if path.startswith("/simple/"):
             project = str(canonicalize_name(path[len("/simple/"):].strip("/")))
             if project not in st.projects:
@@ -267,3 +282,102 @@ def index_server(state: IndexState) -> Iterator[str]:
     handler = type("Handler", (IndexHandler,), {"state": state})
     with serving(handler) as url:
         yield url
+
+
+# Hostile replies: each takes the handler and answers (or does not) the way an attacker would.
+
+def _loris(h: IndexHandler) -> None:
+    """A whole reply promised, then one byte every loris_interval seconds."""
+    body = b'{"meta": {"api-version": "1.1"}, "name": "x", "files": []}' + b" " * 10_000
+    h.send_response(200)
+    h.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
+    h.send_header("Content-Length", str(len(body)))
+    h.end_headers()
+    h.close_connection = True
+    try:
+        for i in range(len(body)):
+            h.wfile.write(body[i:i + 1])
+            h.wfile.flush()
+            if h.state.released.wait(h.state.loris_interval):
+                return
+    except OSError:
+        pass
+
+
+def _hang(h: IndexHandler) -> None:
+    """The connection accepted, the request read, and never a byte back."""
+    h.close_connection = True
+    h.state.released.wait(120)
+
+
+def _endless(h: IndexHandler) -> None:
+    """200 with no length, then zeros until the client goes away."""
+    h.send_response(200)
+    h.send_header("Content-Type", "application/octet-stream")
+    h.end_headers()
+    h.close_connection = True
+    block = b"\0" * (1 << 16)
+    try:
+        while not h.state.released.is_set():
+            h.wfile.write(block)
+            with h.state.lock:
+                h.state.bytes_sent += len(block)
+    except OSError:
+        pass
+
+
+def _short(h: IndexHandler) -> None:
+    """Content-Length 100000, then 10 bytes and the connection closed."""
+    h.send_response(200)
+    h.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
+    h.send_header("Content-Length", "100000")
+    h.end_headers()
+    h.wfile.write(b'{"meta": {')
+    h.close_connection = True
+
+
+def _bad_gzip(h: IndexHandler) -> None:
+    body = b"this is not gzip at all" * 10
+    h._send(200, body, "application/vnd.pypi.simple.v1+json", {"Content-Encoding": "gzip"})
+
+
+def _redirect(location: str) -> Callable[[IndexHandler], None]:
+    def reply(h: IndexHandler) -> None:
+        h.send_response(302)
+        h.send_header("Location", location if location else h.path)
+        h.send_header("Content-Length", "0")
+        h.end_headers()
+    return reply
+
+
+def _bad_url(h: IndexHandler) -> None:
+    """A page whose only file has a URL no client can fetch."""
+    name = h.path.rstrip("/").rsplit("/", 1)[-1]
+    body = json.dumps({"meta": {"api-version": "1.1"}, "name": name, "files": [
+        {"filename": f"{name}-1.0-py3-none-any.whl", "url": "http://127.0.0.1:99999999/x.whl",
+         "hashes": {"sha256": "a" * 64}}]})
+    h._send(200, body.encode(), "application/vnd.pypi.simple.v1+json")
+
+
+HOSTILE_MODES: dict[str, Callable[[IndexHandler], None]] = {
+    "slow-loris": _loris, "hang": _hang, "endless": _endless, "short": _short,
+    "bad-gzip": _bad_gzip, "redirect-loop": _redirect(""),
+    "redirect-file": _redirect("file:///etc/passwd"), "redirect-ftp": _redirect("ftp://127.0.0.1/x"),
+    "bad-url": _bad_url,
+}
+
+
+def zip_bomb_wheel(outdir: Path, name: str = "bomb", version: str = "1.0", mb: int = 200) -> Path:
+    """A small wheel whose METADATA inflates to `mb` MB (the zip directory says so honestly)."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    wheel = outdir / f"{name}-{version}-py3-none-any.whl"
+    info = f"{name}-{version}.dist-info"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:
+        with zf.open(f"{info}/METADATA", "w", force_zip64=True) as fh:
+            fh.write(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nSummary: ".encode())
+            block = b"A" * (1 << 20)
+            for _ in range(mb):
+                fh.write(block)
+        zf.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        zf.writestr(f"{info}/RECORD", "")
+    return wheel

@@ -38,9 +38,13 @@ def resolve_request(request: StackRequest, *, offline: bool, timeout: float) -> 
     metadata = MetadataFetcher(fetcher, fetcher.cache, cache_root)
     roots = root_requirements(request.plan, request.requirements)
     refuse = version_filter(request.plan)
-    with Finder(IndexClient(fetcher), request.routing, metadata) as finder:
-        resolutions = [resolve(finder, t, roots, version_filter=refuse) for t in request.targets]
-        methods = dict(finder.metadata_methods)
+    try:
+        with Finder(IndexClient(fetcher), request.routing, metadata) as finder:
+            resolutions = [resolve(finder, t, roots, version_filter=refuse) for t in request.targets]
+            methods = dict(finder.metadata_methods)
+    except BaseException:
+        fetcher.abort()  # Ctrl-C, SIGTERM or a failure: no fetch in flight is waited for
+        raise
 
     hashes: dict[str, str] = {}
 
