@@ -49,7 +49,9 @@ class App:
         stream = sys.stderr if stderr else sys.stdout
         # Piped output is read in logs and CI, where rich's 80-column fallback folds tables.
         width = None if stream.isatty() else int(os.environ.get("COLUMNS", "120") or 120)
-        return Console(stderr=stderr, no_color=not self.color, highlight=False, width=width)
+        # No emoji codes: data such as the PCI address 0000:cd:00.0 would print as an emoji.
+        return Console(stderr=stderr, no_color=not self.color, highlight=False, emoji=False,
+                       width=width)
 
 
 def get_app() -> App:

@@ -14,15 +14,16 @@ from neuronctl.probes.sysroot import SysRoot
 
 
 def print_hardware(report: HardwareReport) -> None:
-    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
+    # Every value is data (sysfs, neuron-ls, IMDS): Text, never markup or emoji codes.
     console = get_app().console()
     grid = Table.grid(padding=(0, 2))
     if not report.present:
         grid.add_row("chip", "none: no Neuron hardware found")
     else:
-        grid.add_row("chip", f"{report.chip} ({report.chip_name})" if report.chip else "unknown")
+        grid.add_row("chip", Text(f"{report.chip} ({report.chip_name})" if report.chip else "unknown"))
     rows = [("devices", report.device_count or None),
             ("NeuronCores", f"{report.neuron_cores} ({report.neuron_cores_source})"
              if report.neuron_cores else None),
@@ -33,13 +34,12 @@ def print_hardware(report: HardwareReport) -> None:
             ("tools", report.tools_version), ("neuron-ls", report.neuron_ls)]
     for key, value in rows:
         if value is not None:
-            grid.add_row(key, escape(str(value)))
+            grid.add_row(key, Text(str(value)))
     console.print(grid)
     for e in report.evidence:
-        console.print(f"  evidence: {escape(e.source)}: {escape(e.value)}"
-                      + (f" -> {e.chip}" if e.chip else ""))
+        console.print(Text(f"  evidence: {e.source}: {e.value}" + (f" -> {e.chip}" if e.chip else "")))
     for c in report.conflicts:
-        console.print(f"  [yellow]conflict:[/] {escape(c)}")
+        console.print(Text("  conflict: ", style="yellow").append(c))
 
 
 @click.command()

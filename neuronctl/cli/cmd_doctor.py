@@ -34,6 +34,16 @@ from neuronctl.probes.pyenv import resolve_python
 from neuronctl.probes.sysroot import SysRoot
 
 FORMATS = ("text", "json", "junit", "github")
+GROUPS: tuple[str, ...] = tuple(dict.fromkeys(i.split(".")[0] for i in CHECK_IDS))
+SELECTORS_HELP = f"groups: {', '.join(GROUPS)}; ids: {', '.join(CHECK_IDS)}"
+
+
+def _no_such_check(flag: str, pattern: str) -> InputError:
+    import difflib
+
+    near = difflib.get_close_matches(pattern, [*CHECK_IDS, *GROUPS], n=1)
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    return InputError(f"{flag} {pattern!r}: no such check{hint} ({SELECTORS_HELP})")
 
 
 def select_checks(only: tuple[str, ...], skip: tuple[str, ...], lock: Path | None,
@@ -41,7 +51,7 @@ def select_checks(only: tuple[str, ...], skip: tuple[str, ...], lock: Path | Non
     def expand(pattern: str, flag: str) -> set[str]:
         hits = {i for i in CHECK_IDS if i == pattern or i.startswith(pattern + ".")}
         if not hits:
-            raise InputError(f"{flag} {pattern!r}: no such check (known: {', '.join(CHECK_IDS)})")
+            raise _no_such_check(flag, pattern)
         return hits
 
     chosen = set(CHECK_IDS)
@@ -97,8 +107,10 @@ def run_doctor(facts: Facts, ids: list[str], strict: bool, limit: float) -> Doct
 @click.option("--no-device-probe", is_flag=True, help="Skip the device probe tiers.")
 @click.option("--compile", "compile_tier", is_flag=True, help="Also probe torch.compile (slow).")
 @click.option("--strict", is_flag=True, help="Warnings fail too.")
-@click.option("--only", multiple=True, metavar="ID", help="Run only these checks (or groups).")
-@click.option("--skip", multiple=True, metavar="ID", help="Skip these checks (or groups).")
+@click.option("--only", multiple=True, metavar="ID",
+              help=f"Run only these checks or groups (repeatable; {SELECTORS_HELP}).")
+@click.option("--skip", multiple=True, metavar="ID",
+              help="Skip these checks or groups (repeatable; as --only).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None, help="Output format.")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
@@ -146,10 +158,20 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
     else:
         print_text(report, app.console(), verbose=app.verbose, quiet=app.quiet)
     if fmt == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
-        summary_path = Path(os.environ["GITHUB_STEP_SUMMARY"])
-        with summary_path.open("a", encoding="utf-8") as fh:
-            fh.write(render_markdown_summary(report))
+        _append_step_summary(Path(os.environ["GITHUB_STEP_SUMMARY"]), report)
     return report.exit_code
+
+
+def _append_step_summary(path: Path, report: DoctorReport) -> None:
+    """The step summary is a nicety beside the report: a path that cannot be written is a
+    warning, and the exit code stays the checks' own."""
+    try:
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(render_markdown_summary(report))
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        click.echo(f"neuronctl: warning: GITHUB_STEP_SUMMARY {path}: {reason}; step summary not "
+                   "written", err=True)
 
 
 def _plain_text(report: DoctorReport) -> str:

@@ -20,19 +20,33 @@ def _short(versions: tuple[str, ...]) -> str:
     return ", ".join(versions) if versions else "-"
 
 
+def _lines(versions: tuple[str, ...]) -> str:
+    return "\n".join(versions) if versions else "-"
+
+
 def _release_table(manifest: Manifest, title: str) -> None:
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=title, title_justify="left")
-    for col in ("release", "date", "status", "backend", "torch", "torch-neuronx", "neuronx-cc",
-                "python", "chips"):
-        table.add_column(col)
-    styles = {"native": "green", "xla": "yellow", "none": "dim"}
+    rows = []
     for r in manifest.releases:
         own = tuple(f.torch_neuronx for f in r.frameworks if f.backend == r.backend)
-        table.add_row(r.version, r.date or "", r.status, f"[{styles[r.backend]}]{r.backend}[/]",
-                      _short(r.torch), _short(own), _short(r.packages.get("neuronx-cc", ())),
-                      f"{r.python[0]}-{r.python[-1]}" if r.python else "-", ",".join(r.chips))
+        # Status is shown only where it is news (beta, deprecated...), beside the version.
+        version = r.version if r.status == "ga" else f"{r.version} ({r.status})"
+        rows.append((version, r.date or "unknown", r.backend, _lines(r.torch), _lines(own),
+                     _lines(r.packages.get("neuronx-cc", ())),
+                     f"{r.python[0]}-{r.python[-1]}" if r.python else "-", _short(r.chips)))
+    table = Table(title=title, title_justify="left")
+    for col in ("release", "date", "backend", "torch", "torch-neuronx", "neuronx-cc", "python",
+                "chips"):
+        # One version a line keeps every column as narrow as its longest version, so the table
+        # fits 120 columns without cutting any; narrower terminals fold rather than truncate.
+        table.add_column(col, overflow="fold")
+    styles = {"native": "green", "xla": "yellow", "none": "dim"}
+    for row in rows:
+        cells = [Text(c) for c in row]
+        cells[2].stylize(styles.get(row[2], ""))
+        table.add_row(*cells)
     get_app().console().print(table)
 
 
@@ -41,7 +55,7 @@ def _release_detail(r: Release) -> None:
 
     console = get_app().console()
     head = Table.grid(padding=(0, 2))
-    head.add_row("release", f"[bold]{r.version}[/]" + (f" ({r.date})" if r.date else ""))
+    head.add_row("release", f"[bold]{r.version}[/] ({r.date or 'date unknown'})")
     head.add_row("status", r.status)
     head.add_row("backend", r.backend)
     head.add_row("torch", _short(r.torch))

@@ -10,8 +10,7 @@ from neuronctl._version import __version__
 from neuronctl.cli.check_runner import CheckResult
 from neuronctl.cli.output import to_json_text
 
-ICONS = {"pass": "[green]PASS[/]", "warn": "[yellow]WARN[/]", "fail": "[red]FAIL[/]",
-         "skip": "[dim]SKIP[/]"}
+STATUS_STYLES = {"pass": "green", "warn": "yellow", "fail": "red", "skip": "dim"}
 
 
 @dataclass(frozen=True)
@@ -47,8 +46,9 @@ class DoctorReport:
     def verdict_line(self) -> str:
         s = self.summary()
         word = {"pass": "healthy", "warn": "healthy, with warnings", "fail": "problems found"}
+        warnings = f"{s['warnings']} warning" + ("" if s["warnings"] == 1 else "s")
         return (f"{s['verdict'].upper()}: {word[s['verdict']]}: {s['failed']} failed, "
-                f"{s['warnings']} warnings, {s['passed']} passed, {s['skipped']} skipped")
+                f"{warnings}, {s['passed']} passed, {s['skipped']} skipped")
 
 
 def render_json(report: DoctorReport) -> str:
@@ -116,21 +116,24 @@ def render_markdown_summary(report: DoctorReport) -> str:
 
 
 def print_text(report: DoctorReport, console: Any, *, verbose: int, quiet: bool) -> None:
-    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
+    # Data goes in as Text, never as markup: a PCI address such as 0000:cd:00.0 or a message with
+    # [brackets] prints as it is.
     if not quiet:
         table = Table(show_header=True, header_style="bold", expand=False)
         table.add_column("status")
         table.add_column("check")
         table.add_column("result", overflow="fold")
         for c in report.checks:
-            text = escape(c.message)
+            text = Text(c.message)
             if c.fix and c.status in ("fail", "warn"):
-                text += f"\n[bold]fix:[/] {escape(c.fix)}"
+                text.append("\nfix: ", style="bold").append(c.fix)
             if verbose:
-                text += "".join(f"\n  [dim]{escape(d)}[/]" for d in c.details)
-            table.add_row(ICONS[c.status], c.id, text)
+                for d in c.details:
+                    text.append(f"\n  {d}", style="dim")
+            table.add_row(Text(c.status.upper(), style=STATUS_STYLES[c.status]), Text(c.id), text)
         console.print(table)
     colour = {"pass": "green", "warn": "yellow", "fail": "red"}[report.verdict]
-    console.print(f"[bold {colour}]{escape(report.verdict_line())}[/]")
+    console.print(Text(report.verdict_line(), style=f"bold {colour}"))

@@ -1,0 +1,71 @@
+"""What people see in a terminal: data is printed as it is (no emoji codes or markup), plurals
+agree, global options work after the command, mistypes get a suggestion, tables do not cut
+versions, and a step summary that cannot be written does not change the verdict."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from sysroots import build_host
+
+
+@pytest.fixture
+def trn2(tmp_path):
+    return build_host(tmp_path / "trn2", "trn2")
+
+
+def test_pci_addresses_print_as_they_are(cli, trn2):
+    detect = cli("detect", "--sysroot", str(trn2))
+    assert detect.code == 0
+    assert "pci 0000:cd:00.0" in detect.out and "\U0001f4bf" not in detect.out
+    doctor = cli("-v", "doctor", "--sysroot", str(trn2), "--no-device-probe", "--only", "hardware.chip")
+    assert "0000:cd:00.0" in doctor.out and "\U0001f4bf" not in doctor.out
+
+
+def test_one_warning_is_singular(cli, tmp_path):
+    r = cli("doctor", "--no-device-probe", "--only", "python", "--python", sys.executable,
+            "--sysroot", str(tmp_path))
+    assert "1 warning," in r.out and "1 warnings" not in r.out
+
+
+def test_global_options_work_after_the_command(cli, tmp_path):
+    quiet = cli("doctor", "-q", "--no-device-probe", "--sysroot", str(tmp_path))
+    assert quiet.code in (0, 1)
+    assert quiet.out.count("\n") == 1 and "healthy" in quiet.out  # only the verdict
+    verbose = cli("doctor", "--no-device-probe", "--only", "python", "-v", "--sysroot", str(tmp_path))
+    assert "supports Python" in verbose.out  # details appear only with -v
+    assert cli("lock", "-v", "--help").code == 0
+    assert cli("releases", "show", "2.33.0", "--no-color").code == 0
+
+
+def test_did_you_mean_for_commands_and_check_ids(cli):
+    r = cli("doctr")
+    assert r.code == 2 and "Did you mean 'doctor'?" in r.err
+    r = cli("doctor", "--only", "pyton.version")
+    assert r.code == 2 and "did you mean 'python.version'?" in r.err
+    assert "groups: python, packages, hardware, runtime, device, lock" in r.err
+    helped = cli("doctor", "--help").out
+    assert "groups: python, packages" in " ".join(helped.split())
+
+
+@pytest.mark.parametrize("columns", ["120", "100"])
+def test_releases_table_never_cuts_a_version(columns, monkeypatch, tmp_path):
+    env = dict(os.environ, COLUMNS=columns)
+    out = subprocess.run([sys.executable, "-m", "neuronctl", "releases"], capture_output=True,
+                         text=True, env=env, check=True).stdout
+    lines = out.splitlines()
+    assert max(map(len, lines)) <= int(columns)
+    assert "…" not in out
+    if columns == "120":
+        assert "2.9.0.2.15.32035" in out and "2.33.0 (beta)" in out
+        assert "unknown" in out  # releases without a date say so
+
+
+def test_step_summary_in_a_missing_directory_is_a_warning(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "missing" / "summary.md"))
+    r = cli("doctor", "--format", "github", "--no-device-probe", "--sysroot", str(tmp_path))
+    plain = cli("doctor", "--json", "--no-device-probe", "--sysroot", str(tmp_path))
+    assert r.code == json.loads(plain.out)["summary"]["exit_code"]
+    assert "warning: GITHUB_STEP_SUMMARY" in r.err and "internal error" not in r.err
