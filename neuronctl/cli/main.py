@@ -36,6 +36,50 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
+def _set_global(name: str) -> Any:
+    """A callback that stores a global option given after the command, as users type it
+    (`neuronctl doctor -q`), on the same App the group's own options fill."""
+
+    def store(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        if not value:
+            return
+        app = ctx.find_object(App)
+        if app is None:
+            return
+        if name == "verbose":
+            app.verbose += int(value)
+        elif name == "quiet":
+            app.quiet = True
+        elif name == "no_color":
+            app.color = False
+        elif name == "config":
+            app.config_path = value
+
+    return store
+
+
+def _with_global_options(command: click.Command) -> click.Command:
+    """Give a command (and its subcommands) the global options it does not define itself."""
+    taken = {opt for p in command.params for opt in getattr(p, "opts", [])}
+    extra = [
+        click.Option(["-v", "--verbose"], count=True, expose_value=False, callback=_set_global("verbose"),
+                     help="More detail; tracebacks on errors (also before the command)."),
+        click.Option(["-q", "--quiet"], is_flag=True, expose_value=False, callback=_set_global("quiet"),
+                     help="Only the verdict and errors (also before the command)."),
+        click.Option(["--no-color"], is_flag=True, expose_value=False, callback=_set_global("no_color"),
+                     help="No colour (also before the command)."),
+        click.Option(["--config"], type=click.Path(path_type=Path, dir_okay=False), expose_value=False,
+                     callback=_set_global("config"), help="Config file (also before the command)."),
+    ]
+    for option in extra:
+        if not taken & set(option.opts):
+            command.params.append(option)
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _with_global_options(sub)
+    return command
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -46,7 +90,22 @@ class LazyGroup(click.Group):
             return None
         module = importlib.import_module(entry[0])
         command: click.Command = getattr(module, entry[1])
+        if not getattr(command, "_neuronctl_globals", False):
+            _with_global_options(command)
+            command._neuronctl_globals = True  # type: ignore[attr-defined]
         return command
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in COMMANDS:
+            import difflib
+
+            near = difflib.get_close_matches(name, list(COMMANDS), n=1)
+            hint = f" Did you mean '{near[0]}'?" if near else ""
+            raise click.UsageError(f"No such command '{name}'.{hint} "
+                                   f"Commands: {', '.join(sorted(COMMANDS))}.", ctx)
+        return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
