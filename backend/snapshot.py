@@ -141,11 +141,13 @@ def listed_files(root: str) -> dict[str, str]:
                 rows = list(csv.reader(fh))
         except (OSError, csv.Error):
             continue
+        name = os.path.basename(info)
         for row in rows:
-            if row and row[0]:
-                path = os.path.normpath(row[0]).replace(os.sep, "/")
-                if not path.startswith(("../", "/")) and path != "..":
-                    owned[path] = os.path.basename(info)
+            path = row[0] if row else ""
+            if "\\" in path or "." in path[:2] or "/." in path or "//" in path:  # rare: normalize
+                path = os.path.normpath(path.replace("\\", "/"))
+            if path and not path.startswith(("../", "/")) and path != "..":
+                owned[path] = name
     return owned
 
 
@@ -160,41 +162,57 @@ class Stray:
     modified: int = 0
     removable: tuple[str, ...] = ()
     """Absolute paths that did not exist before and that no dist-info lists anything in."""
+    owned: bool = False
+    """Some of these files belong (or belonged) to an installed distribution."""
 
     def describe(self) -> str:
         counts = [f"{n:,} file{'s' if n != 1 else ''} {what}" for n, what in
                   ((self.added, "added"), (self.removed, "removed"), (self.modified, "modified")) if n]
-        where = f"{os.path.basename(self.root)}/{self.top}"
-        return f"{', '.join(counts)} under {where} with no dist-info"
+        where = printable(f"{os.path.basename(self.root)}/{self.top}")
+        why = "that no finished install accounts for" if self.owned else "with no dist-info"
+        return f"{', '.join(counts)} under {where} {why}"
 
 
 def strays(changes: TreeChanges, before: Mapping[str, str], after: Mapping[str, str],
-           now: Mapping[str, Stat]) -> list[Stray]:
+           was: Mapping[str, Stat], now: Mapping[str, Stat]) -> list[Stray]:
     """Per top-level entry, the changes no package change accounts for: added or modified files
-    no RECORD lists now (a half-unpacked package), removed files whose owner is still installed
-    or that no RECORD listed; plus which new paths can go without touching an installed package.
-    `before`/`after`: path -> owning dist-info, from the two snapshots; `now`: the entries after."""
+    that no freshly written RECORD lists (a half-unpacked package, a file truncated under a
+    package that was not reinstalled), removed files whose owner is still installed or that no
+    RECORD listed; plus which new paths can go without touching an installed package.
+    `before`/`after`: path -> owning dist-info; `was`/`now`: the entries, before and after."""
+    # An engine writes a distribution's RECORD last: a new or rewritten one means it finished.
+    finished = {info for info in set(after.values())
+                if was.get(f"{info}/RECORD") != now.get(f"{info}/RECORD")}
     groups: dict[str, list[int]] = {}
+    owned: set[str] = set()
     for index, paths in enumerate((changes.added, changes.removed, changes.modified)):
         for path in paths:
-            if index != 1 and path in after:
+            if index != 1 and after.get(path) in finished:
                 continue
             if index == 1 and path in before and before[path] not in now:
                 continue  # its distribution went (or changed version): the package line says so
-            groups.setdefault(path.split("/", 1)[0], [0, 0, 0])[index] += 1
+            top = path.split("/", 1)[0]
+            groups.setdefault(top, [0, 0, 0])[index] += 1
+            if path in before or path in after:
+                owned.add(top)
     owned_dirs = {os.path.dirname(p) for p in after}
     removable: dict[str, list[str]] = {}
     for top in changes.new_tops:
         inside = top + "/"
-        if top in after or any(d == top or d.startswith(inside) for d in owned_dirs):
+        if not top.isprintable() or top in after or any(d == top or d.startswith(inside) for d in owned_dirs):
             continue
         removable.setdefault(top.split("/", 1)[0], []).append(os.path.join(changes.root, top))
     out = []
     for top in sorted(groups):
         added, removed, modified = groups[top]
         out.append(Stray(changes.root, top + _any_under(changes, top), added, removed, modified,
-                         tuple(removable.get(top, ()))))
+                         tuple(removable.get(top, ())), top in owned))
     return out
+
+
+def printable(text: str) -> str:
+    """A file name as it can be shown on a terminal: control characters escaped, not sent."""
+    return text if text.isprintable() else ascii(text)[1:-1]
 
 
 def _any_under(changes: TreeChanges, top: str) -> str:
@@ -215,5 +233,5 @@ def file_changes(before: Snapshot) -> list[Stray]:
         if not changes.empty:
             root = changes.root
             found.extend(strays(changes, before.owners.get(root, {}), after.owners.get(root, {}),
-                                after.entries.get(root, {})))
+                                before.entries.get(root, {}), after.entries.get(root, {})))
     return found
