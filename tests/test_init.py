@@ -67,3 +67,30 @@ def test_init_bad_input_changes_nothing(cli):
     assert Path("pyproject.toml").read_text() == "[tool\n"
     os.chdir("..")
     assert Path("pyproject.toml").read_text() == ORIGINAL
+
+
+def test_init_edits_a_symlinked_pyproject_at_its_target(cli, tmp_path):
+    shared = tmp_path / "shared" / "pyproject.toml"
+    shared.parent.mkdir()
+    shared.write_text(ORIGINAL)
+    Path("pyproject.toml").symlink_to(shared)
+    r = cli("init", "--torch", "2.13")
+    assert r.code == 0, r.err
+    assert Path("pyproject.toml").is_symlink() and Path("pyproject.toml").resolve() == shared
+    assert read_toml(shared, "pyproject")["tool"]["neuronctl"]["torch"] == "2.13"
+
+
+def test_readme_and_init_agree_on_keys_in_the_table(cli):
+    """README: settings init does not set stay (with their comments); a key neuronctl does not
+    know is an error naming the file and the key, so a typo is never silently ignored."""
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    assert "your own keys inside it, stay" not in readme
+    assert "a key neuronctl does not know is an error" in readme
+    Path("pyproject.toml").write_text(ORIGINAL.replace("python = ", "backend = \"uv\"  # mine\npython = "))
+    assert cli("init", "--torch", "2.13").code == 0
+    assert 'backend = "uv"  # mine' in Path("pyproject.toml").read_text()
+    before = ORIGINAL.replace("strict = true", "relase = \"2.33.0\"")
+    Path("pyproject.toml").write_text(before)
+    r = cli("init")
+    assert r.code == 2 and "unknown key 'relase'" in r.err and "pyproject.toml" in r.err
+    assert Path("pyproject.toml").read_text() == before

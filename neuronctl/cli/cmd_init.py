@@ -90,7 +90,9 @@ def init(release: str | None, torch: str | None, pythons: tuple[str, ...], platf
     if after == before and path.exists():
         click.echo(f"{path}: [tool.neuronctl] already up to date")
         return 0
-    write_atomic(path, after)
+    # A symlinked pyproject.toml (a shared one, a dotfiles repo) is edited where it lives; the
+    # atomic rename would otherwise replace the link with a copy.
+    write_atomic(path.resolve() if path.is_symlink() else path, after)
     if not app.quiet:
         click.echo(f"{'updated' if before else 'created'} {path}: [tool.neuronctl] "
                    + ", ".join(changed))
