@@ -1,11 +1,15 @@
 """Convert AWS's `n2-manifest.json` (aws-neuron-sdk, src/helperscripts) to neuronctl's format.
 
 Pure: takes the decoded JSON, returns a Manifest; all file handling lives in the caller.
-The n2 format names no torch version (legacy torch-neuronx versions embed it) and no dates.
+The n2 format names no torch version (legacy torch-neuronx versions embed it). Its one date is
+`manifest_date`, when the manifest for `manifest_version` (its newest release) was published: that
+release gets it, the others have no date (shown as unknown).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable
 
@@ -158,4 +162,25 @@ def convert_n2(data: object, source: str) -> Manifest:
         value = top.text(key, required=False)
         if value:
             meta[key] = value
+    if "manifest_date" in meta and "manifest_version" in meta:
+        date = _iso_date(top, meta["manifest_date"])
+        releases = [dataclasses.replace(r, date=date) if _same_version(r.version, meta["manifest_version"])
+                    else r for r in releases]
     return Manifest(tuple(releases), source, origin="imported", generated_from=meta)
+
+
+def _same_version(a: str, b: str) -> bool:
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return False
+
+
+def _iso_date(top: Fields, text: str) -> str:
+    """AWS writes MM/DD/YYYY; ISO dates are accepted too. Anything else is bad input."""
+    for layout in ("%m/%d/%Y", "%Y-%m-%d"):
+        try:
+            return dt.datetime.strptime(text.strip()[:10], layout).date().isoformat()
+        except ValueError:
+            continue
+    raise top.fail("manifest_date", f"{text[:40]!r} is not a date (MM/DD/YYYY)")

@@ -95,6 +95,8 @@ def _write(tmp_path, text):
          "neuron_releases[0].packages[4].version: missing"),
         (lambda t: _mutated(t, lambda d: d["neuron_releases"].append(d["neuron_releases"][0])),
          "neuron_releases[51].neuron_version: duplicate release 2.32.0"),
+        (lambda t: _mutated(t, lambda d: d.update(manifest_date="soon")),
+         "manifest_date: 'soon' is not a date"),
     ],
 )
 def test_import_malformed_exits_2_naming_file_and_field(cli, tmp_path, transform, expect):
@@ -119,3 +121,30 @@ def test_bad_manifest_flag(cli, tmp_path):
     r = cli("--manifest", str(p), "releases")
     assert r.code == 2
     assert f"{p}: releases[0].backend: missing" in r.err
+
+
+def test_import_keeps_the_date_aws_gives_and_says_unknown_elsewhere(cli, tmp_path):
+    """AWS's file dates only its newest release (manifest_date, MM/DD/YYYY, for manifest_version):
+    that release keeps it through -o and --manifest; the others say unknown, never blank."""
+    out = tmp_path / "mine.json"
+    assert cli("releases", "import", str(N2_MANIFEST), "-o", str(out)).code == 0
+    shown = cli("--manifest", str(out), "releases", "show", "2.32.0")
+    assert "2.32.0 (2026-08-17)" in shown.out
+    assert "(date unknown)" in cli("--manifest", str(out), "releases", "show", "2.31.1").out
+    table = cli("--manifest", str(out), "releases").out
+    row = next(line for line in table.splitlines() if "2.31.1" in line)
+    assert "unknown" in row
+    data = json.loads(cli("--manifest", str(out), "releases", "--json").out)["releases"]
+    assert data[0]["date"] == "2026-08-17"
+
+
+def test_import_without_output_says_nothing_was_written_and_how(cli, tmp_path):
+    r = cli("releases", "import", str(N2_MANIFEST))
+    assert r.code == 0
+    assert "nothing was written" in r.err
+    assert f"neuronctl releases import {N2_MANIFEST} -o " in r.err
+    assert list(tmp_path.iterdir()) == []
+    j = cli("releases", "import", str(N2_MANIFEST), "--json")
+    assert json.loads(j.out)["output"] is None and "nothing was written" in j.err
+    written = cli("releases", "import", str(N2_MANIFEST), "-o", str(tmp_path / "m.json"))
+    assert "nothing was written" not in written.err

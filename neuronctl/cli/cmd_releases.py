@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import click
@@ -142,5 +143,8 @@ def import_(path: Path, as_json: bool, output: Path | None) -> int:
         _release_table(manifest, f"Imported from {path}")
         if output is not None and not get_app().quiet:
             click.echo(f"wrote {len(manifest.releases)} releases to {output}; "
-                       f"use it with: neuronctl --manifest {output} releases")
+                       f"use it with: neuronctl --manifest {shlex.quote(str(output))} releases")
+    if output is None and not get_app().quiet:
+        click.echo(f"note: nothing was written; to save the converted manifest: neuronctl releases "
+                   f"import {shlex.quote(str(path))} -o neuron.json", err=True)
     return 0
