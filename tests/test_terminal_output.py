@@ -69,3 +69,37 @@ def test_step_summary_in_a_missing_directory_is_a_warning(cli, tmp_path, monkeyp
     plain = cli("doctor", "--json", "--no-device-probe", "--sysroot", str(tmp_path))
     assert r.code == json.loads(plain.out)["summary"]["exit_code"]
     assert "warning: GITHUB_STEP_SUMMARY" in r.err and "internal error" not in r.err
+
+
+def _stderr_on_a_tty(args, **env):
+    import pty
+
+    leader, follower = pty.openpty()
+    environ = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    environ.update(env)
+    proc = subprocess.run([sys.executable, "-m", "neuronctl", *args], stdout=subprocess.PIPE,
+                          stderr=follower, env=environ, timeout=60, check=False)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    return proc.returncode, b"".join(chunks).decode()
+
+
+def test_errors_are_red_on_a_terminal_and_plain_otherwise(tmp_path):
+    bad = ["doctor", "--timeout", "0"]
+    code, err = _stderr_on_a_tty(bad)
+    assert code == 2 and "\x1b[31" in err and "neuronctl: error:" in err
+    assert "\x1b[" not in _stderr_on_a_tty(bad, NO_COLOR="1")[1]
+    assert "\x1b[" not in _stderr_on_a_tty([*bad, "--no-color"])[1]
+    assert "\x1b[" not in _stderr_on_a_tty(["--no-color", *bad])[1]
+    piped = subprocess.run([sys.executable, "-m", "neuronctl", *bad], capture_output=True, text=True,
+                           check=False)
+    assert piped.returncode == 2 and "\x1b[" not in piped.stderr

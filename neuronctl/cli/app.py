@@ -54,6 +54,27 @@ class App:
                        width=width)
 
 
+# Whether this run may colour its output at all (--no-color, before or after the command); the
+# error boundary prints after the command's context is gone, so it reads this, not the App.
+_colour_allowed = [True]
+
+
+def allow_colour(allowed: bool) -> None:
+    _colour_allowed[0] = allowed
+
+
+def paint(text: str, colour: str, *, err: bool = False) -> str:
+    """`text` in `colour` on a terminal; unchanged in a pipe, with NO_COLOR or --no-color."""
+    stream = sys.stderr if err else sys.stdout
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    if not tty or not _colour_allowed[0] or os.environ.get("NO_COLOR"):
+        return text
+    return click.style(text, fg=colour, bold=True)
+
+
 def get_app() -> App:
     ctx = click.get_current_context()
     app = ctx.find_object(App)

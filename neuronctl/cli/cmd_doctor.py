@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from neuronctl.cli.app import get_app
+from neuronctl.cli.app import get_app, paint
 from neuronctl.cli.check_runner import Check, run_checks
 from neuronctl.cli.common import (
     DEVICE_CHOICE,
@@ -170,8 +170,8 @@ def _append_step_summary(path: Path, report: DoctorReport) -> None:
             fh.write(render_markdown_summary(report))
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        click.echo(f"neuronctl: warning: GITHUB_STEP_SUMMARY {path}: {reason}; step summary not "
-                   "written", err=True)
+        click.echo(f"{paint('neuronctl: warning:', 'yellow', err=True)} GITHUB_STEP_SUMMARY {path}: "
+                   f"{reason}; step summary not written", err=True)
 
 
 def _plain_text(report: DoctorReport) -> str:

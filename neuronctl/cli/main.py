@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from neuronctl._version import __version__
-from neuronctl.cli.app import App
+from neuronctl.cli.app import App, allow_colour, paint
 from neuronctl.errors import EXIT_FAILED, EXIT_USAGE, Interrupted, NeuronctlError, TerminateSignal
 from neuronctl.redact import redact
 
@@ -52,6 +52,7 @@ def _set_global(name: str) -> Any:
             app.quiet = True
         elif name == "no_color":
             app.color = False
+            allow_colour(False)
         elif name == "config":
             app.config_path = value
 
@@ -131,6 +132,7 @@ def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool,
     app.verbose = verbose
     app.quiet = quiet
     app.color = not no_color and not os.environ.get("NO_COLOR")
+    allow_colour(app.color)
     app.config_path = config_path
     app.manifest_path = manifest_path
 
@@ -138,7 +140,7 @@ def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool,
 def _error(message: str, hint: str | None = None) -> None:
     # The single error boundary: whatever an exception's text carries (a URL with credentials
     # from a library's message, a token), it passes redact() before anyone sees it.
-    click.echo(f"neuronctl: error: {redact(message)}", err=True)
+    click.echo(f"{paint('neuronctl: error:', 'red', err=True)} {redact(message)}", err=True)
     if hint:
         click.echo(f"hint: {redact(hint)}", err=True)
 
