@@ -13,24 +13,27 @@ MASK = "***"
 
 # scheme://USERINFO@ : userinfo is everything up to the last '@' before the authority ends ('/',
 # '?', '#' or whitespace), so a password holding an unescaped '@' is still covered whole.
-_URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)[^/?#\s]*@")
+_URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)[^/?#\s]*@")
 # USER:PASS@host without a scheme (a value that lost its scheme, or "url=user:pass@host").
 _BARE_USERINFO = re.compile(r"(?<![\w/:@%.\-])[^\s/?#@:'\"=,;]+:[^\s/?#]*@(?=[\w\[])")
 # An HTTP authorization: "Bearer abc", "Basic dXNlcjpwYXNz", "Authorization: Token abc".
-_AUTH_SCHEME = re.compile(r"(?i)\b(?P<scheme>bearer|basic)(?P<sep>\s+|\s*[=:]\s*)"
+_AUTH_SCHEME = re.compile(r"(?i)(?P<scheme>bearer|basic)(?P<sep>\s+|\s*[=:]\s*)"
                           r"(?P<token>[A-Za-z0-9._~+/\-]+=*)")
-_AUTH_HEADER = re.compile(r"(?i)\b(?P<name>(?:proxy-)?authorization\s*[:=]\s*)(?P<value>[^\r\n,;]+)")
-# name=value where the name says it holds a secret: "?token=abc", "--password=x", "API_KEY=y".
-_SECRET_ASSIGNMENT = re.compile(r"(?P<name>[A-Za-z_][\w.\-]*)(?P<eq>=)"
-                                r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s&,;\"']+)")
-
+_AUTH_HEADER = re.compile(r"(?i)(?P<name>(?:proxy-)?authorization\s*[:=]\s*)(?P<value>[^\r\n,;]+)")
 # Substrings that mark a name as secret wherever they occur in it ("MYAPITOKEN", "dbPassword").
 _SECRET_SUBSTRINGS = ("token", "secret", "passw", "passphrase", "credential", "cookie",
                       "signature", "apikey", "auth", "private")
-# Name parts (split at '_', '-', '.', digits and camelCase) that mark it secret only whole:
-# "key" would otherwise catch "keyboard", "session" is fine as a part, "pwd" only alone.
-_SECRET_PARTS = frozenset({"key", "keys", "session", "sessionid", "pass", "pwd", "sig", "sas"})
+# Name parts (split at "_", "-", ".", digits and camelCase; a plural "s" dropped) that mark it secret
+# whole or as its end: "key" as a substring would catch "keyboard".
+_SECRET_PARTS = frozenset({"key", "session", "sessionid", "pass", "pwd", "sig", "sas"})
 _NAME_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+
+
+# name=value where the name says it holds a secret: "?token=abc", "--password=x", "API_KEY=y".
+# Only names holding a secret word are candidates, so "A=token=x" still finds "token=x".
+_SECRET_ASSIGNMENT = re.compile(
+    r"(?i)(?P<name>[\w.\-]*(?:" + "|".join(_SECRET_SUBSTRINGS + tuple(sorted(_SECRET_PARTS)))
+    + r")[\w.\-]*)(?P<eq>=)(?P<value>\"[^\"]*\"|'[^']*'|[^\s&,;\"']+)")
 
 
 def is_secret_name(name: str) -> bool:
@@ -40,8 +43,11 @@ def is_secret_name(name: str) -> bool:
     lowered = name.lower()
     if any(word in lowered for word in _SECRET_SUBSTRINGS):
         return True
-    parts = [p.lower() for p in _NAME_PARTS.findall(name)]
-    return any(p in _SECRET_PARTS or (p.endswith("key") and len(p) > 3) for p in parts)
+    singular = lowered.removesuffix("s")
+    if singular.endswith(tuple(_SECRET_PARTS)):  # "XSESSIONS", "deploykey": glued to a prefix
+        return True
+    parts = [p.lower().removesuffix("s") for p in _NAME_PARTS.findall(name)]
+    return any(p in _SECRET_PARTS or p.endswith("key") for p in parts)
 
 
 def _assignment(match: re.Match[str]) -> str:

@@ -104,15 +104,17 @@ def _differences(tool: Mapping[str, Any], want: Mapping[str, Any]) -> list[str]:
         return [f"[tool.neuronctl] schema {tool.get('schema')!r}; this neuronctl writes "
                 f"{LOCK_TOOL_SCHEMA}"]
     out: list[str] = []
-    tables = [(key, wanted) for key, wanted in want.items() if isinstance(wanted, dict)]
-    for key, wanted in want.items():
-        have = tool.get(key)
-        same = sorted(have or []) == sorted(wanted) if key == "with" else have == wanted
-        if not isinstance(wanted, dict) and not same:
-            out.append(f"{key}: lock has {have!r}, requested {wanted!r}")
+    tables = [(key, table) for key, table in want.items() if isinstance(table, dict)]
+    for key, asked in want.items():
+        value = tool.get(key)
+        same = sorted(value or []) == sorted(asked) if key == "with" else value == asked
+        if not isinstance(asked, dict) and not same:
+            out.append(f"{key}: lock has {value!r}, requested {asked!r}")
     reported = {line.split(":", 1)[0] for line in out}  # e.g. torch-neuronx, also in pins
-    for key, wanted in tables:
-        have = tool.get(key) if isinstance(tool.get(key), dict) else {}
+    for key, table in tables:
+        recorded = tool.get(key)
+        have: Mapping[str, Any] = recorded if isinstance(recorded, dict) else {}
+        wanted: Mapping[str, Any] = table
         shown = redact_url if key == "indexes" else str  # credentials are no part of an index
         for name in sorted(wanted.keys() | have.keys()):
             old, new = (None if d.get(name) is None else shown(d[name]) for d in (have, wanted))
