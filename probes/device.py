@@ -3,151 +3,31 @@
 Tiers stop at the first failure: import torch; backend registered; device count; allocate;
 an op checked against CPU; autograd; torch.compile (opt-in). A hang, crash or missing torch is a
 result, never a hung or crashed neuronctl: each tier's line is flushed as soon as it is known.
+
+Two halves: running (probes/scripts/device_probe.py in the target, through target_run: a private
+channel, a deadline, the process group killed at the end) and parsing (`parse_probe`, a pure
+function from the lines read and how the interpreter ended to a report). Only the channel is
+read for tiers, and every line on it is validated: a torch that prints forged tier lines on
+stdout cannot pass a probe, and a malformed line is a failed tier.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
-import subprocess
-import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
+
+from neuronctl.probes.target_run import CHANNEL_CAP, TargetScript, last_line, printable
 
 TIERS: tuple[str, ...] = ("import", "backend", "device_count", "allocate", "op", "autograd", "compile")
 DEVICES: tuple[str, ...] = ("auto", "neuron", "cuda", "cpu")
 
-PROBE_SCRIPT = r"""
-import json, sys, time
-want, do_compile = sys.argv[1], sys.argv[2] == "1"
-S = {}  # what later tiers need from earlier ones: torch, device, accelerator, generator
-
-
-def emit(tier, status, detail, t0, **extra):
-    rec = {"tier": tier, "status": status, "detail": detail,
-           "ms": round((time.perf_counter() - t0) * 1000, 1)}
-    rec.update(extra)
-    print(json.dumps(rec), flush=True)
-
-
-def run(tier, body):
-    # One tier: its outcome line is flushed at once; a failure or an exception ends the probe.
-    t0 = time.perf_counter()
-    try:
-        status, detail, extra = body()
-    except BaseException as exc:
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        cut = text.find(". ", 40)
-        if cut > 0:
-            text = text[:cut + 1]
-        emit(tier, "fail", f"{type(exc).__name__}: {text}"[:300], t0)
-        sys.exit(0)
-    emit(tier, status, detail, t0, **extra)
-    if status != "pass":
-        sys.exit(0)
-
-
-def tier_import():
-    import torch
-    S["torch"] = torch
-    return "pass", f"torch {torch.__version__}", {"torch": torch.__version__}
-
-
-def tier_backend():
-    import importlib.util
-    torch = S["torch"]
-    name = torch._C._get_privateuse1_backend_name()
-    if name != "neuron" and want in ("auto", "neuron") and importlib.util.find_spec("torch_neuronx"):
-        import torch_neuronx  # autoload may be off (TORCH_DEVICE_BACKEND_AUTOLOAD=0)
-        name = torch._C._get_privateuse1_backend_name()
-    acc = None
-    if hasattr(torch, "accelerator"):
-        try:
-            cur = torch.accelerator.current_accelerator()
-            acc = cur.type if cur is not None else None
-        except Exception as exc:
-            acc = f"error: {exc}"
-    device = want
-    if want == "auto":
-        device = "neuron" if name == "neuron" else ("cuda" if torch.cuda.is_available() else "cpu")
-    S["device"], S["acc"] = device, acc
-    info = f"privateuse1 backend {name!r}, torch.accelerator {acc!r}, device {device}"
-    if device == "neuron" and name != "neuron":
-        return "fail", f"no 'neuron' backend registered ({info})", {"device": device}
-    if device == "cuda" and not torch.cuda.is_available():
-        return "fail", f"CUDA not available ({info})", {"device": device}
-    return "pass", info, {"device": device}
-
-
-def tier_device_count():
-    torch, device = S["torch"], S["device"]
-    if device == "cpu":
-        count = 1
-    elif device == "cuda":
-        count = torch.cuda.device_count()
-    else:
-        mod = getattr(torch, "neuron", None)
-        if hasattr(torch, "accelerator") and S["acc"] == "neuron":
-            count = torch.accelerator.device_count()
-        elif mod is not None and hasattr(mod, "device_count"):
-            count = mod.device_count()
-        else:
-            raise RuntimeError("no device_count() for the neuron backend")
-    if count < 1:
-        return "fail", f"{device}: 0 devices visible", {}
-    return "pass", f"{count} {device} device(s)", {"count": count}
-
-
-def tier_allocate():
-    x = S["torch"].ones(4, 4, device=S["device"])
-    return "pass", f"allocated {tuple(x.shape)} on {x.device}", {}
-
-
-def tier_op():
-    torch, device = S["torch"], S["device"]
-    g = S["gen"] = torch.Generator().manual_seed(0)
-    a = torch.randn(64, 64, generator=g)
-    b = torch.randn(64, 64, generator=g)
-    got = (a.to(device) @ b.to(device) + 1).cpu()
-    ref = a @ b + 1
-    err = (got - ref).abs().max().item()
-    if not torch.allclose(got, ref, rtol=1e-2, atol=1e-2):
-        return "fail", f"matmul differs from CPU (max abs error {err:.3g})", {}
-    return "pass", f"matmul matches CPU (max abs error {err:.2g})", {}
-
-
-def tier_autograd():
-    torch = S["torch"]
-    x = torch.randn(8, 8, generator=S["gen"])
-    xd = x.to(S["device"]).requires_grad_(True)
-    (xd * xd).sum().backward()
-    if not torch.allclose(xd.grad.cpu(), 2 * x, rtol=1e-2, atol=1e-2):
-        return "fail", "gradient differs from CPU", {}
-    return "pass", "backward() matches CPU", {}
-
-
-def tier_compile():
-    if not do_compile:
-        return "skip", "opt-in (--compile)", {}
-    torch, device = S["torch"], S["device"]
-    backend = "neuron" if device == "neuron" else "inductor"
-    fn = torch.compile(lambda t: torch.nn.functional.gelu(t) * 2, backend=backend)
-    x = torch.randn(16, 16, generator=S["gen"])
-    got = fn(x.to(device)).cpu()
-    if not torch.allclose(got, torch.nn.functional.gelu(x) * 2, rtol=1e-2, atol=1e-2):
-        return "fail", f"torch.compile(backend={backend!r}) result differs", {}
-    return "pass", f"torch.compile(backend={backend!r}) matches eager", {}
-
-
-for tier, body in (("import", tier_import), ("backend", tier_backend),
-                   ("device_count", tier_device_count), ("allocate", tier_allocate),
-                   ("op", tier_op), ("autograd", tier_autograd), ("compile", tier_compile)):
-    run(tier, body)
-"""
-
 Status = Literal["pass", "fail", "skip"]
+Outcome = Literal["ok", "failed", "timeout", "crashed", "no-torch", "error"]
 
 
 @dataclass(frozen=True)
@@ -164,7 +44,7 @@ class ProbeReport:
     device: str | None
     torch: str | None
     tiers: tuple[TierResult, ...]
-    outcome: Literal["ok", "failed", "timeout", "crashed", "no-torch", "error"]
+    outcome: Outcome
     detail: str
     wall_ms: float
 
@@ -182,6 +62,101 @@ class ProbeReport:
         return data
 
 
+
+HELLO = {"probe": "neuronctl-device-probe", "version": 1}
+LINE_CAP = 4096
+DETAIL_CAP = 300
+# Beyond tier, status, detail and ms, the one extra field each tier may report.
+EXTRA_KEYS: Mapping[str, str] = {"import": "torch", "backend": "device", "device_count": "count"}
+
+
+@dataclass(frozen=True)
+class ProbeExit:
+    """How the probe's interpreter ended, beside the lines it wrote."""
+
+    returncode: int | None
+    """Exit status (negative: killed by that signal); None when it was killed at the deadline."""
+    timeout: float
+    wall_ms: float
+    stderr_tail: str = ""
+    channel_overflow: bool = False
+
+
+class MalformedLine(ValueError):
+    """A line on the probe's channel that is not the tier record due next."""
+
+
+def _extra(tier: str, record: dict[str, Any]) -> str | int | None:
+    key = EXTRA_KEYS.get(tier)
+    value = record.get(key) if key else None
+    if value is None:
+        return None
+    if key == "device" and value not in ("neuron", "cuda", "cpu"):
+        raise MalformedLine("device is not neuron, cuda or cpu")
+    if key == "torch" and not (isinstance(value, str) and 0 < len(value) <= 64):
+        raise MalformedLine("torch version is not a short string")
+    if key == "count" and not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        raise MalformedLine("count is not a whole number")
+    return printable(value) if isinstance(value, str) else int(value)
+
+
+def parse_tier_line(line: str, expected: str) -> tuple[TierResult, str | int | None]:
+    """One tier record, validated: the tier due next, a known status, typed fields, bounded."""
+    if len(line) > LINE_CAP:
+        raise MalformedLine(f"a line of {len(line)} characters")
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        raise MalformedLine("not JSON") from None
+    if not isinstance(record, dict):
+        raise MalformedLine("not a JSON object")
+    allowed = {"tier", "status", "detail", "ms", EXTRA_KEYS.get(expected)}
+    if not set(record) <= allowed:
+        raise MalformedLine(f"unexpected field {printable(str(min(set(record) - allowed)), 40)!r}")
+    if record.get("tier") != expected:
+        raise MalformedLine(f"tier {printable(str(record.get('tier')), 40)!r} where {expected} was due")
+    status, detail, ms = record.get("status"), record.get("detail"), record.get("ms")
+    if status not in ("pass", "fail", "skip") or (status == "skip" and expected != "compile"):
+        raise MalformedLine(f"status {printable(str(status), 40)!r} for tier {expected}")
+    if not isinstance(detail, str):
+        raise MalformedLine("detail is not a string")
+    if isinstance(ms, bool) or not isinstance(ms, int | float) or not 0 <= ms <= 1e9:
+        raise MalformedLine("ms is not a duration")
+    return TierResult(expected, status, printable(detail), float(ms)), _extra(expected, record)
+
+
+@dataclass
+class _Reading:
+    tiers: list[TierResult]
+    greeted: bool = False
+    device: str | None = None
+    torch: str | None = None
+
+
+def _read_tiers(lines: Sequence[str]) -> _Reading:
+    reading = _Reading([])
+    with contextlib.suppress(ValueError, RecursionError):
+        reading.greeted = bool(lines) and json.loads(lines[0]) == HELLO
+    if not reading.greeted:
+        return reading
+    for line in lines[1:]:
+        tiers = reading.tiers
+        if len(tiers) == len(TIERS) or (tiers and tiers[-1].status != "pass"):
+            break  # the probe stops at the first tier that does not pass: nothing after it counts
+        expected = TIERS[len(tiers)]
+        try:
+            result, extra = parse_tier_line(line, expected)
+        except MalformedLine as exc:
+            tiers.append(TierResult(expected, "fail", f"malformed probe output: {exc}", 0.0))
+            break
+        tiers.append(result)
+        if expected == "backend" and isinstance(extra, str):
+            reading.device = extra
+        elif expected == "import" and isinstance(extra, str):
+            reading.torch = extra
+    return reading
+
+
 def _signal_name(code: int) -> str:
     try:
         return signal.Signals(-code).name
@@ -189,67 +164,58 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
-def run_device_probe(python: str, device: str = "auto", timeout: float = 120.0,
-                     compile_tier: bool = False, env: Mapping[str, str] | None = None) -> ProbeReport:
-    start = time.perf_counter()
-    argv = [python, "-c", PROBE_SCRIPT, device, "1" if compile_tier else "0"]
-    proc_env = dict(os.environ if env is None else env)
-    proc_env.setdefault("PYTHONUNBUFFERED", "1")
-    try:
-        # A new session so that a hung probe's whole process group can be killed.
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, text=True, env=proc_env,
-                                start_new_session=True)
-    except OSError as exc:
-        return ProbeReport(device, None, None, (), "error", f"cannot run {python}: {exc}", 0.0)
-    timed_out = False
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            proc.kill()
-        out, err = proc.communicate()
-    wall = round((time.perf_counter() - start) * 1000, 1)
-    tiers: list[TierResult] = []
-    chosen, torch_version = None, None
-    for line in out.splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(rec, dict) or rec.get("tier") not in TIERS:
-            continue
-        tiers.append(TierResult(rec["tier"], rec["status"], str(rec.get("detail", "")),
-                                float(rec.get("ms", 0.0))))
-        chosen = rec.get("device", chosen)
-        torch_version = rec.get("torch", torch_version)
+def parse_probe(requested: str, lines: Sequence[str], end: ProbeExit) -> ProbeReport:
+    """The report from what the probe wrote on its channel and how its interpreter ended."""
+    reading = _read_tiers(lines)
+    tiers, wall = reading.tiers, end.wall_ms
     next_tier = TIERS[len(tiers)] if len(tiers) < len(TIERS) else None
-    if timed_out:
-        if next_tier:
-            tiers.append(TierResult(next_tier, "fail", f"timed out after {timeout:g}s", wall))
-        return ProbeReport(device, chosen, torch_version, tuple(tiers), "timeout",
-                           f"probe timed out after {timeout:g}s in tier {next_tier}", wall)
-    if proc.returncode and proc.returncode < 0:
-        what = _signal_name(proc.returncode)
-        if next_tier:
-            tiers.append(TierResult(next_tier, "fail", f"process killed by {what}", wall))
-        return ProbeReport(device, chosen, torch_version, tuple(tiers), "crashed",
-                           f"probe crashed with {what} in tier {next_tier}", wall)
+
+    def report(outcome: Outcome, detail: str, tier_detail: str | None = None) -> ProbeReport:
+        if tier_detail is not None and next_tier is not None:
+            tiers.append(TierResult(next_tier, "fail", tier_detail, wall))
+        torch = None if outcome == "no-torch" else reading.torch
+        return ProbeReport(requested, reading.device, torch, tuple(tiers), outcome, detail, wall)
+
     failed = next((t for t in tiers if t.status == "fail"), None)
     if failed is not None:
         if failed.tier == "import" and "No module named 'torch'" in failed.detail:
-            return ProbeReport(device, chosen, None, tuple(tiers), "no-torch",
-                               "torch is not installed in the target environment", wall)
-        return ProbeReport(device, chosen, torch_version, tuple(tiers), "failed",
-                           f"tier {failed.tier} failed: {failed.detail}", wall)
-    if proc.returncode != 0 or not tiers:
-        last = (err.strip().splitlines() or ["no output"])[-1][:300]
-        if next_tier:
-            tiers.append(TierResult(next_tier, "fail", f"exit {proc.returncode}: {last}", wall))
-        return ProbeReport(device, chosen, torch_version, tuple(tiers), "error",
-                           f"probe exited {proc.returncode}: {last}", wall)
-    return ProbeReport(device, chosen, torch_version, tuple(tiers), "ok",
-                       f"all tiers passed on {chosen}", wall)
+            return report("no-torch", "torch is not installed in the target environment")
+        return report("failed", f"tier {failed.tier} failed: {failed.detail}")
+    if end.channel_overflow:
+        return report("error", "the probe wrote more than its channel holds",
+                      "probe output exceeded its size limit")
+    if end.returncode is None:
+        where = f"in tier {next_tier}" if next_tier else "at exit, after the last tier"
+        return report("timeout", f"probe timed out after {end.timeout:g}s {where}",
+                      f"timed out after {end.timeout:g}s")
+    if end.returncode < 0:
+        what = _signal_name(end.returncode)
+        return report("crashed", f"probe crashed with {what} in tier {next_tier or 'exit'}",
+                      f"process killed by {what}")
+    last = last_line(end.stderr_tail)
+    if not reading.greeted:
+        return report("error", f"the interpreter did not run the probe (is it Python 3.6+?): "
+                               f"exit {end.returncode}: {last}", f"probe did not start: {last}")
+    if end.returncode != 0 or next_tier is not None:
+        return report("error", f"probe exited {end.returncode} before tier {next_tier}: {last}"
+                      if next_tier else f"probe exited {end.returncode}: {last}",
+                      f"exit {end.returncode}: {last}")
+    return report("ok", f"all tiers passed on {reading.device}")
+
+
+def run_device_probe(python: str, device: str = "auto", timeout: float = 120.0,
+                     compile_tier: bool = False, env: Mapping[str, str] | None = None) -> ProbeReport:
+    proc_env = dict(os.environ if env is None else env)
+    proc_env.setdefault("PYTHONUNBUFFERED", "1")
+    try:
+        script = TargetScript(python, "device_probe.py", [device, "1" if compile_tier else "0"],
+                              env=proc_env)
+    except OSError as exc:
+        return ProbeReport(device, None, None, (), "error",
+                           f"cannot run {python}: {exc.strerror or exc}", 0.0)
+    run = script.collect(timeout, CHANNEL_CAP)
+    lines = run.channel.decode("utf-8", errors="replace").split("\n")
+    if lines[-1] == "":
+        lines.pop()  # what follows the last newline; a partial line stays, and is malformed
+    return parse_probe(device, lines, ProbeExit(run.returncode, timeout, run.wall_ms,
+                                                run.stderr_tail, run.channel_overflow))

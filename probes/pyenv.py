@@ -2,13 +2,17 @@
 
 Read from the target interpreter itself in one short subprocess (its .dist-info directories, or
 importlib.metadata where anything else is on its path), never by parsing `pip list`, so it works
-for venvs without pip and for interpreters other than ours.
+for venvs without pip and for interpreters other than ours. The script is
+probes/scripts/inspect_env.py, run through target_run (a private channel, bounded in size and
+time); what it reports is checked field by field before anything uses it.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -17,173 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from neuronctl.errors import FaultError, InputError
+from neuronctl.probes.target_run import TargetScript, last_line
 
 # Packages whose top-level module is checked for the PyPI placeholder text.
 WATCHED = ("torch-neuronx", "neuronx-cc", "nki", "libneuronxla", "torch-neuron", "neuron-cc",
            "torch-xla", "transformers-neuronx")
-
-INSPECT_SCRIPT = r"""
-import json, os, platform, sys, sysconfig
-OPTS = json.loads(sys.argv[1])
-WATCHED = set(OPTS["watched"])
-def canon(n):
-    n = n.lower().replace("_", "-").replace(".", "-")
-    while "--" in n:
-        n = n.replace("--", "-")
-    return n
-out = {
-    "python": platform.python_version(),
-    "implementation": sys.implementation.name,
-    "executable": sys.executable,
-    "prefix": sys.prefix,
-    "base_prefix": getattr(sys, "base_prefix", sys.prefix),
-    "platform": sysconfig.get_platform(),
-    "machine": platform.machine(),
-    "system": platform.system(),
-    "libc": list(platform.libc_ver()),
-    "distributions": [],
-    "markers": {
-        "implementation_name": sys.implementation.name,
-        "implementation_version": platform.python_version(),
-        "os_name": os.name,
-        "platform_machine": platform.machine(),
-        "platform_python_implementation": platform.python_implementation(),
-        "platform_release": platform.release(),
-        "platform_system": platform.system(),
-        "platform_version": platform.version(),
-        "python_full_version": platform.python_version(),
-        "python_version": ".".join(platform.python_version_tuple()[:2]),
-        "sys_platform": sys.platform,
-    },
-}
-_tags = None
-if OPTS["tags"]:
-    try:
-        from packaging import tags as _tags
-    except ImportError:
-        try:
-            from pip._vendor.packaging import tags as _tags
-        except ImportError:
-            pass
-if _tags is not None:
-    try:
-        out["tags"] = [str(t) for t in _tags.sys_tags()]
-    except Exception:
-        pass
-def bundled_pips():
-    # ensurepip's own _bundled folder, read without importing ensurepip (~0.06 s); a distro
-    # that moved the wheels elsewhere (Debian's _WHEEL_PKG_DIR) goes through ensurepip below.
-    folder = os.path.join(os.path.dirname(os.__file__), "ensurepip", "_bundled")
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return []
-    return [os.path.join(folder, n) for n in names if n.startswith("pip-") and n.endswith(".whl")]
-_pips = bundled_pips() if OPTS["bundled_pip"] else []
-if len(_pips) == 1:
-    out["bundled_pip"] = _pips[0]
-elif OPTS["bundled_pip"]:
-    try:
-        import ensurepip
-        _ver = ensurepip.version()
-        _dirs = [os.path.join(os.path.dirname(ensurepip.__file__), "_bundled"),
-                 getattr(ensurepip, "_WHEEL_PKG_DIR", None) or ""]
-        out["bundled_pip"] = next((p for d in _dirs if d
-                                   for p in [os.path.join(d, "pip-%s-py3-none-any.whl" % _ver)]
-                                   if os.path.isfile(p)), "")
-    except Exception:
-        pass
-def scan_dist_infos():
-    # Plain .dist-info directories on sys.path, in importlib.metadata's order; None if anything
-    # else is there (eggs, egg-info, zips), which importlib.metadata then reads in full. It costs
-    # ~0.1 s to import, and an install inspects twice.
-    found = []
-    for entry in sys.path:
-        base = entry or "."
-        if not os.path.isdir(base):
-            if os.path.exists(base):
-                return None
-            continue
-        try:
-            names = os.listdir(base)
-        except OSError:
-            continue
-        for n in names:
-            low = n.lower()
-            if low.endswith((".egg-info", ".egg", ".egg-link")):
-                return None
-            if low.endswith(".dist-info"):
-                found.append(os.path.join(base, n))
-    return found
-def read(path):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read()
-    except OSError:
-        return None
-def headers(text):
-    fields, last = {}, None
-    for line in text.replace("\r\n", "\n").split("\n\n", 1)[0].split("\n"):
-        if line[:1] in (" ", "\t") and last:
-            fields[last][-1] += " " + line.strip()
-            continue
-        key, sep, value = line.partition(":")
-        if sep:
-            last = key.strip().lower()
-            fields.setdefault(last, []).append(value.strip())
-    return fields
-def scanned(paths):
-    import csv
-    for d in paths:
-        text = read(os.path.join(d, "METADATA"))
-        if text is None:
-            continue
-        h = headers(text)
-        def first(key, h=h):
-            return (h.get(key) or [""])[0]
-        def files(d=d):
-            record = read(os.path.join(d, "RECORD")) or ""
-            return [row[0] for row in csv.reader(record.splitlines()) if row]
-        def locate(f, d=d):
-            return os.path.join(os.path.dirname(d), f)
-        yield (first("name"), first("version"), h.get("requires-dist") or [], first("summary"),
-               (read(os.path.join(d, "INSTALLER")) or "").strip(),
-               files, locate)
-def via_metadata():
-    from importlib import metadata
-    for dist in metadata.distributions():
-        def installer(dist=dist):
-            try:
-                return (dist.read_text("INSTALLER") or "").strip()
-            except Exception:
-                return ""
-        yield (dist.metadata["Name"], dist.version, list(dist.requires or []),
-               dist.metadata.get("Summary") or "", installer(),
-               lambda dist=dist: [str(f) for f in dist.files or []],
-               lambda f, dist=dist: str(dist.locate_file(f)))
-seen = set()
-found = scan_dist_infos() if OPTS["packages"] and not OPTS["metadata_only"] else None
-dists = () if not OPTS["packages"] else (scanned(found) if found is not None else via_metadata())
-for name, version, requires, summary, installer, files, locate in dists:
-    if not name or canon(name) in seen:
-        continue
-    seen.add(canon(name))
-    entry = {"name": name, "version": version, "requires": list(requires), "summary": summary,
-             "installer": installer, "xla_impl": False, "wrong_package": False}
-    if canon(name) in WATCHED:
-        listed = [f.replace(os.sep, "/") for f in files()]
-        entry["xla_impl"] = any("torch_neuronx/xla_impl/" in f for f in listed)
-        for f in listed:
-            parts = f.split("/")
-            if len(parts) == 2 and parts[1] == "__init__.py":
-                text = read(locate(f))
-                if text is not None and "WRONG PACKAGE" in text[:65536]:
-                    entry["wrong_package"] = True
-    out["distributions"].append(entry)
-out["reader"] = "importlib.metadata" if found is None else "dist-info scan"
-print(json.dumps(out))
-"""
-
 
 @dataclass(frozen=True)
 class InstalledDist:
@@ -247,47 +89,143 @@ def torch_build(dist: InstalledDist) -> str:
     return "CPU" if local == "cpu" else local or "default"
 
 
+class MalformedInspection(ValueError):
+    """The inspection's output is not what the script writes: wrong types, sizes or shapes."""
+
+
+TEXT_CAP = 4096
+LIST_CAP = 100_000
+INSPECTION_CAP = 32 * 1024 * 1024
+HELLO = {"inspect": "neuronctl-inspect-env", "version": 1}
+PYTHON_VERSION = re.compile(r"\d+\.\d+(\.\d+)?[0-9A-Za-z.+]*")
+
+
+def _text(data: Mapping[str, object], key: str, default: str | None = None, *,
+          free: bool = False) -> str:
+    """A string field; names, versions and paths must be printable, free text is made so."""
+    value = data.get(key, default)
+    if not isinstance(value, str) or len(value) > TEXT_CAP:
+        raise MalformedInspection(f"{key}: not a string of at most {TEXT_CAP} characters")
+    if free:
+        return "".join(ch if ch.isprintable() else " " for ch in value)
+    if not value.isprintable():
+        raise MalformedInspection(f"{key}: control characters")
+    return value
+
+
+def _texts(data: Mapping[str, object], key: str) -> tuple[str, ...]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or len(value) > LIST_CAP:
+        raise MalformedInspection(f"{key}: not a list of at most {LIST_CAP} items")
+    return tuple(_text({key: item}, key) for item in value)
+
+
+def _flag(data: Mapping[str, object], key: str) -> bool:
+    value = data.get(key, False)
+    if not isinstance(value, bool):
+        raise MalformedInspection(f"{key}: not true or false")
+    return value
+
+
+def _object(value: object, what: str) -> Mapping[str, object]:
+    if not isinstance(value, dict):
+        raise MalformedInspection(f"{what}: not a JSON object")
+    return value
+
+
+def _dist(raw: object) -> InstalledDist:
+    entry = _object(raw, "distribution")
+    return InstalledDist(
+        name=_text(entry, "name"), version=_text(entry, "version"),
+        requires=_texts(entry, "requires"), summary=_text(entry, "summary", "", free=True),
+        installer=_text(entry, "installer", "", free=True), xla_impl=_flag(entry, "xla_impl"),
+        wrong_package=_flag(entry, "wrong_package"))
+
+
+def _bundled_pip(data: Mapping[str, object]) -> str:
+    """ensurepip's pip wheel seeds new venvs, so it must look like one: an absolute path to a
+    pip-*.whl file (or "" for none)."""
+    path = _text(data, "bundled_pip", "")
+    name = os.path.basename(path)
+    if path and not (os.path.isabs(path) and name.startswith("pip-") and name.endswith(".whl")):
+        raise MalformedInspection("bundled_pip: not the path of a pip wheel")
+    return path
+
+
 def parse_inspection(data: object) -> PythonEnv:
+    """The inspection's facts, every field checked for its type and size (they come from
+    whatever runs in the target interpreter)."""
     from packaging.utils import canonicalize_name  # not at import: the inspection starts first
 
-    if not isinstance(data, dict):
-        raise FaultError("target interpreter printed unexpected output")
+    top = _object(data, "inspection")
+    raw_dists = top.get("distributions", [])
+    if not isinstance(raw_dists, list) or len(raw_dists) > LIST_CAP:
+        raise MalformedInspection("distributions: not a list")
     dists = {}
-    for raw in data.get("distributions", []):
-        dist = InstalledDist(
-            name=str(raw["name"]), version=str(raw["version"]),
-            requires=tuple(str(r) for r in raw.get("requires", [])),
-            summary=str(raw.get("summary", "")), installer=str(raw.get("installer", "")),
-            xla_impl=bool(raw.get("xla_impl")), wrong_package=bool(raw.get("wrong_package")))
+    for raw in raw_dists:
+        dist = _dist(raw)
         dists[str(canonicalize_name(dist.name))] = dist
+    markers = _object(top.get("markers", {}), "markers")
+    python = _text(top, "python")
+    if not PYTHON_VERSION.fullmatch(python):
+        raise MalformedInspection("python: not a version")
     return PythonEnv(
-        python=str(data["python"]), implementation=str(data["implementation"]),
-        executable=str(data["executable"]), prefix=str(data["prefix"]),
-        base_prefix=str(data["base_prefix"]), platform=str(data["platform"]),
-        machine=str(data["machine"]), system=str(data["system"]),
-        libc=tuple(str(x) for x in data.get("libc", [])), distributions=dists,
-        markers={str(k): str(v) for k, v in data.get("markers", {}).items()},
-        tags=tuple(str(t) for t in data.get("tags", [])),
-        bundled_pip=str(data.get("bundled_pip", "")), reader=str(data.get("reader", "")))
+        python=python, implementation=_text(top, "implementation"),
+        executable=_text(top, "executable"), prefix=_text(top, "prefix"),
+        base_prefix=_text(top, "base_prefix"), platform=_text(top, "platform"),
+        machine=_text(top, "machine"), system=_text(top, "system"), libc=_texts(top, "libc"),
+        distributions=dists, markers={key: _text(markers, key) for key in markers},
+        tags=_texts(top, "tags"), bundled_pip=_bundled_pip(top), reader=_text(top, "reader", ""))
 
 
-def resolve_python(python: str | None) -> str:
-    """The interpreter to inspect: a path, a venv directory, or ours."""
-    if not python:
-        return sys.executable
+def _locate(python: str) -> str:
     # Absolute but not resolved: a venv's bin/python is a symlink out of the venv, and the venv is
     # the point. Absolute because the inspection runs from another working directory.
     path = Path(python).expanduser().absolute()
     if path.is_dir():
         for candidate in (path / "bin" / "python", path / "Scripts" / "python.exe"):
-            if candidate.exists():
+            if candidate.is_file():
                 return str(candidate)
         raise InputError(f"--python {python}: a directory without bin/python")
     if not path.exists():
         raise InputError(f"--python {python}: no such interpreter")
-    if not os.access(path, os.X_OK):
+    if not path.is_file() or not os.access(path, os.X_OK):
         raise InputError(f"--python {python}: not executable")
     return str(path)
+
+
+def _not_python(python: str, why: str) -> InputError:
+    return InputError(f"--python {python}: not a Python 3 interpreter ({why})",
+                      hint="give a python executable or a virtual environment's directory")
+
+
+@functools.lru_cache(maxsize=16)
+def _check_is_python(exe: str, timeout: float = 30.0) -> None:
+    """Run it once, without site, and ask for its version: /usr/bin/false, a shell script or
+    Python 2 are bad input, named here, before any command relies on them."""
+    try:
+        done = subprocess.run([exe, "-S", "-c", "import sys; print(sys.version_info[0])"],
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        raise FaultError(f"--python {exe}: no answer within {timeout:g}s") from None
+    except OSError as exc:
+        raise _not_python(exe, f"cannot run it: {exc.strerror or exc}") from None
+    answer = done.stdout[:16].strip()
+    if done.returncode != 0 or answer != b"3":
+        said = f"it answered {answer[:8].decode('ascii', 'replace')!r}" if answer.isdigit() \
+            else f"exit {done.returncode}"
+        raise _not_python(exe, said)
+
+
+def resolve_python(python: str | None) -> str:
+    """The interpreter to inspect: a path, a venv directory, or ours. A path must be a Python 3
+    (checked by running it once)."""
+    if not python:
+        return sys.executable
+    exe = _locate(python)
+    _check_is_python(exe)
+    return exe
 
 
 class Inspection:
@@ -298,32 +236,42 @@ class Inspection:
                  tags: bool = True, bundled_pip: bool = False, metadata_only: bool = False) -> None:
         """metadata_only: read distributions with importlib.metadata even where the plain
         .dist-info scan would do (the reference the scan is tested against)."""
-        self.exe = resolve_python(python)
+        self.exe = _locate(python) if python else sys.executable
         self.timeout = timeout
         opts = {"watched": list(WATCHED), "packages": packages, "tags": tags, "bundled_pip": bundled_pip,
                 "metadata_only": metadata_only}
         try:
-            self._proc = subprocess.Popen([self.exe, "-c", INSPECT_SCRIPT, json.dumps(opts)],
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                          stdin=subprocess.DEVNULL, cwd=os.path.dirname(self.exe) or None)
+            self._script = TargetScript(self.exe, "inspect_env.py", [json.dumps(opts)],
+                                        cwd=os.path.dirname(self.exe) or None)
         except OSError as exc:
-            raise InputError(f"--python {self.exe}: cannot run: {exc.strerror or exc}") from None
+            raise _not_python(self.exe, f"cannot run it: {exc.strerror or exc}") from None
 
     def result(self) -> PythonEnv:
         exe = self.exe
+        run = self._script.collect(self.timeout, INSPECTION_CAP)
+        lines = run.channel.split(b"\n")
+        said_hello = _json_line(lines[0]) == HELLO
+        if run.timed_out:
+            raise FaultError(f"{exe}: inspecting the environment timed out after {self.timeout:g}s")
+        last = last_line(run.stderr_tail)
+        if not said_hello:
+            raise _not_python(exe, f"exit {run.returncode}" + (f": {last}" if run.stderr_tail.strip() else ""))
+        if run.channel_overflow:
+            raise FaultError(f"{exe}: the environment inspection wrote more than "
+                             f"{INSPECTION_CAP // (1024 * 1024)} MiB")
+        if run.returncode != 0 or len(lines) < 2:
+            raise FaultError(f"{exe}: inspecting the environment failed: exit {run.returncode}: {last}")
         try:
-            out, err = self._proc.communicate(timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.communicate()
-            raise FaultError(f"{exe}: inspecting the environment timed out after {self.timeout:g}s") from None
-        if self._proc.returncode != 0:
-            last = (err.strip().splitlines() or ["no output"])[-1]
-            raise FaultError(f"{exe}: inspecting the environment failed: {last}")
-        try:
-            return parse_inspection(json.loads(out.strip().splitlines()[-1]))
-        except (json.JSONDecodeError, IndexError, KeyError) as exc:
+            return parse_inspection(_json_line(lines[1]))
+        except MalformedInspection as exc:
             raise FaultError(f"{exe}: unreadable inspection output ({exc})") from None
+
+
+def _json_line(line: bytes) -> object:
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
 
 
 def inspect_python(python: str | None = None, timeout: float = 30.0, *, tags: bool = True) -> PythonEnv:

@@ -1,5 +1,7 @@
+import contextlib
 import json
 import os
+import signal
 import sys
 import time
 
@@ -124,3 +126,165 @@ def test_compile_tier_is_opt_in_and_runs_inductor_on_cpu():
     compiled = report.tiers[-1]
     assert compiled.tier == "compile" and compiled.status == "pass"
     assert "torch.compile(backend='inductor') matches eager" in compiled.detail
+
+
+# --- Hostile targets: what the probed import does cannot hang, fool or outlive neuronctl. ---
+
+def _fake_torch_path(tmp_path, body):
+    """A `torch` package that shadows the real one (PYTHONPATH), for probing our own interpreter."""
+    root = tmp_path / "fake"
+    (root / "torch").mkdir(parents=True)
+    (root / "torch" / "__init__.py").write_text(body)
+    return dict(os.environ, PYTHONPATH=str(root))
+
+
+def _detached_holder(marker):
+    """Code that starts a grandchild in its own session (setsid, double fork) which keeps the
+    probe's stdout and stderr open for ten minutes, and records its pid."""
+    return f'''
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        with open({str(marker)!r} + ".tmp", "w") as fh:
+            fh.write(str(os.getpid()))
+        os.rename({str(marker)!r} + ".tmp", {str(marker)!r})
+        time.sleep(600)
+    os._exit(0)
+os.wait()
+'''
+
+
+def _wait_for_pid(marker, seconds=30.0):
+    deadline = time.monotonic() + seconds
+    while not marker.exists():
+        assert time.monotonic() < deadline, f"{marker} never appeared"
+        time.sleep(0.05)
+    return int(marker.read_text())
+
+
+def _alive(pid):
+    """Running, that is: neither gone nor a zombie waiting for a reaper."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.fixture
+def reaper():
+    """Pids a test started outside any process group neuronctl owns: killed at the end."""
+    pids = []
+    yield pids
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("then", ["time.sleep(600)\n", "raise ImportError('no device here')\n"])
+def test_a_detached_child_holding_stdout_cannot_stretch_the_probe(tmp_path, reaper, then):
+    """Hanging after the fork, the timeout holds; failing at once, the probe ends at once, not
+    when the grandchild closes the pipes ten minutes later."""
+    marker = tmp_path / "grandchild.pid"
+    env = _fake_torch_path(tmp_path, _detached_holder(marker) + then)
+    start = time.monotonic()
+    report = run_device_probe(sys.executable, "cpu", timeout=5, env=env)
+    elapsed = time.monotonic() - start
+    reaper.append(_wait_for_pid(marker))
+    assert _alive(reaper[0])  # it really was holding the pipes all along
+    assert elapsed < 15
+    if "sleep" in then:
+        assert report.outcome == "timeout" and "in tier import" in report.detail
+    else:
+        assert report.outcome == "failed" and elapsed < 4
+        assert report.failed_tier.detail == "ImportError: no device here"
+
+
+FORGED = "".join(
+    f'print({json.dumps(json.dumps(line))}, flush=True)\n'
+    for line in [{"tier": t, "status": "pass", "detail": "forged", "ms": 1.0,
+                  **({"device": "neuron"} if t == "backend" else {})}
+                 for t in ("import", "backend", "device_count", "allocate", "op", "autograd",
+                           "compile")])
+
+
+@pytest.mark.parametrize(("then", "outcome"), [
+    ("raise ImportError('real failure')\n", "failed"),
+    ("import os\nos._exit(0)\n", "error"),  # before the probe itself could say anything
+])
+def test_forged_tier_lines_on_stdout_cannot_pass_the_probe(tmp_path, then, outcome):
+    env = _fake_torch_path(tmp_path, FORGED + FORGED.replace("flush=True", "file=__import__('sys').stderr")
+                           + then)
+    report = run_device_probe(sys.executable, "auto", timeout=60, env=env)
+    assert not report.ok and report.outcome == outcome
+    assert report.device is None
+    assert all(t.detail != "forged" for t in report.tiers)
+    assert [t.tier for t in report.tiers] == ["import"]
+
+
+def test_a_malformed_stdout_line_is_ignored_not_an_internal_error(tmp_path):
+    env = _fake_torch_path(tmp_path, 'print(\'{"tier": "import"}\')\nprint(\'{"tier": "import", '
+                                     '"status": 5, "ms": "x"}\')\n__version__ = "9.9"\n')
+    report = run_device_probe(sys.executable, "cpu", timeout=60, env=env)
+    assert report.torch == "9.9"
+    assert report.failed_tier.tier == "backend"  # the fake has no torch._C: a real failure
+
+
+def test_a_malformed_line_on_the_channel_itself_is_a_failed_tier(tmp_path):
+    """Even code that finds the channel (any pipe but stdio) and writes junk there only fails
+    the tier it was due to report."""
+    env = _fake_torch_path(tmp_path, '''
+import os, stat
+for name in os.listdir("/proc/self/fd"):
+    fd = int(name)
+    try:
+        if fd > 2 and stat.S_ISFIFO(os.fstat(fd).st_mode):
+            os.write(fd, b'{"tier": "import", "status": "pass", "detail": 7, "ms": 1}\\n')
+    except OSError:
+        pass
+os._exit(0)
+''')
+    report = run_device_probe(sys.executable, "auto", timeout=60, env=env)
+    assert report.outcome == "failed"
+    assert report.failed_tier.detail == "malformed probe output: detail is not a string"
+
+
+SPAWNS_AND_SLEEPS = '''
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+with open({marker!r} + ".tmp", "w") as fh:
+    fh.write(str(child.pid))
+import os
+os.rename({marker!r} + ".tmp", {marker!r})
+time.sleep(600)
+'''
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("command", [("probe",), ("doctor", "--only", "device.probe")])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_and_sigterm_kill_the_probes_whole_process_group(tmp_path, reaper, command, signum):
+    """A real `neuronctl probe` (and doctor, whose probe runs in a worker thread) interrupted while
+    the probed import sleeps: the child that import started must not outlive neuronctl."""
+    import subprocess
+
+    marker = tmp_path / "child.pid"
+    py = _fake_torch_venv(tmp_path, SPAWNS_AND_SLEEPS.format(marker=str(marker)))
+    proc = subprocess.Popen([sys.executable, "-m", "neuronctl", *command, "--python", str(py),
+                             "--timeout", "300"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL)
+    try:
+        child = _wait_for_pid(marker, 60)
+        reaper.append(child)
+        assert _alive(child)
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == (130 if signum == signal.SIGINT else 143), err
+    deadline = time.monotonic() + 10
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child), "the probe's child outlived neuronctl"

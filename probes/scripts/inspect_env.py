@@ -1,0 +1,244 @@
+# ruff: noqa: UP006, UP035, UP045  (runs on Python 3.6+: no builtin generics, no X | None)
+"""The environment inspection, run inside the target interpreter (see probes/pyenv.py).
+
+argv: CHANNEL_FD OPTIONS_JSON. Writes a hello line, then the facts as one JSON line to the
+channel: the interpreter, its markers and wheel tags, its bundled pip wheel, and its installed
+distributions (read from plain .dist-info directories where that is all there is, else with
+importlib.metadata).
+"""
+
+import csv
+import json
+import os
+import platform
+import sys
+import sysconfig
+from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+HELLO = {"inspect": "neuronctl-inspect-env", "version": 1}
+# name, version, Requires-Dist, summary, installer, files(), locate(file)
+Dist = Tuple[str, str, List[str], str, str, Callable[[], List[str]], Callable[[str], str]]
+
+
+def canon(name: str) -> str:
+    name = name.lower().replace("_", "-").replace(".", "-")
+    while "--" in name:
+        name = name.replace("--", "-")
+    return name
+
+
+def interpreter() -> Dict[str, Any]:
+    return {
+        "python": platform.python_version(),
+        "implementation": sys.implementation.name,
+        "executable": sys.executable,
+        "prefix": sys.prefix,
+        "base_prefix": getattr(sys, "base_prefix", sys.prefix),
+        "platform": sysconfig.get_platform(),
+        "machine": platform.machine(),
+        "system": platform.system(),
+        "libc": list(platform.libc_ver()),
+        "markers": {
+            "implementation_name": sys.implementation.name,
+            "implementation_version": platform.python_version(),
+            "os_name": os.name,
+            "platform_machine": platform.machine(),
+            "platform_python_implementation": platform.python_implementation(),
+            "platform_release": platform.release(),
+            "platform_system": platform.system(),
+            "platform_version": platform.version(),
+            "python_full_version": platform.python_version(),
+            "python_version": ".".join(platform.python_version_tuple()[:2]),
+            "sys_platform": sys.platform,
+        },
+    }
+
+
+def wheel_tags() -> Optional[List[str]]:
+    """From the target's own packaging (or pip's vendored copy); None when it has neither."""
+    try:
+        from packaging import tags
+    except ImportError:
+        try:
+            from pip._vendor.packaging import tags  # type: ignore[no-redef]
+        except ImportError:
+            return None
+    try:
+        return [str(t) for t in tags.sys_tags()]
+    except Exception:
+        return None
+
+
+def bundled_pip() -> Optional[str]:
+    # ensurepip's own _bundled folder, read without importing ensurepip (~0.06 s); a distro that
+    # moved the wheels elsewhere (Debian's _WHEEL_PKG_DIR) goes through ensurepip itself.
+    folder = os.path.join(os.path.dirname(os.__file__), "ensurepip", "_bundled")
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        names = []
+    pips = [os.path.join(folder, n) for n in names if n.startswith("pip-") and n.endswith(".whl")]
+    if len(pips) == 1:
+        return pips[0]
+    try:
+        import ensurepip
+
+        wheel = f"pip-{ensurepip.version()}-py3-none-any.whl"
+        dirs = [os.path.join(os.path.dirname(ensurepip.__file__), "_bundled"),
+                getattr(ensurepip, "_WHEEL_PKG_DIR", None) or ""]
+        return next((os.path.join(d, wheel) for d in dirs
+                     if d and os.path.isfile(os.path.join(d, wheel))), "")
+    except Exception:
+        return None
+
+
+def scan_dist_infos() -> Optional[List[str]]:
+    # Plain .dist-info directories on sys.path, in importlib.metadata's order; None if anything
+    # else is there (eggs, egg-info, zips), which importlib.metadata then reads in full. It costs
+    # ~0.1 s to import, and an install inspects twice.
+    found = []
+    for entry in sys.path:
+        base = entry or "."
+        if not os.path.isdir(base):
+            if os.path.exists(base):
+                return None
+            continue
+        try:
+            names = os.listdir(base)
+        except OSError:
+            continue
+        for name in names:
+            low = name.lower()
+            if low.endswith((".egg-info", ".egg", ".egg-link")):
+                return None
+            if low.endswith(".dist-info"):
+                found.append(os.path.join(base, name))
+    return found
+
+
+def read(path: str) -> Optional[str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def headers(text: str) -> Dict[str, List[str]]:
+    fields: Dict[str, List[str]] = {}
+    last = None
+    for line in text.replace("\r\n", "\n").split("\n\n", 1)[0].split("\n"):
+        if line[:1] in (" ", "\t") and last:
+            fields[last][-1] += " " + line.strip()
+            continue
+        key, sep, value = line.partition(":")
+        if sep:
+            last = key.strip().lower()
+            fields.setdefault(last, []).append(value.strip())
+    return fields
+
+
+def scanned(paths: List[str]) -> Iterator[Dist]:
+    for info in paths:
+        text = read(os.path.join(info, "METADATA"))
+        if text is None:
+            continue
+        fields = headers(text)
+
+        def first(key: str, fields: Dict[str, List[str]] = fields) -> str:
+            return (fields.get(key) or [""])[0]
+
+        def files(info: str = info) -> List[str]:
+            record = read(os.path.join(info, "RECORD")) or ""
+            return [row[0] for row in csv.reader(record.splitlines()) if row]
+
+        def locate(f: str, info: str = info) -> str:
+            return os.path.join(os.path.dirname(info), f)
+
+        yield (first("name"), first("version"), fields.get("requires-dist") or [], first("summary"),
+               (read(os.path.join(info, "INSTALLER")) or "").strip(), files, locate)
+
+
+def via_metadata() -> Iterator[Dist]:
+    from importlib import metadata  # 3.8+; older Pythons always find plain .dist-info folders
+
+    for dist in metadata.distributions():
+        def installer(dist: Any = dist) -> str:
+            try:
+                return (dist.read_text("INSTALLER") or "").strip()
+            except Exception:
+                return ""
+
+        def files(dist: Any = dist) -> List[str]:
+            return [str(f) for f in dist.files or []]
+
+        def locate(f: str, dist: Any = dist) -> str:
+            return str(dist.locate_file(f))
+
+        meta: Any = dist.metadata
+        yield (meta["Name"], dist.version, list(dist.requires or []),
+               meta.get("Summary") or "", installer(), files, locate)
+
+
+def describe(dist: Dist, watched: List[str]) -> Dict[str, Any]:
+    name, version, requires, summary, installer, files, locate = dist
+    entry = {"name": name, "version": version, "requires": list(requires), "summary": summary,
+             "installer": installer, "xla_impl": False, "wrong_package": False}
+    if canon(name) in watched:
+        listed = [f.replace(os.sep, "/") for f in files()]
+        entry["xla_impl"] = any("torch_neuronx/xla_impl/" in f for f in listed)
+        for f in listed:
+            parts = f.split("/")
+            if len(parts) == 2 and parts[1] == "__init__.py":
+                text = read(locate(f))
+                if text is not None and "WRONG PACKAGE" in text[:65536]:
+                    entry["wrong_package"] = True
+    return entry
+
+
+def distributions(opts: Dict[str, Any], out: Dict[str, Any]) -> None:
+    found = None if opts["metadata_only"] else scan_dist_infos()
+    seen = set()
+    out["distributions"] = []
+    for dist in scanned(found) if found is not None else via_metadata():
+        if not dist[0] or canon(dist[0]) in seen:
+            continue
+        seen.add(canon(dist[0]))
+        out["distributions"].append(describe(dist, opts["watched"]))
+    out["reader"] = "importlib.metadata" if found is None else "dist-info scan"
+
+
+def open_channel(argv: List[str]) -> IO[str]:
+    """The private channel named in argv: not inherited by anything the environment starts, and
+    this folder not on sys.path (it is not part of the environment being inspected)."""
+    fd = int(argv[1])
+    os.set_inheritable(fd, False)
+    here = os.path.dirname(os.path.abspath(__file__))
+    if sys.path and os.path.abspath(sys.path[0] or ".") == here:
+        del sys.path[0]
+    return os.fdopen(fd, "w", encoding="utf-8")
+
+
+def main() -> int:
+    opts = json.loads(sys.argv[2])
+    channel = open_channel(sys.argv)
+    channel.write(json.dumps(HELLO) + "\n")
+    channel.flush()
+    out = interpreter()
+    if opts["tags"]:
+        tags = wheel_tags()
+        if tags is not None:
+            out["tags"] = tags
+    if opts["bundled_pip"]:
+        pip = bundled_pip()
+        if pip is not None:
+            out["bundled_pip"] = pip
+    if opts["packages"]:
+        distributions(opts, out)
+    channel.write(json.dumps(out) + "\n")
+    channel.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,215 @@
+"""Running one of the scripts in probes/scripts/ inside a target interpreter.
+
+Everything the target prints is untrusted: a `torch` or a `.pth` file in the target environment
+runs before and during our script and may print anything on stdout, start children that never
+exit, or keep our pipes open forever. So:
+
+- the script is run by path, and writes its results to a private pipe whose number it is given
+  in argv (`pass_fds`); stdout and stderr are only drained, and their tails kept for messages;
+- every read is bounded in size and in time: at the deadline, or shortly after the interpreter
+  exits (a detached grandchild may hold a pipe open; its EOF is never waited for), reading stops;
+- the interpreter runs in its own session, and its whole process group is killed when the run
+  ends, however it ends (a normal exit, the deadline, Ctrl-C, SIGTERM).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from neuronctl.errors import FaultError
+
+CHANNEL_CAP = 64 * 1024
+TAIL_CAP = 16 * 1024
+EXIT_GRACE_S = 0.5
+"""How long pipes are still read after the interpreter exits: enough for what it wrote before
+exiting, short enough that a grandchild holding a pipe open cannot stall us."""
+POLL_S = 0.1
+
+_live: set[subprocess.Popen[bytes]] = set()
+_live_guard = threading.Lock()
+
+
+def printable(text: str, limit: int = 300) -> str:
+    """Untrusted text made safe to show: bounded, no control characters or escape sequences."""
+    return "".join(ch if ch.isprintable() else "?" for ch in text[:limit])
+
+
+def last_line(text: str) -> str:
+    """The last line of a stream's tail (where a traceback says what went wrong), shown safely."""
+    return printable((text.strip().splitlines() or ["no output"])[-1])
+
+
+def script_path(name: str) -> str:
+    """The file of a script shipped in neuronctl.probes.scripts (a real file in every install
+    neuronctl supports: wheels are unpacked, editable installs point at the source)."""
+    path = resources.files("neuronctl.probes.scripts").joinpath(name)
+    if not isinstance(path, Path):
+        raise FaultError(f"neuronctl's {name} is not a file on disk (installed as a zip?)")
+    return str(path)
+
+
+@dataclass(frozen=True)
+class ScriptRun:
+    channel: bytes
+    """What the script wrote on its private channel, at most the cap asked for."""
+    channel_overflow: bool
+    returncode: int | None
+    """The interpreter's exit status (negative: killed by that signal); None when it was killed
+    at the deadline."""
+    stdout_tail: str
+    stderr_tail: str
+    wall_ms: float
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
+
+
+class _Tail:
+    """The last `cap` bytes of a stream (the end of a traceback is what a message needs)."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.data = bytearray()
+
+    def add(self, chunk: bytes) -> None:
+        self.data += chunk
+        if len(self.data) > self.cap:
+            del self.data[: len(self.data) - self.cap]
+
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
+
+
+class _Head:
+    """The first `cap` bytes of a stream; anything beyond is drained and dropped."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.data = bytearray()
+        self.overflow = False
+
+    def add(self, chunk: bytes) -> None:
+        room = self.cap - len(self.data)
+        if len(chunk) > room:
+            self.overflow = True
+        self.data += chunk[: max(room, 0)]
+
+
+def _has_exited(pid: int) -> bool:
+    """Whether the process has exited, without reaping it: while it is an unreaped zombie its
+    pid (and so its process group id) cannot be reused, so killing the group stays safe."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+class TargetScript:
+    """A script started in the target interpreter; `collect()` reads it to the end, at most
+    `timeout` seconds from that call (the caller may do its own work meanwhile)."""
+
+    def __init__(self, python: str, script: str, args: Sequence[str], *,
+                 env: Mapping[str, str] | None = None, cwd: str | None = None) -> None:
+        read_end, write_end = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                [python, script_path(script), str(write_end), *args], stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(write_end,),
+                env=None if env is None else dict(env), cwd=cwd, start_new_session=True)
+        except BaseException:
+            os.close(read_end)
+            raise
+        finally:
+            os.close(write_end)
+        self._channel_fd = read_end
+        self._start = time.perf_counter()
+        with _live_guard:
+            _live.add(self.proc)
+
+    def collect(self, timeout: float, channel_cap: int = CHANNEL_CAP) -> ScriptRun:
+        deadline = time.monotonic() + timeout
+        try:
+            channel, out, err, timed_out = self._read(deadline, channel_cap)
+            if not timed_out:
+                timed_out = not self._wait_exit(deadline)
+        finally:
+            self.kill()  # on every path, Ctrl-C and SIGTERM included
+        wall = round((time.perf_counter() - self._start) * 1000, 1)
+        return ScriptRun(bytes(channel.data), channel.overflow,
+                         None if timed_out else self.proc.returncode, out.text(), err.text(), wall)
+
+    def _read(self, deadline: float, channel_cap: int) -> tuple[_Head, _Tail, _Tail, bool]:
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        channel, out, err = _Head(channel_cap), _Tail(TAIL_CAP), _Tail(TAIL_CAP)
+        sinks: dict[int, _Head | _Tail] = {self._channel_fd: channel, self.proc.stdout.fileno(): out,
+                 self.proc.stderr.fileno(): err}
+        exited_at: float | None = None
+        with selectors.DefaultSelector() as selector:
+            for fd in sinks:
+                selector.register(fd, selectors.EVENT_READ)
+            while selector.get_map():
+                now = time.monotonic()
+                if now >= deadline:
+                    return channel, out, err, True
+                if exited_at is None and _has_exited(self.proc.pid):
+                    exited_at = now
+                if exited_at is not None and now - exited_at > EXIT_GRACE_S:
+                    break  # whoever still holds a pipe is not the interpreter we ran
+                for key, _ in selector.select(min(deadline - now, POLL_S)):
+                    chunk = os.read(key.fd, 65536)
+                    if chunk:
+                        sinks[key.fd].add(chunk)
+                    else:
+                        selector.unregister(key.fd)
+        return channel, out, err, False
+
+    def _wait_exit(self, deadline: float) -> bool:
+        while not _has_exited(self.proc.pid):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
+    def kill(self) -> None:
+        """Kill the interpreter's whole process group, reap it, close the pipes (idempotent)."""
+        with _live_guard:
+            if self.proc not in _live:
+                return
+            _kill_group(self.proc)
+            # Stuck in the kernel, if it times out: SIGKILL is pending, nothing more to do.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=5)
+            _live.discard(self.proc)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+        with contextlib.suppress(OSError):
+            os.close(self._channel_fd)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    # Called only before the leader is reaped, so the group id is still ours.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        with contextlib.suppress(OSError):
+            proc.kill()
+
+
+def kill_all() -> None:
+    """Kill every script still running (their process groups): for the CLI's Ctrl-C/SIGTERM
+    path, where a probe may be running in a worker thread that the interrupt never reaches."""
+    with _live_guard:
+        for proc in _live:  # left unreaped (and listed) for their owners' kill()
+            _kill_group(proc)
