@@ -101,7 +101,12 @@ def test_every_fix_in_every_scenario_works_when_pasted(cli, stacks, hosts, legac
     seen: dict[str, set[str]] = {}
     failures = []
     with running(legacy_wheels) as uni:
-        for name, args, sysroot in scenarios(stacks, hosts, tmp_path):
+        lock = tmp_path / "pylock.toml"
+        assert cli("lock", *uni.index_flags(), "--python", "3.12", "-o", str(lock)).code == 0
+        with_lock = [(f"{stack}+lock", ["doctor", "--python", str(stacks[stack]), "--sysroot",
+                                        str(hosts["trn2"]), "--lock", str(lock)], hosts["trn2"])
+                     for stack in ("native", "clash", "legacy")]
+        for name, args, sysroot in [*scenarios(stacks, hosts, tmp_path), *with_lock]:
             monkeypatch.setenv("NEURONCTL_SYSROOT", str(sysroot))
             checks = collect(cli, *args)
             installs = set()

@@ -332,15 +332,12 @@ def _relock_fix(f: Facts) -> str:
 
 
 def check_lock(f: Facts) -> Outcome:
-    from packaging.markers import Marker
-
-    from neuronctl.resolvers.pylock_read import load_pylock, packages_for
+    from neuronctl.resolvers.pylock_read import packages_for
 
     assert f.lock is not None
-    lock = load_pylock(f.lock)
+    lock = f.pylock
     markers = dict(f.env.markers)
-    if lock.environments and markers and not any(Marker(str(m)).evaluate(markers)
-                                                 for m in lock.environments):
+    if not f.lock_fits():
         return Outcome("fail", f"{f.lock} is not for this environment (Python {f.env.python}, "
                                f"{f.env.machine}): its environments are "
                                + "; ".join(str(m) for m in lock.environments),
@@ -356,9 +353,7 @@ def check_lock(f: Facts) -> Outcome:
             drift.append(f"{pkg.name}: locked {pkg.version}, installed {have.version}")
     if drift:
         return Outcome("fail", f"{len(drift)} of {len(locked)} locked packages differ from "
-                               f"{f.lock}",
-                       neuronctl_command(f, "install", "--lock", str(f.lock), "--python",
-                                         f.env.executable, "--yes"),
+                               f"{f.lock}", install_fix(f),
                        tuple(drift))
     return Outcome("pass", f"all {len(locked)} packages match {f.lock}")
 

@@ -77,6 +77,25 @@ class Facts:
             self.python, self.device, self.timeout, self.compile_tier, self.environ))
 
     @property
+    def pylock(self) -> Any:
+        """The --lock file, read once (validated before any check runs)."""
+        from neuronctl.resolvers.pylock_read import load_pylock
+
+        assert self.lock is not None
+        return self._once("pylock", lambda: load_pylock(self.lock))  # type: ignore[arg-type]
+
+    def lock_fits(self) -> bool:
+        """Whether the --lock file's `environments` admit the checked interpreter."""
+        from packaging.markers import Marker
+
+        if self.lock is None:
+            return False
+        markers = dict(self.env.markers)
+        environments = self.pylock.environments
+        return not environments or not markers or any(Marker(str(m)).evaluate(markers)
+                                                      for m in environments)
+
+    @property
     def selection(self) -> Selection:
         return self._once("selection", self._select)
 

@@ -86,8 +86,13 @@ def _new_venv_python(fw: Framework) -> str:
 
 
 def install_fix(f: Facts) -> str:
-    """`neuronctl install` of the report's release and line into the checked environment when its
-    Python fits, else into a new venv with a Python that does."""
+    """`neuronctl install` of the --lock file where it fits this environment, else of the report's
+    release and line into the checked environment when its Python fits, else into a new venv with
+    a Python that does."""
+    if f.lock is not None and f.lock_fits():
+        # The report checks against a lock: the lock is what this environment should hold.
+        return neuronctl_command(f, "install", "--lock", str(f.lock), "--python", f.env.executable,
+                                 "--yes")
     release, fw = fix_plan(f)
     if fw is None:
         return neuronctl_command(f, "releases", "show", release.version)
