@@ -248,3 +248,17 @@ def test_lock_notes_a_beta_release_once_and_not_under_json_or_quiet(cli, uni):
     assert r.code == 0 and "beta" not in r.err
     r = cli("-q", "lock", *uni.index_flags(), "--python", "3.12")
     assert r.code == 0 and "beta" not in r.err
+
+
+def test_install_from_a_private_index_downloads_with_credentials_and_shows_none(cli, wheels, tmp_path):
+    with private_universe(wheels) as (uni, private_seen, others_seen):
+        secret_url = uni.urls["pypi"].replace("http://", f"http://{ENCODED}@")
+        venv = tmp_path / "env"
+        r = cli("install", f"--index=pypi={secret_url}", f"--index=pytorch-cpu={uni.urls['pytorch-cpu']}",
+                f"--index=neuron={uni.urls['neuron']}", "--release", "2.33.0", "--torch", "2.13",
+                "--venv", str(venv), "--venv-python", "3.13", "--backend", "uv", "--no-check", "--json")
+        assert r.code == 0, r.err + r.out
+        assert_no_secret(r.out, r.err)
+        whole = [path for _method, path, ranged in uni.pypi.hits if path.endswith(".whl") and not ranged]
+        assert whole  # the install's own downloads (not the resolver's) came from the private index
+        assert set(private_seen) == {GOOD} and set(others_seen) == {None}
