@@ -24,6 +24,7 @@ class _IndexSetting:
     name: str
     url: str
     where: str
+    from_flag: bool = False
 
 
 def env_var_for(index: str) -> str:
@@ -48,7 +49,7 @@ def _index_settings(config: Config, index_flags: Sequence[str], env: Mapping[str
     settings += _env_settings(env, known)
     for text in index_flags:
         name, url = parse_assignment(text, "--index")
-        settings.append(_IndexSetting(name, url, f"--index {name}"))
+        settings.append(_IndexSetting(name, url, f"--index {name}", from_flag=True))
     return settings
 
 
@@ -90,12 +91,11 @@ def build_routing(config: Config, index_flags: Sequence[str], route_flags: Seque
     for setting in settings:
         if setting.name not in known and setting.name not in routed:
             raise _unknown_error(setting, known)
-    flags = [s for s in settings if s.where.startswith("--index ")]
-    for setting in [s for s in settings if s not in flags]:
+    for setting in [s for s in settings if not s.from_flag]:
         routing = routing.with_index(setting.name, setting.url, setting.where)
     for name, url in recorded.items():
         routing = routing.with_index(name, url, f"the lock's index {name}")
-    for setting in flags:
+    for setting in [s for s in settings if s.from_flag]:
         routing = routing.with_index(setting.name, setting.url, setting.where)
     for package, index, where in routes:
         if index not in routing.indexes:
