@@ -13,7 +13,6 @@ import functools
 import json
 import os
 import re
-import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from neuronctl.errors import FaultError, InputError
-from neuronctl.probes.target_run import TargetScript, last_line
+from neuronctl.probes.target_run import ScriptRun, TargetScript, last_line
 
 # Packages whose top-level module is checked for the PyPI placeholder text.
 WATCHED = ("torch-neuronx", "neuronx-cc", "nki", "libneuronxla", "torch-neuron", "neuron-cc",
@@ -194,9 +193,19 @@ def _locate(python: str) -> str:
     return str(path)
 
 
+OLDEST_TARGET = (3, 6)
+"""The oldest Python the scripts in probes/scripts/ run on."""
+
+
 def _not_python(python: str, why: str) -> InputError:
     return InputError(f"--python {python}: not a Python 3 interpreter ({why})",
                       hint="give a python executable or a virtual environment's directory")
+
+
+def _exited(run: ScriptRun) -> str:
+    """How a run ended, for a message: its exit status and what it said last on stderr."""
+    status = "no answer" if run.returncode is None else f"exit {run.returncode}"
+    return status + (f": {last_line(run.stderr_tail)}" if run.stderr_tail.strip() else "")
 
 
 @functools.lru_cache(maxsize=16)
@@ -204,18 +213,16 @@ def _check_is_python(exe: str, timeout: float = 30.0) -> None:
     """Run it once, without site, and ask for its version: /usr/bin/false, a shell script or
     Python 2 are bad input, named here, before any command relies on them."""
     try:
-        done = subprocess.run([exe, "-S", "-c", "import sys; print(sys.version_info[0])"],
-                              stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout,
-                              check=False)
-    except subprocess.TimeoutExpired:
-        raise FaultError(f"--python {exe}: no answer within {timeout:g}s") from None
+        run = TargetScript(exe, "python_version.py", [], flags=["-S"]).collect(timeout, 64)
     except OSError as exc:
         raise _not_python(exe, f"cannot run it: {exc.strerror or exc}") from None
-    answer = done.stdout[:16].strip()
-    if done.returncode != 0 or answer != b"3":
-        said = f"it answered {answer[:8].decode('ascii', 'replace')!r}" if answer.isdigit() \
-            else f"exit {done.returncode}"
-        raise _not_python(exe, said)
+    answer = re.fullmatch(rb"(\d{1,3})\.(\d{1,3})\n", run.channel)
+    if answer is None:
+        raise _not_python(exe, _exited(run))
+    version = (int(answer[1]), int(answer[2]))
+    if version < OLDEST_TARGET:
+        raise _not_python(exe, f"it is Python {version[0]}.{version[1]}; neuronctl inspects "
+                               f"Python {OLDEST_TARGET[0]}.{OLDEST_TARGET[1]} and newer")
 
 
 def resolve_python(python: str | None) -> str:
@@ -253,14 +260,14 @@ class Inspection:
         said_hello = _json_line(lines[0]) == HELLO
         if run.timed_out:
             raise FaultError(f"{exe}: inspecting the environment timed out after {self.timeout:g}s")
-        last = last_line(run.stderr_tail)
         if not said_hello:
-            raise _not_python(exe, f"exit {run.returncode}" + (f": {last}" if run.stderr_tail.strip() else ""))
+            _check_is_python(exe)  # the precise bad-input message, if that is what it is
+            raise FaultError(f"{exe}: the environment inspection did not start: {_exited(run)}")
         if run.channel_overflow:
             raise FaultError(f"{exe}: the environment inspection wrote more than "
                              f"{INSPECTION_CAP // (1024 * 1024)} MiB")
         if run.returncode != 0 or len(lines) < 2:
-            raise FaultError(f"{exe}: inspecting the environment failed: exit {run.returncode}: {last}")
+            raise FaultError(f"{exe}: inspecting the environment failed: {_exited(run)}")
         try:
             return parse_inspection(_json_line(lines[1]))
         except MalformedInspection as exc:

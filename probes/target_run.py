@@ -120,11 +120,12 @@ class TargetScript:
     `timeout` seconds from that call (the caller may do its own work meanwhile)."""
 
     def __init__(self, python: str, script: str, args: Sequence[str], *,
-                 env: Mapping[str, str] | None = None, cwd: str | None = None) -> None:
+                 env: Mapping[str, str] | None = None, cwd: str | None = None,
+                 flags: Sequence[str] = ()) -> None:
         read_end, write_end = os.pipe()
         try:
             self.proc = subprocess.Popen(
-                [python, script_path(script), str(write_end), *args], stdin=subprocess.DEVNULL,
+                [python, *flags, script_path(script), str(write_end), *args], stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(write_end,),
                 env=None if env is None else dict(env), cwd=cwd, start_new_session=True)
         except BaseException:
