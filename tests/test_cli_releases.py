@@ -148,3 +148,17 @@ def test_import_without_output_says_nothing_was_written_and_how(cli, tmp_path):
     assert json.loads(j.out)["output"] is None and "nothing was written" in j.err
     written = cli("releases", "import", str(N2_MANIFEST), "-o", str(tmp_path / "m.json"))
     assert "nothing was written" not in written.err
+
+
+def test_manifest_text_is_printed_as_it_is(cli, tmp_path):
+    """A manifest is data: rich markup or emoji codes in it print verbatim (a stray '[/]' was an
+    'internal error')."""
+    from neuronctl.manifest import load_bundled_manifest
+
+    data = load_bundled_manifest().to_json()
+    data["releases"][0]["notes"] = ["see [/] :cd: [red]x"]
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(data))
+    r = cli("--manifest", str(path), "releases", "show", data["releases"][0]["version"])
+    assert r.code == 0, r.err
+    assert "note: see [/] :cd: [red]x" in r.out

@@ -53,38 +53,42 @@ def _release_table(manifest: Manifest, title: str) -> None:
 
 def _release_detail(r: Release) -> None:
     from rich.table import Table
+    from rich.text import Text
+
+    # Manifests are data (an imported one is AWS's, or anyone's): Text, never markup.
+    def table(title: str, *columns: str) -> Table:
+        t = Table(title=title, title_justify="left")
+        for col in columns:
+            t.add_column(col, overflow="fold")
+        return t
+
+    def row(target: Table, *cells: str) -> None:
+        target.add_row(*(Text(c) for c in cells))
 
     console = get_app().console()
     head = Table.grid(padding=(0, 2))
-    head.add_row("release", f"[bold]{r.version}[/] ({r.date or 'date unknown'})")
-    head.add_row("status", r.status)
-    head.add_row("backend", r.backend)
-    head.add_row("torch", _short(r.torch))
-    head.add_row("python", _short(r.python))
-    head.add_row("chips", _short(r.chips))
+    head.add_row("release", Text(r.version, style="bold").append(f" ({r.date or 'date unknown'})",
+                                                                 style="none"))
+    for key, value in (("status", r.status), ("backend", r.backend), ("torch", _short(r.torch)),
+                       ("python", _short(r.python)), ("chips", _short(r.chips))):
+        row(head, key, value)
     console.print(head)
     if r.frameworks:
-        fw = Table(title="PyTorch lines", title_justify="left")
-        for col in ("backend", "torch", "torch-neuronx", "chips", "python"):
-            fw.add_column(col)
+        fw = table("PyTorch lines", "backend", "torch", "torch-neuronx", "chips", "python")
         for f in r.frameworks:
-            fw.add_row(f.backend, f.torch, f.torch_neuronx, ", ".join(f.chips), ", ".join(f.python))
+            row(fw, f.backend, f.torch, f.torch_neuronx, ", ".join(f.chips), ", ".join(f.python))
         console.print(fw)
-    pk = Table(title="Python packages", title_justify="left")
-    pk.add_column("package")
-    pk.add_column("versions")
+    pk = table("Python packages", "package", "versions")
     for name, versions in r.packages.items():
-        pk.add_row(name, _short(versions))
+        row(pk, name, _short(versions))
     console.print(pk)
     if r.system:
-        sy = Table(title="System packages", title_justify="left")
-        sy.add_column("package")
-        sy.add_column("version")
+        sy = table("System packages", "package", "version")
         for name, version in r.system.items():
-            sy.add_row(name, version)
+            row(sy, name, version)
         console.print(sy)
     for note in r.notes:
-        console.print(f"note: {note}")
+        console.print(Text(f"note: {note}"))
 
 
 @click.group(invoke_without_command=True)
