@@ -162,3 +162,12 @@ def test_manifest_text_is_printed_as_it_is(cli, tmp_path):
     r = cli("--manifest", str(path), "releases", "show", data["releases"][0]["version"])
     assert r.code == 0, r.err
     assert "note: see [/] :cd: [red]x" in r.out
+
+
+def test_import_from_a_path_with_brackets(cli, tmp_path):
+    src = tmp_path / "odd [/] dir" / "n2.json"
+    src.parent.mkdir()
+    src.write_text(N2_MANIFEST.read_text())
+    r = cli("releases", "import", str(src))
+    assert r.code == 0, r.err
+    assert f"Imported from {src}" in " ".join(r.out.split()) or "odd [/] dir" in r.out

@@ -37,7 +37,7 @@ def _release_table(manifest: Manifest, title: str) -> None:
         rows.append((version, r.date or "unknown", r.backend, _lines(r.torch), _lines(own),
                      _lines(r.packages.get("neuronx-cc", ())),
                      f"{r.python[0]}-{r.python[-1]}" if r.python else "-", _short(r.chips)))
-    table = Table(title=title, title_justify="left")
+    table = Table(title=Text(title), title_justify="left")
     for col in ("release", "date", "backend", "torch", "torch-neuronx", "neuronx-cc", "python",
                 "chips"):
         # One version a line keeps every column as narrow as its longest version, so the table
