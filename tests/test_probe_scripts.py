@@ -1,0 +1,104 @@
+"""The scripts that run inside target interpreters are real files: shipped in the wheel, found by
+importlib.resources, standalone, runnable on every Python neuronctl inspects; and no product module
+keeps code in a string literal instead."""
+
+import ast
+import subprocess
+import sys
+import zipfile
+from importlib import resources
+from pathlib import Path
+
+import pytest
+from wheels import find_python, make_venv
+
+from neuronctl.errors import InputError
+from neuronctl.probes.device import run_device_probe
+from neuronctl.probes.pyenv import Inspection, resolve_python
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = ("device_probe.py", "inspect_env.py", "python_version.py")
+PRODUCT_DIRS = ("neuronctl", "probes", "resolvers", "backend")
+
+
+def _python(minor):
+    try:
+        return find_python(minor)
+    except RuntimeError:
+        pytest.skip(f"no Python {minor} here")
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_each_script_is_a_real_file_of_the_installed_package(name):
+    path = resources.files("neuronctl.probes.scripts").joinpath(name)
+    assert isinstance(path, Path) and path.is_file()
+    assert path.resolve() == (REPO / "probes" / "scripts" / name).resolve()
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_each_script_stands_alone_on_the_standard_library(name):
+    tree = ast.parse((REPO / "probes" / "scripts" / name).read_text())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module and node.level == 0}
+    # packaging and pip are the target's own, optional (tags); importlib.metadata is 3.8+, and
+    # only reached where the plain .dist-info scan is not enough.
+    assert imported - set(sys.stdlib_module_names) <= {"packaging", "pip"}
+    assert "neuronctl" not in imported
+    assert not any(isinstance(node, ast.ImportFrom) and node.module == "__future__"
+                   for node in ast.walk(tree))  # 3.6 has no `annotations` future
+
+
+@pytest.mark.parametrize("minor", ["3.6", "3.8", "3.13"])
+def test_the_inspection_runs_on_old_and_new_pythons(minor):
+    python = _python(minor)
+    env = Inspection(python, bundled_pip=True).result()
+    assert env.python.startswith(minor + ".")
+    assert env.markers["python_version"] == minor
+    assert env.bundled_pip.endswith(".whl")
+
+
+@pytest.mark.parametrize("minor", ["3.6", "3.8"])
+def test_the_device_probe_runs_on_old_pythons(tmp_path, minor):
+    py = make_venv(tmp_path / "venv", _python(minor))
+    report = run_device_probe(str(py), "auto", timeout=60)
+    assert report.outcome == "no-torch", report.detail
+
+
+def test_python_version_answers_even_on_python_2():
+    python = _python("2.7")
+    with pytest.raises(InputError, match=r"it is Python 2\.7; neuronctl inspects Python 3\.6 and newer"):
+        resolve_python(python)
+    assert resolve_python(_python("3.6")) == _python("3.6")
+
+
+def _code_in_strings(path):
+    """String literals (docstrings aside) of six lines or more that are Python code."""
+    tree = ast.parse(path.read_text())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                  and node.body and isinstance(node.body[0], ast.Expr)}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+                and node.value.count("\n") >= 5):
+            try:
+                compile(node.value, str(path), "exec")
+            except SyntaxError:
+                continue
+            yield f"{path.relative_to(REPO)}:{node.lineno}"
+
+
+def test_no_product_module_holds_code_in_a_string_literal():
+    found = [hit for folder in PRODUCT_DIRS for path in sorted((REPO / folder).rglob("*.py"))
+             for hit in _code_in_strings(path)]
+    assert found == []
+
+
+@pytest.mark.slow
+def test_the_wheel_ships_the_scripts(tmp_path):
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir",
+                    str(tmp_path), str(REPO)], check=True, capture_output=True)
+    names = zipfile.ZipFile(next(tmp_path.glob("neuronctl-*.whl"))).namelist()
+    for name in ("__init__.py", *SCRIPTS):
+        assert f"neuronctl/probes/scripts/{name}" in names
