@@ -91,6 +91,9 @@ def scenarios(stacks, hosts, tmp_path):
         for host in hosts:
             yield f"{stack}@{host}", ["doctor", "--python", str(stacks[stack]), "--sysroot",
                                       str(hosts[host])], hosts[host]
+    for stack in ("native", "legacy"):  # a release without PyTorch pins (backend none)
+        yield f"{stack}@2.32.0", ["doctor", "--release", "2.32.0", "--python", str(stacks[stack]),
+                                  "--sysroot", str(hosts["trn2"])], hosts["trn2"]
     for stack in ("legacy", "native", "empty"):
         yield f"{stack}+manifest", ["--manifest", str(manifest), "doctor", "--python",
                                     str(stacks[stack]), "--sysroot", str(hosts["trn2"])], hosts["trn2"]
