@@ -145,3 +145,23 @@ def test_file_index_and_find_links(tmp_path):
     assert files[0].url == wheel.resolve().as_uri()
     with pytest.raises(InputError, match="no such directory"):
         client().project_files((tmp_path / "missing").as_uri(), "torch")
+
+
+def test_find_links_file_with_an_unsafe_name_is_unusable_not_used(tmp_path):
+    flat = tmp_path / "flat"
+    good = build_wheel(flat, "nki", "0.7.0")
+    (flat / "nki-0.7.0-py3-none-x\x1b[2J.whl").write_bytes(good.read_bytes())  # a tag may hold it
+    files = client().project_files(flat.as_uri(), "nki")
+    by_use = {f.unusable is None: f for f in files}
+    assert by_use[True].filename == good.name
+    assert by_use[False].unusable == "not a safe file name" and by_use[False].url == ""
+    assert "\x1b" not in by_use[False].filename
+
+
+def test_file_index_page_that_is_not_utf8_is_bad_input_naming_it(tmp_path):
+    page = tmp_path / "simple" / "nki" / "index.html"
+    page.parent.mkdir(parents=True)
+    page.write_bytes(b"<a href='x.whl'>\xff\xfe</a>")
+    with pytest.raises(InputError, match="not UTF-8 text") as err:
+        client().project_files((tmp_path / "simple").as_uri(), "nki")
+    assert str(page) in str(err.value)
