@@ -73,8 +73,10 @@ def _lock_for(cli, uni) -> Path:
 
 def _pip_report(uni, tmp_path, reqs: list[str]) -> dict[str, str]:
     report = tmp_path / f"report-{len(list(tmp_path.glob('report-*')))}.json"
-    cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
-           "--report", str(report), "--python-version", "3.12", "--platform", "manylinux_2_28_x86_64",
+    # --target: older pips (23.2) take --platform only with it, even for a dry run that installs
+    # nothing, and then check Requires-Python against the running interpreter: so run a 3.12 one.
+    cmd = [find_python("3.12"), "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
+           "--target", str(tmp_path / "target"), "--report", str(report), "--python-version", "3.12", "--platform", "manylinux_2_28_x86_64",
            "--platform", "manylinux_2_17_x86_64",
            "--only-binary", ":all:", "--index-url", uni.urls["pypi"],
            "--extra-index-url", uni.urls["pytorch-cpu"], "--extra-index-url", uni.urls["neuron"], *reqs]
