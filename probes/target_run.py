@@ -106,11 +106,15 @@ class _Head:
         self.data += chunk[: max(room, 0)]
 
 
-def _has_exited(pid: int) -> bool:
+def _has_exited(proc: subprocess.Popen[bytes]) -> bool:
     """Whether the process has exited, without reaping it: while it is an unreaped zombie its
-    pid (and so its process group id) cannot be reused, so killing the group stays safe."""
+    pid (and so its process group id) cannot be reused, so killing the group stays safe.
+    (Without waitid, macOS before Python 3.13, it is reaped: a pid reused in that instant is
+    a risk taken only there.)"""
+    if not hasattr(os, "waitid"):
+        return proc.poll() is not None
     try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
     except ChildProcessError:
         return True
 
@@ -153,8 +157,8 @@ class TargetScript:
     def _read(self, deadline: float, channel_cap: int) -> tuple[_Head, _Tail, _Tail, bool]:
         assert self.proc.stdout is not None and self.proc.stderr is not None
         channel, out, err = _Head(channel_cap), _Tail(TAIL_CAP), _Tail(TAIL_CAP)
-        sinks: dict[int, _Head | _Tail] = {self._channel_fd: channel, self.proc.stdout.fileno(): out,
-                 self.proc.stderr.fileno(): err}
+        sinks: dict[int, _Head | _Tail] = {
+            self._channel_fd: channel, self.proc.stdout.fileno(): out, self.proc.stderr.fileno(): err}
         exited_at: float | None = None
         with selectors.DefaultSelector() as selector:
             for fd in sinks:
@@ -163,7 +167,7 @@ class TargetScript:
                 now = time.monotonic()
                 if now >= deadline:
                     return channel, out, err, True
-                if exited_at is None and _has_exited(self.proc.pid):
+                if exited_at is None and _has_exited(self.proc):
                     exited_at = now
                 if exited_at is not None and now - exited_at > EXIT_GRACE_S:
                     break  # whoever still holds a pipe is not the interpreter we ran
@@ -176,7 +180,7 @@ class TargetScript:
         return channel, out, err, False
 
     def _wait_exit(self, deadline: float) -> bool:
-        while not _has_exited(self.proc.pid):
+        while not _has_exited(self.proc):
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.01)
