@@ -27,6 +27,7 @@ from importlib import resources
 from pathlib import Path
 
 from neuronctl.errors import FaultError
+from neuronctl.redact import redact
 
 CHANNEL_CAP = 64 * 1024
 TAIL_CAP = 16 * 1024
@@ -40,8 +41,10 @@ _live_guard = threading.Lock()
 
 
 def printable(text: str, limit: int = 300) -> str:
-    """Untrusted text made safe to show: bounded, no control characters or escape sequences."""
-    return "".join(ch if ch.isprintable() else "?" for ch in text[:limit])
+    """Untrusted text made safe to show: no credentials (an import error may quote an index URL),
+    no control characters or escape sequences, bounded. Redacted whole, then cut, so that a cut
+    cannot split a credential from the '@' that marks it."""
+    return "".join(ch if ch.isprintable() else "?" for ch in redact(text)[:limit])
 
 
 def last_line(text: str) -> str:

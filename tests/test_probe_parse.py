@@ -152,3 +152,14 @@ def test_a_flooded_channel_is_an_error_not_a_pass():
 def test_parse_tier_line_returns_the_extra_field():
     result, extra = parse_tier_line(tier("device_count", count=2), "device_count")
     assert (result.tier, result.status, result.ms, extra) == ("device_count", "pass", 1.0, 2)
+
+
+def test_credentials_quoted_by_the_target_are_redacted():
+    """An import error or a traceback may quote an index URL with its password."""
+    url = "https://alice:hunter2@mirror.example/simple"
+    lines = [HELLO_LINE, tier("import", "fail", f"OSError: cannot reach {url} ({'x' * 280})")]
+    report = parse_probe("auto", lines, exited(0))
+    assert "hunter2" not in report.detail and "alice" not in report.detail
+    assert "mirror.example" in report.detail
+    crashed = parse_probe("auto", [HELLO_LINE], exited(1, stderr_tail=f"Error: token=abc123 {url}\n"))
+    assert "hunter2" not in crashed.detail and "abc123" not in crashed.detail
