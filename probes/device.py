@@ -62,10 +62,9 @@ class ProbeReport:
         return data
 
 
-
 HELLO = {"probe": "neuronctl-device-probe", "version": 1}
+"""The probe script's first line: proof that the interpreter ran it (keep in step with it)."""
 LINE_CAP = 4096
-DETAIL_CAP = 300
 # Beyond tier, status, detail and ms, the one extra field each tier may report.
 EXTRA_KEYS: Mapping[str, str] = {"import": "torch", "backend": "device", "device_count": "count"}
 
