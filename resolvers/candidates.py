@@ -36,7 +36,11 @@ class VersionFiles:
 
 
 def _yank_reason(dist: DistFile) -> str:
-    return f"yanked ({dist.yanked})" if isinstance(dist.yanked, str) and dist.yanked else "yanked"
+    if not isinstance(dist.yanked, str) or not dist.yanked:
+        return "yanked"
+    # The index's own words, shown to the user: never a terminal control sequence.
+    shown = "".join(c if c.isprintable() else "?" for c in dist.yanked[:200])
+    return f"yanked ({shown})"
 
 
 def _unusable(dist: DistFile, want: NormalizedName) -> Rejected | None:

@@ -44,6 +44,8 @@ API_MINOR = 4
 """The newest simple API version this client knows (PEP 700's 1.1 fields; 1.2-1.4 add none it uses)."""
 MAX_FILE_PAGE_BYTES = 128 << 20
 """An index.html in a file:// index: far more than thousands of files need."""
+MAX_SIZE = 1 << 63
+"""A size a lock (TOML's 64-bit integers) and every installer can hold."""
 _API_VERSION = re.compile(r"(\d{1,6})\.(\d{1,6})")
 
 
@@ -200,8 +202,8 @@ def _requires_python(value: object, where: str) -> str | None:
 def _size(value: object, where: str) -> int | None:
     if value is None:
         return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise InputError(f"{where}: size must be a non-negative integer")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < MAX_SIZE:
+        raise InputError(f"{where}: size must be a non-negative integer (below 2**63)")
     return value
 
 

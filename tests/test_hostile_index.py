@@ -92,6 +92,7 @@ def test_unsafe_file_names_and_links_make_the_file_unusable(over, reason):
     ({"yanked": 3}, "yanked must be a boolean or string"),
     ({"upload-time": []}, "upload-time must be a string"),
     ({"size": "x"}, "size must be a non-negative integer"),
+    ({"size": 2**64}, "size must be a non-negative integer"),
     ({"size": -1}, "size must be a non-negative integer"),
     ({"size": True}, "size must be a non-negative integer"),
     ({"hashes": "sha256"}, "hashes must be a table"),
@@ -286,3 +287,14 @@ def test_a_direct_reference_is_refused_not_replaced_by_an_index_version(cli, uni
             "--with", "typing-extensions @ https://example.invalid/typing_extensions-9-py3-none-any.whl")
     assert r.code == 2 and "direct references (name @ URL) cannot be locked" in r.err
     assert not Path("pylock.toml").exists()
+
+
+def test_a_yank_reason_is_shown_without_control_characters_and_sizes_fit_a_lock():
+    from neuronctl.resolvers.candidates import select_files
+    from neuronctl.resolvers.targets import Target
+
+    files = parse_project_page(page(entry(yanked="bad\x1b[2J build", size=12)),
+                               JSON, PAGE_URL, "nki")
+    _, rejected = select_files("nki", files, Target("3.12", "manylinux_2_28_x86_64"))
+    assert rejected[0].reason == "yanked (bad?[2J build)"
+    assert "below 2**63" in one(page(entry(size=2**63))).unusable
