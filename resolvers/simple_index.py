@@ -109,7 +109,7 @@ def _page_details(body: str, content_type: str, project: str, where: str) -> dic
 
 def _check_api_version(meta: object, where: str) -> None:
     """PEP 629/691: refuse a major version this client does not speak; warn on a newer minor."""
-    if meta is None:
+    if meta is None or (isinstance(meta, dict) and "api-version" not in meta):
         return  # not sent by every server; pip and uv read such pages as 1.0
     version = meta.get("api-version") if isinstance(meta, dict) else None
     match = _API_VERSION.fullmatch(version) if isinstance(version, str) else None

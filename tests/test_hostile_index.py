@@ -298,3 +298,8 @@ def test_a_yank_reason_is_shown_without_control_characters_and_sizes_fit_a_lock(
     _, rejected = select_files("nki", files, Target("3.12", "manylinux_2_28_x86_64"))
     assert rejected[0].reason == "yanked (bad?[2J build)"
     assert "below 2**63" in one(page(entry(size=2**63))).unusable
+
+
+def test_a_page_without_an_api_version_is_read_as_1_0_as_pip_and_uv_do():
+    assert one(json.dumps({"name": "nki", "files": [entry()]})).unusable is None
+    assert one(page(entry(), meta={})).unusable is None
