@@ -65,8 +65,12 @@ def packages_for(lock: Pylock, markers: Mapping[str, str]) -> list[LockedPackage
     env = dict(markers)
     for pkg in lock.packages:
         marker = pkg.marker
-        if marker is not None and env and not Marker(str(marker)).evaluate(env):  # type: ignore[arg-type,unused-ignore]
-            continue
+        try:
+            if marker is not None and env and not Marker(str(marker)).evaluate(env):  # type: ignore[arg-type,unused-ignore]
+                continue
+        except ValueError as exc:  # packaging's UndefinedComparison: a marker such as ~= "foo"
+            raise InputError(f"lock package {pkg.name}: marker {str(marker)[:120]!r} cannot be "
+                             f"evaluated ({str(exc)[:120]})") from None
         out.append(LockedPackage(str(pkg.name), str(pkg.version) if pkg.version else None,
                                  str(marker) if marker else None))
     return out

@@ -187,7 +187,12 @@ class NeuronProvider(AbstractProvider):  # type: ignore[type-arg]
             out.append(Req(PYTHON, md.requires_python, source=source))
         if candidate.extras:
             out.append(Req(candidate.name, SpecifierSet(f"=={candidate.version}"), frozenset(), source))
-        for dep in self._wanted_dependencies(md, candidate.extras):
+        try:
+            wanted = self._wanted_dependencies(md, candidate.extras)
+        except ValueError as exc:  # packaging's UndefinedComparison: a marker such as ~= "foo"
+            return self._refused(candidate, source, f"unusable: a Requires-Dist marker cannot be "
+                                 f"evaluated ({str(exc)[:120]})")
+        for dep in wanted:
             if dep.url:
                 return self._refused(candidate, source, f"unusable: depends on {dep.name} from a "
                                      "direct URL, which a lock from indexes cannot pin")

@@ -88,7 +88,7 @@ HOSTILE_TEXT = st.sampled_from([
     "nki-0.7.0-py3-none-/tmp/x.whl", "nki-0.7.0-py3-none-any.whl", "numpy-2.1.0-cp312-cp312-linux_x86_64.whl",
     "file:///etc/passwd", "http://user:pass@127.0.0.1:9/x.whl", "javascript:x", "http://[::1/x", SHA,
     SHA.upper(), "0" * 63, "sha256=" + SHA, ">=3.8", ">=3.13", "=>3", "2.33.0", "9.99.0", "1.0", "2.0",
-    "1.99", "é" * 3, "x" * 300,
+    "1.99", "é" * 3, "x" * 300, 'python_version ~= "foo"', 'extra == "x"',
 ])
 SCALARS = st.one_of(
     HOSTILE_TEXT, st.text(max_size=40), st.integers(min_value=-2**70, max_value=2**70), st.booleans(),

@@ -271,6 +271,16 @@ def test_a_dependency_on_a_direct_url_makes_the_candidate_unusable(cli, uni, hos
     assert "/simple/evil/" not in Hostile.hits
 
 
+def test_a_dependency_marker_that_cannot_be_evaluated_makes_the_candidate_unusable(
+        cli, uni, hostile, tmp_path):
+    trap = add_te(tmp_path, "4.13.0", requires=('evil; python_version ~= "foo"',))
+    r = lock_against(cli, uni, hostile)
+    assert r.code == 0, r.err
+    assert versions(load_pylock(Path("pylock.toml")))["typing-extensions"] == ["4.12.2"]
+    r = lock_against(cli, uni, hostile, "--with", "typing-extensions==4.13.0")
+    assert r.code == 1 and f"{trap.name}: unusable: a Requires-Dist marker cannot be evaluated" in r.err
+
+
 def test_a_flat_file_mirror_with_a_wheel_for_a_newer_python_still_locks(cli, uni, wheels, tmp_path):
     mirror = tmp_path / "mirror"
     mirror.mkdir()

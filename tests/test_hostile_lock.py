@@ -84,6 +84,13 @@ def test_an_unknown_release_in_a_lock_names_the_lock_and_the_release(cli, locked
     assert r.code == 2 and "[tool.neuronctl] release must be a string" in r.err
 
 
+def test_a_marker_that_cannot_be_evaluated_is_bad_input_naming_the_lock(cli, locked, tmp_path):
+    package(locked, "nki")["marker"] = 'python_version ~= "foo"'
+    lock = write(locked)
+    r = install_dry_run(cli, lock, tmp_path)
+    assert r.code == 2 and str(lock) in r.err and "Undefined" in r.err and "Traceback" not in r.err
+
+
 def test_a_lock_that_is_not_utf8_is_bad_input_naming_it(cli, tmp_path):
     lock = Path("pylock.toml")
     lock.write_bytes(b'lock-version = "1.0"\ncreated-by = "\xff\xfe"\n')

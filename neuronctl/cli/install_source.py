@@ -52,14 +52,15 @@ def from_lock(path: Path, lock: Pylock, env: PythonEnv, target: Target, manifest
     if lock.requires_python is not None and not lock.requires_python.contains(Version(full)):
         raise InputError(f"{path}: requires-python {lock.requires_python}, but the target is Python {full}",
                          hint="pick a matching interpreter with --venv DIR --venv-python X.Y")
-    if lock.environments and not any(Marker(str(m)).evaluate(markers) for m in lock.environments):
-        envs = "; ".join(str(m) for m in lock.environments)
-        raise InputError(f"{path}: the target (Python {full}, {markers.get('sys_platform')} "
-                         f"{markers.get('platform_machine')}) is none of the lock's environments: {envs}")
     try:
+        if lock.environments and not any(Marker(str(m)).evaluate(markers) for m in lock.environments):
+            envs = "; ".join(str(m) for m in lock.environments)
+            raise InputError(f"{path}: the target (Python {full}, {markers.get('sys_platform')} "
+                             f"{markers.get('platform_machine')}) is none of the lock's environments: "
+                             f"{envs}")
         selected = list(lock.select(environment=markers, tags=env_tags(env, target)))  # type: ignore[arg-type]
-    except PylockSelectError as exc:
-        raise InputError(f"{path}: {exc}") from None
+    except (PylockSelectError, ValueError) as exc:  # ValueError: a marker such as ~= "foo"
+        raise InputError(f"{path}: {str(exc)[:300]}") from None
     wanted = [_wanted(path, pkg, dist) for pkg, dist in selected]
     release, framework = _recorded_stack(path, lock, manifest, release_hint)
     tool = (lock.tool or {}).get("neuronctl")
