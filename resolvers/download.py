@@ -191,7 +191,7 @@ def _fetch_into(fetcher: Fetcher, url: str, out: _Staging, size: int | None,
                     if progress:
                         progress(done, total)
         except Transient as exc:
-            last = f"{exc.why}, after {done} bytes"
+            last = f"connection lost after {done} bytes ({exc.why})"
             continue
         except Interrupted:
             raise Interrupted(f"{redact_url(url)}: download abandoned after {done} bytes") from None
