@@ -380,3 +380,18 @@ def test_the_zip_bomb_helper_is_a_real_wheel(tmp_path):
     bomb = zip_bomb_wheel(tmp_path, mb=1)
     with zipfile.ZipFile(bomb) as zf:
         assert zf.getinfo("bomb-1.0.dist-info/METADATA").file_size > 1 << 20
+
+
+def test_a_streamed_response_stays_under_its_deadline_and_cap(hostile):
+    """What a caller reads from get(stream=True) (the range-request tail) is bounded too."""
+    state, url = hostile
+    state.hostile["/files/slow.whl"] = "slow-loris"
+    state.loris_interval = 0.2
+    start = time.monotonic()
+    response = fetcher(timeout=1.0).get(f"{url}/files/slow.whl", stream=True)
+    with pytest.raises(FaultError, match="not complete within 1s"):
+        response.content  # noqa: B018
+    assert time.monotonic() - start < 3.0
+    state.hostile["/files/endless.whl"] = "endless"
+    with pytest.raises(InputError, match="larger than"):
+        fetcher().get(f"{url}/files/endless.whl", stream=True, limit=1 << 20).content  # noqa: B018
