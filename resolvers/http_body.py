@@ -35,8 +35,8 @@ def cut_off(guard: Guard, shown: str, timeout: float) -> FaultError | None:
         return Interrupted(f"{shown}: stopped")
     if guard.reason == DEADLINE:
         # Not Transient: a server that trickles would only repeat the wait.
-        return FaultError(f"{shown}: not complete within {timeout:g}s (--timeout bounds the whole "
-                          "request; the server sends too slowly)")
+        return FaultError(f"{shown}: not complete within {timeout:g}s{guard.allowance} (--timeout "
+                          "bounds the whole request; the server sends too slowly)")
     return None
 
 

@@ -32,6 +32,8 @@ class Guard:
         self.stop = stop
         self.reason: str | None = None
         """DEADLINE or STOPPED once the guard has cut its request off."""
+        self.allowance = ""
+        """What the deadline grants beyond --timeout, in words (a download's size at a rate)."""
         self._sock: socket.socket | None = None
         self._lock = threading.Lock()
 

@@ -131,6 +131,7 @@ class Fetcher:
                     declared = response.headers.get("Content-Length", "")
                     expected = min(limit, int(declared)) if declared.isdigit() else limit
                     guard.deadline += expected / min_rate
+                    guard.allowance = f" plus {expected:,} bytes at {min_rate / 1024:g} KiB/s"
                 response.raw = BoundedRaw(response.raw, limit, what or f"{limit:,} bytes", guard,
                                           shown, self.timeout)
                 yield response
