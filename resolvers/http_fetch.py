@@ -1,5 +1,9 @@
-"""HTTP for the resolvers: one requests Session, timeouts, retries with backoff for idempotent
-GETs, conditional requests against the on-disk cache, an offline mode, and a byte count.
+"""HTTP for the resolvers: one requests Session, retries with backoff for idempotent GETs,
+conditional requests against the on-disk cache, an offline mode, and a byte count.
+
+Every request is bounded: --timeout for the whole of it (http_deadline cuts the socket off; a
+download also gets its size at a minimum rate), its body by a size limit (http_body), and
+abort() or a caller's stop() ends it within a tenth of a second.
 """
 
 from __future__ import annotations
