@@ -3,8 +3,8 @@
 import pytest
 
 from neuronctl.backend.choose import choose_backend
+from neuronctl.backend.external_tool import clean_environment
 from neuronctl.backend.plan import Wanted, diff
-from neuronctl.backend.runner import clean_environment
 from neuronctl.errors import InputError
 
 

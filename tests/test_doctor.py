@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from sysroots import build_cpu_host, build_host
 
-from neuronctl.cli.check_runner import Check, Outcome, run_checks
+from neuronctl.ops.doctor.runner import Check, Outcome, run_checks
 
 
 def doctor_json(cli, *args):

@@ -12,7 +12,7 @@ from sysroots import build_cpu_host, build_host
 from universe import LINUX, running
 from wheels import build_wheel
 
-from neuronctl.cli.doctor_fixes import neuronctl_program
+from neuronctl.ops.doctor.fixes import neuronctl_program
 
 SHELL_PROGRAMS = {"sudo", "cat", "unset", "uv"}
 

@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
 
-from neuronctl.cli.install_source import from_lock
 from neuronctl.errors import InputError
 from neuronctl.manifest import load_bundled_manifest
+from neuronctl.ops.install.source import from_lock
 from neuronctl.probes.pyenv import PythonEnv
 from neuronctl.resolvers.candidates import select_files
 from neuronctl.resolvers.pylock_read import load_pylock

@@ -12,7 +12,7 @@ import click
 import pytest
 from rich.console import Console
 
-import neuronctl.cli.install_apply as install_apply
+import neuronctl.ops.install.apply as install_apply
 from neuronctl.backend.plan import Change, Plan, Wanted
 
 LONG = "torch_neuronx-2.14.3.0-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"

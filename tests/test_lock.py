@@ -98,8 +98,8 @@ def test_version_filter_refuses_legacy_and_placeholders():
     from packaging.version import Version
 
     from neuronctl.manifest import load_bundled_manifest
-    from neuronctl.resolvers.neuron_set import version_filter
     from neuronctl.resolvers.stack_plan import plan_stack
+    from neuronctl.resolvers.stack_roots import version_filter
 
     refuse = version_filter(plan_stack(load_bundled_manifest().get("2.33.0"), "2.14", False))
     assert "xla" in refuse("torch-neuronx", Version("2.9.0.2.15.32035"))

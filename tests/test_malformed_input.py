@@ -11,7 +11,7 @@ import sys
 import pytest
 from conftest import N2_MANIFEST
 
-from neuronctl.backend.runner import run_engine
+from neuronctl.backend.external_tool import run_engine
 from neuronctl.errors import FaultError
 
 

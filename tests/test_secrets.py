@@ -22,8 +22,8 @@ from loopback import QuietHandler, serving
 from universe import Universe
 
 from neuronctl.backend.plan import restore_commands
-from neuronctl.cli.config import Config
-from neuronctl.cli.routing_options import build_routing
+from neuronctl.config import Config
+from neuronctl.ops.index_routing import build_routing
 from neuronctl.resolvers.http_fetch import Fetcher
 from neuronctl.routing import IndexURL, load_default_routing
 

@@ -13,7 +13,7 @@ import click
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from neuronctl.cli.config import Config
+    from neuronctl.config import Config
     from neuronctl.manifest import Manifest
 
 
@@ -28,7 +28,7 @@ class App:
 
     def config(self) -> Config:
         if self._config is None:
-            from neuronctl.cli.config import load_config
+            from neuronctl.config import load_config
 
             self._config = load_config(self.config_path)
         return self._config

@@ -10,7 +10,6 @@ from typing import Any
 import click
 
 from neuronctl.cli.app import get_app, paint
-from neuronctl.cli.check_runner import Check, run_checks
 from neuronctl.cli.common import (
     DEVICE_CHOICE,
     check_sysroot,
@@ -18,8 +17,6 @@ from neuronctl.cli.common import (
     sysroot_option,
     timeout_value,
 )
-from neuronctl.cli.doctor_checks import CHECK_IDS, CHECKS
-from neuronctl.cli.doctor_facts import Facts
 from neuronctl.cli.doctor_report import (
     DoctorReport,
     print_text,
@@ -30,6 +27,9 @@ from neuronctl.cli.doctor_report import (
 )
 from neuronctl.cli.output import write_atomic
 from neuronctl.errors import InputError
+from neuronctl.ops.doctor.checks import CHECK_IDS, CHECKS
+from neuronctl.ops.doctor.facts import Facts
+from neuronctl.ops.doctor.runner import Check, run_checks
 from neuronctl.probes.pyenv import resolve_python
 from neuronctl.probes.sysroot import SysRoot
 

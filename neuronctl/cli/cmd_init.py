@@ -9,8 +9,8 @@ from typing import Any
 import click
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.config import validate
 from neuronctl.cli.output import write_atomic
+from neuronctl.config import validate
 from neuronctl.errors import InputError
 from neuronctl.resolvers.stack_plan import pick_release, plan_stack
 from neuronctl.resolvers.targets import parse_python

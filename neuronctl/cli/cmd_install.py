@@ -49,7 +49,7 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
             as_json: bool, sysroot: Path | None) -> int:
     """Install a Neuron PyTorch stack into an environment: pinned, verified, all or nothing."""
     from neuronctl.backend.choose import choose_backend
-    from neuronctl.cli.install_target import resolve_target
+    from neuronctl.ops.install.target import resolve_target
     from neuronctl.probes.pyenv import Inspection
 
     app = get_app()
@@ -84,9 +84,9 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
                             bundled_pip=seed)
     lock = read_lock()  # a bad lock is exit 2 before anything changes
 
-    from neuronctl.cli.install_apply import download_all, engine_commands, planned_path
     from neuronctl.cli.install_report import InstallOutcome, print_plan
-    from neuronctl.cli.routing_options import build_routing
+    from neuronctl.ops.index_routing import build_routing
+    from neuronctl.ops.install.apply import download_all, engine_commands, planned_path
     from neuronctl.resolvers.http_fetch import cached_fetcher
     from neuronctl.resolvers.targets import target_for_interpreter
 
@@ -99,14 +99,14 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
                          f"({choice.reason})", hint="use --backend uv, or install pip there first")
     request = resolved = None
     if lock_path is not None and lock is not None:
-        from neuronctl.cli.install_source import from_lock
+        from neuronctl.ops.install.source import from_lock
 
         source = from_lock(lock_path, lock, env, tgt, manifest, release or config.get("release"))
         _beta_note(manifest, source.release, show)
         _preflight_chip(hardware, source.framework, show)
     else:
-        from neuronctl.cli.install_source import InstallSource, wanted_from_resolution
-        from neuronctl.cli.lock_flow import resolve_request
+        from neuronctl.ops.install.source import InstallSource, wanted_from_resolution
+        from neuronctl.ops.lock.resolve import resolve_request
 
         _check_python(preferred(), env.python)
         request = make_request(app, release=release, torch=torch, pythons=(tgt.python_minor,),
@@ -173,7 +173,7 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
 def _waited_for_turn(target: Any, show: bool) -> bool:
     """Take the target environment's install lock for the rest of the command (released when
     the command ends, however it ends); True if another install held it first."""
-    from neuronctl.cli.target_lock import environment_lock
+    from neuronctl.ops.install.env_mutex import environment_lock
     from neuronctl.resolvers.http_cache import user_cache_dir
 
     def on_wait() -> None:
@@ -287,8 +287,8 @@ def _write_lock(path: Path, resolved: Any, request: Any, show: bool) -> None:
 def _apply(plan: Any, target: Any, engine: Any, before: Any, download: Any, show: bool,
            routing: Any) -> None:
     from neuronctl.backend.snapshot import site_dirs, take
-    from neuronctl.cli.install_apply import ApplyFailure, fetch_and_apply
     from neuronctl.cli.install_report import failure_error
+    from neuronctl.ops.install.apply import ApplyFailure, fetch_and_apply
 
     def watch() -> Any:
         return take(site_dirs(target.final_python))
@@ -325,8 +325,8 @@ def _after(app: App, target: Any, source: Any, hardware: Any, no_check: bool, se
     if no_check:
         return None
     from neuronctl.cli.cmd_doctor import run_doctor, select_checks
-    from neuronctl.cli.doctor_facts import Facts
     from neuronctl.cli.doctor_report import print_text
+    from neuronctl.ops.doctor.facts import Facts
     from neuronctl.probes.sysroot import SysRoot
 
     ids = select_checks((), (), source.lock, probe=hardware.present)

@@ -19,7 +19,7 @@ from neuronctl.redact import redact
 from neuronctl.routing import redact_url
 
 if TYPE_CHECKING:
-    from neuronctl.cli.stack_request import StackRequest
+    from neuronctl.ops.lock.request import StackRequest
 
 REQS_MARK = "# neuronctl-lock: "
 
@@ -48,7 +48,7 @@ def request_options(f: Any) -> Any:
 def make_request(app: App, *, release: str | None, torch: str | None, pythons: tuple[str, ...],
                  platforms: tuple[str, ...], with_: tuple[str, ...], indexes: tuple[str, ...],
                  routes: tuple[str, ...], latest: bool) -> StackRequest:
-    from neuronctl.cli.stack_request import build_request
+    from neuronctl.ops.lock.request import build_request
 
     return build_request(app.config(), app.manifest(), release=release, torch=torch, pythons=pythons,
                          platforms=platforms, requirements=with_, index_flags=indexes,
@@ -226,7 +226,7 @@ def lock(release: str | None, torch: str | None, with_: tuple[str, ...], indexes
     _beta_note(app, request, as_json)
     seconds = timeout_value(timeout, app.config().get("timeout"), 30.0)
 
-    from neuronctl.cli.lock_flow import resolve_request
+    from neuronctl.ops.lock.resolve import resolve_request
     from neuronctl.resolvers.lockfile import build_pylock, render_pylock, render_requirements
 
     resolved = resolve_request(request, offline=offline, timeout=seconds)

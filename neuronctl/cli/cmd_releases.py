@@ -130,7 +130,7 @@ def show(version: str, as_json: bool, manifest_path: Path | None) -> int:
               help="Write the converted manifest here ('-' for stdout).")
 def import_(path: Path, as_json: bool, output: Path | None) -> int:
     """Convert AWS's n2-manifest.json to neuronctl's manifest format."""
-    from neuronctl.n2import import convert_n2
+    from neuronctl.aws_manifest_import import convert_n2
 
     manifest = convert_n2(read_json_file(path), str(path))
     text = json.dumps(manifest.to_json(), indent=1) + "\n"

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from neuronctl._version import __version__
-from neuronctl.cli.check_runner import CheckResult
 from neuronctl.cli.output import to_json_text
+from neuronctl.ops.doctor.runner import CheckResult
 
 STATUS_STYLES = {"pass": "green", "warn": "yellow", "fail": "red", "skip": "dim"}
 

@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from neuronctl.backend.engine import Choice
+from neuronctl.backend.external_tool import shown
 from neuronctl.backend.plan import Plan
-from neuronctl.backend.runner import shown
-from neuronctl.cli.install_source import InstallSource
-from neuronctl.cli.install_target import InstallTarget
 from neuronctl.errors import FaultError, Interrupted
+from neuronctl.ops.install.source import InstallSource
+from neuronctl.ops.install.target import InstallTarget
 from neuronctl.routing import redact_url
 
 if TYPE_CHECKING:
-    from neuronctl.cli.install_apply import ApplyFailure
+    from neuronctl.ops.install.apply import ApplyFailure
 
 SHOWN_STRAYS = 8
 

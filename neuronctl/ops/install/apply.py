@@ -15,11 +15,11 @@ from typing import Any
 import click
 
 from neuronctl.backend.engine import Engine
+from neuronctl.backend.external_tool import run_engine
 from neuronctl.backend.plan import Plan, Wanted
-from neuronctl.backend.runner import run_engine
 from neuronctl.backend.snapshot import Snapshot
-from neuronctl.cli.install_target import InstallTarget
 from neuronctl.errors import FaultError, InputError, Interrupted
+from neuronctl.ops.install.target import InstallTarget
 from neuronctl.resolvers.download import cached_wheel_path, download_verified
 from neuronctl.resolvers.http_fetch import Fetcher
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from packaging.version import InvalidVersion, Version
 
 from neuronctl.chips import get_chip
-from neuronctl.cli.check_runner import Outcome, Status
-from neuronctl.cli.doctor_facts import Facts
-from neuronctl.cli.doctor_fixes import (
+from neuronctl.manifest import Framework, Release
+from neuronctl.ops.doctor.facts import Facts
+from neuronctl.ops.doctor.fixes import (
     apt_install,
     install_fix,
     listed,
@@ -19,7 +19,7 @@ from neuronctl.cli.doctor_fixes import (
     shell_join,
     uninstall_fix,
 )
-from neuronctl.manifest import Framework, Release
+from neuronctl.ops.doctor.runner import Outcome, Status
 from neuronctl.probes.pyenv import PythonEnv, torch_build
 from neuronctl.torch_neuronx import classify, torch_matches
 

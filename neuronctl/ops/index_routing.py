@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from neuronctl.cli.config import Config
+from neuronctl.config import Config
 from neuronctl.errors import InputError
 from neuronctl.routing import IndexRouting, load_default_routing, parse_assignment, unknown_index
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from neuronctl.chips import get_chip
-from neuronctl.cli.doctor_facts import Facts
 from neuronctl.manifest import Framework, Release
+from neuronctl.ops.doctor.facts import Facts
 from neuronctl.torch_neuronx import classify
 
 # Where a fix puts a new environment when the checked one cannot hold the release (wrong Python).
@@ -80,7 +80,7 @@ def _minor(version: str) -> str:
 def _new_venv_python(fw: Framework) -> str:
     """The lowest Python the line supports that this machine has (else its lowest, which the
     install then reports as missing)."""
-    from neuronctl.cli.install_target import find_interpreter
+    from neuronctl.ops.install.target import find_interpreter
 
     return next((p for p in fw.python if find_interpreter(p)), fw.python[0])
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from neuronctl.cli.stack_request import StackRequest
+from neuronctl.ops.lock.request import StackRequest
 from neuronctl.resolvers.download import download_verified
 from neuronctl.resolvers.finder import Finder
 from neuronctl.resolvers.http_fetch import Fetcher, cached_fetcher
 from neuronctl.resolvers.lockfile import LockedPackage, merge, with_sizes
 from neuronctl.resolvers.metadata_fetch import MetadataFetcher
-from neuronctl.resolvers.neuron_set import root_requirements, version_filter
 from neuronctl.resolvers.resolve import Resolution, resolve
 from neuronctl.resolvers.simple_index import DistFile, IndexClient
+from neuronctl.resolvers.stack_roots import root_requirements, version_filter
 
 
 @dataclass

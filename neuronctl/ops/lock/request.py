@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from neuronctl.cli.config import Config
-from neuronctl.cli.routing_options import build_routing
+from neuronctl.config import Config
 from neuronctl.errors import InputError
 from neuronctl.manifest import Manifest
+from neuronctl.ops.index_routing import build_routing
 from neuronctl.resolvers.lockfile import LockInputs
 from neuronctl.resolvers.stack_plan import StackPlan, pick_release, plan_stack
 from neuronctl.resolvers.targets import Target, make_targets

@@ -1,0 +1,1 @@
+"""The doctor: its facts (each gathered once), checks, fixes and check runner."""

@@ -1,0 +1,1 @@
+"""lock: the request, the resolution of every target, the --check comparison."""
