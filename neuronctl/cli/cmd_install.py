@@ -324,9 +324,9 @@ def _after(app: App, target: Any, source: Any, hardware: Any, no_check: bool, se
     """The doctor's report on the target (None with --no-check)."""
     if no_check:
         return None
-    from neuronctl.cli.cmd_doctor import run_doctor, select_checks
     from neuronctl.cli.doctor_report import print_text
     from neuronctl.ops.doctor.facts import Facts
+    from neuronctl.ops.doctor.run import run_doctor, select_checks
     from neuronctl.probes.sysroot import SysRoot
 
     ids = select_checks((), (), source.lock, probe=hardware.present)

@@ -3,52 +3,13 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
 from typing import Any
 
 from neuronctl._version import __version__
 from neuronctl.cli.output import to_json_text
-from neuronctl.ops.doctor.runner import CheckResult
+from neuronctl.ops.doctor.report import DoctorReport
 
 STATUS_STYLES = {"pass": "green", "warn": "yellow", "fail": "red", "skip": "dim"}
-
-
-@dataclass(frozen=True)
-class DoctorReport:
-    checks: tuple[CheckResult, ...]
-    strict: bool
-    environment: dict[str, Any]
-
-    def count(self, status: str) -> int:
-        return sum(1 for c in self.checks if c.status == status)
-
-    @property
-    def failed(self) -> bool:
-        return self.count("fail") > 0 or (self.strict and self.count("warn") > 0)
-
-    @property
-    def exit_code(self) -> int:
-        return 1 if self.failed else 0
-
-    @property
-    def verdict(self) -> str:
-        if self.failed:
-            return "fail"
-        return "warn" if self.count("warn") else "pass"
-
-    def summary(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "exit_code": self.exit_code, "strict": self.strict,
-                "total": len(self.checks), "passed": self.count("pass"),
-                "warnings": self.count("warn"), "failed": self.count("fail"),
-                "skipped": self.count("skip"),
-                "duration_ms": round(max((c.duration_ms for c in self.checks), default=0.0), 1)}
-
-    def verdict_line(self) -> str:
-        s = self.summary()
-        word = {"pass": "healthy", "warn": "healthy, with warnings", "fail": "problems found"}
-        warnings = f"{s['warnings']} warning" + ("" if s["warnings"] == 1 else "s")
-        return (f"{s['verdict'].upper()}: {word[s['verdict']]}: {s['failed']} failed, "
-                f"{warnings}, {s['passed']} passed, {s['skipped']} skipped")
 
 
 def render_json(report: DoctorReport) -> str:
