@@ -1,5 +1,9 @@
 """The Neuron hardware picture: chip generation, devices, cores, instance type, with evidence.
 
+Two steps: `gather_evidence` reads the machine (sysfs, PCI, DMI, IMDS, neuron-ls, dpkg, the
+runtime library and driver files) and `decide` is a pure function over what was read, so the
+decision can be tested over hand-made evidence.
+
 Signals, strongest first: PCI device ids, the neuron_device sysfs class (device_name,
 instance_type), DMI product name, IMDSv2. arch_type is reported but never decides: Inf2 and
 Trn2 both say NDv3.
@@ -23,7 +27,7 @@ from neuronctl.chips import (
 )
 from neuronctl.probes.dpkg import installed_system_packages
 from neuronctl.probes.sysroot import SysRoot
-from neuronctl.probes.tools import Runner, find_neuron_tool, run_tool
+from neuronctl.probes.tools import Runner, ToolResult, find_neuron_tool, run_tool
 
 if TYPE_CHECKING:
     from neuronctl.probes.imds import ImdsResult
@@ -153,111 +157,181 @@ def _on_ec2(root: SysRoot) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class HardwareEvidence:
+    """Everything read from the machine; `decide` turns it into a HardwareReport."""
+
+    pci_devices: tuple[PciDevice, ...] = ()
+    sysfs_devices: tuple[SysfsDevice, ...] = ()
+    dev_nodes: tuple[str, ...] = ()
+    dmi_product: str | None = None
+    imds: ImdsResult | None = None
+    """None when IMDS was not asked (DMI named the instance, or nothing hints at EC2)."""
+    neuron_ls: ToolResult | None = None
+    """None when neuron-ls is not installed."""
+    system_packages: Mapping[str, str] = field(default_factory=dict)
+    runtime_libraries: tuple[str, ...] = ()
+    """libnrt.so.X.Y files under /opt/aws/neuron/lib, as shown on the inspected system."""
+    driver_version: str | None = None
+    logical_nc_config_env: str | None = None
+
+
+def _ask_imds(root: SysRoot, env: Mapping[str, str], hints: bool,
+              imds: Callable[[Mapping[str, str]], ImdsResult] | None) -> ImdsResult | None:
+    # Off EC2 the metadata address only costs a timeout: ask only where something hints at it.
+    if not (hints or _on_ec2(root)):
+        return None
+    if imds is None:  # urllib.request costs ~50 ms to import; only EC2 hosts ask IMDS
+        from neuronctl.probes.imds import imds_instance_type
+
+        imds = imds_instance_type
+    return imds(env)
+
+
+def _run_neuron_ls(root: SysRoot, runner: Runner) -> ToolResult | None:
+    tool = find_neuron_tool(root, "neuron-ls")
+    return None if tool is None else runner([str(tool), "--json-output"], 5.0)
+
+
+def gather_evidence(
+    root: SysRoot,
+    env: Mapping[str, str] | None = None,
+    runner: Runner = run_tool,
+    imds: Callable[[Mapping[str, str]], ImdsResult] | None = None,
+) -> HardwareEvidence:
+    """Read the machine (the side effects of hardware detection), nothing decided yet."""
+    env = os.environ if env is None else env
+    pci, sysfs, nodes = read_pci(root), read_sysfs_class(root), read_dev_nodes(root)
+    product = root.read("/sys/class/dmi/id/product_name")
+    named = bool(product and "." in product)
+    return HardwareEvidence(
+        pci_devices=tuple(pci), sysfs_devices=tuple(sysfs), dev_nodes=tuple(nodes),
+        dmi_product=product,
+        imds=None if named else _ask_imds(root, env, bool(pci or sysfs or nodes), imds),
+        neuron_ls=_run_neuron_ls(root, runner),
+        system_packages=installed_system_packages(root),
+        runtime_libraries=tuple(root.display(p)
+                                for p in root.glob("/opt/aws/neuron/lib", "libnrt.so.*.*")),
+        driver_version=root.read("/sys/module/neuron/version"),
+        logical_nc_config_env=env.get("NEURON_LOGICAL_NC_CONFIG"),
+    )
+
+
 def detect_hardware(
     root: SysRoot,
     env: Mapping[str, str] | None = None,
     runner: Runner = run_tool,
     imds: Callable[[Mapping[str, str]], ImdsResult] | None = None,
 ) -> HardwareReport:
-    env = os.environ if env is None else env
-    evidence: list[Evidence] = []
-    pci = read_pci(root)
-    for dev in pci:
-        evidence.append(Evidence(f"pci {dev.address}", f"device {dev.device_id}", dev.chip))
-    sysfs = read_sysfs_class(root)
-    for sd in sysfs:
+    return decide(gather_evidence(root, env, runner, imds))
+
+
+def _with_chip(source: str, value: str, chip: Any) -> Evidence:
+    return Evidence(source, value, chip.id if chip else None)
+
+
+def _chip_evidence(ev: HardwareEvidence) -> tuple[list[Evidence], str | None, str | None]:
+    """The evidence list (strongest first) and the instance type with its source."""
+    evidence = [Evidence(f"pci {d.address}", f"device {d.device_id}", d.chip)
+                for d in ev.pci_devices]
+    for sd in ev.sysfs_devices:
         if sd.device_name:
-            c = chip_for_device_name(sd.device_name)
-            evidence.append(Evidence(f"sysfs {sd.name} device_name", sd.device_name,
-                                     c.id if c else None))
+            evidence.append(_with_chip(f"sysfs {sd.name} device_name", sd.device_name,
+                                       chip_for_device_name(sd.device_name)))
         if sd.instance_type:
-            c = chip_for_instance_type(sd.instance_type)
-            evidence.append(Evidence(f"sysfs {sd.name} instance_type", sd.instance_type,
-                                     c.id if c else None))
-    nodes = read_dev_nodes(root)
-
+            evidence.append(_with_chip(f"sysfs {sd.name} instance_type", sd.instance_type,
+                                       chip_for_instance_type(sd.instance_type)))
     instance_type, instance_source = None, None
-    product = root.read("/sys/class/dmi/id/product_name")
-    if product and "." in product:
-        instance_type, instance_source = product, "DMI product_name"
-        c = chip_for_instance_type(product)
-        evidence.append(Evidence("DMI product_name", product, c.id if c else None))
-    if instance_type is None and (pci or sysfs or nodes or _on_ec2(root)):
-        if imds is None:  # urllib.request costs ~50 ms to import; only EC2 hosts ask IMDS
-            from neuronctl.probes.imds import imds_instance_type
-
-            imds = imds_instance_type
-        result = imds(env)
-        if result.instance_type:
-            instance_type, instance_source = result.instance_type, result.detail
-            c = chip_for_instance_type(result.instance_type)
-            evidence.append(Evidence(result.detail, result.instance_type, c.id if c else None))
-
+    if ev.dmi_product and "." in ev.dmi_product:
+        instance_type, instance_source = ev.dmi_product, "DMI product_name"
+        evidence.append(_with_chip("DMI product_name", ev.dmi_product,
+                                   chip_for_instance_type(ev.dmi_product)))
+    elif ev.imds is not None and ev.imds.instance_type:
+        instance_type, instance_source = ev.imds.instance_type, ev.imds.detail
+        evidence.append(_with_chip(ev.imds.detail, ev.imds.instance_type,
+                                   chip_for_instance_type(ev.imds.instance_type)))
     # arch_type never decides (NDv3 is both Inf2 and Trn2); keep it as evidence only.
-    for sd in sysfs[:1]:
+    for sd in ev.sysfs_devices[:1]:
         if sd.arch_type:
-            matches = [c.id for c in CHIPS if c.arch_type == sd.arch_type]
             evidence.append(Evidence(f"sysfs {sd.name} arch_type", sd.arch_type, None))
-            if not matches:
+            if not any(c.arch_type == sd.arch_type for c in CHIPS):
                 evidence.append(Evidence("note", f"unknown arch_type {sd.arch_type}", None))
+    return evidence, instance_type, instance_source
 
-    decided = [e.chip for e in evidence if e.chip]
-    chip = decided[0] if decided else None
+
+def _conflicts(evidence: list[Evidence], chip: str | None,
+               sysfs: tuple[SysfsDevice, ...]) -> list[str]:
     conflicts = sorted({f"{e.source} says {e.chip}" for e in evidence if e.chip and e.chip != chip})
     if chip and sysfs and sysfs[0].arch_type:
         expected = get_chip(chip).arch_type
         if sysfs[0].arch_type != expected:
             conflicts.append(f"sysfs arch_type {sysfs[0].arch_type} does not fit {chip} ({expected})")
+    return conflicts
 
-    ls_state, ls_devices = "absent", None
-    tool = find_neuron_tool(root, "neuron-ls")
-    if tool is not None:
-        res = runner([str(tool), "--json-output"], 5.0)
-        if res.error:
-            ls_state = res.error
-        elif res.returncode != 0:
-            last = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["failed"]
-            ls_state = f"exit {res.returncode}: {last[0][:200]}"
-        else:
-            ls_devices = parse_neuron_ls(res.stdout)
-            ls_state = "ok" if ls_devices is not None else "unreadable JSON output"
 
-    device_count = max(len(pci), len(sysfs), len(nodes), len(ls_devices or []))
-    cores, cores_source = None, None
-    lnc = _int(env.get("NEURON_LOGICAL_NC_CONFIG"))
+def _neuron_ls_outcome(res: ToolResult | None) -> tuple[str, list[dict[str, Any]] | None]:
+    if res is None:
+        return "absent", None
+    if res.error:
+        return res.error, None
+    if res.returncode != 0:
+        last = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["failed"]
+        return f"exit {res.returncode}: {last[0][:200]}", None
+    devices = parse_neuron_ls(res.stdout)
+    return ("ok" if devices is not None else "unreadable JSON output"), devices
+
+
+def _cores(ev: HardwareEvidence, ls_devices: list[dict[str, Any]] | None, chip: str | None,
+           device_count: int) -> tuple[int | None, str | None, int | None]:
+    """NeuronCores with their source, and the logical NeuronCore config."""
+    cores, source = None, None
+    lnc = _int(ev.logical_nc_config_env)
     if ls_devices:
         counts = [d.get("nc_count") for d in ls_devices]
         if all(isinstance(c, int) for c in counts):
-            cores, cores_source = sum(counts), "neuron-ls nc_count"  # type: ignore[arg-type]
+            cores, source = sum(counts), "neuron-ls nc_count"  # type: ignore[arg-type]
         cfg = ls_devices[0].get("logical_neuroncore_config")
         lnc = cfg if isinstance(cfg, int) else _int(str(cfg)) if cfg is not None else lnc
+    sysfs = ev.sysfs_devices
     if cores is None and sysfs and all(s.core_count is not None for s in sysfs):
-        cores, cores_source = sum(s.core_count or 0 for s in sysfs), "sysfs core_count"
+        cores, source = sum(s.core_count or 0 for s in sysfs), "sysfs core_count"
     if cores is None and chip and device_count:
-        cores = device_count * get_chip(chip).cores_per_chip
-        cores_source = "chip table (physical cores)"
+        cores, source = device_count * get_chip(chip).cores_per_chip, "chip table (physical cores)"
+    return cores, source, lnc
 
-    packages = installed_system_packages(root)
-    runtime = packages.get("aws-neuronx-runtime-lib")
-    runtime_source: str | None = "dpkg" if runtime else None
-    if runtime is None:
-        for lib in root.glob("/opt/aws/neuron/lib", "libnrt.so.*.*"):
-            runtime, runtime_source = lib.name.removeprefix("libnrt.so."), root.display(lib)
-            break
-    if runtime is None:
-        for entry in ls_devices or []:
-            for proc in entry.get("neuron_processes") or []:
-                if isinstance(proc, dict) and proc.get("neuron_runtime_version"):
-                    runtime, runtime_source = str(proc["neuron_runtime_version"]), "neuron-ls"
 
-    chip_name = get_chip(chip).name if chip else None
+def _runtime(ev: HardwareEvidence,
+             ls_devices: list[dict[str, Any]] | None) -> tuple[str | None, str | None]:
+    runtime = ev.system_packages.get("aws-neuronx-runtime-lib")
+    if runtime:
+        return runtime, "dpkg"
+    for lib in ev.runtime_libraries[:1]:
+        return lib.rsplit("/", 1)[-1].removeprefix("libnrt.so."), lib
+    found: tuple[str | None, str | None] = (None, None)
+    for entry in ls_devices or []:
+        for proc in entry.get("neuron_processes") or []:
+            if isinstance(proc, dict) and proc.get("neuron_runtime_version"):
+                found = str(proc["neuron_runtime_version"]), "neuron-ls"
+    return found
+
+
+def decide(ev: HardwareEvidence) -> HardwareReport:
+    """The hardware picture from the evidence alone: no file, process or network is touched."""
+    evidence, instance_type, instance_source = _chip_evidence(ev)
+    decided = [e.chip for e in evidence if e.chip]
+    chip = decided[0] if decided else None
+    ls_state, ls_devices = _neuron_ls_outcome(ev.neuron_ls)
+    device_count = max(len(ev.pci_devices), len(ev.sysfs_devices), len(ev.dev_nodes),
+                       len(ls_devices or []))
+    cores, cores_source, lnc = _cores(ev, ls_devices, chip, device_count)
+    runtime, runtime_source = _runtime(ev, ls_devices)
     return HardwareReport(
-        chip=chip, chip_name=chip_name, evidence=tuple(evidence), conflicts=tuple(conflicts),
-        pci_devices=tuple(pci), sysfs_devices=tuple(sysfs), dev_nodes=tuple(nodes),
+        chip=chip, chip_name=get_chip(chip).name if chip else None, evidence=tuple(evidence),
+        conflicts=tuple(_conflicts(evidence, chip, ev.sysfs_devices)),
+        pci_devices=ev.pci_devices, sysfs_devices=ev.sysfs_devices, dev_nodes=ev.dev_nodes,
         device_count=device_count, neuron_cores=cores, neuron_cores_source=cores_source,
         logical_nc_config=lnc, instance_type=instance_type, instance_type_source=instance_source,
-        driver_version=root.read("/sys/module/neuron/version"),
-        runtime_version=runtime, runtime_source=runtime_source,
-        tools_version=packages.get("aws-neuronx-tools"), system_packages=packages,
-        neuron_ls=ls_state,
+        driver_version=ev.driver_version, runtime_version=runtime, runtime_source=runtime_source,
+        tools_version=ev.system_packages.get("aws-neuronx-tools"),
+        system_packages=ev.system_packages, neuron_ls=ls_state,
     )

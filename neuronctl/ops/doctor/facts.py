@@ -29,9 +29,16 @@ class Selection:
 
 
 class Facts:
+    """Each fact is gathered on first use; one already gathered elsewhere (install's hardware,
+    the --lock file read while validating the flags) or made by hand in a test is passed in and
+    never gathered again."""
+
     def __init__(self, *, python: str, sysroot: SysRoot, manifest: Manifest,
                  release: str | None, device: str, timeout: float, compile_tier: bool = False,
-                 lock: Path | None = None, environ: Mapping[str, str] | None = None) -> None:
+                 lock: Path | None = None, environ: Mapping[str, str] | None = None,
+                 env: PythonEnv | None = None, hardware: HardwareReport | None = None,
+                 legacy: LegacyReport | None = None, probe: ProbeReport | None = None,
+                 pylock: Any = None) -> None:
         self.python = python
         self.sysroot = sysroot
         self.manifest = manifest
@@ -44,6 +51,15 @@ class Facts:
         self._cache: dict[str, Any] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
+        given = {"env": env, "hardware": hardware, "legacy": legacy, "probe": probe,
+                 "pylock": pylock}
+        self._cache.update({k: (True, v) for k, v in given.items() if v is not None})
+
+    def gathered(self, key: str) -> bool:
+        """Whether fact `key` is known (gathered or given) and was not an error."""
+        with self._guard:
+            entry = self._cache.get(key)
+        return entry is not None and entry[0]
 
     def _once(self, key: str, make: Callable[[], T]) -> T:
         with self._guard:
