@@ -13,6 +13,7 @@ import click
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from neuronctl.cli.output import HeldJson
     from neuronctl.config import Config
     from neuronctl.manifest import Manifest
 
@@ -25,6 +26,14 @@ class App:
     config_path: Path | None = None
     manifest_path: Path | None = None
     _config: Config | None = field(default=None, repr=False)
+    # What the error boundary needs to write a command's one JSON document (cli/output.py):
+    holds_json: bool = False
+    """emit_json hands the document to the boundary (set by main.run) instead of printing it."""
+    json_held: HeldJson | None = field(default=None, repr=False)
+    json_wanted: bool = False
+    """--json (or --format json) was given to the command being run."""
+    command: str | None = None
+    """The command being run, as users type it ("releases show"), once its options are read."""
 
     def config(self) -> Config:
         if self._config is None:

@@ -16,6 +16,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 DEVICE_CHOICE = click.Choice(["auto", "neuron", "cuda", "cpu"])
 
 
+def json_option(f: F) -> F:
+    """`--json` as every command spells it (`as_json`). The error boundary notices it given (on
+    any command: cli/main.py watches every `--json` and `--format`), and then writes one JSON
+    document on failure too; a command emits its own through `output.emit_json`."""
+    return click.option("--json", "as_json", is_flag=True, help="Versioned JSON output on stdout "
+                        "(one document, on failure too).")(f)
+
+
 def python_option(f: F) -> F:
     return click.option("--python", "python", metavar="PATH",
                         help="Interpreter (or venv directory) to inspect; default: this one.")(f)

@@ -16,6 +16,7 @@ import click
 
 from neuronctl._version import __version__
 from neuronctl.cli.app import App, allow_colour, paint
+from neuronctl.cli.output import JsonError, command_name, error_kind, finish_json
 from neuronctl.errors import EXIT_FAILED, EXIT_USAGE, Interrupted, NeuronctlError, TerminateSignal
 from neuronctl.redact import redact
 
@@ -25,6 +26,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                "Check a PyTorch-on-Neuron environment; CI-grade verdict."),
     "detect": ("neuronctl.cli.cmd_detect", "detect", "Show the Neuron hardware on this machine."),
     "env": ("neuronctl.cli.cmd_env", "env", "Dump the environment for a bug report."),
+    "fleet": ("neuronctl.cli.cmd_fleet", "fleet",
+              "Doctor every Slurm node in one step; drift report; NPD config."),
     "init": ("neuronctl.cli.cmd_init", "init", "Write [tool.neuronctl] into ./pyproject.toml."),
     "install": ("neuronctl.cli.cmd_install", "install",
                 "Install a pinned, verified Neuron PyTorch stack into an environment."),
@@ -41,10 +44,11 @@ def _set_global(name: str) -> Any:
     (`neuronctl doctor -q`), on the same App the group's own options fill."""
 
     def store(ctx: click.Context, param: click.Parameter, value: Any) -> None:
-        if not value:
-            return
         app = ctx.find_object(App)
         if app is None:
+            return
+        app.command = command_name(ctx) or app.command
+        if not value:
             return
         if name == "verbose":
             app.verbose += int(value)
@@ -57,6 +61,34 @@ def _set_global(name: str) -> Any:
             app.config_path = value
 
     return store
+
+
+def _watch_json_option(option: click.Option) -> None:
+    """Have `--json` (or `--format`) tell the App that JSON was asked for and by which command,
+    whatever module defines the option, so the error boundary writes a JSON document on failure
+    too. The option's own callback, if any, still runs."""
+    if getattr(option, "_neuronctl_watched", False):
+        return
+    inner = option.callback
+
+    def watch(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        app = ctx.find_object(App)
+        if app is not None:
+            app.command = command_name(ctx) or app.command
+            if value is True or value == "json":
+                app.json_wanted = True
+        return inner(ctx, param, value) if inner is not None else value
+
+    option.callback = watch
+    option._neuronctl_watched = True  # type: ignore[attr-defined]
+
+
+def asks_for_json(args: list[str]) -> bool:
+    """Whether the command line asks for JSON, read from its words: for a usage error, which
+    click raises before any option's callback has run."""
+    words = args[:args.index("--")] if "--" in args else args
+    return any(w in ("--json", "--format=json") or (w == "--format" and nxt == "json")
+               for w, nxt in zip(words, [*words[1:], ""], strict=True))
 
 
 def _with_global_options(command: click.Command) -> click.Command:
@@ -75,6 +107,9 @@ def _with_global_options(command: click.Command) -> click.Command:
     for option in extra:
         if not taken & set(option.opts):
             command.params.append(option)
+    for param in command.params:
+        if isinstance(param, click.Option) and {"--json", "--format"} & set(param.opts):
+            _watch_json_option(param)
     if isinstance(command, click.Group):
         for sub in command.commands.values():
             _with_global_options(sub)
@@ -137,12 +172,13 @@ def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool,
     app.manifest_path = manifest_path
 
 
-def _error(message: str, hint: str | None = None) -> None:
+def _error(kind: str, message: str, hint: str | None = None) -> JsonError:
     # The single error boundary: whatever an exception's text carries (a URL with credentials
     # from a library's message, a token), it passes redact() before anyone sees it.
     click.echo(f"{paint('neuronctl: error:', 'red', err=True)} {redact(message)}", err=True)
     if hint:
         click.echo(f"hint: {redact(hint)}", err=True)
+    return JsonError.of(kind, message, hint)
 
 
 def _traceback() -> None:
@@ -151,42 +187,64 @@ def _traceback() -> None:
     click.echo(redact(traceback.format_exc()).rstrip("\n"), err=True)
 
 
-def run(argv: list[str] | None = None) -> int:
-    """Run the CLI and return its exit code; never raises."""
-    args = sys.argv[1:] if argv is None else argv
-    app = App()
+def _click_error(exc: click.ClickException, app: App, args: list[str]) -> JsonError:
+    import io
+
+    shown = io.StringIO()  # click quotes the offending value back: redact that too
+    exc.show(file=shown)
+    click.echo(redact(shown.getvalue()), err=True, nl=False)
+    ctx = exc.ctx if isinstance(exc, click.UsageError) else None
+    hint = None
+    if ctx is not None and ctx.parent is not None:  # the command is known (not 'No such command')
+        app.command = command_name(ctx)
+        app.json_wanted = app.json_wanted or asks_for_json(args)
+        hint = f"see: {ctx.command_path} --help"
+    return JsonError.of(error_kind(exc), exc.format_message(), hint)
+
+
+def _invoke(args: list[str], app: App) -> tuple[int, JsonError | None]:
+    """Run the command; its exit code and, if it raised, what went wrong (already on stderr)."""
     try:
         with cli.make_context("neuronctl", list(args), obj=app) as ctx:
             result: Any = cli.invoke(ctx)
-        return result if isinstance(result, int) else 0
+        return (result if isinstance(result, int) else 0), None
     except click.exceptions.Exit as exc:
-        return exc.exit_code
+        return exc.exit_code, None
     except click.exceptions.Abort:
-        _error("aborted")
-        return EXIT_FAILED
+        return EXIT_FAILED, _error("failed", "aborted")
     except click.ClickException as exc:
-        import io
-
-        shown = io.StringIO()  # click quotes the offending value back: redact that too
-        exc.show(file=shown)
-        click.echo(redact(shown.getvalue()), err=True, nl=False)
-        return exc.exit_code
+        return exc.exit_code, _click_error(exc, app, args)
     except NeuronctlError as exc:
         if app.verbose:
             _traceback()
-        _error(exc.message, exc.hint)
-        return exc.exit_code
+        return exc.exit_code, _error(error_kind(exc), exc.message, exc.hint)
     except KeyboardInterrupt as signal:
         stopped = Interrupted.caused_by(signal)
-        _error(stopped.message)
-        return stopped.exit_code
+        return stopped.exit_code, _error(error_kind(stopped), stopped.message)
     except BrokenPipeError:
-        return EXIT_FAILED
+        app.holds_json = app.json_wanted = False  # stdout is gone: nothing more to write there
+        app.json_held = None
+        return EXIT_FAILED, None
     except Exception as exc:
         if app.verbose:
             _traceback()
-        _error(f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)")
-        return EXIT_FAILED
+        return EXIT_FAILED, _error("internal", f"internal error: {type(exc).__name__}: {exc} "
+                                               "(run with -v for the traceback)")
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the CLI and return its exit code; never raises. A command run with --json (or
+    --format json) leaves exactly one JSON document on stdout, whether it succeeded or failed."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    app = App(holds_json=True)
+    code, error = _invoke(args, app)
+    document = finish_json(app.json_held, app.json_wanted, app.command, code, error)
+    if document is not None:
+        try:
+            click.echo(document, nl=False)
+        except BrokenPipeError:
+            return code or EXIT_FAILED
+    return code
 
 
 def _raise_terminate(signum: int, frame: object) -> None:

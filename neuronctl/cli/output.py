@@ -1,25 +1,138 @@
-"""The one place that writes results: versioned JSON for machines, rich text for people."""
+"""The one place that writes results: versioned JSON for machines, rich text for people.
+
+A command with `--json` writes exactly one JSON document to stdout, on success and on failure:
+`{"schema": 1, "command": "releases show", ...its fields..., "error": {...}}`, with `error` only
+when the command failed. Under `run()` (the CLI's error boundary) `emit_json` holds the document
+and the boundary writes it once the command has ended, adding `error` if it failed; a command
+that fails before emitting anything still gets a document (schema, command and error).
+"""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 
 from neuronctl.atomic import write_bytes_atomic
-from neuronctl.errors import FaultError
+from neuronctl.errors import (
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+    FaultError,
+    InputError,
+    Interrupted,
+    NeuronctlError,
+    OperationFailed,
+    Terminated,
+)
+from neuronctl.redact import redact
 
 JSON_SCHEMA = 1
 
 
+@dataclass(frozen=True)
+class JsonError:
+    """The `error` object of a failed command's JSON document (text already redacted)."""
+
+    kind: str
+    """input (exit 2), fault, failed or internal (exit 1), interrupted (130), terminated (143)."""
+    message: str
+    hint: str | None = None
+
+    @staticmethod
+    def of(kind: str, message: str, hint: str | None = None) -> JsonError:
+        return JsonError(kind, redact(message), redact(hint) if hint else None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "message": self.message, "hint": self.hint}
+
+
+def error_kind(exc: BaseException) -> str:
+    """What sort of failure `exc` is, as the JSON document's `error.kind` names it."""
+    kinds: tuple[tuple[type[BaseException], str], ...] = (
+        (Terminated, "terminated"), (Interrupted, "interrupted"), (InputError, "input"),
+        (click.UsageError, "input"), (OperationFailed, "failed"), (FaultError, "fault"),
+        (NeuronctlError, "failed"), (click.ClickException, "failed"))
+    return next((kind for cls, kind in kinds if isinstance(exc, cls)), "internal")
+
+
+def kind_of_exit(code: int) -> str:
+    """The `error.kind` of a command that returned a failing exit code without raising."""
+    return {EXIT_USAGE: "input", EXIT_INTERRUPTED: "interrupted",
+            EXIT_TERMINATED: "terminated"}.get(code, "failed")
+
+
+def command_name(ctx: click.Context | None = None) -> str | None:
+    """The command a context runs, as users type it ("doctor", "releases show"); None for the
+    top-level group or outside click."""
+    ctx = ctx or click.get_current_context(silent=True)
+    names: list[str] = []
+    while ctx is not None and ctx.parent is not None:
+        names.append(ctx.info_name or "")
+        ctx = ctx.parent
+    return " ".join(reversed(names)) or None
+
+
+def json_document(payload: dict[str, Any], command: str | None) -> dict[str, Any]:
+    head: dict[str, Any] = {"schema": JSON_SCHEMA}
+    if command:
+        head["command"] = command
+    return {**head, **payload}
+
+
+def dump_json(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=2, sort_keys=False) + "\n"
+
+
 def to_json_text(payload: dict[str, Any]) -> str:
-    return json.dumps({"schema": JSON_SCHEMA, **payload}, indent=2, sort_keys=False) + "\n"
+    """The document as text, for a file (`-o`) or for stdout; `command` from click's context."""
+    return dump_json(json_document(payload, command_name()))
 
 
-def emit_json(payload: dict[str, Any]) -> None:
-    click.echo(to_json_text(payload), nl=False)
+def emit_json(payload: dict[str, Any], *, failure: str | None = None,
+              hint: str | None = None) -> None:
+    """The command's one JSON document, for stdout. `failure` (and `hint`) say why, should the
+    command's exit code say it failed (e.g. 'doctor: 2 checks failed')."""
+    from neuronctl.cli.app import App
+
+    ctx = click.get_current_context(silent=True)
+    app = ctx.find_object(App) if ctx is not None else None
+    document = json_document(payload, command_name(ctx))
+    if app is None or not app.holds_json:
+        click.echo(dump_json(document), nl=False)
+        return
+    if app.json_held is not None:  # a second document: the first is not lost, nor merged into it
+        click.echo(dump_json(app.json_held.document), nl=False)
+    app.json_held = HeldJson(document, JsonError.of("failed", failure, hint) if failure else None)
+
+
+@dataclass(frozen=True)
+class HeldJson:
+    document: dict[str, Any]
+    failure: JsonError | None
+
+
+def finish_json(held: HeldJson | None, wanted: bool, command: str | None, code: int,
+                error: JsonError | None) -> str | None:
+    """The document the error boundary writes once the command has ended, or None.
+
+    `held`: what the command emitted; `wanted`: whether --json (or --format json) was asked;
+    `error`: the exception the command ended with, if it raised. A command that returned a failing
+    code without emitting through `emit_json` has written its own document (nothing is added).
+    """
+    if held is not None:
+        document = dict(held.document)
+        if code != 0:
+            default = JsonError.of(kind_of_exit(code), f"neuronctl {command or ''} failed "
+                                                       f"(exit {code})".replace("  ", " "))
+            document["error"] = (error or held.failure or default).to_json()
+        return dump_json(document)
+    if wanted and error is not None and code != 0:
+        return dump_json(json_document({"error": error.to_json()}, command))
+    return None
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -33,3 +146,7 @@ def write_atomic(path: Path, text: str) -> None:
     except OSError as exc:  # a full disk (ENOSPC, EFBIG), a read-only or vanished directory
         raise FaultError(f"cannot write {path}: {exc.strerror or exc}; it was left as it was",
                          hint="free some space there, or write somewhere else") from None
+
+
+__all__ = ["HeldJson", "JsonError", "emit_json", "error_kind", "finish_json",
+           "to_json_text", "write_atomic"]
