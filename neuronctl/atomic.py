@@ -23,3 +23,19 @@ def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write a text file (UTF-8) whole or not at all; a missing directory or a failed write is a
+    FaultError saying the file was left as it was."""
+    from neuronctl.errors import FaultError
+
+    path = path.expanduser()
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise FaultError(f"{path}: directory {directory} does not exist")
+    try:
+        write_bytes_atomic(path, text.encode("utf-8"))  # the temp file is removed if this fails
+    except OSError as exc:  # a full disk (ENOSPC, EFBIG), a read-only or vanished directory
+        raise FaultError(f"cannot write {path}: {exc.strerror or exc}; it was left as it was",
+                         hint="free some space there, or write somewhere else") from None

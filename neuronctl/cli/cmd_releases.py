@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 from pathlib import Path
 
 import click
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.output import emit_json, write_atomic
-from neuronctl.manifest import Manifest, Release, read_json_file
+from neuronctl.cli.output import emit_json
+from neuronctl.manifest import Manifest, Release
 
 MANIFEST_OPTION = click.option(
     "--manifest", "manifest_path", type=click.Path(path_type=Path, dir_okay=False),
@@ -130,25 +129,22 @@ def show(version: str, as_json: bool, manifest_path: Path | None) -> int:
               help="Write the converted manifest here ('-' for stdout).")
 def import_(path: Path, as_json: bool, output: Path | None) -> int:
     """Convert AWS's n2-manifest.json to neuronctl's manifest format."""
-    from neuronctl.aws_manifest_import import convert_n2
+    from neuronctl.ops.releases import import_aws_manifest
 
-    manifest = convert_n2(read_json_file(path), str(path))
-    text = json.dumps(manifest.to_json(), indent=1) + "\n"
-    if output is not None and str(output) == "-":
-        click.echo(text, nl=False)
+    to_stdout = output is not None and str(output) == "-"
+    outcome = import_aws_manifest(path, None if to_stdout else output)
+    if to_stdout:
+        click.echo(outcome.text, nl=False)
         return 0
-    if output is not None:
-        write_atomic(output, text)
+    quiet = get_app().quiet
     if as_json:
-        emit_json({"source": str(path), "output": str(output) if output else None,
-                   "generated_from": dict(manifest.generated_from),
-                   "releases": [r.to_json() for r in manifest.releases]})
+        emit_json(outcome.to_json())
     else:
-        _release_table(manifest, f"Imported from {path}")
-        if output is not None and not get_app().quiet:
-            click.echo(f"wrote {len(manifest.releases)} releases to {output}; "
-                       f"use it with: neuronctl --manifest {shlex.quote(str(output))} releases")
-    if output is None and not get_app().quiet:
+        _release_table(outcome.manifest, f"Imported from {path}")
+        if outcome.written is not None and not quiet:
+            click.echo(f"wrote {len(outcome.manifest.releases)} releases to {outcome.written}; "
+                       f"use it with: neuronctl --manifest {shlex.quote(str(outcome.written))} releases")
+    if outcome.written is None and not quiet:
         click.echo(f"note: nothing was written; to save the converted manifest: neuronctl releases "
                    f"import {shlex.quote(str(path))} -o neuron.json", err=True)
     return 0

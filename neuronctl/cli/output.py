@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from neuronctl.atomic import write_bytes_atomic
+from neuronctl.atomic import write_text_atomic
 from neuronctl.errors import (
     EXIT_INTERRUPTED,
     EXIT_TERMINATED,
@@ -137,15 +137,7 @@ def finish_json(held: HeldJson | None, wanted: bool, command: str | None, code: 
 
 def write_atomic(path: Path, text: str) -> None:
     """Write a text file whole or not at all (temp file beside it, fsync, rename over)."""
-    path = path.expanduser()
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise FaultError(f"{path}: directory {directory} does not exist")
-    try:
-        write_bytes_atomic(path, text.encode("utf-8"))  # the temp file is removed if this fails
-    except OSError as exc:  # a full disk (ENOSPC, EFBIG), a read-only or vanished directory
-        raise FaultError(f"cannot write {path}: {exc.strerror or exc}; it was left as it was",
-                         hint="free some space there, or write somewhere else") from None
+    write_text_atomic(path, text)
 
 
 __all__ = ["HeldJson", "JsonError", "emit_json", "error_kind", "finish_json",
