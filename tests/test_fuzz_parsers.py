@@ -26,7 +26,7 @@ from neuronctl.manifest import load_bundled_manifest
 from neuronctl.ops.install.source import from_lock
 from neuronctl.probes.pyenv import PythonEnv
 from neuronctl.resolvers.candidates import select_files
-from neuronctl.resolvers.pylock_read import load_pylock
+from neuronctl.resolvers.pylock import load_pylock
 from neuronctl.resolvers.simple_index import parse_project_page
 from neuronctl.resolvers.targets import Target
 from neuronctl.safety import HEX_LENGTHS, contained, safe_filename

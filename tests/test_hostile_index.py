@@ -18,7 +18,7 @@ from test_lock import versions
 from wheels import build_wheel
 
 from neuronctl.errors import InputError
-from neuronctl.resolvers.pylock_read import load_pylock
+from neuronctl.resolvers.pylock import load_pylock
 from neuronctl.resolvers.simple_index import parse_project_page
 
 JSON = "application/vnd.pypi.simple.v1+json"

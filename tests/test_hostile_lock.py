@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from neuronctl.errors import InputError
-from neuronctl.resolvers.pylock_read import load_pylock
+from neuronctl.resolvers.pylock import load_pylock
 from neuronctl.resolvers.toml_emit import dumps
 from neuronctl.tomlfile import read_toml
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from packaging.pylock import Pylock
 from universe import running
 
-from neuronctl.resolvers.pylock_read import load_pylock
+from neuronctl.resolvers.pylock import load_pylock
 from neuronctl.resolvers.targets import Target
 from neuronctl.tomlfile import read_toml
 

@@ -11,7 +11,7 @@ import pytest
 from test_lock import versions
 from wheels import find_python, make_venv
 
-from neuronctl.resolvers.pylock_read import load_pylock
+from neuronctl.resolvers.pylock import load_pylock
 
 pytestmark = pytest.mark.slow
 UV = str(Path(sys.executable).with_name("uv"))

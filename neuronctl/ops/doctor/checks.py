@@ -332,7 +332,7 @@ def _relock_fix(f: Facts) -> str:
 
 
 def check_lock(f: Facts) -> Outcome:
-    from neuronctl.resolvers.pylock_read import packages_for
+    from neuronctl.resolvers.pylock import packages_for
 
     assert f.lock is not None
     lock = f.pylock
@@ -348,8 +348,8 @@ def check_lock(f: Facts) -> Outcome:
         have = f.env.get(pkg.name)
         if have is None:
             drift.append(f"{pkg.name}: locked {pkg.version}, not installed")
-        elif pkg.version and public(have.version) != public(pkg.version) and \
-                have.version != pkg.version:
+        elif pkg.version and public(have.version) != public(str(pkg.version)) and \
+                have.version != str(pkg.version):
             drift.append(f"{pkg.name}: locked {pkg.version}, installed {have.version}")
     if drift:
         return Outcome("fail", f"{len(drift)} of {len(locked)} locked packages differ from "

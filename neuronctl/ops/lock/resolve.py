@@ -1,17 +1,19 @@
-"""Run a resolution for every target of a request: the face wiring index clients, cache,
-metadata fetching and the resolver together (each of those is pure or injectable on its own)."""
+"""Run a resolution for every target of a request: index clients, cache, metadata fetching and
+the resolver wired together (each of those is pure or injectable on its own), on one Fetcher
+(one HTTP session) for the whole command."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from neuronctl.ops.lock.request import StackRequest
 from neuronctl.resolvers.download import download_verified
 from neuronctl.resolvers.finder import Finder
 from neuronctl.resolvers.http_fetch import Fetcher, cached_fetcher
-from neuronctl.resolvers.lockfile import LockedPackage, merge, with_sizes
 from neuronctl.resolvers.metadata_fetch import MetadataFetcher
+from neuronctl.resolvers.pylock import LockedPackage, merge, with_sizes
 from neuronctl.resolvers.resolve import Resolution, resolve
 from neuronctl.resolvers.simple_index import DistFile, IndexClient
 from neuronctl.resolvers.stack_roots import root_requirements, version_filter
@@ -25,16 +27,29 @@ class Resolved:
     metadata_methods: dict[str, str]
     hash_of: Callable[[DistFile], str]
 
-    def summary(self) -> dict[str, object]:
+    def metadata_counts(self) -> dict[str, int]:
+        """How many files' metadata came each way (sidecar, range, download, file, cache)."""
         methods: dict[str, int] = {}
         for how in self.metadata_methods.values():
             methods[how] = methods.get(how, 0) + 1
-        return {"network": self.fetcher.stats.to_json(), "metadata": dict(sorted(methods.items()))}
+        return dict(sorted(methods.items()))
+
+    def summary(self) -> dict[str, object]:
+        return {"network": self.fetcher.stats.to_json(), "metadata": self.metadata_counts()}
 
 
-def resolve_request(request: StackRequest, *, offline: bool, timeout: float) -> Resolved:
-    fetcher, cache_root = cached_fetcher(offline=offline, timeout=timeout,
-                                         credentials=request.routing.credentials())
+def request_fetcher(request: StackRequest, *, offline: bool, timeout: float) -> tuple[Fetcher, Path]:
+    """The command's one Fetcher (on the user cache, with the routing's index credentials) and
+    the cache root; pass both to resolve_request and to whatever downloads afterwards."""
+    return cached_fetcher(offline=offline, timeout=timeout, credentials=request.routing.credentials())
+
+
+def resolve_request(request: StackRequest, *, offline: bool, timeout: float,
+                    fetcher: Fetcher | None = None, cache_root: Path | None = None) -> Resolved:
+    """Every target of `request` resolved, merged into the packages of one lock. With no
+    `fetcher`, one is made (request_fetcher); a caller that fetches more passes its own."""
+    if fetcher is None or cache_root is None:
+        fetcher, cache_root = request_fetcher(request, offline=offline, timeout=timeout)
     metadata = MetadataFetcher(fetcher, fetcher.cache, cache_root)
     roots = root_requirements(request.plan, request.requirements)
     refuse = version_filter(request.plan)
@@ -45,7 +60,12 @@ def resolve_request(request: StackRequest, *, offline: bool, timeout: float) -> 
     except BaseException:
         fetcher.abort()  # Ctrl-C, SIGTERM or a failure: no fetch in flight is waited for
         raise
+    packages = with_sizes(merge(resolutions), metadata.sizes)
+    return Resolved(resolutions, packages, fetcher, methods, _hasher(fetcher, cache_root))
 
+
+def _hasher(fetcher: Fetcher, cache_root: Path) -> Callable[[DistFile], str]:
+    """A wheel's sha256: the index's, else (once per file, reported) from downloading it."""
     hashes: dict[str, str] = {}
 
     def hash_of(dist: DistFile) -> str:
@@ -61,4 +81,4 @@ def resolve_request(request: StackRequest, *, offline: bool, timeout: float) -> 
             hashes[dist.url] = digest
         return hashes[dist.url]
 
-    return Resolved(resolutions, with_sizes(merge(resolutions), metadata.sizes), fetcher, methods, hash_of)
+    return hash_of
