@@ -12,11 +12,13 @@ from neuronctl.ops.doctor.report import DoctorReport
 STATUS_STYLES = {"pass": "green", "warn": "yellow", "fail": "red", "skip": "dim"}
 
 
+def json_payload(report: DoctorReport) -> dict[str, Any]:
+    return {"tool": {"name": "neuronctl", "version": __version__}, "summary": report.summary(),
+            "checks": [c.to_json() for c in report.checks], "environment": report.environment}
+
+
 def render_json(report: DoctorReport) -> str:
-    return to_json_text({"tool": {"name": "neuronctl", "version": __version__},
-                         "summary": report.summary(),
-                         "checks": [c.to_json() for c in report.checks],
-                         "environment": report.environment})
+    return to_json_text(json_payload(report))
 
 
 def render_junit(report: DoctorReport) -> str:

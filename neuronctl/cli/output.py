@@ -106,13 +106,14 @@ def emit_json(payload: dict[str, Any], *, failure: str | None = None,
         return
     if app.json_held is not None:  # a second document: the first is not lost, nor merged into it
         click.echo(dump_json(app.json_held.document), nl=False)
-    app.json_held = HeldJson(document, JsonError.of("failed", failure, hint) if failure else None)
+    app.json_held = HeldJson(document, failure, hint)
 
 
 @dataclass(frozen=True)
 class HeldJson:
     document: dict[str, Any]
-    failure: JsonError | None
+    failure: str | None = None
+    hint: str | None = None
 
 
 def finish_json(held: HeldJson | None, wanted: bool, command: str | None, code: int,
@@ -120,19 +121,21 @@ def finish_json(held: HeldJson | None, wanted: bool, command: str | None, code: 
     """The document the error boundary writes once the command has ended, or None.
 
     `held`: what the command emitted; `wanted`: whether --json (or --format json) was asked;
-    `error`: the exception the command ended with, if it raised. A command that returned a failing
-    code without emitting through `emit_json` has written its own document (nothing is added).
+    `error`: what the command raised, if it raised. A failed command's document gets `error`:
+    that exception, else the failure the command gave emit_json, else one its exit code implies.
     """
-    if held is not None:
-        document = dict(held.document)
-        if code != 0:
-            default = JsonError.of(kind_of_exit(code), f"neuronctl {command or ''} failed "
-                                                       f"(exit {code})".replace("  ", " "))
-            document["error"] = (error or held.failure or default).to_json()
-        return dump_json(document)
-    if wanted and error is not None and code != 0:
-        return dump_json(json_document({"error": error.to_json()}, command))
-    return None
+    if code == 0:
+        return dump_json(held.document) if held is not None else None
+    if held is None and not wanted:
+        return None
+    if error is None and held is not None and held.failure:
+        error = JsonError.of(kind_of_exit(code), held.failure, held.hint)
+    if error is None:
+        error = JsonError.of(kind_of_exit(code), " ".join(
+            ["neuronctl", *([command] if command else []), f"failed (exit {code})"]))
+    document = dict(held.document) if held is not None else json_document({}, command)
+    document["error"] = error.to_json()
+    return dump_json(document)
 
 
 def write_atomic(path: Path, text: str) -> None:
