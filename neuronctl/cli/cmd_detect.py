@@ -7,10 +7,10 @@ from pathlib import Path
 import click
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.common import check_sysroot, sysroot_option
+from neuronctl.cli.common import sysroot_option
 from neuronctl.cli.output import emit_json
-from neuronctl.probes.hardware import HardwareReport, detect_hardware
-from neuronctl.probes.sysroot import SysRoot
+from neuronctl.ops import detect as detect_op
+from neuronctl.probes.hardware import HardwareReport
 
 
 def print_hardware(report: HardwareReport) -> None:
@@ -47,7 +47,7 @@ def print_hardware(report: HardwareReport) -> None:
 @sysroot_option
 def detect(as_json: bool, sysroot: Path | None) -> int:
     """Show the Neuron hardware on this machine, with the evidence for each conclusion."""
-    report = detect_hardware(SysRoot.from_env(check_sysroot(sysroot)))
+    report = detect_op.detect(sysroot)
     if as_json:
         emit_json({"hardware": report.to_json()})
     else:

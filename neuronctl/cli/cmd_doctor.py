@@ -10,27 +10,27 @@ import click
 from neuronctl.cli.app import get_app, paint
 from neuronctl.cli.common import (
     DEVICE_CHOICE,
-    check_sysroot,
     python_option,
     sysroot_option,
     timeout_value,
 )
 from neuronctl.cli.doctor_report import (
+    json_payload,
     print_text,
     render_github,
     render_json,
     render_junit,
     render_markdown_summary,
 )
-from neuronctl.cli.output import write_atomic
+from neuronctl.cli.output import emit_json, write_atomic
 from neuronctl.errors import InputError
-from neuronctl.ops.doctor.facts import Facts
+from neuronctl.ops.doctor import run as doctor_run
 from neuronctl.ops.doctor.report import DoctorReport
-from neuronctl.ops.doctor.run import SELECTORS_HELP, run_doctor, select_checks
-from neuronctl.probes.pyenv import resolve_python
-from neuronctl.probes.sysroot import SysRoot
+from neuronctl.ops.doctor.run import SELECTORS_HELP, DoctorRequest
 
 FORMATS = ("text", "json", "junit", "github")
+
+
 @click.command()
 @python_option
 @click.option("--release", metavar="V", help="Check against this Neuron release.")
@@ -62,33 +62,25 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
     if as_json and fmt not in (None, "json"):
         raise InputError("--json conflicts with --format " + str(fmt))
     fmt = "json" if as_json else (fmt or "text")
-    limit = timeout_value(timeout, config.get("timeout"), 60.0)
-    lock = lock or config.path("lock")
-    if lock is not None:
-        from neuronctl.resolvers.pylock_read import load_pylock
-
-        load_pylock(lock)  # bad input is exit 2 before any check runs
-    manifest = app.manifest(manifest_path)
-    release = release or config.get("release")
-    if release:
-        manifest.get(release)
-    strict = strict or bool(config.get("strict"))
-    device = device or config.get("device") or "auto"
-    if device not in ("auto", "neuron", "cuda", "cpu"):
-        raise InputError(f"device must be auto, neuron, cuda or cpu, got {device!r}")
-    skip = skip + tuple(config.list("skip"))
-    ids = select_checks(only, skip, lock, not no_device_probe)
-    facts = Facts(python=resolve_python(python), sysroot=SysRoot.from_env(check_sysroot(sysroot)),
-                  manifest=manifest, release=release, device=device, timeout=limit,
-                  compile_tier=compile_tier, lock=lock)
-    report = run_doctor(facts, ids, strict, limit)
+    request = DoctorRequest(
+        manifest=app.manifest(manifest_path), python=python,
+        release=release or config.get("release"), lock=lock or config.path("lock"),
+        device=device or config.get("device") or "auto", device_probe=not no_device_probe,
+        compile_tier=compile_tier, strict=strict or bool(config.get("strict")), only=only,
+        skip=skip + tuple(config.list("skip")),
+        timeout=timeout_value(timeout, config.get("timeout"), 60.0),
+        sysroot=sysroot)
+    report = doctor_run.doctor(request)
     rendered = {"json": render_json, "junit": render_junit, "github": render_github}
     if output is not None:
         text = rendered[fmt](report) if fmt in rendered else _plain_text(report)
         write_atomic(output, text)
-    if fmt in rendered and output is None:
+    if fmt == "json" and output is None:  # the one JSON document; `error` added if it failed
+        emit_json(json_payload(report), failure=report.verdict_line() if report.exit_code else None)
+    elif fmt in rendered and output is None:
         click.echo(rendered[fmt](report), nl=False)
     else:
+        app.json_wanted = False  # any JSON went to the -o file: stdout is the text report
         print_text(report, app.console(), verbose=app.verbose, quiet=app.quiet)
     if fmt == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
         _append_step_summary(Path(os.environ["GITHUB_STEP_SUMMARY"]), report)

@@ -7,8 +7,7 @@ import click
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import DEVICE_CHOICE, python_option, timeout_value
 from neuronctl.cli.output import emit_json
-from neuronctl.probes.device import run_device_probe
-from neuronctl.probes.pyenv import resolve_python
+from neuronctl.ops import probe as probe_op
 
 
 @click.command()
@@ -22,7 +21,7 @@ def probe(device: str, python: str | None, as_json: bool, timeout: float | None,
     """Import torch, find the device, allocate, compute, differentiate: stop at the first failure."""
     app = get_app()
     limit = timeout_value(timeout, app.config().get("timeout"), 120.0)
-    report = run_device_probe(resolve_python(python), device, limit, compile_tier)
+    report = probe_op.probe(python, device, limit, compile_tier)
     if as_json:
         emit_json({"probe": report.to_json()})
     else:

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from packaging.version import Version
 
@@ -18,6 +18,9 @@ from neuronctl.probes.legacy import LegacyReport, detect_legacy
 from neuronctl.probes.pyenv import PythonEnv, inspect_python
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.torch_neuronx import classify
+
+if TYPE_CHECKING:
+    from packaging.pylock import Pylock
 
 T = TypeVar("T")
 
@@ -38,7 +41,7 @@ class Facts:
                  lock: Path | None = None, environ: Mapping[str, str] | None = None,
                  env: PythonEnv | None = None, hardware: HardwareReport | None = None,
                  legacy: LegacyReport | None = None, probe: ProbeReport | None = None,
-                 pylock: Any = None) -> None:
+                 pylock: Pylock | None = None) -> None:
         self.python = python
         self.sysroot = sysroot
         self.manifest = manifest
@@ -93,23 +96,23 @@ class Facts:
             self.python, self.device, self.timeout, self.compile_tier, self.environ))
 
     @property
-    def pylock(self) -> Any:
-        """The --lock file, read once (validated before any check runs)."""
-        from neuronctl.resolvers.pylock_read import load_pylock
+    def pylock(self) -> Pylock:
+        """The --lock file, read once (the doctor reads it while validating its input and
+        passes it in)."""
+        from neuronctl.resolvers.pylock import load_pylock
 
-        assert self.lock is not None
-        return self._once("pylock", lambda: load_pylock(self.lock))  # type: ignore[arg-type]
+        if self.lock is None:
+            raise ValueError("no --lock file to read")
+        lock = self.lock
+        return self._once("pylock", lambda: load_pylock(lock))
 
     def lock_fits(self) -> bool:
         """Whether the --lock file's `environments` admit the checked interpreter."""
-        from packaging.markers import Marker
+        from neuronctl.resolvers.pylock import fits_environments
 
         if self.lock is None:
             return False
-        markers = dict(self.env.markers)
-        environments = self.pylock.environments
-        return not environments or not markers or any(Marker(str(m)).evaluate(markers)
-                                                      for m in environments)
+        return fits_environments(self.pylock, dict(self.env.markers))
 
     @property
     def selection(self) -> Selection:

@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from neuronctl.errors import InputError
+from neuronctl.manifest import Manifest
 from neuronctl.ops.doctor.checks import CHECK_IDS, CHECKS
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.report import DoctorReport
 from neuronctl.ops.doctor.runner import Check, run_checks
+from neuronctl.ops.reporter import Event, NullReporter, Reporter
+from neuronctl.probes.pyenv import resolve_python
+from neuronctl.probes.sysroot import SysRoot
 
 GROUPS: tuple[str, ...] = tuple(dict.fromkeys(i.split(".")[0] for i in CHECK_IDS))
+DEVICES: tuple[str, ...] = ("auto", "neuron", "cuda", "cpu")
 SELECTORS_HELP = f"groups: {', '.join(GROUPS)}; ids: {', '.join(CHECK_IDS)}"
 
 
@@ -46,22 +53,40 @@ def select_checks(only: tuple[str, ...], skip: tuple[str, ...], lock: Path | Non
     return [i for i in CHECK_IDS if i in chosen]
 
 
+def _python_section(facts: Facts) -> dict[str, Any]:
+    env = facts.env
+    return {"version": env.python, "executable": env.executable, "venv": env.in_venv,
+            "platform": env.platform}
+
+
+def _release_section(facts: Facts) -> dict[str, Any]:
+    selection = facts.selection
+    return {"version": selection.release.version, "backend": selection.release.backend,
+            "reason": selection.reason}
+
+
+def _hardware_section(facts: Facts) -> dict[str, Any]:
+    hw = facts.hardware
+    return {"chip": hw.chip, "devices": hw.device_count, "instance_type": hw.instance_type,
+            "driver": hw.driver_version, "runtime": hw.runtime_version}
+
+
+SECTIONS: tuple[tuple[str, str, Callable[[Facts], dict[str, Any]]], ...] = (
+    ("python", "env", _python_section),
+    ("release", "selection", _release_section),
+    ("hardware", "hardware", _hardware_section),
+)
+
+
 def _environment(facts: Facts) -> dict[str, Any]:
+    """The report's environment section, from the facts the chosen checks already gathered: it
+    never gathers one itself (`--only python.version` touches no hardware, IMDS or neuron-ls)."""
     env: dict[str, Any] = {"manifest": facts.manifest.source, "sysroot": str(facts.sysroot.root)}
-    for key, get in (("python", lambda: {"version": facts.env.python,
-                                         "executable": facts.env.executable,
-                                         "venv": facts.env.in_venv,
-                                         "platform": facts.env.platform}),
-                     ("release", lambda: {"version": facts.selection.release.version,
-                                          "backend": facts.selection.release.backend,
-                                          "reason": facts.selection.reason}),
-                     ("hardware", lambda: {"chip": facts.hardware.chip,
-                                           "devices": facts.hardware.device_count,
-                                           "instance_type": facts.hardware.instance_type,
-                                           "driver": facts.hardware.driver_version,
-                                           "runtime": facts.hardware.runtime_version})):
+    for key, fact, section in SECTIONS:
+        if not facts.gathered(fact):
+            continue
         try:
-            env[key] = get()
+            env[key] = section(facts)
         except Exception as exc:
             env[key] = {"error": str(exc)}
     return env
@@ -74,3 +99,44 @@ def run_doctor(facts: Facts, ids: list[str], strict: bool, limit: float) -> Doct
                     limit + 15 if i == "device.probe" else limit + 5)
               for i in ids]
     return DoctorReport(tuple(run_checks(checks)), strict, _environment(facts))
+
+
+@dataclass(frozen=True)
+class DoctorRequest:
+    """What `neuronctl doctor` was asked, with the config's defaults already applied."""
+
+    manifest: Manifest
+    python: str | None = None
+    release: str | None = None
+    lock: Path | None = None
+    device: str = "auto"
+    device_probe: bool = True
+    compile_tier: bool = False
+    strict: bool = False
+    only: tuple[str, ...] = ()
+    skip: tuple[str, ...] = ()
+    timeout: float = 60.0
+    sysroot: Path | None = None
+    environ: Mapping[str, str] | None = None
+
+
+def doctor(request: DoctorRequest, reporter: Reporter | None = None) -> DoctorReport:
+    """Validate the request (bad input is exit 2 before any check runs), gather the facts the
+    chosen checks need, each once, and run the checks."""
+    from neuronctl.resolvers.pylock import load_pylock
+
+    reporter = reporter or NullReporter()
+    pylock = load_pylock(request.lock) if request.lock is not None else None
+    if request.release:
+        request.manifest.get(request.release)
+    if request.device not in DEVICES:
+        raise InputError(f"device must be auto, neuron, cuda or cpu, got {request.device!r}")
+    ids = select_checks(request.only, request.skip, request.lock, request.device_probe)
+    if request.sysroot is not None and not request.sysroot.is_dir():
+        raise InputError(f"--sysroot {request.sysroot}: no such directory")
+    reporter.emit(Event("step", f"running {len(ids)} checks", {"checks": tuple(ids)}))
+    facts = Facts(python=resolve_python(request.python), sysroot=SysRoot.from_env(request.sysroot),
+                  manifest=request.manifest, release=request.release, device=request.device,
+                  timeout=request.timeout, compile_tier=request.compile_tier, lock=request.lock,
+                  environ=request.environ, pylock=pylock)
+    return run_doctor(facts, ids, request.strict, request.timeout)
