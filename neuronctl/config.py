@@ -26,6 +26,9 @@ SCHEMA: dict[str, tuple[tuple[type, ...], str]] = {
     "strict": ((bool,), "true or false"),
     "skip": ((list,), "a list of check ids"),
     "lock": ((str,), "a path to a pylock.toml"),
+    "model": ((str,), "a model factory MODULE:FACTORY for `neuronctl smoke`, e.g. \"pkg.mod:make\""),
+    "prices": ((dict,), "a table of instance type = USD per hour (or {usd_per_hour, accelerators}); "
+                        "checked by `neuronctl cost`"),
 }
 
 
@@ -62,7 +65,9 @@ def validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
             raise InputError(f"{where}: {key}: expected {description}, got {value!r}")
         if isinstance(value, list) and not all(isinstance(v, str) for v in value):
             raise InputError(f"{where}: {key}: expected {description}, got {value!r}")
-        if isinstance(value, dict) and not all(isinstance(v, str) for v in value.values()):
+        # prices hold numbers (and tables): `neuronctl cost` checks each, naming the file and row
+        strings_only = key != "prices"
+        if isinstance(value, dict) and strings_only and not all(isinstance(v, str) for v in value.values()):
             raise InputError(f"{where}: {key}: expected {description}, got {value!r}")
         out[key] = value
     return out
