@@ -171,3 +171,29 @@ def test_import_from_a_path_with_brackets(cli, tmp_path):
     r = cli("releases", "import", str(src))
     assert r.code == 0, r.err
     assert "[bold]odd" in r.out
+
+
+def test_import_is_an_operation_with_an_outcome(tmp_path):
+    """ops.releases converts and writes without the CLI; its outcome is what the command renders."""
+    import dataclasses
+
+    from neuronctl.errors import InputError
+    from neuronctl.manifest import parse_manifest
+    from neuronctl.ops.releases import import_aws_manifest
+    from neuronctl.ops.reporter import CollectingReporter
+
+    reporter = CollectingReporter()
+    out = tmp_path / "neuron.json"
+    outcome = import_aws_manifest(N2_MANIFEST, out, reporter)
+    assert outcome.written == out and out.read_text() == outcome.text
+    assert parse_manifest(json.loads(outcome.text), "converted").releases == outcome.manifest.releases
+    assert outcome.to_json()["output"] == str(out) and len(outcome.to_json()["releases"]) == 51
+    assert reporter.messages("done") == [f"wrote 51 releases to {out}"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        outcome.written = None  # type: ignore[misc]
+    unwritten = import_aws_manifest(N2_MANIFEST)
+    assert unwritten.written is None and unwritten.text == outcome.text
+    bad = _write(tmp_path, "[]")
+    with pytest.raises(InputError, match="top level: expected an object"):
+        import_aws_manifest(bad, tmp_path / "never.json")
+    assert not (tmp_path / "never.json").exists()

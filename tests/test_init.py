@@ -94,3 +94,52 @@ def test_readme_and_init_agree_on_keys_in_the_table(cli):
     r = cli("init")
     assert r.code == 2 and "unknown key 'relase'" in r.err and "pyproject.toml" in r.err
     assert Path("pyproject.toml").read_text() == before
+
+
+def test_init_writes_the_platforms_it_is_given(cli):
+    """--platform was accepted and silently ignored; it is validated and written, and lock uses it."""
+    r = cli("init", "--platform", "manylinux2014_aarch64", "--platform", "manylinux_2_28_x86_64")
+    assert r.code == 0, r.err
+    table = read_toml(Path("pyproject.toml"), "pyproject")["tool"]["neuronctl"]
+    assert table["platform"] == ["manylinux_2_17_aarch64", "manylinux_2_28_x86_64"]
+    before = Path("pyproject.toml").read_text()
+    r = cli("init", "--platform", "win_amd64")
+    assert r.code == 2 and "--platform 'win_amd64'" in r.err
+    assert Path("pyproject.toml").read_text() == before
+    assert cli("init").out.endswith("already up to date\n")  # kept when not given
+
+
+def test_init_json_outcome(cli):
+    import json
+
+    doc = json.loads(cli("init", "--json").out)
+    assert doc["command"] == "init" and doc["created"] is True and doc["written"] is True
+    assert doc["changed"] == ["release = '2.33.0'", "torch = '2.14'", "python = ['3.12']"]
+    again = json.loads(cli("init", "--json").out)
+    assert again["written"] is False and again["changed"] == []
+
+
+def test_init_is_an_operation_with_an_outcome(tmp_path):
+    import dataclasses
+
+    import pytest
+
+    from neuronctl.errors import InputError
+    from neuronctl.manifest import load_manifest
+    from neuronctl.ops.init import InitRequest, init_project
+    from neuronctl.ops.reporter import CollectingReporter
+
+    path = tmp_path / "pyproject.toml"
+    path.write_text(ORIGINAL)
+    reporter = CollectingReporter()
+    outcome = init_project(InitRequest(path, load_manifest(None), torch="2.13"), reporter)
+    assert not outcome.created and outcome.changed == ("release = '2.33.0'", "torch = '2.13'")
+    assert reporter.messages("done") == [f"updated {path}"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        outcome.created = True  # type: ignore[misc]
+    same = init_project(InitRequest(path, load_manifest(None), torch="2.13"))
+    assert not same.written
+    written = path.read_text()
+    with pytest.raises(InputError, match="supports Python"):
+        init_project(InitRequest(path, load_manifest(None), pythons=("3.11",)))
+    assert path.read_text() == written
