@@ -17,6 +17,8 @@ class NeuronctlError(Exception):
     """Base error: a one-line, user-facing message and the exit code it maps to."""
 
     exit_code: int = EXIT_FAILED
+    kind: str = "failed"
+    """What sort of failure, as a --json document's `error.kind` names it."""
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
@@ -31,18 +33,21 @@ class InputError(NeuronctlError):
     """Bad input: flags, files, manifests, lockfiles, config, index responses."""
 
     exit_code = EXIT_USAGE
+    kind = "input"
 
 
 class FaultError(NeuronctlError):
     """A fault outside our control: network, subprocess, timeout, disk."""
 
     exit_code = EXIT_FAILED
+    kind = "fault"
 
 
 class Interrupted(FaultError):
     """Ctrl-C stopped a step whose effects still have to be reported; message: what stopped."""
 
     exit_code = EXIT_INTERRUPTED
+    kind = "interrupted"
 
     @staticmethod
     def caused_by(signal: KeyboardInterrupt) -> Interrupted:
@@ -53,6 +58,7 @@ class Terminated(Interrupted):
     """The same, stopped by SIGTERM (a CI job cancelled or timed out)."""
 
     exit_code = EXIT_TERMINATED
+    kind = "terminated"
 
 
 class TerminateSignal(KeyboardInterrupt):

@@ -17,17 +17,7 @@ from typing import Any
 import click
 
 from neuronctl.atomic import write_text_atomic
-from neuronctl.errors import (
-    EXIT_INTERRUPTED,
-    EXIT_TERMINATED,
-    EXIT_USAGE,
-    FaultError,
-    InputError,
-    Interrupted,
-    NeuronctlError,
-    OperationFailed,
-    Terminated,
-)
+from neuronctl.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, NeuronctlError
 from neuronctl.redact import redact
 
 JSON_SCHEMA = 1
@@ -52,11 +42,11 @@ class JsonError:
 
 def error_kind(exc: BaseException) -> str:
     """What sort of failure `exc` is, as the JSON document's `error.kind` names it."""
-    kinds: tuple[tuple[type[BaseException], str], ...] = (
-        (Terminated, "terminated"), (Interrupted, "interrupted"), (InputError, "input"),
-        (click.UsageError, "input"), (OperationFailed, "failed"), (FaultError, "fault"),
-        (NeuronctlError, "failed"), (click.ClickException, "failed"))
-    return next((kind for cls, kind in kinds if isinstance(exc, cls)), "internal")
+    if isinstance(exc, NeuronctlError):
+        return exc.kind
+    if isinstance(exc, click.UsageError):
+        return "input"
+    return "failed" if isinstance(exc, click.ClickException) else "internal"
 
 
 def kind_of_exit(code: int) -> str:
