@@ -1,0 +1,67 @@
+"""`doctor --format prometheus`: a node_exporter textfile-collector file from a DoctorReport.
+
+Written with prometheus_client (its exposition format, its escaping of label values, and its
+atomic `write_to_textfile`: a temp file beside the target, then a rename), so a collector never
+reads half a file.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, Gauge, Info, generate_latest, write_to_textfile
+
+from neuronctl.errors import FaultError, InputError
+from neuronctl.ops.doctor.report import DoctorReport
+from neuronctl.ops.fleet.aggregate import fingerprint as document_fingerprint
+
+STATUSES = ("pass", "warn", "fail", "skip")
+PREFIX = "neuronctl_doctor"
+
+
+def stack_fingerprint(report: DoctorReport) -> dict[str, str]:
+    """The same fingerprint `fleet doctor` groups nodes by, from an in-process report."""
+    return document_fingerprint({"environment": report.environment,
+                                 "checks": [{"id": c.id, "status": c.status} for c in report.checks]})
+
+
+def _label_name(key: str) -> str:
+    name = re.sub(r"[^a-zA-Z0-9_]", "_", key)
+    return name if re.match(r"[a-zA-Z_]", name) else "_" + name
+
+
+def _registry(report: DoctorReport, fingerprint: dict[str, str], started: float,
+              duration: float) -> CollectorRegistry:
+    registry = CollectorRegistry()
+    status = Gauge(f"{PREFIX}_check_status", "1 for the status each doctor check ended in, else 0.",
+                   ["check", "status"], registry=registry)
+    for check in report.checks:
+        for name in STATUSES:
+            status.labels(check=check.id, status=name).set(1 if check.status == name else 0)
+    Gauge(f"{PREFIX}_failed", "1 when the doctor's verdict is a failure (its exit code 1).",
+          registry=registry).set(1 if report.failed else 0)
+    stack = Info(f"{PREFIX}_stack", "The Neuron stack fingerprint fleet doctor groups nodes by.",
+                 registry=registry)
+    stack.info({_label_name(k): v for k, v in sorted(fingerprint.items())})
+    Gauge(f"{PREFIX}_last_run_timestamp_seconds", "When the doctor run started (Unix time).",
+          registry=registry).set(started)
+    Gauge(f"{PREFIX}_duration_seconds", "How long the doctor run took.",
+          registry=registry).set(duration)
+    return registry
+
+
+def render_prometheus(report: DoctorReport, fingerprint: dict[str, str], started: float,
+                      duration: float) -> str:
+    return generate_latest(_registry(report, fingerprint, started, duration)).decode("utf-8")
+
+
+def write_prometheus(path: Path, report: DoctorReport, fingerprint: dict[str, str],
+                     started: float, duration: float) -> None:
+    """Atomically (temp file + rename in the same directory), as the textfile collector needs."""
+    if path.suffix != ".prom":
+        raise InputError(f"{path}: the textfile collector reads only *.prom files")
+    try:
+        write_to_textfile(str(path), _registry(report, fingerprint, started, duration))
+    except OSError as exc:
+        raise FaultError(f"{path}: {exc.strerror or type(exc).__name__}; metrics not written") from exc

@@ -1,0 +1,236 @@
+"""Run `neuronctl doctor --json` on every node in ONE `srun` step and read back each node's document.
+
+Each task prints a begin marker naming its node (`$SLURMD_NODENAME`), the doctor's document, then
+an end marker with the doctor's exit code; `srun --label` prefixes every line with the task id,
+so interleaved lines from many nodes are told apart by task id, and the marker names the node.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import signal
+import subprocess
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from neuronctl.errors import FaultError, InputError
+from neuronctl.ops.fleet.aggregate import NodeResult
+
+MARK = "@@neuronctl-fleet"
+MAX_DOC_BYTES = 4 * 1024 * 1024  # a doctor document is ~10 KB; anything far bigger is not one
+MAX_OUTPUT_BYTES = 1024 * MAX_DOC_BYTES // 16  # 256 MiB over the whole step, for 1,000+ nodes
+NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+LABELLED = re.compile(r"^\s*(\d+): ?(.*)$")
+# Slurm node states in which a node cannot run the step (a `*` suffix: not responding).
+UNAVAILABLE = ("down", "drain", "drng", "fail", "maint", "unk", "futr", "npc", "pow", "boot",
+               "resv")
+# Level 1 = quick, no device work. `doctor --level` (issue 15) is not there yet: until it is,
+# level 1 is the doctor without its device probe and level 2 is the doctor's default.
+LEVEL_ARGS: dict[int, tuple[str, ...]] = {1: ("--no-device-probe",), 2: ()}
+
+Runner = Callable[[list[str], float], "Completed"]
+
+
+@dataclass(frozen=True)
+class Completed:
+    returncode: int | None  # None: killed at the time limit
+    stdout: str
+    stderr: str
+
+
+@dataclass(frozen=True)
+class FleetRequest:
+    nodes: int | None = None
+    nodelist: str | None = None
+    all_nodes: bool = False
+    partition: str | None = None
+    level: int = 2
+    python: str | None = None
+    timeout: float = 120.0
+    remote_command: Sequence[str] = ()
+
+
+def remote_doctor(request: FleetRequest, default_command: Sequence[str]) -> list[str]:
+    base = list(request.remote_command) or list(default_command)
+    argv = [*base, "doctor", "--json", *LEVEL_ARGS[request.level]]
+    if request.python:
+        argv += ["--python", request.python]
+    return argv
+
+
+def wrapped(argv: list[str]) -> list[str]:
+    """The per-task shell: markers around the doctor's document, its exit code in the end one."""
+    script = (f'echo "{MARK} begin $SLURMD_NODENAME"; "$@"; rc=$?; echo; '
+              f'echo "{MARK} end $SLURMD_NODENAME $rc"')
+    return ["/bin/sh", "-c", script, "neuronctl-fleet", *argv]
+
+
+def srun_argv(request: FleetRequest, nodes: list[str] | None, remote: list[str]) -> list[str]:
+    minutes = max(1, math.ceil(request.timeout / 60))
+    argv = ["srun", "--label", "--ntasks-per-node=1", f"--time={minutes}",
+            f"--immediate={max(1, math.ceil(request.timeout))}", "--kill-on-bad-exit=0",
+            "--job-name=neuronctl-fleet"]
+    if request.partition:
+        argv.append(f"--partition={request.partition}")
+    if nodes is not None:
+        argv += [f"--nodes={len(nodes)}", f"--nodelist={','.join(nodes)}"]
+    elif request.nodes is not None:
+        argv.append(f"--nodes={request.nodes}")
+    return [*argv, *wrapped(remote)]
+
+
+def run_bounded(argv: list[str], limit: float) -> Completed:
+    """Run with a deadline; at it, srun gets SIGTERM (it cancels the step), then SIGKILL."""
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, text=True, errors="replace",
+                                start_new_session=True)
+    except FileNotFoundError as exc:
+        raise FaultError(f"{argv[0]}: not found on PATH",
+                         hint="run on a Slurm login node (srun, sinfo and scontrol on PATH)") from exc
+    try:
+        out, err = proc.communicate(timeout=limit)
+        return Completed(proc.returncode, out, err)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            out, err = proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+        return Completed(None, out, err)
+
+
+def check_request(request: FleetRequest) -> None:
+    chosen = sum(x for x in (request.nodes is not None, bool(request.nodelist), request.all_nodes))
+    if chosen > 1:
+        raise InputError("choose one of --nodes, --nodelist and --all")
+    if request.nodes is not None and not 1 <= request.nodes <= 100_000:
+        raise InputError(f"--nodes must be 1-100000, got {request.nodes}")
+    if request.level not in LEVEL_ARGS:
+        raise InputError(f"--level must be 1 or 2, got {request.level}")
+    if not 1 <= request.timeout <= 86_400:
+        raise InputError(f"--timeout must be 1-86400 seconds, got {request.timeout}")
+    for text, flag in ((request.nodelist, "--nodelist"), (request.partition, "--partition")):
+        if text is not None and not re.fullmatch(r"[A-Za-z0-9._,\[\]-]{1,4096}", text):
+            raise InputError(f"{flag} {text!r}: not a Slurm name or host list")
+
+
+def node_states(request: FleetRequest, runner: Runner) -> dict[str, str]:
+    """node -> short state (sinfo %t), for --all / --nodelist."""
+    argv = ["sinfo", "--noheader", "--Node", "--format=%N %t"]
+    if request.partition:
+        argv.append(f"--partition={request.partition}")
+    if request.nodelist:
+        argv.append(f"--nodes={request.nodelist}")
+    done = runner(argv, 30.0)
+    if done.returncode != 0:
+        raise FaultError(f"sinfo failed: {_last_line(done.stderr) or 'no output'}")
+    states: dict[str, str] = {}
+    for line in done.stdout.splitlines()[:200_000]:
+        parts = line.split()
+        if len(parts) == 2 and NODE_NAME.match(parts[0]):
+            states[parts[0]] = parts[1]
+    if not states:
+        raise InputError("no Slurm nodes match " + (f"--nodelist {request.nodelist}"
+                                                    if request.nodelist else "the request"))
+    return states
+
+
+def unavailable(state: str) -> bool:
+    return state.endswith("*") or state.rstrip("*~#!%$@^-").startswith(UNAVAILABLE)
+
+
+def _state_reason(state: str) -> str:
+    why = " (not responding to slurmctld)" if state.endswith("*") else ""
+    return f"not available to Slurm: state {state}{why}"
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def parse_step(out: str) -> dict[str, tuple[str, int | None]]:
+    """node -> (the text between its markers, the doctor's exit code or None if it never ended)."""
+    by_task: dict[str, list[str]] = defaultdict(list)
+    for line in out.splitlines():
+        match = LABELLED.match(line)
+        if match:
+            by_task[match.group(1)].append(match.group(2))
+    found: dict[str, tuple[str, int | None]] = {}
+    for lines in by_task.values():
+        node: str | None = None
+        body: list[str] = []
+        for line in lines:
+            if line.startswith(f"{MARK} begin "):
+                node, body = line.split()[-1], []
+            elif line.startswith(f"{MARK} end ") and node is not None:
+                tail = line.split()[-1]
+                code = int(tail) if tail.isdigit() else None
+                found[node] = ("\n".join(body), code)
+                node = None
+            elif node is not None:
+                body.append(line)
+        if node is not None and NODE_NAME.match(node):
+            found.setdefault(node, ("\n".join(body), None))
+    return {n: v for n, v in found.items() if NODE_NAME.match(n)}
+
+
+def read_document(node: str, text: str, code: int | None) -> NodeResult:
+    if len(text.encode()) > MAX_DOC_BYTES:
+        return NodeResult(node, error=f"output over {MAX_DOC_BYTES} bytes")
+    if code is None:
+        return NodeResult(node, error="doctor did not finish (killed at the time limit)")
+    try:
+        doc: Any = json.loads(text)
+    except ValueError:
+        return NodeResult(node, exit_code=code,
+                          error=f"doctor exit {code}, no JSON document: {_last_line(text) or 'empty'}")
+    if not isinstance(doc, dict) or doc.get("schema") != 1 or not isinstance(doc.get("checks"), list):
+        error = doc.get("error") if isinstance(doc, dict) else None
+        why = error.get("message") if isinstance(error, dict) else "not a doctor document"
+        return NodeResult(node, exit_code=code, error=f"doctor exit {code}: {str(why)[:300]}")
+    return NodeResult(node, document=doc, exit_code=code)
+
+
+def _missing_reason(node: str, done: Completed, request: FleetRequest) -> str:
+    if done.returncode is None:
+        return f"no answer within --timeout {request.timeout:g}s"
+    mentions = [line.strip() for line in done.stderr.splitlines() if node in line and "error" in line]
+    if mentions:
+        return mentions[-1][:300]
+    return f"no answer (srun exit {done.returncode}: {_last_line(done.stderr) or 'no message'})"
+
+
+def fleet_doctor(request: FleetRequest, default_command: Sequence[str],
+                 runner: Runner = run_bounded) -> list[NodeResult]:
+    """Every chosen node's NodeResult: a document, or the reason there is none."""
+    check_request(request)
+    results: dict[str, NodeResult] = {}
+    targets: list[str] | None = None
+    if request.nodes is None:
+        states = node_states(request, runner)
+        targets = sorted(n for n, s in states.items() if not unavailable(s))
+        for node in sorted(set(states) - set(targets)):
+            results[node] = NodeResult(node, error=_state_reason(states[node]))
+    if targets == []:
+        return list(results.values())
+    argv = srun_argv(request, targets, remote_doctor(request, default_command))
+    done = runner(argv, request.timeout + 10)
+    if len(done.stdout) > MAX_OUTPUT_BYTES:
+        raise FaultError(f"srun wrote over {MAX_OUTPUT_BYTES} bytes; not read")
+    for node, (text, code) in parse_step(done.stdout).items():
+        results[node] = read_document(node, text, code)
+    for node in targets or []:
+        if node not in results:
+            results[node] = NodeResult(node, error=_missing_reason(node, done, request))
+    if not results:
+        raise FaultError(f"srun ran no task: {_last_line(done.stderr) or 'no message'}",
+                         hint="check the partition and node count (sinfo)")
+    return sorted(results.values(), key=lambda r: r.node)

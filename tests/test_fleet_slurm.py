@@ -1,0 +1,143 @@
+"""`neuronctl fleet doctor` and `--slurm-drain` against a real two-node Slurm cluster on this machine.
+
+Nodes differ only through Slurm: the cluster's TaskProlog exports NEURONCTL_SYSROOT (another
+driver) or PYTHONPATH (a leftover legacy package) per SLURMD_NODENAME.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from slurm_cluster import SlurmCluster, running_cluster, slurm_available
+from sysroots import build_host
+
+from neuronctl.ops.slurm_node import apply_slurm_drain, parse_show_node, scontrol
+
+pytestmark = pytest.mark.skipif(not slurm_available(), reason="needs slurm-wlm and munge (.ci/run)")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+    with running_cluster(tmp_path_factory.mktemp("slurm")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def hosts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("fleet-hosts")
+    legacy = root / "legacy-site"
+    (legacy / "torch_xla-2.9.0.dist-info").mkdir(parents=True)
+    (legacy / "torch_xla-2.9.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: torch-xla\nVersion: 2.9.0\n")
+    (legacy / "torch_xla").mkdir()
+    (legacy / "torch_xla" / "__init__.py").write_text("")
+    return {"trn2": build_host(root / "trn2", "trn2"),
+            "old-driver": build_host(root / "old-driver", "trn2", driver="2.30.1.0"),
+            "legacy-site": legacy}
+
+
+@pytest.fixture
+def slurm(cluster: SlurmCluster, monkeypatch: pytest.MonkeyPatch) -> SlurmCluster:
+    monkeypatch.setenv("SLURM_CONF", str(cluster.conf))
+    for node in ("node1", "node2"):
+        cluster.set_node_env(node)
+    return cluster
+
+
+def fleet_json(cli, *extra: str) -> tuple[int, dict]:
+    result = cli("fleet", "doctor", "--level", "1", "--timeout", "60", "--json", *extra)
+    return result.code, json.loads(result.out)
+
+
+def test_two_identical_nodes_pass(cli, slurm: SlurmCluster, hosts: dict[str, Path], tmp_path: Path) -> None:
+    for node in ("node1", "node2"):
+        slurm.set_node_env(node, NEURONCTL_SYSROOT=str(hosts["trn2"]))
+    code, doc = fleet_json(cli)
+    assert code == 0, doc
+    assert doc["summary"]["verdict"] == "pass" and doc["summary"]["groups"] == 1
+    assert [n["node"] for n in doc["nodes"]] == ["node1", "node2"]
+    assert all(n["doctor"]["environment"]["sysroot"] == str(hosts["trn2"]) for n in doc["nodes"])
+    assert doc["drift"]["differences"] == {} and doc["drift"]["not_answering"] == {}
+    junit = tmp_path / "fleet.xml"
+    assert cli("fleet", "doctor", "--level", "1", "--format", "junit", "-o", str(junit)).code == 0
+    cases = ET.parse(junit).getroot().findall(".//testcase")
+    assert sorted(c.get("name") for c in cases) == ["node1", "node2"]
+    assert not ET.parse(junit).getroot().findall(".//failure")
+
+
+def test_another_driver_is_drift_with_exactly_that_difference(cli, slurm: SlurmCluster,
+                                                                hosts: dict[str, Path]) -> None:
+    # Three-way majority needs three nodes; with two the baseline is the first node's group.
+    slurm.set_node_env("node1", NEURONCTL_SYSROOT=str(hosts["trn2"]))
+    slurm.set_node_env("node2", NEURONCTL_SYSROOT=str(hosts["old-driver"]))
+    code, doc = fleet_json(cli)
+    assert code == 1
+    assert doc["drift"]["baseline"]["nodes"] == ["node1"]
+    assert doc["drift"]["differences"] == {
+        "node2": {"driver": {"baseline": "2.31.7.0", "node": "2.30.1.0"}}}
+    text = cli("fleet", "doctor", "--level", "1")
+    assert text.code == 1 and "node2: differs: driver: 2.31.7.0 -> 2.30.1.0" in text.out
+    markdown = cli("fleet", "doctor", "--level", "1", "--format", "markdown")
+    assert "| :warning: drift | `node2` | differs: driver: 2.31.7.0 -> 2.30.1.0 |" in markdown.out
+
+
+def test_a_leftover_legacy_package_is_drift_and_a_failing_node(cli, slurm: SlurmCluster,
+                                                                 hosts: dict[str, Path]) -> None:
+    for node in ("node1", "node2"):
+        slurm.set_node_env(node, NEURONCTL_SYSROOT=str(hosts["trn2"]))
+    slurm.set_node_env("node2", NEURONCTL_SYSROOT=str(hosts["trn2"]),
+                       PYTHONPATH=str(hosts["legacy-site"]))
+    code, doc = fleet_json(cli, "--nodelist", "node[1-2]")
+    assert code == 1
+    assert doc["drift"]["differences"] == {
+        "node2": {"failed_checks": {"baseline": "none", "node": "packages.legacy-xla"}}}
+    assert doc["drift"]["failing"] == ["node2"]
+    node2 = next(n for n in doc["nodes"] if n["node"] == "node2")
+    legacy = next(c for c in node2["doctor"]["checks"] if c["id"] == "packages.legacy-xla")
+    assert "torch-xla" in legacy["message"] and node2["status"] == "fail"
+
+
+def _show(slurm: SlurmCluster, node: str):
+    return parse_show_node(slurm.run("scontrol", "show", "node", node).stdout)
+
+
+def test_slurm_drain_drains_and_resumes_only_its_own(slurm: SlurmCluster) -> None:
+    try:
+        outcome = apply_slurm_drain(["hardware.driver", "runtime.compat"], True, "node1", scontrol)
+        assert outcome.action == "drain"
+        state = _show(slurm, "node1")
+        assert state.drained and state.reason == "neuronctl: hardware.driver,runtime.compat"
+        assert apply_slurm_drain(["hardware.driver", "runtime.compat"], True, "node1").action == "none"
+        assert apply_slurm_drain([], False, "node1").action == "resume"
+        assert not _show(slurm, "node1").drained
+        # Drained by someone else: neither a pass nor a failure touches it.
+        assert slurm.run("scontrol", "update", "NodeName=node1", "State=DRAIN",
+                         "Reason=disk replacement").returncode == 0
+        assert apply_slurm_drain([], False, "node1").action == "none"
+        assert apply_slurm_drain(["hardware.driver"], True, "node1").action == "none"
+        state = _show(slurm, "node1")
+        assert state.drained and state.reason == "disk replacement"
+    finally:
+        slurm.run("scontrol", "update", "NodeName=node1", "State=RESUME")
+    slurm.wait_idle()
+
+
+def test_a_node_whose_slurmd_is_stopped_is_reported_within_the_timeout(
+        cli, slurm: SlurmCluster, hosts: dict[str, Path]) -> None:
+    for node in ("node1", "node2"):
+        slurm.set_node_env(node, NEURONCTL_SYSROOT=str(hosts["trn2"]))
+    slurm.stop_slurmd("node2")  # last test of the module: the cluster keeps one node from here on
+    started = time.monotonic()
+    result = cli("fleet", "doctor", "--level", "1", "--timeout", "20", "--json")
+    elapsed = time.monotonic() - started
+    doc = json.loads(result.out)
+    assert result.code == 1 and elapsed < 20 + 10
+    assert list(doc["drift"]["not_answering"]) == ["node2"], doc["drift"]["not_answering"]
+    assert doc["drift"]["not_answering"]["node2"]  # the reason: srun's error or Slurm's state
+    assert doc["drift"]["baseline"]["nodes"] == ["node1"]
+    assert doc["error"]["kind"] == "failed"
