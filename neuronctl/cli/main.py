@@ -24,6 +24,7 @@ from neuronctl.redact import redact
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "doctor": ("neuronctl.cli.cmd_doctor", "doctor",
                "Check a PyTorch-on-Neuron environment; CI-grade verdict."),
+    "cost": ("neuronctl.cli.cmd_cost", "cost", "Cost per million tokens and per job, per instance type."),
     "detect": ("neuronctl.cli.cmd_detect", "detect", "Show the Neuron hardware on this machine."),
     "env": ("neuronctl.cli.cmd_env", "env", "Dump the environment for a bug report."),
     "fleet": ("neuronctl.cli.cmd_fleet", "fleet",
@@ -36,6 +37,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "probe": ("neuronctl.cli.cmd_probe", "probe", "Run the device probe tiers alone."),
     "releases": ("neuronctl.cli.cmd_releases", "releases",
                  "Show what each Neuron release pins; import AWS manifests."),
+    "smoke": ("neuronctl.cli.cmd_smoke", "smoke",
+              "Run your model on the device, timed and checked against CPU."),
 }
 
 

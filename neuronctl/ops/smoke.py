@@ -1,0 +1,112 @@
+"""`neuronctl smoke` as an operation: a model's smoke run on the device, checked against CPU.
+
+The request is checked here, before anything runs (a MODULE:FACTORY that cannot be a module
+path, a --script that is not a file, step counts out of range: exit 2). Whether the module
+imports, the factory exists and returns the right shape is decided in the target interpreter,
+where the user's code lives; the script reports that as "bad-input", which is exit 2 as well.
+The doctor's level 3 calls `run_smoke` with the config's `model`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from neuronctl.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, InputError
+from neuronctl.ops.reporter import Event, Reporter
+from neuronctl.probes.smoke import MAX_STEPS, MAX_WARMUP, SmokeReport, SmokeSpec, run_smoke_script
+
+DEVICES = ("auto", "neuron", "cuda", "cpu")
+DEFAULT_TIMEOUT = 600.0
+"""Ten minutes: a first Neuron compilation of a real model takes minutes."""
+_DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
+MODEL_SPEC = re.compile(rf"(?P<module>{_DOTTED}):(?P<factory>{_DOTTED})")
+
+
+@dataclass(frozen=True)
+class SmokeRequest:
+    python: str
+    """The target interpreter (already resolved: neuronctl.probes.pyenv.resolve_python)."""
+    model: str | None = None
+    """MODULE:FACTORY, imported from `cwd` and the target's sys.path."""
+    script: Path | None = None
+    """A file defining make(); with neither, the built-in reference model runs."""
+    origin: str = "--model"
+    """Where `model` came from, for messages: "--model", or "config model" for the doctor."""
+    device: str = "auto"
+    steps: int = 10
+    warmup: int = 2
+    train: bool = False
+    compile: bool = False
+    timeout: float = DEFAULT_TIMEOUT
+    env: Mapping[str, str] | None = None
+    cwd: Path | None = None
+    """Where the target runs (MODULE:FACTORY is importable from there); default: ours."""
+
+
+@dataclass(frozen=True)
+class SmokeOutcome:
+    report: SmokeReport
+
+    @property
+    def ok(self) -> bool:
+        return self.report.ok
+
+    @property
+    def bad_input(self) -> bool:
+        return self.report.outcome == "bad-input"
+
+    @property
+    def exit_code(self) -> int:
+        """0 passed; 2 the model named cannot be used (bad input); 1 any other failure."""
+        return EXIT_OK if self.ok else EXIT_USAGE if self.bad_input else EXIT_FAILED
+
+    def to_json(self) -> dict[str, Any]:
+        return self.report.to_json()
+
+
+def check_model_spec(spec: str, origin: str = "--model") -> str:
+    """MODULE:FACTORY as given, or exit 2 saying what is wrong with it."""
+    if not MODEL_SPEC.fullmatch(spec):
+        raise InputError(f"{origin} {spec!r}: expected MODULE:FACTORY, e.g. mypkg.models:make "
+                         "(a dotted module path, a colon, and the name of a function in it)")
+    return spec
+
+
+def _spec(request: SmokeRequest) -> SmokeSpec:
+    if request.model is not None and request.script is not None:
+        raise InputError("--model and --script: give one of them")
+    if request.device not in DEVICES:
+        raise InputError(f"--device {request.device!r}: expected one of {', '.join(DEVICES)}")
+    if not 1 <= request.steps <= MAX_STEPS:
+        raise InputError(f"--steps {request.steps}: expected 1 to {MAX_STEPS}")
+    if not 1 <= request.warmup <= MAX_WARMUP:
+        raise InputError(f"--warmup {request.warmup}: expected 1 to {MAX_WARMUP} (the first "
+                         "warm-up step is the one compared with CPU)")
+    script = None
+    if request.script is not None:
+        path = request.script.expanduser()
+        if not path.is_file():
+            raise InputError(f"--script {request.script}: no such file")
+        script = str(path.resolve())
+    model = check_model_spec(request.model, request.origin) if request.model is not None else None
+    return SmokeSpec(model=model, script=script, origin="--script" if script else request.origin,
+                     device=request.device, warmup=request.warmup, steps=request.steps,
+                     train=request.train, compile=request.compile)
+
+
+def run_smoke(request: SmokeRequest, reporter: Reporter) -> SmokeOutcome:
+    """Run the model in the target interpreter and compare it with CPU. Raises InputError only
+    for a request that is wrong on its face; everything the run finds is in the outcome."""
+    spec = _spec(request)
+    mode = "a training step" if spec.train else "inference"
+    reporter.emit(Event("step", f"smoke: {spec.label}, {mode} on {spec.device} in {request.python}",
+                        {"model": spec.label, "device": spec.device}))
+    report = run_smoke_script(request.python, spec, request.timeout, request.env,
+                              None if request.cwd is None else str(request.cwd))
+    reporter.emit(Event("done", f"smoke: {report.outcome}: {report.detail}",
+                        {"outcome": report.outcome}))
+    return SmokeOutcome(report)

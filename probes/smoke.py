@@ -1,0 +1,418 @@
+"""A model's smoke run in the target interpreter: running it, and reading what it reported.
+
+Running: probes/scripts/smoke_run.py in the target through target_run (a private result
+channel, a deadline, the whole process group killed at the end), exactly as the device probe
+runs. Parsing (`parse_smoke`): a pure function from the channel's lines and how the interpreter
+ended to a report. Every line is validated against what is due next: the stages in order, each
+step numbered in turn, a result that agrees with what was asked (every step run, the CPU
+comparison present); a torch or a model that forges lines cannot make a failed run pass.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import signal
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from neuronctl.probes.target_run import TargetScript, last_line, printable
+
+STAGES: tuple[str, ...] = ("import", "device", "load", "build", "move", "warmup", "steps",
+                           "reference", "compare")
+"""The script's stages, in order (keep in step with probes/scripts/smoke_run.py)."""
+HELLO = {"type": "hello", "smoke": "neuronctl-smoke", "version": 1}
+BAD_INPUT_STAGES = ("load", "build", "warmup")
+LINE_CAP = 8192
+CHANNEL_CAP = 256 * 1024
+MAX_STEPS = 1000
+MAX_WARMUP = 100
+
+Outcome = Literal["ok", "failed", "bad-input", "timeout", "crashed", "no-torch", "error"]
+
+
+@dataclass(frozen=True)
+class SmokeSpec:
+    """What to run: the model (a factory MODULE:FACTORY, a script defining make(), or neither for
+    the built-in reference model), where, and how."""
+
+    model: str | None = None
+    script: str | None = None
+    origin: str = "--model"
+    """The flag or config key that named the model, for messages."""
+    device: str = "auto"
+    warmup: int = 2
+    steps: int = 10
+    train: bool = False
+    compile: bool = False
+
+    @property
+    def label(self) -> str:
+        if self.script:
+            return f"{self.script}:make"
+        return self.model or "built-in reference model"
+
+    def argv(self) -> list[str]:
+        return [json.dumps({"model": self.model, "script": self.script, "origin": self.origin,
+                            "device": self.device, "warmup": self.warmup, "steps": self.steps,
+                            "train": self.train, "compile": self.compile})]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The device's first step against the same step on CPU: outputs, or (--train) gradients."""
+
+    what: str
+    ok: bool
+    max_abs: float
+    max_rel: float
+    """max abs error over the reference tensor's largest finite magnitude."""
+    worst: str | None
+    tensors: int
+    dtype: str | None
+    rtol: float | None
+    atol: float | None
+    """A fraction of the reference tensor's largest magnitude."""
+    problem: str | None
+
+
+def _p90(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    return ordered[max(math.ceil(0.9 * len(ordered)) - 1, 0)]  # nearest rank
+
+
+@dataclass(frozen=True)
+class SmokeReport:
+    spec: SmokeSpec
+    outcome: Outcome
+    detail: str
+    stage: str | None = None
+    """The stage the run ended in: where it failed, or "compare" when it passed."""
+    step: int | None = None
+    """The warm-up or timed step (from 1) it failed in."""
+    where: str | None = None
+    """file:line of the innermost frame of the error (usually the model's own code)."""
+    torch: str | None = None
+    device: str | None = None
+    params: int | None = None
+    dtype: str | None = None
+    tokens_per_step: int | None = None
+    warmup_ms: tuple[float, ...] = ()
+    step_ms: tuple[float, ...] = ()
+    peak_memory_bytes: int | None = None
+    comparisons: tuple[Comparison, ...] = ()
+    wall_ms: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "ok"
+
+    @property
+    def first_step_ms(self) -> float | None:
+        """The first warm-up step: compilation (--compile, or a lazy backend) lands here."""
+        return self.warmup_ms[0] if self.warmup_ms else None
+
+    @property
+    def median_ms(self) -> float | None:
+        return statistics.median(self.step_ms) if self.step_ms else None
+
+    @property
+    def p90_ms(self) -> float | None:
+        return _p90(self.step_ms) if self.step_ms else None
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        median = self.median_ms
+        if not self.tokens_per_step or not median or not self.ok:
+            return None
+        return self.tokens_per_step / (median / 1000)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("spec")
+        data["comparisons"] = {c.what: {k: v for k, v in asdict(c).items() if k != "what"}
+                               for c in self.comparisons}
+        return {"ok": self.ok, "model": self.spec.label, "requested_device": self.spec.device,
+                "train": self.spec.train, "compile": self.spec.compile, **data,
+                "first_step_ms": self.first_step_ms, "median_ms": self.median_ms,
+                "p90_ms": self.p90_ms, "tokens_per_s": self.tokens_per_s}
+
+
+@dataclass(frozen=True)
+class SmokeExit:
+    """How the script's interpreter ended, beside the lines it wrote."""
+
+    returncode: int | None
+    """Exit status (negative: killed by that signal); None when killed at the deadline."""
+    timeout: float
+    wall_ms: float
+    stderr_tail: str = ""
+    channel_overflow: bool = False
+
+
+class MalformedLine(ValueError):
+    """A line on the channel that is not a record due at that point."""
+
+
+def _text(value: object, what: str, limit: int = 500, *, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or len(value) > limit:
+        raise MalformedLine(f"{what} is not a string of at most {limit} characters")
+    return printable(value, limit)
+
+
+def _count(value: object, what: str, *, optional: bool = False, low: int = 0) -> int | None:
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= 2**63:
+        raise MalformedLine(f"{what} is not a whole number")
+    return value
+
+
+def _number(value: object, what: str, *, optional: bool = False) -> float | None:
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1e30:
+        raise MalformedLine(f"{what} is not a number")
+    return float(value)
+
+
+def _fields(record: Mapping[str, Any], allowed: set[str]) -> None:
+    extra = set(record) - allowed - {"type"}
+    if extra:
+        raise MalformedLine(f"unexpected field {printable(str(min(extra)), 40)!r}")
+
+
+COMPARISON_KEYS = {"ok", "max_abs", "max_rel", "worst", "tensors", "dtype", "rtol", "atol", "problem"}
+
+
+def _comparison(what: str, raw: object) -> Comparison:
+    if not isinstance(raw, dict) or set(raw) != COMPARISON_KEYS or not isinstance(raw["ok"], bool):
+        raise MalformedLine(f"the {what} comparison is not a comparison record")
+    return Comparison(
+        what, raw["ok"], _number(raw["max_abs"], "max_abs") or 0.0,
+        _number(raw["max_rel"], "max_rel") or 0.0, _text(raw["worst"], "worst", 200, optional=True),
+        _count(raw["tensors"], "tensors") or 0, _text(raw["dtype"], "dtype", 40, optional=True),
+        _number(raw["rtol"], "rtol", optional=True), _number(raw["atol"], "atol", optional=True),
+        _text(raw["problem"], "problem", 500, optional=True))
+
+
+@dataclass
+class _Reading:
+    greeted: bool = False
+    stages: list[str] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)
+    warmup: list[float] = field(default_factory=list)
+    steps: list[float] = field(default_factory=list)
+    result: dict[str, Any] | None = None
+    comparisons: tuple[Comparison, ...] = ()
+    malformed: str | None = None
+
+    @property
+    def stage(self) -> str | None:
+        return self.stages[-1] if self.stages else None
+
+
+def _device(value: object) -> str:
+    if value not in ("neuron", "cuda", "cpu"):
+        raise MalformedLine("device is not neuron, cuda or cpu")
+    return str(value)
+
+
+INFO: dict[str, Callable[[object], object]] = {
+    "torch": lambda v: _text(v, "torch", 64),
+    "device": _device,
+    "params": lambda v: _count(v, "params"),
+    "dtype": lambda v: _text(v, "dtype", 40, optional=True),
+    "tokens_per_step": lambda v: _count(v, "tokens_per_step", optional=True, low=1),
+}
+"""The facts an info record may carry, each with its validator."""
+
+
+def _take(reading: _Reading, record: Mapping[str, Any], spec: SmokeSpec) -> None:
+    kind = record.get("type")
+    if kind == "stage":
+        _fields(record, {"stage"})
+        due = STAGES[len(reading.stages)] if len(reading.stages) < len(STAGES) else None
+        if due is None or record.get("stage") != due:
+            raise MalformedLine(f"stage {printable(str(record.get('stage')), 40)!r} where {due} was due")
+        reading.stages.append(due)
+    elif kind == "info":
+        _fields(record, set(INFO))
+        reading.info.update({key: INFO[key](value) for key, value in record.items() if key != "type"})
+    elif kind == "step":
+        _step(reading, record, spec)
+    elif kind == "result":
+        _result(reading, record)
+    else:
+        raise MalformedLine(f"a record of type {printable(str(kind), 40)!r}")
+
+
+def _step(reading: _Reading, record: Mapping[str, Any], spec: SmokeSpec) -> None:
+    _fields(record, {"phase", "i", "ms"})
+    phase = {"warmup": "warmup", "steps": "timed"}.get(reading.stage or "")
+    times, limit = (reading.warmup, spec.warmup) if phase == "warmup" else (reading.steps, spec.steps)
+    if phase is None or record.get("phase") != phase:
+        raise MalformedLine(f"a {printable(str(record.get('phase')), 40)} step in stage {reading.stage}")
+    if record.get("i") != len(times) + 1 or len(times) >= limit:
+        raise MalformedLine(f"step {printable(str(record.get('i')), 20)} where {len(times) + 1} was due")
+    times.append(_number(record.get("ms"), "ms") or 0.0)
+
+
+def _result(reading: _Reading, record: Mapping[str, Any]) -> None:
+    _fields(record, {"result", "error", "where", "compare", "peak_memory_bytes"})
+    result = record.get("result")
+    if result not in ("ok", "fail", "bad-input"):
+        raise MalformedLine(f"result {printable(str(result), 40)!r}")
+    if result == "bad-input" and reading.stage not in BAD_INPUT_STAGES:
+        raise MalformedLine(f"a bad-input result in stage {reading.stage}")
+    compare = record.get("compare")
+    if compare is not None:
+        if not isinstance(compare, dict) or not set(compare) <= {"outputs", "gradients"}:
+            raise MalformedLine("compare is not a table of outputs and gradients")
+        reading.comparisons = tuple(_comparison(k, compare[k]) for k in ("outputs", "gradients")
+                                    if k in compare)
+    reading.result = {"result": result,
+                      "error": _text(record.get("error"), "error", optional=result == "ok"),
+                      "where": _text(record.get("where"), "where", 300, optional=True),
+                      "peak": _count(record.get("peak_memory_bytes"), "peak_memory_bytes", optional=True)}
+
+
+def _read(lines: Sequence[str], spec: SmokeSpec) -> _Reading:
+    reading = _Reading()
+    with contextlib.suppress(ValueError, RecursionError):
+        reading.greeted = bool(lines) and json.loads(lines[0]) == HELLO
+    if not reading.greeted:
+        return reading
+    for line in lines[1:]:
+        try:
+            if reading.result is not None:
+                raise MalformedLine("a line after the result")
+            if len(line) > LINE_CAP:
+                raise MalformedLine(f"a line of {len(line)} characters")
+            try:
+                record = json.loads(line)
+            except (ValueError, RecursionError):
+                raise MalformedLine("not JSON") from None
+            if not isinstance(record, dict):
+                raise MalformedLine("not a JSON object")
+            _take(reading, record, spec)
+        except MalformedLine as exc:
+            reading.malformed = str(exc)
+            break
+    return reading
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def _in_progress(reading: _Reading) -> tuple[str | None, int | None]:
+    """The stage the run was in and, while stepping, the step it had begun."""
+    stage = reading.stage
+    if stage == "warmup":
+        return stage, len(reading.warmup) + 1
+    if stage == "steps":
+        return stage, len(reading.steps) + 1
+    return stage, None
+
+
+def position(stage: str | None, step: int | None) -> str:
+    """Where a run ended, as a message says it: 'warm-up step 1', 'timed step 3', 'stage build'."""
+    if step is not None and stage in ("warmup", "steps"):
+        return f"{'warm-up' if stage == 'warmup' else 'timed'} step {step}"
+    return f"stage {stage}" if stage else "start-up"
+
+
+def describe_mismatch(c: Comparison) -> str:
+    """'outputs differ from CPU at output[0]: max abs error 0.5, max rel error 0.1 (float32:
+    rtol 0.01, atol 0.001)'."""
+    if c.problem:
+        return f"{c.what} differ from CPU: {c.problem}"
+    return (f"{c.what} differ from CPU at {c.worst}: max abs error {c.max_abs:.3g}, max rel error "
+            f"{c.max_rel:.3g} ({c.dtype}: rtol {c.rtol:g}, atol {c.atol:g} of the largest value)")
+
+
+def _finished(reading: _Reading, spec: SmokeSpec) -> tuple[Outcome, str]:
+    """The outcome of a run that wrote its result line."""
+    assert reading.result is not None
+    result, error = reading.result["result"], reading.result["error"] or ""
+    stage, step = _in_progress(reading)
+    if result == "bad-input":
+        return "bad-input", error
+    if result == "fail":
+        if stage == "import" and "No module named 'torch'" in error:
+            return "no-torch", "torch is not installed in the target environment"
+        mismatch = next((c for c in reading.comparisons if not c.ok), None)
+        if mismatch is not None:
+            return "failed", describe_mismatch(mismatch)
+        where = reading.result["where"]
+        return "failed", f"{error} ({position(stage, step)}{f', at {where}' if where else ''})"
+    whole = (stage == "compare" and len(reading.warmup) == spec.warmup and len(reading.steps) == spec.steps
+             and [c.what for c in reading.comparisons] == (["outputs", "gradients"] if spec.train
+                                                           else ["outputs"])
+             and all(c.ok for c in reading.comparisons))
+    if not whole:
+        return "error", "malformed smoke output: a passing result for a run that did not finish"
+    return "ok", f"{spec.label} ran on {reading.info.get('device')} and matches CPU"
+
+
+def parse_smoke(spec: SmokeSpec, lines: Sequence[str], end: SmokeExit) -> SmokeReport:
+    """The report from what the script wrote on its channel and how its interpreter ended."""
+    reading = _read(lines, spec)
+    stage, step = _in_progress(reading)
+    here = position(stage, step)
+    outcome: Outcome
+    if not reading.greeted:
+        outcome, detail = "error", (f"the interpreter did not run the smoke script: "
+                                    f"{_ended(end)}: {last_line(end.stderr_tail)}")
+    elif reading.malformed is not None:
+        outcome, detail = "error", f"malformed smoke output ({here}): {reading.malformed}"
+    elif reading.result is not None:
+        outcome, detail = _finished(reading, spec)
+    elif end.channel_overflow:
+        outcome, detail = "error", f"the smoke script wrote more than its channel holds ({here})"
+    elif end.returncode is None:
+        outcome, detail = "timeout", f"timed out after {end.timeout:g}s in {here}"
+    elif end.returncode < 0:
+        outcome, detail = "crashed", f"the interpreter crashed with {_signal_name(end.returncode)} in {here}"
+    else:
+        outcome, detail = "error", (f"the interpreter exited {end.returncode} in {here} without a "
+                                    f"result: {last_line(end.stderr_tail)}")
+    info, result = reading.info, reading.result or {}
+    return SmokeReport(
+        spec, outcome, detail, stage, None if outcome == "ok" else step, result.get("where"),
+        info.get("torch"), info.get("device"), info.get("params"), info.get("dtype"),
+        info.get("tokens_per_step"), tuple(reading.warmup), tuple(reading.steps), result.get("peak"),
+        reading.comparisons, end.wall_ms)
+
+
+def _ended(end: SmokeExit) -> str:
+    if end.returncode is None:
+        return f"no answer within {end.timeout:g}s"
+    return f"exit {end.returncode}" if end.returncode >= 0 else _signal_name(end.returncode)
+
+
+def run_smoke_script(python: str, spec: SmokeSpec, timeout: float,
+                     env: Mapping[str, str] | None = None, cwd: str | None = None) -> SmokeReport:
+    """Run the smoke script in `python` (from `cwd`, where MODULE:FACTORY is imported from)."""
+    proc_env = dict(os.environ if env is None else env)
+    proc_env.setdefault("PYTHONUNBUFFERED", "1")
+    try:
+        script = TargetScript(python, "smoke_run.py", spec.argv(), env=proc_env, cwd=cwd)
+    except OSError as exc:
+        return SmokeReport(spec, "error", f"cannot run {python}: {exc.strerror or exc}")
+    run = script.collect(timeout, CHANNEL_CAP)
+    lines = run.channel.decode("utf-8", errors="replace").split("\n")
+    if lines[-1] == "":
+        lines.pop()  # what follows the last newline; a partial line stays, and is malformed
+    return parse_smoke(spec, lines, SmokeExit(run.returncode, timeout, run.wall_ms,
+                                              run.stderr_tail, run.channel_overflow))
