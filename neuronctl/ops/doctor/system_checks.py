@@ -1,0 +1,213 @@
+"""Doctor checks for the system around the Python stack, from the failures Neuron users report:
+another process holding the NeuronCores, a kernel upgraded without a DKMS rebuild, mixed package
+generations or two runtime libraries, devices a container or a user cannot reach."""
+
+from __future__ import annotations
+
+import os
+import shlex
+
+from neuronctl.manifest import Release
+from neuronctl.ops.doctor.facts import Facts
+from neuronctl.ops.doctor.fixes import public
+from neuronctl.ops.doctor.runner import Outcome
+from neuronctl.probes.system_facts import (
+    DeviceAccess,
+    KernelModuleState,
+    descends_from,
+    find_device_holders,
+    read_device_access,
+    read_kernel_modules,
+)
+from neuronctl.probes.system_packages import (
+    OLD_GENERATION,
+    SystemPackages,
+    find_runtime_libraries,
+    read_system_packages,
+)
+
+SYSTEM_KEYS = ("aws-neuronx-dkms", "aws-neuronx-runtime-lib", "aws-neuronx-collectives",
+               "aws-neuronx-tools")
+
+
+def _uses_dpkg(f: Facts) -> bool:
+    return f.sysroot.exists("/var/lib/dpkg/status") or not f.sysroot.path("/var/lib/rpm").is_dir()
+
+
+# ------------------------------------------------------------------------------ device.holders
+
+def check_device_holders(f: Facts) -> Outcome:
+    scan = find_device_holders(f.sysroot)
+    me = os.getpid()
+    holders = [h for h in scan.holders
+               if not (f.sysroot.is_host and descends_from(f.sysroot, h.pid, me))]
+    details = [h.describe() for h in holders]
+    if scan.unreadable:
+        details.append(f"{scan.unreadable} process(es) could not be inspected (another user's): "
+                       "run as root to see every holder")
+    if not holders:
+        if not f.sysroot.glob("/dev", "neuron*"):
+            return Outcome("skip", "no /dev/neuron* nodes: nothing to hold", None, tuple(details))
+        return Outcome("pass", "no other process holds /dev/neuron*", None, tuple(details))
+    stale = [h for h in holders if h.zombie or h.parent_gone]
+    message = (f"{len(holders)} process(es) hold Neuron devices; a new run cannot get those "
+               "NeuronCores (nrt_allocate_neuron_cores fails at start-up)")
+    if stale:
+        message += f"; {len(stale)} of them left behind (zombie or parent gone)"
+    fix = "kill " + " ".join(str(h.pid) for h in holders)
+    zombie_parents = sorted({h.ppid for h in holders if h.zombie and h.ppid and h.ppid > 1})
+    if zombie_parents:  # a zombie goes only when its parent reaps it or exits
+        fix += " && kill " + " ".join(str(p) for p in zombie_parents)
+    fix += ("  # or share the chip: give each job its own cores with "
+            "NEURON_RT_VISIBLE_CORES=<first>-<last>")
+    return Outcome("warn", message, fix, tuple(details))
+
+
+# ---------------------------------------------------------------- hardware.driver: the kernel
+
+def _dkms_version(state: KernelModuleState, f: Facts) -> str:
+    versions = [v for name, v in state.dkms_versions() if name == "aws-neuronx"]
+    if versions:
+        return versions[-1]
+    packaged = read_system_packages(f.sysroot).packages.get("aws-neuronx-dkms")
+    return packaged or f.selection.release.system.get("aws-neuronx-dkms", "<version>")
+
+
+def _rebuild_fix(f: Facts, kernel: str, version: str) -> str:
+    headers = (["sudo", "apt-get", "install", "-y", f"linux-headers-{kernel}"] if _uses_dpkg(f)
+               else ["sudo", "yum", "install", "-y", f"kernel-devel-{kernel}"])
+    steps = [headers, ["sudo", "dkms", "install", "-m", "aws-neuronx", "-v", version, "-k", kernel],
+             ["sudo", "modprobe", "neuron"]]
+    return " && ".join(shlex.join(s) for s in steps)
+
+
+def check_driver_kernel(f: Facts) -> Outcome:
+    """The driver module against the running kernel (extends `hardware.driver`)."""
+    state = read_kernel_modules(f.sysroot)
+    if state.kernel is None:
+        return Outcome("skip", "running kernel release unknown (/proc/sys/kernel/osrelease)")
+    built = {k: v for k, v in state.modules_by_kernel.items() if v}
+    dkms_kernels = sorted({k for versions in state.dkms.values() for ks in versions.values()
+                           for k in ks})
+    details = [f"running kernel: {state.kernel}"]
+    details += [f"neuron module for {k}: {', '.join(v)}" for k, v in sorted(built.items())]
+    details += [f"dkms {name}/{version}: built for {', '.join(state.dkms[name][version]) or 'none'}"
+                for name, version in state.dkms_versions()]
+    if state.loaded_version:
+        details.append(f"loaded module: {state.loaded_version}")
+    if not built and not state.dkms and not state.loaded_version:
+        return Outcome("skip", "no neuron driver module installed (see hardware.driver)", None,
+                       tuple(details))
+    if state.module_for_running_kernel:
+        return Outcome("pass", f"neuron module built for the running kernel {state.kernel}", None,
+                       tuple(details))
+    others = sorted(set(built) | set(dkms_kernels))
+    fix = _rebuild_fix(f, state.kernel, _dkms_version(state, f))
+    elsewhere = f" (built for {', '.join(others)})" if others else ""
+    if state.loaded_version:
+        return Outcome("warn", f"the loaded neuron module has no file for kernel {state.kernel}"
+                               f"{elsewhere}: it cannot be loaded again after a reboot or rmmod",
+                       fix, tuple(details))
+    return Outcome("fail", f"no neuron module for the running kernel {state.kernel}{elsewhere}: "
+                           "the kernel was upgraded without a DKMS rebuild", fix, tuple(details))
+
+
+# ------------------------------------------------------------------------------ packages.system
+
+def _release_of(f: Facts, key: str, version: str) -> Release | None:
+    want = public(version)
+    return next((r for r in reversed(f.manifest.releases)
+                 if public(r.system.get(key, "")) == want), None)
+
+
+def _generation_problems(f: Facts, pk: SystemPackages) -> tuple[list[str], str | None]:
+    old = [p for p in OLD_GENERATION if p in pk.packages]
+    new = [p for p in pk.packages if p.startswith("aws-neuronx-")]
+    if not (old and new):
+        return [], None
+    problems = [f"old-generation {', '.join(old)} installed beside {', '.join(sorted(new))}"]
+    problems += [f"{p} still owns {', '.join(files)} (an old libnrt shadows the new runtime: "
+                 "'undefined symbol: nrt_*')" for p, files in pk.old_generation_libnrt.items()]
+    engine = ["sudo", "apt-get", "remove", "-y"] if _uses_dpkg(f) else ["sudo", "yum", "remove", "-y"]
+    return problems, shlex.join([*engine, *old])
+
+
+def _release_problems(f: Facts, pk: SystemPackages) -> tuple[list[str], str | None]:
+    release = f.selection.release
+    problems, pins = [], []
+    for key in SYSTEM_KEYS:
+        have, want = pk.packages.get(key), release.system.get(key)
+        if not have or not want or public(have) == public(want):
+            continue
+        origin = _release_of(f, key, have)
+        problems.append(f"{key} {have} is from {f'Neuron {origin.version}' if origin else 'another release'}"
+                        f"; the Python stack is Neuron {release.version} ({want})")
+        pins.append(f"{key}={want}*")
+    if not pins:
+        return problems, None
+    engine = ["sudo", "apt-get", "install", "-y"] if _uses_dpkg(f) else ["sudo", "yum", "install", "-y"]
+    return problems, shlex.join([*engine, *(p if _uses_dpkg(f) else p.replace("=", "-") for p in pins)])
+
+
+def check_system_packages(f: Facts) -> Outcome:
+    pk = read_system_packages(f.sysroot)
+    libraries = find_runtime_libraries(f.sysroot, f.environ)
+    details = [f"{name} {version} ({pk.source})" for name, version in sorted(pk.packages.items())]
+    details += [f"libnrt in {lib.directory}: {', '.join(lib.files)} -> {lib.real}" for lib in libraries]
+    generation, generation_fix = _generation_problems(f, pk)
+    if generation:
+        return Outcome("fail", "mixed Neuron package generations: " + "; ".join(generation),
+                       generation_fix, tuple(details))
+    problems: list[str] = []
+    fix = None
+    if len(libraries) > 1:
+        problems.append(f"{len(libraries)} different libnrt.so on the loader path; the first "
+                        f"({libraries[0].directory}) wins")
+        fix = "remove the stray copies (or drop them from LD_LIBRARY_PATH), keeping " \
+              "/opt/aws/neuron/lib"
+    release_problems, release_fix = _release_problems(f, pk)
+    problems += release_problems
+    fix = release_fix or fix
+    if problems:
+        return Outcome("warn", "; ".join(problems), fix, tuple(details))
+    if not pk.packages and not libraries:
+        return Outcome("skip", "no Neuron system packages (dpkg/rpm) and no libnrt found", None,
+                       tuple(details))
+    return Outcome("pass", f"{len(pk.packages)} Neuron system package(s) from Neuron "
+                           f"{f.selection.release.version}, one runtime library", None, tuple(details))
+
+
+# ------------------------------------------------------------------------------- device.access
+
+def _container_fix(acc: DeviceAccess) -> str:
+    count = max(acc.host_devices, 1)
+    flags = " ".join(f"--device=/dev/neuron{i}" for i in range(count))
+    if acc.kubernetes:
+        return (f"request the devices from the Neuron device plugin: resources.limits "
+                f"aws.amazon.com/neuron: {count} (or aws.amazon.com/neuroncore)")
+    return f"docker run {flags} ..."
+
+
+def check_device_access(f: Facts, uid: int | None = None,
+                        groups: set[int] | None = None) -> Outcome:
+    acc = read_device_access(f.sysroot, uid, groups)
+    details = [f"container: {', '.join(acc.container_evidence)}"] if acc.in_container else []
+    details += [f"node: {n}" for n in acc.nodes]
+    if acc.denied:
+        return Outcome("fail", f"{len(acc.denied)} of {len(acc.nodes)} /dev/neuron* node(s) are not "
+                               f"readable and writable by this user: {', '.join(acc.denied)}",
+                       "sudo chmod 0666 /dev/neuron*  # for good: a udev rule, e.g. "
+                       "KERNEL==\"neuron*\", MODE=\"0666\" in /etc/udev/rules.d/neuron.rules",
+                       tuple(details))
+    if acc.nodes:
+        return Outcome("pass", f"{len(acc.nodes)} /dev/neuron* node(s) readable and writable",
+                       None, tuple(details))
+    if acc.in_container and acc.host_devices:
+        return Outcome("fail", f"inside a container without /dev/neuron*, on a host with "
+                               f"{acc.host_devices} Neuron device(s): the devices were not passed in",
+                       _container_fix(acc), tuple(details))
+    if acc.in_container:
+        return Outcome("skip", "inside a container without /dev/neuron* and no Neuron device "
+                               "seen: on a Neuron host, pass the devices in (--device=/dev/neuron0 "
+                               "...)", None, tuple(details))
+    return Outcome("skip", "no /dev/neuron* nodes (see hardware.driver)", None, tuple(details))

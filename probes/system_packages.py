@@ -1,0 +1,185 @@
+"""The Neuron system packages (dpkg, rpm) and the runtime libraries the loader can find, read
+under a SysRoot; and neuron-ls's JSON in both of its forms."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from neuronctl.probes.dpkg import STATUS_FILE, parse_dpkg_status
+from neuronctl.probes.sysroot import SysRoot
+from neuronctl.probes.system_facts import read_bounded
+from neuronctl.probes.tools import Runner, run_tool
+
+MAX_DPKG_STATUS = 32 * 1024 * 1024
+MAX_LIST_FILE = 1024 * 1024
+MAX_LD_CONF_FILES = 64
+# The first generation's names (Inf1 era); beside an aws-neuronx-* stack they break it.
+OLD_GENERATION = ("aws-neuron-dkms", "aws-neuron-tools", "aws-neuron-runtime",
+                  "aws-neuron-runtime-base")
+STANDARD_LIB_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/lib/x86_64-linux-gnu",
+                     "/usr/local/lib")
+_RPM_LINE = re.compile(r"(aws-neuron[A-Za-z0-9._+-]*) ([A-Za-z0-9._+~-]+)")
+
+
+@dataclass(frozen=True)
+class SystemPackages:
+    packages: dict[str, str]
+    """Installed aws-neuron* package -> upstream version."""
+    source: str
+    """"dpkg", "rpm", "dpkg+rpm" or "none"."""
+    old_generation_libnrt: dict[str, tuple[str, ...]]
+    """Old-generation package -> the libnrt files its dpkg file list still claims."""
+
+
+def _rpm_packages(root: SysRoot, runner: Runner) -> dict[str, str] | None:
+    """aws-neuron* from `rpm -qa` (with a time limit); None when there is no rpm database."""
+    if not root.path("/var/lib/rpm").is_dir() or shutil.which("rpm") is None:
+        return None
+    argv = ["rpm", "-qa", "--qf", "%{NAME} %{VERSION}\\n", "aws-neuron*"]
+    if not root.is_host:
+        argv[1:1] = ["--root", str(root.root)]
+    result = runner(argv, 10.0)
+    if result.error or result.returncode != 0:
+        return None
+    found = {}
+    for line in result.stdout.splitlines()[:1000]:
+        match = _RPM_LINE.fullmatch(line.strip())
+        if match:
+            found[match[1]] = match[2]
+    return found
+
+
+def _libnrt_claims(root: SysRoot, package: str) -> tuple[str, ...]:
+    text = read_bounded(root.path(f"/var/lib/dpkg/info/{package}.list"), MAX_LIST_FILE) or ""
+    return tuple(line for line in text.splitlines() if "/libnrt.so" in line)
+
+
+def read_system_packages(root: SysRoot, runner: Runner = run_tool) -> SystemPackages:
+    text = read_bounded(root.path(STATUS_FILE), MAX_DPKG_STATUS)
+    dpkg = parse_dpkg_status(text) if text else {}
+    rpm = _rpm_packages(root, runner)
+    packages = {**(rpm or {}), **dpkg}
+    source = "+".join(s for s, on in (("dpkg", bool(dpkg)), ("rpm", bool(rpm))) if on) or "none"
+    claims = {p: _libnrt_claims(root, p) for p in OLD_GENERATION if p in dpkg}
+    return SystemPackages(packages, source, {p: c for p, c in claims.items() if c})
+
+
+# ------------------------------------------------------------------------- libnrt on the loader
+
+@dataclass(frozen=True)
+class RuntimeLibrary:
+    directory: str
+    files: tuple[str, ...]
+    real: str
+    """The file the names resolve to, as shown on the system (two directories holding links to
+    one file hold one library)."""
+
+
+def _ld_conf_dirs(root: SysRoot) -> list[str]:
+    dirs: list[str] = []
+    pending = [root.path("/etc/ld.so.conf")]
+    seen: set[Path] = set()
+    while pending and len(seen) < MAX_LD_CONF_FILES:
+        conf = pending.pop(0)
+        if conf in seen:
+            continue
+        seen.add(conf)
+        for raw in (read_bounded(conf) or "").splitlines():
+            line = raw.split("#", 1)[0].strip()
+            if line.startswith("include "):
+                pattern = line.split(None, 1)[1]
+                parent, _, glob = pattern.rpartition("/")
+                pending.extend(root.glob(parent or "/etc", glob)[:MAX_LD_CONF_FILES])
+            elif line.startswith("/"):
+                dirs.append(line)
+    return dirs
+
+
+def _resolve_in_root(root: SysRoot, path: Path) -> Path:
+    """Follow symbolic links the way the inspected system would: an absolute target is read
+    under the root, not on this machine."""
+    for _ in range(16):
+        try:
+            target = os.readlink(path)
+        except OSError:
+            return path
+        path = root.path(target) if target.startswith("/") else path.parent / target
+    return path
+
+
+def loader_dirs(root: SysRoot, environ: Mapping[str, str]) -> list[str]:
+    """Where the dynamic loader looks for libnrt, in its order: LD_LIBRARY_PATH, the Neuron
+    directory, ld.so.conf, the standard directories."""
+    ordered = [d for d in environ.get("LD_LIBRARY_PATH", "").split(":") if d.startswith("/")]
+    ordered += ["/opt/aws/neuron/lib", *_ld_conf_dirs(root), *STANDARD_LIB_DIRS]
+    return list(dict.fromkeys(os.path.normpath(d) for d in ordered))[:256]
+
+
+def find_runtime_libraries(root: SysRoot, environ: Mapping[str, str]) -> list[RuntimeLibrary]:
+    """Every distinct libnrt.so* the loader could pick, one entry per real file."""
+    found: dict[str, RuntimeLibrary] = {}
+    for directory in loader_dirs(root, environ):
+        files = root.glob(directory, "libnrt.so*")
+        if not files:
+            continue
+        real = root.display(_resolve_in_root(root, files[0]))
+        if real not in found:
+            found[real] = RuntimeLibrary(directory, tuple(f.name for f in files), real)
+    return list(found.values())
+
+
+# ---------------------------------------------------------------------------------- neuron-ls
+
+NEURON_LS_FORMS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # Neuron 2.34 retires --json-output for --output-format json: try the new form first.
+    ("output-format", ("--output-format", "json")),
+    ("json-output", ("--json-output",)),
+)
+
+
+def parse_neuron_ls_json(stdout: str) -> list[dict[str, Any]] | None:
+    """The device list from either JSON form: the old top-level list of device objects, or an
+    object holding that list (the new form's wrapper key is not fixed here; the one value that is
+    a list of objects with `neuron_device` is taken)."""
+    try:
+        data = json.loads(stdout)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    if isinstance(data, dict):
+        lists = [v for v in data.values()
+                 if isinstance(v, list) and all(isinstance(d, dict) for d in v)]
+        devices = [v for v in lists if any("neuron_device" in d for d in v)]
+        data = devices[0] if len(devices) == 1 else lists[0] if not devices and len(lists) == 1 \
+            else None
+    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
+        return None
+    return data
+
+
+@dataclass(frozen=True)
+class NeuronLs:
+    form: str | None
+    """Which flag gave JSON ("output-format", "json-output"), or None."""
+    devices: list[dict[str, Any]] | None
+    errors: tuple[str, ...]
+
+
+def run_neuron_ls(tool: Path, runner: Runner = run_tool, timeout: float = 5.0,
+                  forms: Sequence[tuple[str, tuple[str, ...]]] = NEURON_LS_FORMS) -> NeuronLs:
+    errors: list[str] = []
+    for name, flags in forms:
+        result = runner([str(tool), *flags], timeout)
+        devices = None if result.error or result.returncode != 0 else parse_neuron_ls_json(
+            result.stdout)
+        if devices is not None:
+            return NeuronLs(name, devices, tuple(errors))
+        why = result.error or (f"exit {result.returncode}" if result.returncode else "not JSON")
+        errors.append(f"{' '.join(flags)}: {why}")
+    return NeuronLs(None, None, tuple(errors))
