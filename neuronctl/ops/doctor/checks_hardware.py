@@ -1,0 +1,133 @@
+"""The doctor's checks of the Neuron machine: hardware.*, runtime.compat and device.probe, each
+pure over the shared Facts."""
+
+from __future__ import annotations
+
+from packaging.version import InvalidVersion, Version
+
+from neuronctl.chips import get_chip
+from neuronctl.manifest import Release
+from neuronctl.ops.doctor.facts import Facts
+from neuronctl.ops.doctor.fixes import apt_install, install_fix, public, shell_join
+from neuronctl.ops.doctor.runner import Outcome
+
+
+def check_chip(f: Facts) -> Outcome:
+    hw = f.hardware
+    details = tuple(f"{e.source}: {e.value}" + (f" -> {e.chip}" if e.chip else "")
+                    for e in hw.evidence)
+    if not hw.present:
+        return Outcome("skip", "no Neuron hardware on this machine (preparing an environment for "
+                               "another host is fine)", None, details)
+    if hw.chip is None:
+        return Outcome("warn", f"Neuron devices present ({hw.device_count}) but the chip generation "
+                               "could not be decided",
+                       shell_join(["sudo", "apt-get", "install", "-y", "aws-neuronx-dkms",
+                                   "aws-neuronx-tools"]),
+                       details + hw.conflicts)
+    chip = get_chip(hw.chip)
+    caps = chip.supports()
+    summary = (f"{chip.id} ({chip.name}), {hw.device_count} device(s)"
+               + (f", {hw.neuron_cores} NeuronCores ({hw.neuron_cores_source})" if hw.neuron_cores
+                  else "")
+               + (f", LNC={hw.logical_nc_config}" if hw.logical_nc_config else "")
+               + (f", {hw.instance_type}" if hw.instance_type else "")
+               + f"; native TorchNeuron {'yes' if caps['native_torch'] else 'no'}, "
+               f"FP8/MXFP8 {'yes' if caps['fp8'] else 'no'}")
+    if hw.conflicts:
+        return Outcome("warn", f"{summary}; signals disagree: {'; '.join(hw.conflicts)}", None,
+                       details)
+    release = f.selection.release
+    if not chip.native_torch and release.backend == "native":
+        return Outcome("warn", f"{summary}. Neuron {release.version}'s native TorchNeuron needs "
+                               "trn2/trn3", install_fix(f), details)
+    return Outcome("pass", summary, None, details)
+
+
+def _release_of(f: Facts, key: str, version: str | None) -> Release | None:
+    if version is None:
+        return None
+    want = public(version)
+    return next((r for r in reversed(f.manifest.releases)
+                 if public(r.system.get(key, "")) == want), None)
+
+
+def _older(a: str, b: str) -> bool:
+    try:
+        return Version(a) < Version(b)
+    except InvalidVersion:
+        return False
+
+
+def check_driver(f: Facts) -> Outcome:
+    hw, release = f.hardware, f.selection.release
+    want = release.system.get("aws-neuronx-dkms")
+    if not hw.present:
+        return Outcome("skip", "no Neuron hardware: no driver to check")
+    fix = f"{apt_install('aws-neuronx-dkms', want)} && sudo modprobe neuron"
+    if hw.driver_version is None:
+        if hw.dev_nodes and not hw.sysfs_devices and not hw.pci_devices:
+            return Outcome("warn", f"{len(hw.dev_nodes)} /dev/neuron* node(s) but no driver sysfs "
+                                   "(inside a container?); driver version unknown: read it on the "
+                                   "host", "cat /sys/module/neuron/version")
+        return Outcome("fail", "Neuron devices present but the neuron driver is not loaded", fix)
+    details = [f"loaded module: {hw.driver_version}"]
+    pkg = hw.system_packages.get("aws-neuronx-dkms")
+    if pkg:
+        details.append(f"dpkg aws-neuronx-dkms: {pkg}")
+    if pkg and public(pkg) != public(hw.driver_version):
+        return Outcome("warn", f"driver {hw.driver_version} is loaded but aws-neuronx-dkms {pkg} is "
+                               "installed (upgraded without reload)",
+                       "sudo rmmod neuron && sudo modprobe neuron", tuple(details))
+    if want and _older(hw.driver_version, want):
+        return Outcome("warn", f"driver {hw.driver_version} is older than Neuron {release.version} "
+                               f"ships ({want})", fix, tuple(details))
+    return Outcome("pass", f"driver {hw.driver_version}"
+                           + (f" (Neuron {release.version} ships {want})" if want else ""),
+                   None, tuple(details))
+
+
+def check_runtime(f: Facts) -> Outcome:
+    hw, release = f.hardware, f.selection.release
+    rt = hw.runtime_version
+    want = release.system.get("aws-neuronx-runtime-lib")
+    if rt is None:
+        if hw.present:
+            return Outcome("warn", "Neuron runtime library (aws-neuronx-runtime-lib) not found",
+                           apt_install("aws-neuronx-runtime-lib", want))
+        return Outcome("skip", "no Neuron runtime or hardware on this machine")
+    details = [f"runtime {rt} from {hw.runtime_source}"]
+    rt_release = _release_of(f, "aws-neuronx-runtime-lib", rt)
+    drv_release = _release_of(f, "aws-neuronx-dkms", hw.driver_version)
+    if rt_release and drv_release:
+        details.append(f"runtime is from Neuron {rt_release.version}, driver from "
+                       f"{drv_release.version}")
+        if rt_release.key > drv_release.key:
+            need = rt_release.system.get("aws-neuronx-dkms", "")
+            return Outcome("fail", f"runtime {rt} (Neuron {rt_release.version}) is newer than driver "
+                                   f"{hw.driver_version} (Neuron {drv_release.version}): known "
+                                   "failure 'Neuron Runtime ... is not compatible with the "
+                                   "installed aws-neuronx-dkms'",
+                           f"{apt_install('aws-neuronx-dkms', need or None)} && "
+                           "sudo rmmod neuron && sudo modprobe neuron", tuple(details))
+    if want and public(rt) != public(want):
+        return Outcome("warn", f"runtime {rt} is not the one Neuron {release.version} ships ({want})",
+                       apt_install("aws-neuronx-runtime-lib", want), tuple(details))
+    return Outcome("pass", f"runtime {rt}" + (f", as Neuron {release.version} ships" if want else ""),
+                   None, tuple(details))
+
+
+def check_device(f: Facts) -> Outcome:
+    report = f.probe
+    details = tuple(f"{t.tier}: {t.status} ({t.detail}, {t.ms:g} ms)" for t in report.tiers)
+    if report.outcome == "no-torch":
+        if f.device == "auto":
+            return Outcome("skip", "torch is not installed in the target environment", None, details)
+        return Outcome("fail", f"--device {f.device}: torch is not installed", None, details)
+    if not report.ok:
+        return Outcome("fail", report.detail, None, details)
+    if f.hardware.present and report.device != "neuron":
+        return Outcome("warn", f"probe passed on {report.device}, but this host has Neuron devices "
+                               "and no 'neuron' torch backend is registered",
+                       install_fix(f), details)
+    return Outcome("pass", f"{report.detail} (torch {report.torch})", None, details)

@@ -1,0 +1,189 @@
+"""The doctor's checks of the target interpreter and its packages: python.version and packages.*,
+each pure over the shared Facts."""
+
+from __future__ import annotations
+
+from packaging.version import InvalidVersion
+
+from neuronctl.chips import get_chip
+from neuronctl.manifest import Framework, Release
+from neuronctl.ops.doctor.facts import Facts
+from neuronctl.ops.doctor.fixes import (
+    install_fix,
+    listed,
+    neuronctl_command,
+    public,
+    uninstall_fix,
+)
+from neuronctl.ops.doctor.runner import Outcome, Status
+from neuronctl.probes.pyenv import PythonEnv, torch_build
+from neuronctl.torch_neuronx import classify, torch_matches
+
+
+def _worst(statuses: list[Status]) -> Status:
+    for s in ("fail", "warn", "pass"):
+        if s in statuses:
+            return s
+    return "skip"
+
+def _framework_of_installed(release: Release, env: PythonEnv) -> Framework | None:
+    """The release's framework line whose torch-neuronx is the one installed, if any."""
+    tnx = env.get("torch-neuronx")
+    if tnx is not None:
+        for fw in release.frameworks:
+            if public(fw.torch_neuronx) == public(tnx.version):
+                return fw
+    return None
+
+
+def _target_framework(f: Facts) -> Framework | None:
+    release = f.selection.release
+    installed = _framework_of_installed(release, f.env)
+    if installed is not None:
+        return installed
+    torch = f.env.get("torch")
+    if torch is not None:
+        try:
+            by_torch = release.framework_for_torch(public(torch.version))
+        except InvalidVersion:
+            by_torch = None
+        if by_torch is not None and by_torch.backend == release.backend:
+            return by_torch
+    return release.default_framework()
+
+
+def check_python(f: Facts) -> Outcome:
+    env, release = f.env, f.selection.release
+    fw = _target_framework(f)
+    supported = fw.python if fw else release.python
+    py = ".".join(env.python.split(".")[:2])
+    where = f"Python {env.python} ({env.executable}{', venv' if env.in_venv else ''})"
+    details = (f"release {release.version} ({f.selection.reason}) supports Python "
+               f"{', '.join(supported) or 'unknown'}",)
+    if not supported or py in supported:
+        if fw and fw.backend == "native" and (env.system != "Linux" or env.machine != "x86_64"):
+            return Outcome("warn", f"{where}: native TorchNeuron ships for Linux x86_64 only, "
+                                   f"this is {env.system} {env.machine}", None, details)
+        return Outcome("pass", f"{where} fits Neuron {release.version}", None, details)
+    tnx = f.env.get("torch-neuronx")
+    fix = install_fix(f)
+    message = (f"{where} is not supported by Neuron {release.version} "
+               f"({fw.backend if fw else release.backend} needs {supported[0]}-{supported[-1]})")
+    if tnx is None:
+        return Outcome("warn", message + "; nothing Neuron is installed here yet", fix, details)
+    return Outcome("fail", message, fix, details)
+
+
+def check_torch_neuronx(f: Facts) -> Outcome:
+    release = f.selection.release
+    tnx = f.env.get("torch-neuronx")
+    hw = f.hardware
+    if tnx is None:
+        return Outcome("warn", f"torch-neuronx is not installed (Neuron {release.version} pins "
+                               f"{listed(release.packages.get('torch-neuronx', ()))})", install_fix(f))
+    info = classify(tnx.version)
+    chip = get_chip(hw.chip) if hw.chip else None
+    details = (f"selected release {release.version}: {f.selection.reason}",)
+    if info.backend == "placeholder" or tnx.wrong_package:
+        return Outcome("fail", f"torch-neuronx {tnx.version} is the PyPI placeholder, not Neuron's "
+                               "package (import raises 'WRONG PACKAGE')", install_fix(f), details)
+    if info.backend == "xla":
+        if chip is not None and not chip.native_torch:
+            return Outcome("pass", f"torch-neuronx {tnx.version}: legacy XLA line for torch "
+                                   f"{info.torch}, the right stack for {chip.id} ({chip.name} cannot "
+                                   "run native TorchNeuron)", None, details)
+        if release.backend == "native":
+            return Outcome("fail", f"torch-neuronx {tnx.version} is the legacy XLA library (torch "
+                                   f"{info.torch}); Neuron {release.version} ships native TorchNeuron",
+                           install_fix(f), details)
+        return Outcome("pass", f"torch-neuronx {tnx.version}: legacy XLA line for torch {info.torch}, "
+                               f"as Neuron {release.version} ships", None, details)
+    if info.backend == "native":
+        if chip is not None and not chip.native_torch:
+            return Outcome("fail", f"torch-neuronx {tnx.version} is native TorchNeuron, which runs on "
+                                   f"trn2/trn3 only; this host is {chip.id} ({chip.name})",
+                           install_fix(f), details)
+        pinned = {public(v) for v in release.packages.get("torch-neuronx", ())}
+        if info.public not in pinned:
+            return Outcome("warn", f"torch-neuronx {tnx.version} (native, torch {info.torch}) is not "
+                                   f"a version Neuron {release.version} pins ({listed(sorted(pinned))})",
+                           install_fix(f), details)
+        return Outcome("pass", f"torch-neuronx {tnx.version}: native TorchNeuron for torch "
+                               f"{info.torch}, pinned by Neuron {release.version}", None, details)
+    return Outcome("warn", f"torch-neuronx {tnx.version}: a version line neuronctl does not know",
+                   neuronctl_command(f, "releases"), details)
+
+
+def check_legacy(f: Facts) -> Outcome:
+    report = f.legacy
+    details = tuple(f"{s.name}: {s.says} ({s.detail})" for s in report.signals)
+    chip = get_chip(f.hardware.chip) if f.hardware.chip else None
+    if report.verdict in ("none", "native"):
+        return Outcome("pass", "no legacy XLA stack", None, details)
+    pkgs = " ".join(report.legacy_packages) or "torch-xla libneuronxla"
+    if report.verdict == "mixed":
+        return Outcome("warn", "signals disagree: native and legacy XLA parts are both present",
+                       install_fix(f) if report.legacy_packages else "unset PJRT_DEVICE", details)
+    if chip is not None and not chip.native_torch:
+        return Outcome("pass", f"legacy XLA stack, expected on {chip.id} ({chip.name})", None,
+                       details)
+    fix = install_fix(f) if f.selection.release.backend == "native" else \
+        uninstall_fix(f, pkgs.split())
+    return Outcome("fail", f"legacy XLA stack installed ({len(report.signals)} signals): "
+                           f"{', '.join(report.legacy_packages) or 'environment'}", fix, details)
+
+
+def check_placeholders(f: Facts) -> Outcome:
+    report = f.legacy
+    if not report.placeholders:
+        return Outcome("pass", "no PyPI placeholder packages")
+    return Outcome("fail", f"PyPI placeholder packages installed: {', '.join(report.placeholders)} "
+                           "(a merged-index install picked them)",
+                   install_fix(f))
+
+
+def check_coherence(f: Facts) -> Outcome:
+    env, release = f.env, f.selection.release
+    findings: list[tuple[Status, str]] = []
+    fixes: list[str] = []
+    tnx, torch = env.get("torch-neuronx"), env.get("torch")
+    if tnx is not None:
+        info = classify(tnx.version)
+        if info.torch is not None:
+            if torch is None:
+                findings.append(("fail", f"torch-neuronx {tnx.version} needs torch {info.torch}, "
+                                         "but torch is not installed"))
+            elif not torch_matches(torch.version, info):
+                findings.append(("fail", f"torch {torch.version} does not match torch-neuronx "
+                                         f"{tnx.version} (built for torch {info.torch})"))
+                fixes.append(install_fix(f))
+            else:
+                findings.append(("pass", f"torch {torch.version} matches torch-neuronx {tnx.version}"))
+    for name in ("neuronx-cc", "nki", "libneuronxla"):
+        dist = env.get(name)
+        if dist is None or dist.wrong_package:
+            continue
+        pinned = release.packages.get(name, ())
+        if not pinned:
+            continue
+        if public(dist.version) in {public(v) for v in pinned}:
+            findings.append(("pass", f"{name} {dist.version} as Neuron {release.version} pins"))
+        else:
+            findings.append(("warn", f"{name} {dist.version} is not what Neuron {release.version} "
+                                     f"pins ({listed(pinned)})"))
+            fixes.append(install_fix(f))
+    if env.get("nki") is not None and env.get("nrtpy") is not None:
+        findings.append(("fail", "nki and nrtpy are both installed; they clash (one namespace)"))
+        fixes.append(uninstall_fix(f, ["nrtpy"]))
+    if torch is not None and torch_build(torch) == "CUDA":
+        status: Status = "fail" if f.hardware.present else "warn"
+        findings.append((status, f"torch {torch.version} is a CUDA build; Neuron "
+                                 "needs the CPU build (CUDA wheels add GBs and nothing for Neuron)"))
+        fixes.append(install_fix(f))  # the plan reinstalls torch as the +cpu build
+    if not findings:
+        return Outcome("skip", "no Neuron packages installed to compare")
+    status = _worst([s for s, _ in findings])
+    problems = [m for s, m in findings if s != "pass"]
+    message = "; ".join(problems) if problems else f"{len(findings)} version pairs agree"
+    return Outcome(status, message, " && ".join(dict.fromkeys(fixes)) or None,
+                   tuple(f"{s}: {m}" for s, m in findings))
