@@ -25,7 +25,7 @@ def check_lock(f: Facts) -> Outcome:
     if not f.lock_fits():
         return Outcome("fail", f"{f.lock} is not for this environment (Python {f.env.python}, "
                                f"{f.env.machine}): its environments are "
-                               + "; ".join(str(m) for m in lock.environments),
+                               + "; ".join(str(m) for m in lock.environments or ()),
                        _relock_fix(f))
     locked = packages_for(lock, markers)
     drift = []
