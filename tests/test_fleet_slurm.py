@@ -7,6 +7,7 @@ driver) or PYTHONPATH (a leftover legacy package) per SLURMD_NODENAME.
 from __future__ import annotations
 
 import json
+import sys
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -92,7 +93,8 @@ def test_a_leftover_legacy_package_is_drift_and_a_failing_node(cli, slurm: Slurm
         slurm.set_node_env(node, NEURONCTL_SYSROOT=str(hosts["trn2"]))
     slurm.set_node_env("node2", NEURONCTL_SYSROOT=str(hosts["trn2"]),
                        PYTHONPATH=str(hosts["legacy-site"]))
-    code, doc = fleet_json(cli, "--nodelist", "node[1-2]")
+    code, doc = fleet_json(cli, "--nodelist", "node[1-2]", "--python", sys.executable,
+                           "--remote-command", f"{sys.executable} -m neuronctl")
     assert code == 1
     assert doc["drift"]["differences"] == {
         "node2": {"failed_checks": {"baseline": "none", "node": "packages.legacy-xla"}}}

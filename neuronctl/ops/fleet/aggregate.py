@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 NOT_REPORTED = "(not reported)"
@@ -98,7 +99,7 @@ class FleetReport:
     def baseline(self) -> dict[str, str] | None:
         return self.groups[0][0] if self.groups else None
 
-    @property
+    @cached_property
     def failing(self) -> list[str]:
         return sorted(r.node for r in self.nodes if r.answered and not node_passed(r))
 

@@ -25,7 +25,7 @@ MARK = "@@neuronctl-fleet"
 MAX_DOC_BYTES = 4 * 1024 * 1024  # a doctor document is ~10 KB; anything far bigger is not one
 MAX_OUTPUT_BYTES = 1024 * MAX_DOC_BYTES // 16  # 256 MiB over the whole step, for 1,000+ nodes
 NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-LABELLED = re.compile(r"^\s*(\d+): ?(.*)$")
+LABELLED = re.compile(r"^ *(\d+): ?(.*)$", flags=re.M)
 # Slurm node states in which a node cannot run the step (a `*` suffix: not responding).
 UNAVAILABLE = ("down", "drain", "drng", "fail", "maint", "unk", "futr", "npc", "pow", "boot",
                "resv")
@@ -157,29 +157,26 @@ def _last_line(text: str) -> str:
 
 
 def parse_step(out: str) -> dict[str, tuple[str, int | None]]:
-    """node -> (the text between its markers, the doctor's exit code or None if it never ended)."""
+    """node -> (the text between its markers, the doctor's exit code or None if it never ended).
+
+    Markers are matched at line starts only: a JSON document has no raw newline inside a string,
+    so nothing a node's document says can pass for a marker."""
     by_task: dict[str, list[str]] = defaultdict(list)
-    for line in out.splitlines():
-        match = LABELLED.match(line)
-        if match:
-            by_task[match.group(1)].append(match.group(2))
+    for task, text in LABELLED.findall(out):  # "  12: text", as srun --label writes it
+        by_task[task].append(text)
     found: dict[str, tuple[str, int | None]] = {}
     for lines in by_task.values():
-        node: str | None = None
-        body: list[str] = []
-        for line in lines:
-            if line.startswith(f"{MARK} begin "):
-                node, body = line.split()[-1], []
-            elif line.startswith(f"{MARK} end ") and node is not None:
-                tail = line.split()[-1]
-                code = int(tail) if tail.isdigit() else None
-                found[node] = ("\n".join(body), code)
-                node = None
-            elif node is not None:
-                body.append(line)
-        if node is not None and NODE_NAME.match(node):
-            found.setdefault(node, ("\n".join(body), None))
-    return {n: v for n, v in found.items() if NODE_NAME.match(n)}
+        blob = "\n" + "\n".join(lines)
+        for chunk in blob.split(f"\n{MARK} begin ")[1:]:
+            node, _, rest = chunk.partition("\n")
+            node = node.strip()
+            if not NODE_NAME.match(node):
+                continue
+            body, marker, tail = ("\n" + rest).partition(f"\n{MARK} end {node} ")
+            code_text = tail.split("\n", 1)[0].strip()
+            code = int(code_text) if marker and code_text.isdigit() else None
+            found[node] = (body.strip("\n"), code)
+    return found
 
 
 def read_document(node: str, text: str, code: int | None) -> NodeResult:
