@@ -21,6 +21,7 @@ from neuronctl.cli.doctor_report import (
     render_json,
     render_junit,
     render_markdown_summary,
+    render_plain,
 )
 from neuronctl.cli.output import emit_json, write_atomic
 from neuronctl.errors import InputError
@@ -73,7 +74,7 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
     report = doctor_run.doctor(request)
     rendered = {"json": render_json, "junit": render_junit, "github": render_github}
     if output is not None:
-        text = rendered[fmt](report) if fmt in rendered else _plain_text(report)
+        text = rendered[fmt](report) if fmt in rendered else render_plain(report)
         write_atomic(output, text)
     if fmt == "json" and output is None:  # the one JSON document; `error` added if it failed
         emit_json(json_payload(report), failure=report.verdict_line() if report.exit_code else None)
@@ -97,9 +98,3 @@ def _append_step_summary(path: Path, report: DoctorReport) -> None:
         reason = exc.strerror or type(exc).__name__
         click.echo(f"{paint('neuronctl: warning:', 'yellow', err=True)} GITHUB_STEP_SUMMARY {path}: "
                    f"{reason}; step summary not written", err=True)
-
-
-def _plain_text(report: DoctorReport) -> str:
-    lines = [f"{c.status.upper():4}  {c.id}: {c.message}" + (f"\n      fix: {c.fix}" if c.fix else "")
-             for c in report.checks]
-    return "\n".join([*lines, report.verdict_line()]) + "\n"

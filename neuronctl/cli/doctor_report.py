@@ -21,6 +21,13 @@ def render_json(report: DoctorReport) -> str:
     return to_json_text(json_payload(report))
 
 
+def render_plain(report: DoctorReport) -> str:
+    """The text report without colour or layout, for a file (-o with --format text)."""
+    lines = [f"{c.status.upper():4}  {c.id}: {c.message}" + (f"\n      fix: {c.fix}" if c.fix else "")
+             for c in report.checks]
+    return "\n".join([*lines, report.verdict_line()]) + "\n"
+
+
 def render_junit(report: DoctorReport) -> str:
     s = report.summary()
     suites = ET.Element("testsuites", name="neuronctl doctor", tests=str(s["total"]),
