@@ -102,6 +102,17 @@ def test_one_srun_step_for_a_thousand_nodes_and_killed_tasks_are_reported() -> N
     assert "down*" in (results["c"].error or "")
 
 
+def test_with_nodes_n_a_node_that_failed_to_launch_is_named_from_srun() -> None:
+    def runner(cmd: list[str], limit: float) -> Completed:
+        out = "\n".join(_labelled(0, "a", json.dumps(doc()), 0))
+        return Completed(1, out, "srun: error: Task launch for StepId=3.0 failed on node b: "
+                                 "Communication connection failure\n")
+
+    results = fleet_doctor(FleetRequest(nodes=2, timeout=5), ["nc"], runner)
+    assert [(r.node, r.answered) for r in results] == [("a", True), ("b", False)]
+    assert "Communication connection failure" in (results[1].error or "")
+
+
 def test_bad_requests_are_input_errors() -> None:
     for request in (FleetRequest(nodes=2, all_nodes=True), FleetRequest(nodelist="a;rm -rf /"),
                     FleetRequest(timeout=0)):

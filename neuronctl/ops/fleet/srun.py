@@ -25,6 +25,7 @@ MARK = "@@neuronctl-fleet"
 MAX_DOC_BYTES = 4 * 1024 * 1024  # a doctor document is ~10 KB; anything far bigger is not one
 MAX_OUTPUT_BYTES = 1024 * MAX_DOC_BYTES // 16  # 256 MiB over the whole step, for 1,000+ nodes
 NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+LAUNCH_FAILED = re.compile(r"^srun: error: .* on node ([A-Za-z0-9._-]+)", flags=re.M)
 LABELLED = re.compile(r"^ *(\d+): ?(.*)$", flags=re.M)
 # Slurm node states in which a node cannot run the step (a `*` suffix: not responding).
 UNAVAILABLE = ("down", "drain", "drng", "fail", "maint", "unk", "futr", "npc", "pow", "boot",
@@ -130,7 +131,8 @@ def node_states(request: FleetRequest, runner: Runner) -> dict[str, str]:
         argv.append(f"--nodes={request.nodelist}")
     done = runner(argv, 30.0)
     if done.returncode != 0:
-        raise FaultError(f"sinfo failed: {_last_line(done.stderr) or 'no output'}")
+        raise FaultError(f"sinfo failed: {_last_line(done.stderr) or 'no output'}",
+                         hint="run where Slurm's commands reach slurmctld (SLURM_CONF, munge)")
     states: dict[str, str] = {}
     for line in done.stdout.splitlines()[:200_000]:
         parts = line.split()
@@ -224,7 +226,9 @@ def fleet_doctor(request: FleetRequest, default_command: Sequence[str],
         raise FaultError(f"srun wrote over {MAX_OUTPUT_BYTES} bytes; not read")
     for node, (text, code) in parse_step(done.stdout).items():
         results[node] = read_document(node, text, code)
-    for node in targets or []:
+    # With --nodes, Slurm picked the nodes: the ones that failed to launch are named in srun's errors.
+    named = {m for m in LAUNCH_FAILED.findall(done.stderr) if NODE_NAME.match(m)}
+    for node in sorted(set(targets or []) | named):
         if node not in results:
             results[node] = NodeResult(node, error=_missing_reason(node, done, request))
     if not results:
