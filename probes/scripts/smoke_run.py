@@ -216,7 +216,7 @@ class SmokeRun:
             module_spec.loader.exec_module(module)
             factory, what = module.make, "the built-in reference model"
         if not callable(factory):
-            raise BadInput(f"{what} is a {type(factory).__name__}, not a callable")
+            raise BadInput(f"{what} is {describe(factory)}, not a callable")
         return factory  # type: ignore[no-any-return]
 
     def import_factory(self, origin: str, spec: str) -> Any:
@@ -346,7 +346,8 @@ class SmokeRun:
 def describe(value: Any) -> str:
     if isinstance(value, (tuple, list)):
         return f"a {type(value).__name__} of {len(value)} item(s)"
-    return "None" if value is None else f"a {type(value).__name__}"
+    name = type(value).__name__
+    return "None" if value is None else f"{'an' if name[0] in 'aeiouAEIOU' else 'a'} {name}"
 
 
 def error_text(exc: BaseException) -> str:
