@@ -1,4 +1,6 @@
-"""Choose the doctor's checks and run them over one set of facts (install reuses this)."""
+"""`neuronctl doctor` as an operation: `doctor(DoctorRequest)` validates the request, chooses the
+checks and runs them over one set of facts; `select_checks` and `run_doctor` are what install's
+post-install doctor reuses (with the hardware and lock it already holds, given to `Facts`)."""
 
 from __future__ import annotations
 
