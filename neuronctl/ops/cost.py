@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from neuronctl.errors import InputError
+from neuronctl.probes.target_run import printable
 
 INSTANCE_ACCELERATORS: Mapping[str, int] = {
     "inf2.xlarge": 1, "inf2.8xlarge": 1, "inf2.24xlarge": 6, "inf2.48xlarge": 12,
@@ -274,7 +275,7 @@ def throughput_from_smoke(path: Path) -> tuple[float, str]:
     if isinstance(speed, bool) or not isinstance(speed, int | float):
         raise InputError(f"{where}: the smoke run has no tokens/s (its factory gave no tokens per "
                          "step); give --throughput TOKENS_PER_S")
-    model, device = str(smoke.get("model"))[:120], str(smoke.get("device"))[:20]
+    model, device = printable(str(smoke.get("model")), 120), printable(str(smoke.get("device")), 20)
     return check_throughput(float(speed), where), f"{path}: {model} on one {device} device"
 
 
