@@ -236,10 +236,11 @@ def test_wrong_gradients_fail_only_with_train(cli, models):
                        "(model, example_inputs, tokens_per_step)"),
 ])
 def test_bad_model_is_exit_2_naming_what_is_wrong(cli, models, model, message):
-    result = cli("smoke", *FAST, "--model", model)
+    result, doc = smoke_json(cli, *FAST, "--model", model)
     assert result.code == 2
     assert message in result.err and "Traceback" not in result.err
-    assert result.out == ""
+    assert doc["error"]["kind"] == "input" and message in doc["error"]["message"]
+    assert doc["smoke"]["outcome"] == "bad-input" and doc["smoke"]["stage"] in ("load", "build")
 
 
 def test_bad_model_spec_and_script_are_refused_before_running(cli, tmp_path):
