@@ -22,6 +22,8 @@ from neuronctl.redact import redact
 
 # name -> (module, attribute, one-line help shown by `neuronctl --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
+    "bundle": ("neuronctl.cli.cmd_bundle", "bundle",
+               "Collect one redacted archive for a support case."),
     "doctor": ("neuronctl.cli.cmd_doctor", "doctor",
                "Check a PyTorch-on-Neuron environment; CI-grade verdict."),
     "cost": ("neuronctl.cli.cmd_cost", "cost", "Cost per million tokens and per job, per instance type."),

@@ -1,0 +1,64 @@
+"""`neuronctl bundle`: one redacted archive for a support case."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from neuronctl.cli.app import get_app
+from neuronctl.cli.common import check_sysroot, json_option, python_option, sysroot_option
+from neuronctl.cli.output import emit_json
+from neuronctl.ops.bundle import BundleOutcome, BundleRequest, make_bundle
+from neuronctl.ops.reporter import NullReporter
+from neuronctl.probes.pyenv import resolve_python
+from neuronctl.probes.sysroot import SysRoot
+
+
+def _print(outcome: BundleOutcome) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    console = get_app().console()
+    table = Table("file", "status", "reason / note", box=None, pad_edge=False)
+    styles = {"collected": "green", "partial": "yellow", "unavailable": "dim", "failed": "red"}
+    for item in outcome.items:  # every value is data: Text, never markup
+        table.add_row(Text(item.file), Text(item.status, style=styles.get(item.status, "")),
+                      Text(item.reason or ""))
+    console.print(table)
+    console.print(Text(f"wrote {outcome.path} ({outcome.size} bytes); attach it to the support "
+                       "case. Secrets are masked; read index.json inside for what is there."))
+
+
+@click.command()
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
+              help="Archive to write (default: ./neuronctl-bundle-<host>-<time>.tar.gz).")
+@python_option
+@sysroot_option
+@click.option("--redact-hostnames", is_flag=True,
+              help="Replace this host's name and FQDN everywhere in the archive.")
+@json_option
+def bundle(output: Path | None, python: str | None, sysroot: Path | None,
+           redact_hostnames: bool, as_json: bool) -> int:
+    """Collect env, doctor, neuron-ls, lspci, modinfo, kernel log lines, system packages, the
+    target's distributions, [tool.neuronctl] and the lock into one .tar.gz, redacted; what could
+    not be gathered is listed with its reason in the archive's index."""
+    app = get_app()
+    global_args: list[str] = []
+    if app.manifest_path is not None:
+        global_args += ["--manifest", str(app.manifest_path)]
+    if app.config_path is not None:
+        global_args += ["--config", str(app.config_path)]
+    request = BundleRequest(output=output, python=resolve_python(python),
+                            sysroot=SysRoot.from_env(check_sysroot(sysroot)),
+                            redact_hostnames=redact_hostnames,
+                            config=app.config_path or Path("pyproject.toml"),
+                            global_args=tuple(global_args))
+    outcome = make_bundle(request, NullReporter())
+    if as_json:
+        emit_json({"bundle": outcome.to_json()})
+    elif not app.quiet:
+        _print(outcome)
+    else:
+        click.echo(str(outcome.path))
+    return 0

@@ -1,0 +1,290 @@
+"""What a support bundle holds, item by item: each gatherer returns text or says why it cannot.
+
+Gatherers run external tools in their own session with a time limit (the whole process group is
+killed at the limit, so a grandchild holding the pipe cannot hang the bundle), and read files
+with a size limit. A gatherer never decides the fate of the bundle: it raises `Unavailable`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from neuronctl.errors import NeuronctlError
+from neuronctl.probes.sysroot import SysRoot
+from neuronctl.probes.system_facts import (
+    find_device_holders,
+    read_bounded,
+    read_device_access,
+    read_kernel_modules,
+)
+from neuronctl.probes.system_packages import find_runtime_libraries, read_system_packages
+from neuronctl.safety import contained
+from neuronctl.tomlfile import loads_toml
+
+MAX_CONFIG = 1024 * 1024
+MAX_LOG_TAIL = 16 * 1024 * 1024
+KERNEL_LOGS = ("/var/log/kern.log", "/var/log/messages", "/var/log/syslog")
+_NEURON_LINE = re.compile(r"(?i)neuron|1d0f")
+
+DISTRIBUTIONS_SCRIPT = """\
+import sys, importlib.metadata as m
+print("python", sys.version.replace("\\n", " "))
+print("prefix", sys.prefix)
+seen = {}
+for d in m.distributions():
+    name = d.metadata["Name"] or "?"
+    seen.setdefault(name.lower(), f"{name}=={d.version}")
+for key in sorted(seen):
+    print(seen[key])
+"""
+
+
+class Unavailable(Exception):
+    """The item could not be gathered; the message says why (it goes into the index)."""
+
+    def __init__(self, reason: str, status: str = "unavailable") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Gathered:
+    text: str
+    source: str
+    note: str | None = None
+    """What the index should say about it (a non-zero exit, nothing matched)."""
+    partial: bool = False
+    """Only part of it is there (a tool that failed after printing something)."""
+
+
+@dataclass(frozen=True)
+class Context:
+    root: SysRoot
+    python: str
+    neuronctl_argv: tuple[str, ...]
+    """How to run this neuronctl (interpreter, -m, global options such as --manifest)."""
+    environ: Mapping[str, str]
+    config: Path
+    workdir: Path
+
+
+@dataclass(frozen=True)
+class Item:
+    name: str
+    """The member's file name inside the archive."""
+    title: str
+    gather: Callable[[Context, float], Gathered]
+    timeout: float
+    cap: int
+
+
+def run_limited(argv: Sequence[str], timeout: float, environ: Mapping[str, str] | None = None
+                ) -> tuple[int, str, str]:
+    """Run argv in its own session; at the limit its whole process group is killed and
+    Unavailable("timed out") raised. A tool that is not there is Unavailable too."""
+    try:
+        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True,
+                                env=dict(environ) if environ is not None else None)
+    except OSError as exc:
+        raise Unavailable(f"{argv[0]}: could not run: {exc.strerror or exc}") from None
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise Unavailable(f"timed out after {timeout:g}s", "failed") from None
+    return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def _tool(ctx: Context, name: str) -> str:
+    candidate = ctx.root.path(f"/opt/aws/neuron/bin/{name}")
+    if candidate.is_file():
+        return str(candidate)
+    found = shutil.which(name) if ctx.root.is_host else None
+    if found is None:
+        where = f"{ctx.root.display(candidate)}" + (" or PATH" if ctx.root.is_host else "")
+        raise Unavailable(f"{name} not found (looked in {where})")
+    return found
+
+
+def _system_tool(name: str, package: str) -> str:
+    # modinfo lives in /sbin, which a user's PATH often lacks.
+    path = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
+    found = shutil.which(name, path=path)
+    if found is None:
+        raise Unavailable(f"{name} not found on PATH, /usr/sbin or /sbin (package {package})")
+    return found
+
+
+def _live_only(ctx: Context, what: str) -> None:
+    if not ctx.root.is_host:
+        raise Unavailable(f"{what} reads the live machine; --sysroot inspects a captured tree")
+
+
+def _command(argv: Sequence[str], timeout: float, ok_codes: tuple[int, ...] = (0,),
+             environ: Mapping[str, str] | None = None) -> Gathered:
+    code, out, err = run_limited(argv, timeout, environ)
+    shown = " ".join(Path(argv[0]).name if i == 0 else a for i, a in enumerate(argv))
+    if code in ok_codes:
+        return Gathered(out, shown, None if code == 0 else f"exit {code}")
+    if out.strip():
+        return Gathered(out + ("\n--- stderr ---\n" + err if err.strip() else ""), shown,
+                        f"exit {code}", partial=True)
+    raise Unavailable(f"{shown}: exit {code}: {err.strip()[:300] or 'no output'}", "failed")
+
+
+def neuronctl_item(*args: str, ok_codes: tuple[int, ...] = (0,)) -> Callable[[Context, float], Gathered]:
+    def gather(ctx: Context, timeout: float) -> Gathered:
+        argv = [*ctx.neuronctl_argv, *args, "--python", ctx.python]
+        environ = {**ctx.environ, "NO_COLOR": "1", "NEURONCTL_SYSROOT": str(ctx.root.root)}
+        return _command(argv, timeout, ok_codes, environ)
+    return gather
+
+
+def neuron_ls_item(*flags: str) -> Callable[[Context, float], Gathered]:
+    def gather(ctx: Context, timeout: float) -> Gathered:
+        return _command([_tool(ctx, "neuron-ls"), *flags], timeout)
+    return gather
+
+
+def gather_lspci(ctx: Context, timeout: float) -> Gathered:
+    _live_only(ctx, "lspci")
+    return _command([_system_tool("lspci", "pciutils"), "-vvv", "-d", "1d0f:"], timeout)
+
+
+def gather_modinfo(ctx: Context, timeout: float) -> Gathered:
+    _live_only(ctx, "modinfo")
+    return _command([_system_tool("modinfo", "kmod"), "neuron"], timeout)
+
+
+def _neuron_lines(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if _NEURON_LINE.search(line)) + "\n"
+
+
+def _log_lines(text: str, source: str) -> Gathered:
+    lines = _neuron_lines(text)
+    return Gathered(lines, f"{source} (neuron lines)",
+                    None if lines.strip() else f"no neuron line in {source}")
+
+
+def gather_kernel_log(ctx: Context, timeout: float) -> Gathered:
+    """Neuron lines of dmesg (the live machine) or else of the kernel log files."""
+    tried = []
+    if ctx.root.is_host and shutil.which("dmesg"):
+        try:
+            code, out, err = run_limited(["dmesg"], timeout)
+            if code == 0:
+                return _log_lines(out, "dmesg")
+            tried.append(f"dmesg: exit {code}: {err.strip()[:200]}")
+        except Unavailable as exc:
+            tried.append(f"dmesg: {exc.reason}")
+    for log in KERNEL_LOGS:
+        path = ctx.root.path(log)
+        try:
+            with path.open("rb") as fh:
+                fh.seek(max(path.stat().st_size - MAX_LOG_TAIL, 0))
+                text = fh.read(MAX_LOG_TAIL).decode("utf-8", "replace")
+        except OSError as exc:
+            tried.append(f"{log}: {exc.strerror or exc}")
+            continue
+        return _log_lines(text, log)
+    raise Unavailable("; ".join(tried) or "no kernel log readable")
+
+
+def gather_packages(ctx: Context, timeout: float) -> Gathered:
+    pk = read_system_packages(ctx.root)
+    if not pk.packages:
+        raise Unavailable("no aws-neuron* package in the dpkg or rpm database")
+    lines = [f"{name} {version}" for name, version in sorted(pk.packages.items())]
+    return Gathered("\n".join(lines) + "\n", f"aws-neuron* from {pk.source}")
+
+
+def gather_distributions(ctx: Context, timeout: float) -> Gathered:
+    return _command([ctx.python, "-I", "-c", DISTRIBUTIONS_SCRIPT], timeout)
+
+
+def gather_system_facts(ctx: Context, timeout: float) -> Gathered:
+    facts = {"device_holders": asdict(find_device_holders(ctx.root)),
+             "kernel_modules": asdict(read_kernel_modules(ctx.root)),
+             "system_packages": asdict(read_system_packages(ctx.root)),
+             "runtime_libraries": [asdict(x) for x in find_runtime_libraries(ctx.root, ctx.environ)],
+             "device_access": asdict(read_device_access(ctx.root))}
+    return Gathered(json.dumps(facts, indent=2, sort_keys=True) + "\n", "neuronctl system probes")
+
+
+def _tool_table(ctx: Context) -> dict[str, object]:
+    text = read_bounded(ctx.config, MAX_CONFIG + 1)
+    if text is None:
+        raise Unavailable(f"{ctx.config}: no such file")
+    if len(text) > MAX_CONFIG:
+        raise Unavailable(f"{ctx.config}: larger than {MAX_CONFIG} bytes", "failed")
+    try:
+        data = loads_toml(text, str(ctx.config))
+    except NeuronctlError as exc:
+        raise Unavailable(exc.message, "failed") from None
+    table = data.get("tool", {}).get("neuronctl") if isinstance(data.get("tool"), dict) else None
+    if not isinstance(table, dict):
+        raise Unavailable(f"{ctx.config}: no [tool.neuronctl] table")
+    return table
+
+
+def gather_config(ctx: Context, timeout: float) -> Gathered:
+    import tomlkit
+
+    table = _tool_table(ctx)
+    return Gathered("[tool.neuronctl]\n" + tomlkit.dumps(table), str(ctx.config))
+
+
+def gather_lock(ctx: Context, timeout: float) -> Gathered:
+    name = "pylock.toml"
+    try:
+        configured = _tool_table(ctx).get("lock")
+    except Unavailable:
+        configured = None
+    base = ctx.config.parent if isinstance(configured, str) else ctx.workdir
+    try:
+        path = contained(base, configured if isinstance(configured, str) else name)
+    except NeuronctlError as exc:
+        raise Unavailable(f"config lock: {exc.message}", "failed") from None
+    text = read_bounded(path, MAX_CONFIG * 16)
+    if text is None:
+        raise Unavailable(f"{path}: no lock file")
+    return Gathered(text, str(path))
+
+
+ITEMS: tuple[Item, ...] = (
+    Item("env.md", "neuronctl env (markdown)", neuronctl_item("env"), 90, 1 << 20),
+    Item("env.json", "neuronctl env --json", neuronctl_item("env", "--json"), 90, 1 << 20),
+    Item("doctor.json", "neuronctl doctor --json", neuronctl_item("doctor", "--json", ok_codes=(0, 1)),
+         180, 2 << 20),
+    Item("neuron-ls.json", "neuron-ls --output-format json (Neuron 2.34+)",
+         neuron_ls_item("--output-format", "json"), 15, 1 << 20),
+    Item("neuron-ls.json-output.json", "neuron-ls --json-output (before 2.34)",
+         neuron_ls_item("--json-output"), 15, 1 << 20),
+    Item("lspci.txt", "lspci -vvv -d 1d0f:", gather_lspci, 15, 1 << 20),
+    Item("modinfo-neuron.txt", "modinfo neuron", gather_modinfo, 10, 256 << 10),
+    Item("kernel-log.txt", "neuron lines of dmesg or the kernel log", gather_kernel_log, 15,
+         2 << 20),
+    Item("system-packages.txt", "aws-neuron* system packages (dpkg/rpm)", gather_packages, 15,
+         256 << 10),
+    Item("system-facts.json", "device holders, driver module, libnrt, device access",
+         gather_system_facts, 30, 1 << 20),
+    Item("distributions.txt", "the target Python's installed distributions", gather_distributions,
+         60, 1 << 20),
+    Item("tool-neuronctl.toml", "[tool.neuronctl] configuration", gather_config, 10, 256 << 10),
+    Item("pylock.toml", "the lock, if present", gather_lock, 10, 4 << 20),
+)
+
+
+def this_neuronctl(global_args: Sequence[str] = ()) -> tuple[str, ...]:
+    return (sys.executable, "-m", "neuronctl", *global_args)
