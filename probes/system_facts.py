@@ -169,7 +169,14 @@ def _dkms_state(root: SysRoot) -> dict[str, dict[str, tuple[str, ...]]]:
         name = safe_component(module_dir.name)
         if name is None or not module_dir.is_dir() or module_dir.is_symlink():
             continue
-        versions: dict[str, tuple[str, ...]] = {}
+        state[name] = _dkms_versions(module_dir)
+    return state
+
+
+def _dkms_versions(module_dir: Path) -> dict[str, tuple[str, ...]]:
+    """Version -> kernels with a built neuron.ko, from /var/lib/dkms/<module>/<version>/<kernel>."""
+    versions: dict[str, tuple[str, ...]] = {}
+    try:
         for version_dir in sorted(module_dir.iterdir())[:64]:
             version = safe_component(version_dir.name)
             if version is None or version_dir.is_symlink() or not version_dir.is_dir():
@@ -178,8 +185,9 @@ def _dkms_state(root: SysRoot) -> dict[str, dict[str, tuple[str, ...]]]:
                        if safe_component(k.name) and k.is_dir() and k.name != "source"
                        and any(k.rglob("neuron.ko*"))]
             versions[version] = tuple(kernels)
-        state[name] = versions
-    return state
+    except OSError:
+        pass  # unreadable: what was read so far stands
+    return versions
 
 
 def read_kernel_modules(root: SysRoot) -> KernelModuleState:

@@ -218,3 +218,38 @@ def test_neuron_ls_both_json_forms(tmp_path: Path) -> None:
                     f"echo '{json.dumps({'neuron_devices': [DEVICE]})}'\n")
     new = run_neuron_ls(tool, run_tool)
     assert new.form == "output-format" and new.devices == [DEVICE]
+
+
+def test_kernel_mismatch_outweighs_a_passing_driver_check(tmp_path: Path) -> None:
+    from neuronctl.ops.doctor.runner import Outcome
+    from neuronctl.ops.doctor.system_checks import with_kernel_check
+
+    kernel_tree(tmp_path, running="6.8.0-1020-aws", built_for="6.8.0-1015-aws")
+    driver = Outcome("pass", "driver 2.31.7.0", None, ("loaded module: 2.31.7.0",))
+    merged = with_kernel_check(driver, check_driver_kernel(facts(tmp_path)))
+    assert merged.status == "fail" and merged.message.endswith("; driver 2.31.7.0")
+    assert merged.fix is not None and "dkms install" in merged.fix
+    assert merged.details[0] == "loaded module: 2.31.7.0"
+    skipped = with_kernel_check(driver, Outcome("skip", "unknown kernel"))
+    assert skipped == driver
+
+
+def test_rpm_packages_are_read_with_a_time_limit_and_validated(tmp_path: Path) -> None:
+    from neuronctl.probes.system_packages import read_system_packages
+    from neuronctl.probes.tools import ToolResult
+
+    (tmp_path / "var/lib/rpm").mkdir(parents=True)
+    calls: list[tuple[list[str], float]] = []
+
+    def rpm(argv: object, timeout: float) -> ToolResult:
+        calls.append((list(argv), timeout))  # type: ignore[call-overload]
+        return ToolResult(0, "aws-neuronx-dkms 2.31.7.0\naws-neuron-dkms 2.3.26.0\n"
+                             "aws-neuronx-tools ../../evil\nbash 5.2\n", "")
+
+    pk = read_system_packages(SysRoot(tmp_path), rpm)
+    assert pk.packages == {"aws-neuronx-dkms": "2.31.7.0", "aws-neuron-dkms": "2.3.26.0"}
+    assert pk.source == "rpm"
+    argv, timeout = calls[0]
+    assert argv[:3] == ["rpm", "--root", str(tmp_path)] and 0 < timeout <= 10
+    gone = read_system_packages(SysRoot(tmp_path), lambda a, t: ToolResult(None, "", "", "no rpm"))
+    assert gone.packages == {} and gone.source == "none"

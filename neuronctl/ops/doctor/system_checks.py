@@ -10,7 +10,7 @@ import shlex
 from neuronctl.manifest import Release
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.fixes import public
-from neuronctl.ops.doctor.runner import Outcome
+from neuronctl.ops.doctor.runner import Outcome, Status
 from neuronctl.probes.system_facts import (
     DeviceAccess,
     KernelModuleState,
@@ -25,6 +25,8 @@ from neuronctl.probes.system_packages import (
     find_runtime_libraries,
     read_system_packages,
 )
+
+_SEVERITY: dict[Status, int] = {"skip": 0, "pass": 1, "warn": 2, "fail": 3}
 
 SYSTEM_KEYS = ("aws-neuronx-dkms", "aws-neuronx-runtime-lib", "aws-neuronx-collectives",
                "aws-neuronx-tools")
@@ -211,3 +213,25 @@ def check_device_access(f: Facts, uid: int | None = None,
                                "seen: on a Neuron host, pass the devices in (--device=/dev/neuron0 "
                                "...)", None, tuple(details))
     return Outcome("skip", "no /dev/neuron* nodes (see hardware.driver)", None, tuple(details))
+
+
+# ------------------------------------------------------------------------------------ wiring
+
+def with_kernel_check(driver: Outcome, kernel: Outcome) -> Outcome:
+    """`hardware.driver` extended by the kernel match: the worse status speaks (its message
+    first, its fix), the other's message follows, the details of both are kept."""
+    if kernel.status == "skip":
+        return Outcome(driver.status, driver.message, driver.fix, driver.details + kernel.details)
+    first, second = ((kernel, driver) if _SEVERITY[kernel.status] > _SEVERITY[driver.status]
+                     else (driver, kernel))
+    return Outcome(first.status, f"{first.message}; {second.message}", first.fix or second.fix,
+                   driver.details + kernel.details)
+
+
+SYSTEM_CHECKS = (
+    ("device.holders", "Processes holding Neuron devices", check_device_holders),
+    ("device.access", "Neuron device access", check_device_access),
+    ("packages.system", "Neuron system packages", check_system_packages),
+)
+"""New check ids (id, title, check) for the doctor's list; the kernel match joins
+`hardware.driver` through `with_kernel_check`."""
