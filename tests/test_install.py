@@ -338,12 +338,36 @@ def uv_that_holds(tmp_path: Path, hold: str) -> tuple[dict[str, str], Path]:
     return {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}, marker
 
 
+def wait_until(happened, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    """Until `happened()` (a file the process makes, a line it says), failing at once should the
+    process end first; checked every 20 ms, so no test waits longer than the event takes."""
+    deadline = time.monotonic() + timeout
+    while not happened() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert happened(), proc.communicate(timeout=60)[1] if proc.poll() is not None else "timed out"
+
+
 def wait_for(marker: Path, proc: subprocess.Popen) -> None:
-    for _ in range(1200):
-        if marker.exists() or proc.poll() is not None:
-            break
-        time.sleep(0.1)
-    assert marker.exists(), proc.communicate()[1]
+    wait_until(marker.exists, proc)
+
+
+class Lines:
+    """Every line a stream says, read on a thread as it comes (so a test waits for a line, not
+    for a guessed time)."""
+
+    def __init__(self, stream) -> None:
+        import threading
+
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=lambda: self.lines.extend(stream), daemon=True)
+        self._reader.start()
+
+    def said(self, text: str) -> bool:
+        return any(text in line for line in list(self.lines))
+
+    def text(self) -> str:
+        self._reader.join(timeout=60)
+        return "".join(self.lines)
 
 
 def test_interrupt_during_apply_reports_changes_and_restore_commands(uni, locked, tmp_path, stack_wheels):
@@ -387,9 +411,16 @@ def test_stopping_during_a_slow_download_stops_at_once_and_leaves_nothing(uni, l
     proc = subprocess.Popen([sys.executable, "-m", "neuronctl", "install", "--lock", str(lock),
                              "--venv", str(venv), "--venv-python", "3.12", "--backend", "uv"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    partial = user_cache_dir() / "wheels" / "partial"
+
+    def midway() -> bool:
+        """Past nki's first chunks (its partial file has some), with the new venv made meanwhile:
+        both are there to be cleaned up."""
+        started = [p for p in partial.glob("nki-*") if p.stat().st_size > 0] if partial.is_dir() else []
+        return bool(started) and (venv / "pyvenv.cfg").exists()
+
     try:
-        assert uni.neuron.trickling.wait(120), proc.communicate()[1]
-        time.sleep(1.0)  # past the first chunks, with the venv being made meanwhile
+        wait_until(midway, proc)
         proc.send_signal(getattr(signal, signame))
         _, err = proc.communicate(timeout=15)  # far less than the 30 s the rest would take
     finally:
@@ -467,21 +498,23 @@ def test_concurrent_installs_into_one_environment_take_turns(uni, locked, tmp_pa
     first = subprocess.Popen([*base, "--venv", str(venv)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, env=env)
     second = None
+    waiting = f"waiting for another neuronctl install into {venv} to finish"
     try:
         wait_for(marker, first)
         second = subprocess.Popen([*base, "--python", str(venv / "bin" / "python")],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        with pytest.raises(subprocess.TimeoutExpired):  # alone it plans and finishes in ~2 s
-            second.wait(timeout=20)
+        out2, err2 = Lines(second.stdout), Lines(second.stderr)
+        wait_until(lambda: err2.said(waiting), second)
+        assert first.poll() is None and second.poll() is None  # the second waits on the first
         release.touch()
         out1, err1 = first.communicate(timeout=120)
-        out2, err2 = second.communicate(timeout=120)
+        second.wait(timeout=120)
     finally:
         release.touch()
         for proc in (first, second):
             if proc is not None:
                 proc.kill()
     assert first.returncode == 0 and "applied: 7 installed" in out1, err1
-    assert second.returncode == 0, err2
-    assert f"waiting for another neuronctl install into {venv} to finish" in err2
-    assert "already matches" in out2 and installed(venv / "bin" / "python")["torch-neuronx"] == "2.14.3.0"
+    assert second.returncode == 0, err2.text()
+    assert "already matches" in out2.text() and not out2.said("applied")
+    assert installed(venv / "bin" / "python")["torch-neuronx"] == "2.14.3.0"

@@ -12,8 +12,10 @@ import click
 import pytest
 from rich.console import Console
 
-import neuronctl.ops.install.apply as install_apply
+import neuronctl.ops.install.downloads as install_downloads
 from neuronctl.backend.plan import Change, Plan, Wanted
+from neuronctl.cli.progress import CliReporter
+from neuronctl.ops.reporter import CollectingReporter
 
 LONG = "torch_neuronx-2.14.3.0-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -32,13 +34,14 @@ def test_progress_bars_are_labelled_by_name_and_version_and_fit_80_columns(monke
         path.write_bytes(b"x")
         return path, True
 
-    monkeypatch.setattr(install_apply, "download_verified", slow_download)
+    monkeypatch.setattr(install_downloads, "download_verified", slow_download)
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     screen = io.StringIO()
     console = Console(file=screen, force_terminal=True, width=80, color_system=None)
     wanted = [_wanted("torch-neuronx", "2.14.3.0", LONG),
               _wanted("[bold]nki", "0.7.0", "nki-0.7.0-py3-none-any.whl")]
-    files = install_apply.download_all(wanted, object(), tmp_path, show=True, console=lambda: console)
+    with CliReporter(lambda: console) as reporter:  # bars: stderr is a terminal here
+        files = install_downloads.download_all(wanted, object(), tmp_path, reporter)
     assert set(files) == {"torch-neuronx", "[bold]nki"}
     frames = [ANSI.sub("", line) for line in re.split(r"[\r\n]|\x1b\[2K", screen.getvalue())]
     drawn = [line for line in frames if "torch-neuronx" in line]
@@ -56,12 +59,30 @@ def test_without_a_terminal_each_verified_file_is_one_line(monkeypatch, tmp_path
         (tmp_path / filename).write_bytes(b"abc")
         return tmp_path / filename, True
 
-    monkeypatch.setattr(install_apply, "download_verified", quick)
+    monkeypatch.setattr(install_downloads, "download_verified", quick)
     wanted = [_wanted("torch-neuronx", "2.14.3.0", LONG), _wanted("nki", "0.7.0", "nki-0.7.0-py3-none-any.whl")]
-    install_apply.download_all(wanted, object(), tmp_path, show=True, console=lambda: None)
+    with CliReporter(lambda: None) as reporter:  # stderr is no terminal under pytest: no bars
+        install_downloads.download_all(wanted, object(), tmp_path, reporter)
     lines = capsys.readouterr().err.splitlines()
     assert sorted(lines) == sorted([f"verified {LONG} (3 bytes, sha256 ok)",
                                     "verified nki-0.7.0-py3-none-any.whl (3 bytes, sha256 ok)"])
+
+
+def test_downloads_report_each_file_to_any_reporter(monkeypatch, tmp_path):
+    """The operation only reports: a test's collecting reporter sees each verified file, keyed
+    by its file name, and nothing is printed."""
+    def quick(fetcher, url, filename, cache_root, *, sha256, size, progress, stop):
+        progress(size, size)
+        (tmp_path / filename).write_bytes(b"abcd")
+        return tmp_path / filename, True
+
+    monkeypatch.setattr(install_downloads, "download_verified", quick)
+    reporter = CollectingReporter()
+    files = install_downloads.download_all([_wanted("nki", "0.7.0", "nki-0.7.0-py3-none-any.whl")],
+                                           object(), tmp_path, reporter)
+    assert files == {"nki": tmp_path / "nki-0.7.0-py3-none-any.whl"}
+    assert reporter.finished_tasks == [("nki-0.7.0-py3-none-any.whl",
+                                        "verified nki-0.7.0-py3-none-any.whl (4 bytes, sha256 ok)")]
 
 
 def _plan() -> Plan:

@@ -1,90 +1,24 @@
-"""Download and verify every artifact, then apply the plan from those local files only; a new
-venv that fails is removed, an existing environment that fails is reported with what changed."""
+"""Apply the plan from verified local files only (the download runs alongside a new venv's
+creation or the existing environment's file listing); a new venv that fails is removed, an
+existing environment that fails is reported with what changed (see failure.py)."""
 
 from __future__ import annotations
 
 import shutil
-import sys
-import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import click
-
 from neuronctl.backend.engine import Engine
 from neuronctl.backend.external_tool import run_engine
-from neuronctl.backend.plan import Plan, Wanted
+from neuronctl.backend.plan import Plan
 from neuronctl.backend.snapshot import Snapshot
-from neuronctl.errors import FaultError, InputError, Interrupted
+from neuronctl.errors import FaultError, Interrupted
 from neuronctl.ops.install.target import InstallTarget
-from neuronctl.resolvers.download import cached_wheel_path, download_verified
-from neuronctl.resolvers.http_fetch import Fetcher
 
 Runner = Callable[[Sequence[str]], Any]
-
-
-def planned_path(cache_root: Path, wanted: Wanted) -> Path:
-    """Where the verified file will be: named by its checked sha256 and file name, inside the cache
-    (cached_wheel_path refuses anything else); a file with no sha256 has no such place."""
-    if wanted.sha256 is None:
-        raise InputError(f"{wanted.filename[:80]}: no sha256; neuronctl verifies every file")
-    return cached_wheel_path(cache_root, wanted.sha256, wanted.filename)
-
-
-def download_all(wanted: Sequence[Wanted], fetcher: Fetcher, cache_root: Path, *, show: bool,
-                 console: Callable[[], Any]) -> dict[str, Path]:
-    """Every file in the cache, verified against its sha256 and size; the first failure wins and
-    nothing unverified is kept. Progress bars on a terminal (console() makes the rich console
-    then), a line per verified file otherwise."""
-    if not wanted:
-        return {}
-    bars: Any = None
-    if show and sys.stderr.isatty():
-        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
-
-        # Labelled by name and version, never markup: wheel file names run to 80 characters
-        # and would push the size and speed off an 80-column terminal.
-        bars = Progress(TextColumn("{task.description}", markup=False), BarColumn(bar_width=20),
-                        DownloadColumn(), TransferSpeedColumn(), console=console(), transient=True)
-        bars.start()
-
-    def one(w: Wanted) -> tuple[str, Path]:
-        task = bars.add_task(progress_label(w), total=w.size) if bars else None
-
-        def progress(done: int, total: int | None) -> None:
-            if bars is not None:
-                bars.update(task, completed=done, total=total)
-
-        path, _ = download_verified(fetcher, w.url, w.filename, cache_root, sha256=w.sha256,
-                                    size=w.size, progress=progress, stop=abandon.is_set)
-        if show and bars is None:
-            click.echo(f"verified {w.filename} ({path.stat().st_size:,} bytes, sha256 ok)", err=True)
-        return w.name, path
-
-    # The first failure, or Ctrl-C, stops the other downloads too instead of waiting them out.
-    abandon = threading.Event()
-    pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="neuronctl-download")
-    try:
-        return dict(pool.map(one, wanted))
-    except BaseException:
-        abandon.set()
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-        if bars is not None:
-            bars.stop()
-
-
-LABEL_WIDTH = 28
-
-
-def progress_label(wanted: Wanted) -> str:
-    """"torch 2.14.0+cpu": short enough that bar, size and speed fit beside it on 80 columns."""
-    label = f"{wanted.name} {wanted.version}"
-    return label if len(label) <= LABEL_WIDTH else label[:LABEL_WIDTH - 1] + "…"
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ from neuronctl.safety import checked_hash, safe_filename
 if TYPE_CHECKING:
     from packaging.pylock import Pylock
 
+    from neuronctl.resolvers.stack_plan import StackPlan
+
 
 @dataclass(frozen=True)
 class InstallSource:
@@ -123,3 +125,33 @@ def wanted_from_resolution(packages: Sequence[Any], target: Target, hash_of: Any
         out.append(Wanted(str(pkg.name), str(pkg.version), dist.filename, dist.url, hash_of(dist),
                           dist.size, pkg.index_url))
     return tuple(out)
+
+
+def from_resolution(packages: Sequence[Any], target: Target, hash_of: Any,
+                    plan: StackPlan) -> InstallSource:
+    """The wheels a fresh resolution chose for the target."""
+    version, framework = plan.release.version, plan.framework
+    return InstallSource(wanted_from_resolution(packages, target, hash_of), version, framework,
+                         f"Neuron {version} with torch {framework.torch}, resolved now")
+
+
+def lock_pythons(lock: Pylock) -> tuple[str, ...]:
+    """Pythons a lock is for, lowest first: its recorded targets, else those its requires-python
+    admits (so a new --venv gets an interpreter the lock can install into)."""
+    tool = (lock.tool or {}).get("neuronctl") or {}
+    targets = tool.get("targets") if isinstance(tool, dict) else None
+    if isinstance(targets, list):
+        found = [str(t.get("python")) for t in targets if isinstance(t, dict) and t.get("python")]
+        if found:
+            return tuple(dict.fromkeys(found))
+    spec = lock.requires_python
+    if spec is None:
+        return ()
+    return tuple(v for v in (f"3.{m}" for m in range(10, 16)) if spec.contains(f"{v}.0"))
+
+
+def stack_pythons(manifest: Manifest, release: str | None, torch: str | None) -> tuple[str, ...]:
+    """Pythons the release's PyTorch line supports, as the manifest lists them."""
+    from neuronctl.resolvers.stack_plan import pick_release, plan_stack
+
+    return tuple(plan_stack(pick_release(manifest, release), torch, False).framework.python)

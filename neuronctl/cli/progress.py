@@ -1,0 +1,106 @@
+"""The CLI's Reporter: renders what an operation reports while it runs.
+
+Notes, warnings and waits go to stderr, plain results ("applied: ...") to stdout, steps to the
+handlers the command gives (install prints its plan that way). Download progress is a set of
+rich bars on a terminal, labelled as the operation labels each task (name and version, never
+markup), and one line per finished file otherwise (logs, CI).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+import click
+
+from neuronctl.ops.reporter import Event
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
+
+StepHandler = Callable[[Event], None]
+
+
+class CliReporter:
+    def __init__(self, console: Callable[[], Console], *,
+                 steps: Mapping[str, StepHandler] | None = None, bars: bool | None = None) -> None:
+        """console: makes the console the bars draw on (stderr), when the first bar appears;
+        steps: step name -> handler; bars: draw bars (default: when stderr is a terminal)."""
+        self._console = console
+        self._steps = dict(steps or {})
+        self._bars_wanted = sys.stderr.isatty() if bars is None else bars
+        self._bars: Progress | None = None
+        self._tasks: dict[str, TaskID] = {}
+        self._lock = threading.Lock()
+
+    def emit(self, event: Event) -> None:
+        self.stop_bars()  # a line is never drawn into the bars
+        if event.kind == "step":
+            handler = self._steps.get(str(event.data.get("step", "")))
+            if handler is not None:
+                handler(event)
+        elif event.kind in ("note", "warning"):
+            click.echo(f"{event.kind}: {event.message}", err=True)
+        elif event.kind == "waiting":
+            click.echo(event.message, err=True)
+        else:
+            click.echo(event.message)
+
+    def progress(self, key: str, label: str, done: int, total: int | None) -> None:
+        if not self._bars_wanted:
+            return
+        with self._lock:
+            bars = self._bars or self._start_bars()
+            task = self._tasks.get(key)
+            if task is None:
+                self._tasks[key] = bars.add_task(label, total=total, completed=done)
+            else:
+                bars.update(task, completed=done, total=total)
+
+    def finished(self, key: str, message: str) -> None:
+        if not self._bars_wanted:
+            click.echo(message, err=True)
+
+    def _start_bars(self) -> Progress:
+        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
+        # markup=False: a label is data (a package name), never rich markup.
+        bars = Progress(TextColumn("{task.description}", markup=False), BarColumn(bar_width=20),
+                        DownloadColumn(), TransferSpeedColumn(), console=self._console(),
+                        transient=True)
+        bars.start()
+        self._bars = bars
+        return bars
+
+    def stop_bars(self) -> None:
+        with self._lock:
+            bars, self._bars = self._bars, None
+            self._tasks.clear()
+        if bars is not None:
+            bars.stop()
+
+    def __enter__(self) -> CliReporter:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop_bars()  # before the error boundary prints, however the operation ended
+
+
+def preload(*modules: str) -> None:
+    """Import modules on a thread while the main one mostly waits (on the target interpreter, the
+    download, the engine), so the step that needs them starts at once."""
+    import importlib
+
+    def load() -> None:
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # the real import later reports any failure
+                return
+
+    threading.Thread(target=load, name="neuronctl-preload", daemon=True).start()

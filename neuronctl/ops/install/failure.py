@@ -1,0 +1,67 @@
+"""What an apply that did not finish changed in the target, and how to undo it: package versions
+(inspected again) and files no package change accounts for (compared with the snapshot taken
+before the engine ran). It says "nothing changed" only when both were checked."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from neuronctl.backend.external_tool import shown
+from neuronctl.backend.plan import changed_between, restore_commands
+from neuronctl.backend.snapshot import Stray, file_changes
+from neuronctl.errors import FaultError, Interrupted
+from neuronctl.ops.install.apply import ApplyFailure
+from neuronctl.ops.install.target import InstallTarget
+from neuronctl.probes.pyenv import PythonEnv, inspect_python
+
+SHOWN_STRAYS = 8
+
+
+def _versions(env: PythonEnv) -> dict[str, str]:
+    return {d.name: d.version for d in env.distributions.values()}
+
+
+def failure_error(failure: ApplyFailure, target: InstallTarget, before: PythonEnv,
+                  index_url_for: Callable[[str], str]) -> FaultError:
+    """The error to raise for `failure` (an interrupt keeps its own exit code); `before` is the
+    target as inspected before the plan, `index_url_for` the routing's URL for a package."""
+    error = type(failure.error)
+    if isinstance(failure.error, Interrupted):
+        stopped, why = f"{failure.stage} was {failure.error.message}", ""
+    else:
+        stopped, why = f"{failure.stage} failed", f": {failure.error.message}"
+    if failure.venv_removed is not None:
+        undone = "emptied" if target.keep_dir else "removed"
+        return error(f"{stopped}{why}; {undone} the new venv {failure.venv_removed}")
+    old = _versions(before)
+    try:
+        new = _versions(inspect_python(target.final_python))
+    except FaultError as exc:
+        return error(f"{stopped}{why}; what it changed is unknown (the environment cannot be "
+                     f"inspected again: {exc.message})")
+    changed = changed_between(old, new)
+    files = failure.files_before
+    strays = file_changes(files) if files is not None else []
+    if not changed and not strays:
+        if files is None:
+            return error(f"{stopped}{why}; its files were not compared, so what changed is unknown")
+        return error(f"{stopped}, nothing changed{why} (checked {files.count:,} files and directories "
+                     f"in {', '.join(files.roots)})")
+    what = [", ".join(f"{name} {was or '-'} -> {now or 'removed'}" for name, was, now in changed)]
+    what = [w for w in what if w] + [s.describe() for s in strays[:SHOWN_STRAYS]]
+    if len(strays) > SHOWN_STRAYS:
+        what.append(f"and changes in {len(strays) - SHOWN_STRAYS} more places")
+    return error(f"{stopped} after changing {'; '.join(what)}{why}",
+                 hint=_restore_hint(target, strays, old, new, index_url_for))
+
+
+def _restore_hint(target: InstallTarget, strays: list[Stray], old: dict[str, str],
+                  new: dict[str, str], index_url_for: Callable[[str], str]) -> str:
+    cmds: list[list[str]] = []
+    removable = [path for s in strays for path in s.removable]
+    if removable:  # only paths that did not exist before, inside site-packages, owned by nothing
+        cmds.append(["rm", "-rf", "--", *removable])
+    cmds += restore_commands(target.final_python, old, new, index_url_for)
+    if not cmds:
+        return "reinstall the packages those files belong to"
+    return "restore with: " + " && ".join(shown(c) for c in cmds)

@@ -1,0 +1,50 @@
+"""What `neuronctl install` did (or would do), as one value the CLI renders as text or JSON."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from neuronctl.backend.engine import Choice
+from neuronctl.backend.plan import Plan
+from neuronctl.ops.doctor.report import DoctorReport
+from neuronctl.ops.install.source import InstallSource
+from neuronctl.ops.install.target import InstallTarget
+
+
+@dataclass(frozen=True)
+class InstallOutcome:
+    target: InstallTarget
+    source: InstallSource
+    choice: Choice
+    plan: Plan
+    commands: tuple[tuple[str, ...], ...]
+    """Every command the apply runs (or, in a dry run, would run), venv creation included."""
+    dry_run: bool
+    applied: bool
+    doctor: DoctorReport | None = None
+    """The doctor's report on the target afterwards (None: --no-check, or a dry run)."""
+    wrote_lock: Path | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return int(self.doctor.exit_code) if self.doctor is not None else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": "install",
+            "target": {"python": self.target.final_python,
+                       "venv": str(self.target.venv) if self.target.venv else None,
+                       "new_venv": self.target.new_venv,
+                       "seed_pip": str(self.target.seed_pip) if self.target.seed_pip else None},
+            "source": {"describe": self.source.describe, "release": self.source.release,
+                       "lock": str(self.source.lock) if self.source.lock else None},
+            "engine": {"name": self.choice.engine.name, "reason": self.choice.reason},
+            "plan": [c.to_json() for c in self.plan.changes],
+            "commands": [list(c) for c in self.commands],
+            "dry_run": self.dry_run,
+            "applied": self.applied,
+            "doctor": self.doctor.summary() if self.doctor is not None else None,
+            "exit_code": self.exit_code,
+        }

@@ -1,0 +1,52 @@
+"""What an install plans beyond the source's wheels: moving to the native stack removes the legacy
+XLA packages (torch-xla, libneuronxla, legacy torch-neuronx) and PyPI placeholders; removals are
+confirmed before anything changes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+from neuronctl.backend.plan import Plan, Wanted, diff
+from neuronctl.errors import InputError, OperationFailed
+from neuronctl.probes.legacy import detect_legacy
+from neuronctl.probes.pyenv import PythonEnv
+from neuronctl.torch_neuronx import classify
+
+LEGACY_WHY = "legacy XLA stack, replaced by native TorchNeuron"
+PLACEHOLDER_WHY = "PyPI placeholder (import raises 'WRONG PACKAGE')"
+
+Confirm = Callable[[str], bool]
+"""Asks a person a yes/no question (the CLI's prompt); absent where nobody can answer."""
+
+
+def installs_native(wanted: Iterable[Wanted]) -> bool:
+    return any(w.name == "torch-neuronx" and classify(w.version).backend == "native" for w in wanted)
+
+
+def removals(env: PythonEnv, wanted: Iterable[Wanted]) -> dict[str, str]:
+    """name -> why, for what must leave the target: only when the source is the native stack,
+    the legacy packages and placeholders the target has (a legacy source removes nothing)."""
+    if not installs_native(wanted):
+        return {}
+    legacy = detect_legacy(env, {})
+    remove = dict.fromkeys(legacy.legacy_packages, LEGACY_WHY)
+    for text in legacy.placeholders:
+        remove[text.split(" ", 1)[0]] = PLACEHOLDER_WHY
+    return remove
+
+
+def make_plan(env: PythonEnv, wanted: tuple[Wanted, ...]) -> Plan:
+    """The diff of what `env` has against `wanted`, with the removals the policy adds."""
+    installed: Mapping[str, str] = {d.name: d.version for d in env.distributions.values()}
+    return diff(installed, wanted, removals(env, wanted))
+
+
+def confirm_removals(plan: Plan, yes: bool, confirm: Confirm | None) -> None:
+    """Removals need --yes or a person's answer; without either it is bad input, nothing changed."""
+    if not plan.removals or yes:
+        return
+    names = ", ".join(f"{c.name} {c.old}" for c in plan.removals)
+    if confirm is None:
+        raise InputError(f"the plan removes {names}; pass --yes to confirm")
+    if not confirm(f"Remove {names}?"):
+        raise OperationFailed("not confirmed; nothing changed")

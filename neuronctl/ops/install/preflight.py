@@ -1,0 +1,52 @@
+"""Checks before anything is downloaded or changed: the target Python fits the stack, the chip
+fits when Neuron hardware is present, the pip engine has a pip to run. Each either raises an
+InputError (exit 2, nothing changed) or says what the user should know."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from neuronctl.backend.engine import Choice
+from neuronctl.errors import InputError
+from neuronctl.manifest import Framework, Manifest
+from neuronctl.ops.install.target import InstallTarget
+from neuronctl.probes.hardware import HardwareReport
+from neuronctl.probes.pyenv import PythonEnv
+
+NO_HARDWARE = "no Neuron hardware here; preparing an environment for another host"
+
+
+def check_python(supported: Sequence[str], version: str) -> None:
+    minor = ".".join(version.split(".")[:2])
+    if supported and minor not in supported:
+        raise InputError(f"the target is Python {version}; this stack needs Python "
+                         f"{', '.join(supported)}",
+                         hint=f"install into a new venv: --venv DIR --venv-python {supported[0]}")
+
+
+def check_chip(hardware: HardwareReport, framework: Framework | None) -> str | None:
+    """Refuses a chip the framework does not run on; returns the warning for a host with no
+    Neuron hardware at all (an environment prepared for another host), else None."""
+    if framework is None:
+        return None
+    if hardware.present and hardware.chip and hardware.chip not in framework.chips:
+        raise InputError(f"this host has {hardware.chip}; the {framework.backend} torch-neuronx "
+                         f"{framework.torch_neuronx} runs on {', '.join(framework.chips)}",
+                         hint="pick a release line for this chip (see `neuronctl releases`)")
+    return None if hardware.present else NO_HARDWARE
+
+
+def release_note(manifest: Manifest, version: str | None) -> str | None:
+    """The note for a release that is not a GA one (the default, 2.33.0, is a beta)."""
+    release = manifest.find(version) if version else None
+    if release is None or release.status == "ga":
+        return None
+    return (f"Neuron {release.version} is a {release.status} release "
+            "(choose another with --release; `neuronctl releases` lists them)")
+
+
+def check_engine(choice: Choice, target: InstallTarget, env: PythonEnv) -> None:
+    """The pip engine is the target's own pip: an existing target without one cannot use it."""
+    if choice.engine.name == "pip" and not target.new_venv and env.get("pip") is None:
+        raise InputError(f"{target.final_python} has no pip, and the pip engine is its own pip "
+                         f"({choice.reason})", hint="use --backend uv, or install pip there first")

@@ -1,0 +1,43 @@
+"""What `neuronctl install` is asked to do, as one typed value the CLI builds from its flags."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from neuronctl.config import Config
+from neuronctl.errors import InputError
+from neuronctl.manifest import Manifest
+
+
+@dataclass(frozen=True)
+class InstallRequest:
+    config: Config
+    manifest: Callable[[], Manifest]
+    """Loads the release manifest; the operation calls it once, when it first needs it."""
+    timeout: float = 30.0
+    """Seconds per request and per interpreter inspection, already validated."""
+    release: str | None = None
+    torch: str | None = None
+    with_: tuple[str, ...] = ()
+    indexes: tuple[str, ...] = ()
+    routes: tuple[str, ...] = ()
+    latest: bool = False
+    offline: bool = False
+    lock: Path | None = None
+    python: str | None = None
+    venv: Path | None = None
+    venv_python: str | None = None
+    backend: str | None = None
+    dry_run: bool = False
+    yes: bool = False
+    write_lock: Path | None = None
+    check: bool = True
+    """Run the doctor on the target afterwards (--no-check: False)."""
+    sysroot: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.lock is not None and (self.with_ or self.latest or self.write_lock):
+            raise InputError("--lock installs exactly the lock; --with, --latest and --write-lock "
+                             "need a fresh resolution (drop --lock)")
