@@ -95,6 +95,8 @@ def test_bundle_archive_has_an_index_and_no_secret(tmp_path: Path) -> None:
                  "tool-neuronctl.toml", "pylock.toml", "system-facts.json"):
         assert status[name] in ("collected", "partial"), (name, index)
         assert name in files
+    assert status["doctor.json"] == "collected" and json.loads(files["doctor.json"])["checks"]
+    assert json.loads(files["env.json"])["env"]["python"]
     # The items really carried the planted values, masked: the bundle was not merely empty.
     assert "mirror.example" in files["tool-neuronctl.toml"] and "***" in files["tool-neuronctl.toml"]
     assert "NEURON_CC_FLAGS" in files["env.md"] and "mirror.example" in files["pylock.toml"]
