@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from importlib import resources
@@ -97,9 +99,16 @@ class IndexRouting:
     routes: Mapping[str, str] = field(default_factory=dict)
     """Canonical package name -> index name."""
     default: str = "pypi"
+    patterns: Mapping[str, str] = field(default_factory=dict)
+    """fnmatch pattern on the canonical name (e.g. "nvidia-*") -> index name; an exact route
+    wins over a pattern. A family whose names keep growing (NVIDIA's CUDA wheels) needs one."""
 
     def index_for(self, package: str) -> str:
-        return self.routes.get(str(canonicalize_name(package)), self.default)
+        name = str(canonicalize_name(package))
+        if name in self.routes:
+            return self.routes[name]
+        return next((index for pattern, index in self.patterns.items()
+                     if fnmatch.fnmatchcase(name, pattern)), self.default)
 
     def url_for(self, package: str) -> str:
         return self.indexes[self.index_for(package)]
@@ -127,9 +136,12 @@ class IndexRouting:
         return out
 
     def to_json(self) -> dict[str, object]:
-        return {"default": self.default,
-                "indexes": {k: redact_url(v) for k, v in self.indexes.items()},
-                "routes": dict(sorted(self.routes.items()))}
+        out: dict[str, object] = {"default": self.default,
+                                   "indexes": {k: redact_url(v) for k, v in self.indexes.items()},
+                                   "routes": dict(sorted(self.routes.items()))}
+        if self.patterns:
+            out["patterns"] = dict(sorted(self.patterns.items()))
+        return out
 
 
 def check_index_url(url: str, where: str) -> None:
@@ -192,3 +204,102 @@ def load_default_routing() -> IndexRouting:
     routes = {str(canonicalize_name(pkg)): index
               for index in routes_f for pkg in routes_f.texts(index)}
     return IndexRouting(indexes, routes, top.req_text("default"))
+
+
+# Fallback locks (a CUDA or CPU torch instead of the Neuron stack)
+
+FALLBACK_DEVICES = ("cuda", "cpu")
+_CUDA_VARIANT = re.compile(r"^cu(\d{2,4})$")
+
+
+@dataclass(frozen=True)
+class FallbackRouting:
+    """What the bundled data says about one fallback device's lock."""
+
+    device: str
+    index: str
+    """The index its torch family comes from (pytorch-cuda, pytorch-cpu)."""
+    packages: tuple[str, ...]
+    """Names (or fnmatch patterns: nvidia-*) routed to that index in this lock only."""
+    url_template: str | None = None
+    """The index URL with {variant} in it (CUDA: one index per variant)."""
+    min_driver: Mapping[str, str] = field(default_factory=dict)
+    """CUDA variant -> the oldest Linux NVIDIA driver that runs it."""
+    torch_variants: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """torch line (2.10) -> the CUDA variants PyTorch publishes for it."""
+
+    def variants_for(self, torch: str) -> tuple[str, ...]:
+        """The variants of a torch line; a line newer than the table gets the newest line's
+        (PyTorch keeps its CUDA variants across neighbouring releases)."""
+        line = ".".join(torch.split("+", maxsplit=1)[0].split(".")[:2])
+        if line in self.torch_variants:
+            return self.torch_variants[line]
+        known = sorted(self.torch_variants, key=_line_key)
+        newer = [k for k in known if _line_key(k) <= _line_key(line)]
+        return self.torch_variants[(newer or known)[-1]] if known else ()
+
+    def default_variant(self, torch: str) -> str | None:
+        """The newest CUDA variant published for this torch line."""
+        variants = self.variants_for(torch)
+        return max(variants, key=cuda_variant_number) if variants else None
+
+    def index_url(self, variant: str | None) -> str | None:
+        if self.url_template is None or variant is None:
+            return None
+        return self.url_template.format(variant=variant)
+
+
+def _line_key(line: str) -> tuple[int, ...]:
+    return tuple(int(p) if p.isdigit() else 0 for p in line.split("."))
+
+
+def cuda_variant_number(variant: str) -> int:
+    """cu130 -> 130; InputError for anything that is not a CUDA variant name."""
+    m = _CUDA_VARIANT.match(variant)
+    if not m:
+        raise InputError(f"CUDA variant {variant!r}: expected a name such as cu126, cu128 or cu130")
+    return int(m.group(1))
+
+
+@functools.cache
+def load_fallback_routing() -> dict[str, FallbackRouting]:
+    """device -> its bundled fallback routing (parsed once per process)."""
+    data = json.loads(resources.files("neuronctl.data").joinpath("routing.json").read_text("utf-8"))
+    section = Fields(data, "bundled routing").obj("fallbacks")
+    assert section is not None
+    out = {}
+    for device in FALLBACK_DEVICES:
+        entry = section.obj(device)
+        assert entry is not None
+        drivers = entry.obj("min_driver", required=False)
+        lines = entry.obj("torch_variants", required=False)
+        out[device] = FallbackRouting(
+            device, entry.req_text("index"), tuple(entry.texts("packages")),
+            entry.text("url_template", required=False),
+            {k: drivers.req_text(k) for k in drivers} if drivers else {},
+            {k: tuple(lines.texts(k)) for k in lines} if lines else {})
+    return out
+
+
+def fallback_only_indexes() -> frozenset[str]:
+    """Indexes only fallback locks use: a Neuron lock neither routes to them nor records them."""
+    used = {fb.index for fb in load_fallback_routing().values()}
+    return frozenset(used - set(load_default_routing().routes.values()) - {load_default_routing().default})
+
+
+def fallback_base_routing(device: str, variant: str | None) -> IndexRouting:
+    """The bundled routing for a fallback lock: the device's packages (and patterns) sent to its
+    index, and for CUDA that index at the variant's URL."""
+    fb = load_fallback_routing()[device]
+    routing = load_default_routing()
+    url = fb.index_url(variant)
+    if url is not None:
+        routing = routing.with_index(fb.index, url, f"bundled {fb.index} index for {variant}")
+    routes = dict(routing.routes)
+    patterns = dict(routing.patterns)
+    for name in fb.packages:
+        if any(c in name for c in "*?["):
+            patterns[name] = fb.index
+        else:
+            routes[str(canonicalize_name(name))] = fb.index
+    return replace(routing, routes=routes, patterns=patterns)

@@ -75,8 +75,17 @@ class LockInputs:
     targets: tuple[Target, ...]
     pins: Mapping[str, str]
     indexes: Mapping[str, str] = field(default_factory=dict)
+    fallback: Mapping[str, str] | None = None
+    """A fallback lock's {"device": "cuda", "variant": "cu130"}; None for the Neuron lock."""
 
     def to_tool(self) -> dict[str, Any]:
+        tool = self._common()
+        if self.fallback is not None:
+            del tool["torch-neuronx"]  # a fallback lock holds no Neuron package
+            tool["fallback"] = dict(self.fallback)
+        return tool
+
+    def _common(self) -> dict[str, Any]:
         return {
             "schema": LOCK_TOOL_SCHEMA,
             "release": self.release,
@@ -244,6 +253,23 @@ def neuronctl_table(lock: Pylock) -> dict[str, Any] | None:
     """The lock's [tool.neuronctl] table (what it was made from), or None if it has none."""
     tool = (lock.tool or {}).get("neuronctl")
     return tool if isinstance(tool, dict) else None
+
+
+def fallback_of(lock: Pylock) -> dict[str, str] | None:
+    """The device (and CUDA variant) a fallback lock is for, from its [tool.neuronctl]
+    `fallback` table; None for a Neuron lock. A malformed table is bad input naming it."""
+    tool = neuronctl_table(lock) or {}
+    table = tool.get("fallback")
+    if table is None:
+        return None
+    if not isinstance(table, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and len(v) <= 32 for k, v in table.items()):
+        raise InputError("[tool.neuronctl] fallback: expected a table of short strings "
+                         "(device, variant)")
+    if table.get("device") not in ("cuda", "cpu"):
+        raise InputError(f"[tool.neuronctl] fallback: device {str(table.get('device'))[:32]!r}: "
+                         "expected cuda or cpu")
+    return dict(table)
 
 
 def _marker_holds(marker: object, env: Mapping[str, str], where: str) -> bool:

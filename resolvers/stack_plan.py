@@ -22,6 +22,28 @@ class StackPlan:
     latest: bool
     pins: dict[str, str]
     """name -> the manifest's version."""
+    fallback: Fallback | None = None
+    """Set for a fallback lock: the same torch for another device, no Neuron packages."""
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """A fallback lock's device and, for CUDA, the PyTorch variant (cu130)."""
+
+    device: str
+    variant: str | None = None
+
+    @property
+    def local(self) -> str:
+        """The torch build's local version label: +cu130, +cpu."""
+        return self.variant or self.device
+
+    @property
+    def label(self) -> str:
+        return f"{self.device} ({self.variant})" if self.variant else self.device
+
+    def to_tool(self) -> dict[str, str]:
+        return {"device": self.device, **({"variant": self.variant} if self.variant else {})}
 
 
 def pick_release(manifest: Manifest, version: str | None) -> Release:
@@ -55,3 +77,10 @@ def plan_stack(release: Release, torch: str | None, latest: bool) -> StackPlan:
         if version:
             pins[name] = version
     return StackPlan(release, fw, latest, pins)
+
+
+def plan_fallback(release: Release, torch: str | None, latest: bool, fallback: Fallback) -> StackPlan:
+    """The release's torch line built for another device: torch pinned to the device's local
+    build (2.14.0+cu130), no Neuron package."""
+    fw = select_framework(release, torch)
+    return StackPlan(release, fw, latest, {"torch": f"{fw.torch}+{fallback.local}"}, fallback)

@@ -94,3 +94,56 @@ def running(wheels: dict[str, list[tuple[Path, dict]]], *, neuron_ranges: bool =
         urls = {name: stack.enter_context(index_server(states[kind])) + "/simple"
                 for name, kind in (("pypi", "json"), ("pytorch-cpu", "html"), ("neuron", "neuron"))}
         yield Universe(states["json"], states["html"], states["neuron"], urls)
+
+
+# A PyTorch-CUDA-like index (download.pytorch.org/whl/cu130): torch's CUDA build with its
+# nvidia-* and triton dependencies, which that index lists as well.
+
+CUDA_LINUX = "manylinux_2_28_x86_64"
+NVIDIA_TAG = "py3-none-manylinux_2_27_x86_64"
+CUDA_DEPS = {  # name -> version, as torch 2.9+cu130's own Requires-Dist pins them
+    "nvidia-cuda-runtime": "13.0.96", "nvidia-cublas": "13.1.0.3", "nvidia-cudnn-cu13": "9.15.1.9",
+    "nvidia-nccl-cu13": "2.28.9", "triton": "3.6.0"}
+_LINUX_X86 = '; platform_system == "Linux" and platform_machine == "x86_64"'
+
+
+def build_cuda_universe(root: Path) -> list[tuple[Path, dict]]:
+    """Wheels for the CUDA-like index: torch 2.14.0+cu130 (and a +cu128 build the cu130 lock
+    must not take), nvidia-* (one depending on another) and triton."""
+    out = []
+    deps = tuple(f"{n}=={v}{_LINUX_X86}" for n, v in CUDA_DEPS.items())
+    for local in ("cu130", "cu128"):
+        for minor in (12, 13):
+            torch_deps = deps if local == "cu130" else ("filelock",)
+            out.append((build_wheel(root, "torch", f"2.14.0+{local}", tag=_cp(minor, CUDA_LINUX),
+                                    requires=("filelock", "typing-extensions>=4.10", *torch_deps),
+                                    requires_python=">=3.10"), {"requires_python": ">=3.10"}))
+    for name, version in CUDA_DEPS.items():
+        if name == "triton":
+            for minor in (12, 13):
+                out.append((build_wheel(root, name, version, tag=_cp(minor, CUDA_LINUX)), {}))
+            continue
+        requires = ("nvidia-cublas",) if name == "nvidia-cudnn-cu13" else ()
+        out.append((build_wheel(root, name, version, tag=NVIDIA_TAG, requires=requires), {}))
+    return out
+
+
+@dataclass
+class CudaUniverse:
+    uni: Universe
+    cuda: IndexState
+    url: str
+
+    def index_flags(self) -> list[str]:
+        return [*self.uni.index_flags(), f"--index=pytorch-cuda={self.url}"]
+
+
+@contextmanager
+def running_with_cuda(wheels: dict[str, list[tuple[Path, dict]]],
+                      cuda_wheels: list[tuple[Path, dict]]) -> Iterator[CudaUniverse]:
+    """The three indexes of `running` plus a PyTorch-CUDA-like one (HTML, no sidecars)."""
+    cuda = IndexState("html")
+    for wheel, opts in cuda_wheels:
+        cuda.add(wheel, **opts)
+    with running(wheels) as uni, index_server(cuda) as url:
+        yield CudaUniverse(uni, cuda, url + "/simple")

@@ -44,18 +44,22 @@ class _StderrNotes:
 @click.option("--format", "fmt", type=click.Choice(["pylock", "requirements"]),
               help="pylock (PEP 751) or a pip requirements file with --hash (default: by file name).")
 @click.option("--check", is_flag=True, help="Exit 1 if the lock no longer matches the request.")
+@click.option("--fallback", metavar="cuda[=VARIANT]|cpu",
+              help="A fallback lock beside the Neuron one (pylock.cuda.toml, pylock.cpu.toml): the "
+                   "same torch, --with and targets for a GPU (default variant: the newest CUDA "
+                   "build of that torch) or the CPU, with no Neuron package.")
 @click.option("--json", "as_json", is_flag=True, help="A JSON summary on stdout.")
 def lock(release: str | None, torch: str | None, with_: tuple[str, ...], indexes: tuple[str, ...],
          routes: tuple[str, ...], latest: bool, offline: bool, timeout: float | None,
          pythons: tuple[str, ...], platforms: tuple[str, ...], output: str | None, fmt: str | None,
-         check: bool, as_json: bool) -> int:
+         check: bool, fallback: str | None, as_json: bool) -> int:
     """Resolve a Neuron release into exact, hashed pins, each package from its own index."""
     from neuronctl.ops.lock.request import build_lock_request
     from neuronctl.ops.lock.run import lock as run_lock
 
     app = get_app()
     stack = make_request(app, release=release, torch=torch, pythons=pythons, platforms=platforms,
-                         with_=with_, indexes=indexes, routes=routes, latest=latest)
+                         with_=with_, indexes=indexes, routes=routes, latest=latest, fallback=fallback)
     seconds = 30.0 if check else timeout_value(timeout, app.config().get("timeout"), 30.0)
     request = build_lock_request(stack, app.config(), output=output, fmt=fmt, check=check,
                                  offline=offline, timeout=seconds)
@@ -63,6 +67,7 @@ def lock(release: str | None, torch: str | None, with_: tuple[str, ...], indexes
     outcome = run_lock(request, reporter)
     if outcome.checked:
         flags = _flags(release, torch, with_, indexes, routes, latest, pythons, platforms, output, fmt)
+        flags += [f"--fallback={fallback}"] if fallback else []
         return _render_check(outcome, _refresh_command(app, flags), as_json)
     if outcome.text is not None:
         sys.stdout.write(outcome.text)
@@ -106,7 +111,7 @@ def _render_check(outcome: LockOutcome, refresh: str, as_json: bool) -> int:
         failure = None if outcome.up_to_date else f"{outcome.path}: the lock no longer matches the request"
         emit_json(outcome.to_json(), failure=failure, hint=f"refresh it with: {redact(refresh)}")
     elif outcome.up_to_date:
-        click.echo(f"{outcome.path}: up to date (Neuron {outcome.release}, torch {outcome.torch}, "
+        click.echo(f"{outcome.path}: up to date ({outcome.stack_label}, "
                    f"{len(outcome.targets)} target(s))")
     return outcome.exit_code
 
@@ -120,8 +125,8 @@ def _render(app: App, outcome: LockOutcome, as_json: bool) -> None:
         return
     stream_err = outcome.text is not None
     labels = ", ".join(t.label for t in outcome.targets)
-    click.echo(f"locked {len(outcome.packages)} packages for {labels} (Neuron {outcome.release}, "
-               f"torch {outcome.torch}) -> {outcome.path}", err=stream_err)
+    click.echo(f"locked {len(outcome.packages)} packages for {labels} ({outcome.stack_label}) "
+               f"-> {outcome.path}", err=stream_err)
     if app.verbose or not stream_err:
         for p in outcome.packages:
             click.echo(f"  {p.name} {p.version}  [{p.index_name}]", err=stream_err)

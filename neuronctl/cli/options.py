@@ -35,10 +35,11 @@ def request_options(f: Any) -> Any:
 
 def make_request(app: App, *, release: str | None, torch: str | None, pythons: tuple[str, ...],
                  platforms: tuple[str, ...], with_: tuple[str, ...], indexes: tuple[str, ...],
-                 routes: tuple[str, ...], latest: bool) -> StackRequest:
-    """The stack request from these options, the config and the manifest (each read once)."""
+                 routes: tuple[str, ...], latest: bool, fallback: str | None = None) -> StackRequest:
+    """The stack request from these options, the config and the manifest (each read once);
+    `fallback` (lock --fallback cuda[=VARIANT]|cpu) asks for a fallback lock's stack."""
     from neuronctl.ops.lock.request import build_request
 
     return build_request(app.config(), app.manifest(), release=release, torch=torch, pythons=pythons,
                          platforms=platforms, requirements=with_, index_flags=indexes,
-                         route_flags=routes, latest=latest)
+                         route_flags=routes, latest=latest, fallback=fallback)

@@ -78,10 +78,11 @@ def _unknown_error(setting: _IndexSetting, known: Sequence[str]) -> InputError:
 
 def build_routing(config: Config, index_flags: Sequence[str], route_flags: Sequence[str],
                   environ: Mapping[str, str] | None = None,
-                  recorded: Mapping[str, str] | None = None) -> IndexRouting:
-    """Bundled routing, then config, then NEURONCTL_INDEX_<NAME>, then the indexes a lock
-    recorded, then flags (last one wins)."""
-    routing = load_default_routing()
+                  recorded: Mapping[str, str] | None = None,
+                  base: IndexRouting | None = None) -> IndexRouting:
+    """Bundled routing (or `base`: a fallback lock's), then config, then NEURONCTL_INDEX_<NAME>,
+    then the indexes a lock recorded, then flags (last one wins)."""
+    routing = base or load_default_routing()
     recorded = dict(recorded or {})
     known = list(dict.fromkeys([*routing.indexes, *recorded]))
     env = os.environ if environ is None else environ

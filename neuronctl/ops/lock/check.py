@@ -21,10 +21,27 @@ def lock_differences(recorded: RecordedLock, inputs: LockInputs) -> list[str]:
     if tool.get("schema") != LOCK_TOOL_SCHEMA:
         return [f"[tool.neuronctl] schema {tool.get('schema')!r}; this neuronctl writes "
                 f"{LOCK_TOOL_SCHEMA}"]
+    kind = _kind_difference(tool.get("fallback"), inputs.fallback)
+    if kind:
+        return [kind]
     problems = _input_differences(tool, inputs.to_tool())
     if not inputs.latest:
         problems += _pin_differences(recorded.versions, inputs.pins, problems)
     return problems
+
+
+def _kind_difference(recorded: object, asked: Mapping[str, str] | None) -> str | None:
+    """A Neuron lock checked as a fallback one, or the other way round: one line, not a
+    difference per key."""
+    def device(table: object) -> str | None:
+        return str(table.get("device"))[:32] if isinstance(table, dict) else None
+
+    have, want = device(recorded), device(asked)
+    if have == want:
+        return None
+    said = f"a {have} fallback lock" if have else "a Neuron lock"
+    flag = f"--fallback {have}" if have else "no --fallback"
+    return f"it is {said}; check it with {flag}"
 
 
 def _same_requirements(recorded: object, asked: list[str]) -> bool:

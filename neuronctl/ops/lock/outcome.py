@@ -34,6 +34,18 @@ class LockOutcome:
     """--check found no lock file at `path`."""
     problems: tuple[str, ...] = ()
     """--check: what no longer matches, one line each."""
+    fallback: Mapping[str, str] | None = None
+    """A fallback lock's {"device", "variant"}; None for the Neuron lock."""
+
+    @property
+    def stack_label(self) -> str:
+        """What the lock holds, for one line of text: Neuron 2.33.0, torch 2.14.0; or the
+        fallback: torch 2.14.0+cu130 (cuda fallback of Neuron 2.33.0)."""
+        if self.fallback is None:
+            return f"Neuron {self.release}, torch {self.torch}"
+        device, variant = self.fallback.get("device"), self.fallback.get("variant")
+        local = variant or device
+        return f"torch {self.torch}+{local}, {device} fallback of Neuron {self.release}"
 
     @property
     def up_to_date(self) -> bool:
@@ -54,6 +66,8 @@ class LockOutcome:
     def to_json(self) -> dict[str, Any]:
         head = {"kind": "lock", "path": self.path, "format": self.fmt, "release": self.release,
                 "torch": self.torch, "targets": [t.to_json() for t in self.targets]}
+        if self.fallback is not None:
+            head["fallback"] = dict(self.fallback)
         if self.checked:
             problems = ["no lock file"] if self.missing else list(self.problems)
             return {**head, "check": True, "up_to_date": self.up_to_date, "problems": problems}

@@ -11,12 +11,26 @@ from typing import Literal
 
 from neuronctl.config import Config
 from neuronctl.errors import InputError
-from neuronctl.manifest import Manifest
+from neuronctl.manifest import Manifest, Release
 from neuronctl.ops.index_routing import build_routing
 from neuronctl.resolvers.pylock import LockInputs
-from neuronctl.resolvers.stack_plan import StackPlan, pick_release, plan_stack
+from neuronctl.resolvers.stack_plan import (
+    Fallback,
+    StackPlan,
+    pick_release,
+    plan_fallback,
+    plan_stack,
+    select_framework,
+)
 from neuronctl.resolvers.targets import Target, make_targets
-from neuronctl.routing import IndexRouting
+from neuronctl.routing import (
+    FALLBACK_DEVICES,
+    IndexRouting,
+    cuda_variant_number,
+    fallback_base_routing,
+    fallback_only_indexes,
+    load_fallback_routing,
+)
 
 LockFormat = Literal["pylock", "requirements"]
 STDOUT = "-"
@@ -30,10 +44,17 @@ class StackRequest:
     routing: IndexRouting
 
     def inputs(self) -> LockInputs:
-        fw = self.plan.framework
+        fw, fallback = self.plan.framework, self.plan.fallback
         return LockInputs(self.plan.release.version, fw.backend, fw.torch, fw.torch_neuronx,
                           self.plan.latest, self.requirements, self.targets, dict(self.plan.pins),
-                          dict(self.routing.indexes))
+                          self._recorded_indexes(), fallback.to_tool() if fallback else None)
+
+    def _recorded_indexes(self) -> dict[str, str]:
+        """The indexes the lock records, less those only fallback locks use (pytorch-cuda)
+        when nothing is routed there: a Neuron lock does not depend on them."""
+        used = {*self.routing.routes.values(), *self.routing.patterns.values(), self.routing.default}
+        unused = fallback_only_indexes() - used
+        return {k: v for k, v in self.routing.indexes.items() if k not in unused}
 
 
 @dataclass(frozen=True)
@@ -52,12 +73,46 @@ class LockRequest:
         return self.output == STDOUT
 
 
+def parse_fallback(text: str | None) -> tuple[str, str | None] | None:
+    """`cuda`, `cuda=cu128` or `cpu` -> (device, variant or None)."""
+    if text is None:
+        return None
+    device, sep, variant = text.strip().partition("=")
+    device, variant = device.strip().lower(), variant.strip().lower()
+    if device not in FALLBACK_DEVICES:
+        raise InputError(f"--fallback {text!r}: expected cuda, cuda=VARIANT (e.g. cuda=cu128) or cpu")
+    if sep and (device != "cuda" or not variant):
+        raise InputError(f"--fallback {text!r}: only cuda takes a variant, as cuda=cu128")
+    if variant:
+        try:
+            cuda_variant_number(variant)
+        except InputError as exc:
+            raise InputError(f"--fallback {text!r}: {exc.message}") from None
+    return device, variant or None
+
+
+def _fallback_plan(rel: Release, torch: str | None, latest: bool, device: str,
+                   variant: str | None) -> StackPlan:
+    """The fallback's plan; CUDA without a variant takes the newest one PyTorch publishes for
+    the torch line (the bundled table in routing.json)."""
+    fw = select_framework(rel, torch)
+    if device == "cuda" and variant is None:
+        variant = load_fallback_routing()["cuda"].default_variant(fw.torch)
+        if variant is None:
+            raise InputError(f"--fallback cuda: no CUDA variant is known for torch {fw.torch}",
+                             hint="name one: --fallback cuda=cu130")
+    return plan_fallback(rel, torch, latest, Fallback(device, variant if device == "cuda" else None))
+
+
 def build_request(config: Config, manifest: Manifest, *, release: str | None, torch: str | None,
                   pythons: Sequence[str], platforms: Sequence[str], requirements: Sequence[str],
-                  index_flags: Sequence[str], route_flags: Sequence[str], latest: bool) -> StackRequest:
+                  index_flags: Sequence[str], route_flags: Sequence[str], latest: bool,
+                  fallback: str | None = None) -> StackRequest:
     wanted = release or config.get("release")
     rel = pick_release(manifest, wanted)
-    plan = plan_stack(rel, torch or config.get("torch"), latest)
+    device = parse_fallback(fallback)
+    torch = torch or config.get("torch")
+    plan = _fallback_plan(rel, torch, latest, *device) if device else plan_stack(rel, torch, latest)
     fw = plan.framework
     py = list(pythons) or config.list("python") or list(fw.python[:1])
     targets = make_targets(py, list(platforms) or config.list("platform"))
@@ -66,13 +121,26 @@ def build_request(config: Config, manifest: Manifest, *, release: str | None, to
             raise InputError(f"--python {target.python}: Neuron {rel.version} with torch {fw.torch} "
                              f"supports Python {', '.join(fw.python)}")
     reqs = tuple(requirements) or tuple(config.list("with"))
-    return StackRequest(plan, reqs, targets, build_routing(config, index_flags, route_flags))
+    base = fallback_base_routing(*device) if device else None
+    return StackRequest(plan, reqs, targets, build_routing(config, index_flags, route_flags, base=base))
 
 
-def lock_output(config: Config, output: str | None, fmt: str | None) -> tuple[str, LockFormat]:
-    """Where the lock goes (-o, else config `lock`, else pylock.toml) and its format (--format,
-    else by the file name); a pylock file must be named as PEP 751 says."""
-    out = output or config.get("lock") or "pylock.toml"
+def fallback_path(main: str, device: str) -> str:
+    """A fallback lock's place beside the main lock: PEP 751's named form, pylock.cuda.toml
+    (requirements.cuda.txt beside a requirements export)."""
+    path = Path(main)
+    if main.endswith(".txt"):
+        return str(path.with_name(f"{path.name[:-4]}.{device}.txt"))
+    return str(path.with_name(f"pylock.{device}.toml"))
+
+
+def lock_output(config: Config, output: str | None, fmt: str | None,
+                fallback: str | None = None) -> tuple[str, LockFormat]:
+    """Where the lock goes (-o, else config `lock`, else pylock.toml; a fallback lock beside that
+    as pylock.DEVICE.toml) and its format (--format, else by the file name); a pylock file must
+    be named as PEP 751 says."""
+    main = config.get("lock") or "pylock.toml"
+    out = output or (fallback_path(main, fallback) if fallback else main)
     if fmt not in (None, "pylock", "requirements"):
         raise InputError(f"--format {fmt!r}: expected pylock or requirements")
     by_name = "requirements" if out.endswith(".txt") else "pylock"
@@ -88,7 +156,8 @@ def lock_output(config: Config, output: str | None, fmt: str | None) -> tuple[st
 
 def build_lock_request(stack: StackRequest, config: Config, *, output: str | None, fmt: str | None,
                        check: bool, offline: bool, timeout: float) -> LockRequest:
-    out, chosen = lock_output(config, output, fmt)
+    device = stack.plan.fallback.device if stack.plan.fallback else None
+    out, chosen = lock_output(config, output, fmt, device)
     if check and out == STDOUT:
         raise InputError("--check needs a lock file, not -o -")
     return LockRequest(stack, out, chosen, check, offline, timeout)

@@ -53,4 +53,5 @@ def _outcome(request: LockRequest) -> LockOutcome:
     """What every outcome says: the lock's path and format, and the stack it is for."""
     plan = request.stack.plan
     return LockOutcome(request.output, request.fmt, plan.release.version, plan.framework.torch,
-                       request.stack.targets, request.stack.routing.to_json())
+                       request.stack.targets, request.stack.routing.to_json(),
+                       fallback=plan.fallback.to_tool() if plan.fallback else None)
