@@ -1,0 +1,197 @@
+"""The host facts a bug report needs whatever the target holds: OS distribution, compilers, CPU.
+
+The same facts torch's collect_env prints (so a target without torch still gets them), gathered
+here: the distribution with `distro` from the root's os-release files, GCC/Clang/CMake from their
+`--version` (first match of collect_env's own patterns, so the strings are the same), and the CPU
+from `lscpu`, else the root's /proc/cpuinfo. Every tool runs concurrently, in its own session,
+with a time limit (its process group is killed at the limit) and its output bounded. Under a
+`--sysroot` other than `/` no tool is run: the binaries on this machine's PATH say nothing about
+the captured tree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import re
+import shutil
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import distro
+
+from neuronctl.probes.sysroot import SysRoot
+
+TOOL_TIMEOUT_S = 5.0
+OUTPUT_CAP = 64 * 1024
+VALUE_CAP = 512
+COMPILERS: Mapping[str, tuple[str, str]] = {
+    # name: (command, collect_env's pattern on its output)
+    "gcc": ("gcc", r"gcc (.*)"),
+    "clang": ("clang", r"clang version (.*)"),
+    "cmake": ("cmake", r"cmake (.*)"),
+}
+
+
+@dataclass(frozen=True)
+class CpuFacts:
+    model: str | None = None
+    cpus: int | None = None
+    sockets: int | None = None
+    cores_per_socket: int | None = None
+    threads_per_core: int | None = None
+    flags: tuple[str, ...] = ()
+    source: str = "none"
+    """Where they were read: "lscpu", "/proc/cpuinfo" or "none"."""
+    lscpu: str = ""
+    """lscpu's own text (bounded), shown as collect_env shows it."""
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    distribution: str | None = None
+    """The pretty name, "Debian GNU/Linux 12 (bookworm)"."""
+    distribution_id: str | None = None
+    distribution_version: str | None = None
+    kernel: str | None = None
+    architecture: str | None = None
+    compilers: Mapping[str, str | None] = field(default_factory=dict)
+    cpu: CpuFacts = field(default_factory=CpuFacts)
+    notes: tuple[str, ...] = ()
+    """What could not be gathered, and why."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"distribution": self.distribution, "distribution_id": self.distribution_id,
+                "distribution_version": self.distribution_version, "kernel": self.kernel,
+                "architecture": self.architecture, "compilers": dict(self.compilers),
+                "notes": list(self.notes)}
+
+
+def _shown(text: str | None, cap: int = VALUE_CAP) -> str | None:
+    """A value from a file or a tool: one printable line, bounded; None when empty."""
+    if text is None:
+        return None
+    line = "".join(ch if ch.isprintable() else " " for ch in text.strip()[:cap]).strip()
+    return line or None
+
+
+def run_bounded(argv: Sequence[str], timeout: float = TOOL_TIMEOUT_S) -> tuple[str | None, str]:
+    """(stdout, "") when the command ran and exited 0, else (None, why). Its process group is
+    killed at the limit (before it is reaped, so the group id is still its own): a wrapper
+    whose child holds the pipe open cannot hold us."""
+    env = {**os.environ, "LC_ALL": "C"}  # English field names for the parser
+    try:
+        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+    except OSError as exc:
+        return None, f"could not run {argv[0]}: {exc.strerror or exc}"
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.communicate(timeout=1)
+        return None, f"{argv[0]} timed out after {timeout:g}s"
+    if proc.returncode != 0:
+        return None, f"{argv[0]} exited {proc.returncode}"
+    return out[:OUTPUT_CAP].decode("utf-8", errors="replace"), ""
+
+
+def compiler_version(name: str, timeout: float = TOOL_TIMEOUT_S) -> tuple[str | None, str]:
+    command, pattern = COMPILERS[name]
+    found = shutil.which(command)
+    if found is None:
+        return None, f"{command}: not found on PATH"
+    out, why = run_bounded([found, "--version"], timeout)
+    if out is None:
+        return None, why
+    match = re.search(pattern, out)
+    return (_shown(match.group(1)), "") if match else (None, f"{command}: no version in its output")
+
+
+def _lscpu_fields(text: str) -> dict[str, str]:
+    fields = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() and key.strip() not in fields:
+            fields[key.strip()] = value.strip()
+    return fields
+
+
+def _count(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isdigit() and len(text) <= 6 else None
+
+
+def _flags(text: str | None) -> tuple[str, ...]:
+    return tuple(f for f in (text or "").split()[:1024] if f.isprintable() and len(f) <= 64)
+
+
+def cpu_from_lscpu(text: str) -> CpuFacts:
+    fields = _lscpu_fields(text)
+    return CpuFacts(model=_shown(fields.get("Model name")), cpus=_count(fields.get("CPU(s)")),
+                    sockets=_count(fields.get("Socket(s)")),
+                    cores_per_socket=_count(fields.get("Core(s) per socket")),
+                    threads_per_core=_count(fields.get("Thread(s) per core")),
+                    flags=_flags(fields.get("Flags")), source="lscpu",
+                    lscpu="\n".join(line.rstrip() for line in text.strip().splitlines()))
+
+
+def cpu_from_cpuinfo(text: str) -> CpuFacts:
+    """x86's and Arm's /proc/cpuinfo: one block per logical CPU."""
+    blocks = [b for b in text.split("\n\n") if "processor" in b]
+    first = _lscpu_fields(blocks[0]) if blocks else {}
+    sockets = {_lscpu_fields(b).get("physical id") for b in blocks} - {None}
+    siblings, cores = _count(first.get("siblings")), _count(first.get("cpu cores"))
+    return CpuFacts(
+        model=_shown(first.get("model name") or first.get("Model name")),
+        cpus=len(blocks) or None, sockets=len(sockets) or None, cores_per_socket=cores,
+        threads_per_core=siblings // cores if siblings and cores else None,
+        flags=_flags(first.get("flags") or first.get("Features")), source="/proc/cpuinfo")
+
+
+def _distribution(root: SysRoot) -> tuple[str | None, str | None, str | None]:
+    try:
+        info = distro.LinuxDistribution(include_lsb=False, include_uname=False,
+                                        include_oslevel=False, root_dir=str(root.root))
+        return _shown(info.name(pretty=True)), _shown(info.id()), _shown(info.version())
+    except (OSError, UnicodeError, ValueError):
+        return None, None, None
+
+
+def _cpu(root: SysRoot, timeout: float) -> tuple[CpuFacts, str]:
+    why = "lscpu is not run under --sysroot"
+    if root.is_host and shutil.which("lscpu"):
+        out, why = run_bounded(["lscpu"], timeout)
+        if out is not None:
+            return cpu_from_lscpu(out), ""
+    text = root.read("/proc/cpuinfo")
+    if text is not None:
+        return cpu_from_cpuinfo(text[:1 << 22]), ""
+    return CpuFacts(), f"cpu: {why or 'lscpu not found'}; no /proc/cpuinfo"
+
+
+def gather_host_facts(root: SysRoot, timeout: float = TOOL_TIMEOUT_S) -> HostFacts:
+    """Every fact at once: the tools run concurrently, each within `timeout`."""
+    notes: list[str] = []
+    compilers: dict[str, str | None] = dict.fromkeys(COMPILERS)
+    with ThreadPoolExecutor(max_workers=len(COMPILERS) + 1) as pool:
+        cpu_job = pool.submit(_cpu, root, timeout)
+        jobs = {name: pool.submit(compiler_version, name, timeout) for name in COMPILERS
+                if root.is_host}
+        name, ident, version = _distribution(root)
+        for compiler, job in jobs.items():
+            compilers[compiler], why = job.result()
+            notes += [why] if why else []
+        cpu, why = cpu_job.result()
+    notes += [why] if why else []
+    if not root.is_host:
+        notes.append("compilers: not run under --sysroot (this machine's PATH is not the tree's)")
+    kernel = platform.release() if root.is_host else _shown(root.read("/proc/sys/kernel/osrelease"))
+    return HostFacts(name, ident, version, kernel, platform.machine() if root.is_host else None,
+                     compilers, cpu, tuple(notes))
