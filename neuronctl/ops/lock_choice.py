@@ -1,0 +1,165 @@
+"""Which lock to install on this host: the Neuron lock (pylock.toml) or a fallback lock beside it
+(pylock.cuda.toml, pylock.cpu.toml, written by `neuronctl lock --fallback`), and why.
+
+`choose_lock` is pure: the hardware facts (Neuron devices, the NVIDIA driver as probes/nvidia.py
+finds it), which fallback locks exist and `--device` go in; the lock, the reason and any warning
+come out as text. `present_fallbacks` looks at the disk for it.
+
+Rules: `--device neuron|cuda|cpu` picks that lock (a missing fallback lock is bad input naming the
+command that makes it). `auto`: Neuron devices -> the Neuron lock; else an NVIDIA GPU and a CUDA
+lock -> the CUDA lock; else the Neuron lock (an environment prepared for a Neuron host, as
+without fallbacks). A CUDA lock whose variant needs a newer driver than the host has is still
+chosen, with a warning: its torch installs and runs, only without the GPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from neuronctl.errors import InputError
+
+DEVICES = ("auto", "neuron", "cuda", "cpu")
+FALLBACK_DEVICES = ("cuda", "cpu")
+_KIND = {"neuron": "the Neuron lock", "cuda": "the CUDA fallback lock", "cpu": "the CPU fallback lock"}
+
+
+@dataclass(frozen=True)
+class HostDevices:
+    """What the hardware probes found."""
+
+    neuron_devices: int = 0
+    nvidia_driver: str | None = None
+    nvidia_source: str | None = None
+    """Where the driver version came from (/sys/module/nvidia/version, nvidia-smi ...)."""
+
+    @property
+    def nvidia(self) -> str:
+        where = f" (from {self.nvidia_source})" if self.nvidia_source else ""
+        return f"NVIDIA driver {self.nvidia_driver}{where}"
+
+
+@dataclass(frozen=True)
+class LockChoice:
+    path: Path
+    device: str
+    """neuron, cuda or cpu: what the chosen lock is for."""
+    reason: str
+    warnings: tuple[str, ...] = ()
+
+    def text(self) -> str:
+        """The choice and why, one line (then one line per warning)."""
+        lines = [f"lock: {self.path} ({self.reason})"]
+        return "\n".join(lines + [f"warning: {w}" for w in self.warnings])
+
+    def to_json(self) -> dict[str, object]:
+        return {"path": str(self.path), "device": self.device, "reason": self.reason,
+                "warnings": list(self.warnings)}
+
+
+def fallback_lock_path(main: Path, device: str) -> Path:
+    """Where `neuronctl lock --fallback DEVICE` puts the fallback lock of `main`."""
+    return main.with_name(f"pylock.{device}.toml")
+
+
+def lock_device(path: Path) -> str:
+    """What a lock is for, by its PEP 751 name: pylock.cuda.toml -> cuda, else neuron."""
+    name = path.name
+    for device in FALLBACK_DEVICES:
+        if name == f"pylock.{device}.toml":
+            return device
+    return "neuron"
+
+
+def present_fallbacks(main: Path) -> frozenset[str]:
+    """The devices whose fallback lock exists beside `main`."""
+    return frozenset(d for d in FALLBACK_DEVICES if fallback_lock_path(main, d).is_file())
+
+
+def driver_warning(driver: str | None, variant: str | None,
+                   min_driver: Mapping[str, str]) -> str | None:
+    """Why a CUDA variant will not see the GPU with this driver; None when it will (or when
+    either version is unknown)."""
+    need = min_driver.get(variant or "")
+    if driver is None or need is None:
+        return None
+    try:
+        too_old = Version(driver) < Version(need)
+    except InvalidVersion:
+        return None
+    if not too_old:
+        return None
+    return (f"NVIDIA driver {driver} is older than {variant} needs (>= {need}): torch will not see "
+            "the GPU; update the driver, or lock an older variant: neuronctl lock --fallback "
+            "cuda=VARIANT")
+
+
+def _missing(main: Path, device: str, why: str) -> InputError:
+    path = fallback_lock_path(main, device)
+    return InputError(f"{why}: no {path} beside {main}",
+                      hint=f"make it with: neuronctl lock --fallback {device}"
+                           + (f" -o {path}" if path.parent != Path(".") else ""))
+
+
+def _given_fallback(main: Path, device: str) -> LockChoice:
+    """A fallback lock named on the command line is installed as given."""
+    named = lock_device(main)
+    if device not in ("auto", named):
+        raise InputError(f"--device {device}: {main} is {_KIND[named]}",
+                         hint=f"pass the Neuron lock (pylock.toml) to choose by --device, or drop "
+                              f"--device to install {main}")
+    return LockChoice(main, named, f"{_KIND[named]}, named on the command line")
+
+
+def choose_lock(main: Path, present: Collection[str], host: HostDevices, device: str = "auto", *,
+                cuda_variant: str | None = None,
+                min_driver: Mapping[str, str] | None = None) -> LockChoice:
+    """The lock to install for `main` (the Neuron lock named by --lock) on this host.
+    `cuda_variant`: the CUDA lock's variant (its [tool.neuronctl] fallback, resolvers.pylock.
+    fallback_of); `min_driver`: variant -> oldest driver (default: the bundled table)."""
+    if device not in DEVICES:
+        raise InputError(f"--device {device!r}: expected one of {', '.join(DEVICES)}")
+    if lock_device(main) != "neuron":
+        return _given_fallback(main, device)
+    if device != "auto":
+        return _chosen(main, present, host, device, f"--device {device}", cuda_variant, min_driver)
+    if host.neuron_devices > 0:
+        return LockChoice(main, "neuron", f"{host.neuron_devices} Neuron device(s) found: "
+                                          f"{_KIND['neuron']}")
+    if host.nvidia_driver is not None:
+        if "cuda" in present:
+            return _chosen(main, present, host, "cuda", f"no Neuron device; {host.nvidia}",
+                           cuda_variant, min_driver)
+        return LockChoice(main, "neuron", f"no Neuron device; {host.nvidia}, but no CUDA fallback "
+                                          f"lock: {_KIND['neuron']}",
+                          (f"no {fallback_lock_path(main, 'cuda')}: make the GPU fallback with "
+                           "`neuronctl lock --fallback cuda`",))
+    also = " (--device cpu installs the CPU fallback lock)" if "cpu" in present else ""
+    return LockChoice(main, "neuron", "no Neuron device and no NVIDIA GPU: the Neuron lock, for an "
+                                      f"environment prepared for a Neuron host{also}")
+
+
+def _chosen(main: Path, present: Collection[str], host: HostDevices, device: str, why: str,
+            cuda_variant: str | None, min_driver: Mapping[str, str] | None) -> LockChoice:
+    if device == "neuron":
+        return LockChoice(main, "neuron", f"{why}: {_KIND['neuron']}")
+    if device not in present:
+        raise _missing(main, device, why)
+    warnings: list[str] = []
+    if min_driver is None:
+        from neuronctl.routing import load_fallback_routing
+
+        min_driver = load_fallback_routing()["cuda"].min_driver
+    if device == "cuda":
+        if host.nvidia_driver is None:
+            warnings.append("no NVIDIA driver found on this host: torch will not see a GPU here "
+                            "(fine when preparing an environment for another host)")
+        else:
+            old = driver_warning(host.nvidia_driver, cuda_variant, min_driver)
+            warnings += [old] if old else []
+    variant = f", {cuda_variant}" if device == "cuda" and cuda_variant else ""
+    return LockChoice(fallback_lock_path(main, device), device,
+                      f"{why}: {_KIND[device]}{variant}", tuple(warnings))
