@@ -80,16 +80,18 @@ def _shown(text: str | None, cap: int = VALUE_CAP) -> str | None:
     return line or None
 
 
-def run_bounded(argv: Sequence[str], timeout: float = TOOL_TIMEOUT_S) -> tuple[str | None, str]:
+def run_bounded(argv: Sequence[str], timeout: float = TOOL_TIMEOUT_S,
+                name: str | None = None) -> tuple[str | None, str]:
     """(stdout, "") when the command ran and exited 0, else (None, why). Its process group is
     killed at the limit (before it is reaped, so the group id is still its own): a wrapper
     whose child holds the pipe open cannot hold us."""
+    name = name or os.path.basename(argv[0])
     env = {**os.environ, "LC_ALL": "C"}  # English field names for the parser
     try:
         proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, env=env, start_new_session=True)
     except OSError as exc:
-        return None, f"could not run {argv[0]}: {exc.strerror or exc}"
+        return None, f"{name}: could not run it: {exc.strerror or exc}"
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -97,9 +99,9 @@ def run_bounded(argv: Sequence[str], timeout: float = TOOL_TIMEOUT_S) -> tuple[s
             os.killpg(proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.communicate(timeout=1)
-        return None, f"{argv[0]} timed out after {timeout:g}s"
+        return None, f"{name}: timed out after {timeout:g}s"
     if proc.returncode != 0:
-        return None, f"{argv[0]} exited {proc.returncode}"
+        return None, f"{name}: exited {proc.returncode}"
     return out[:OUTPUT_CAP].decode("utf-8", errors="replace"), ""
 
 
@@ -108,7 +110,7 @@ def compiler_version(name: str, timeout: float = TOOL_TIMEOUT_S) -> tuple[str | 
     found = shutil.which(command)
     if found is None:
         return None, f"{command}: not found on PATH"
-    out, why = run_bounded([found, "--version"], timeout)
+    out, why = run_bounded([found, "--version"], timeout, command)
     if out is None:
         return None, why
     match = re.search(pattern, out)

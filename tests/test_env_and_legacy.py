@@ -3,6 +3,7 @@ import json
 import pytest
 from wheels import find_python, make_venv
 
+from neuronctl.ops.env import relevant_environ
 from neuronctl.probes.legacy import detect_legacy
 from neuronctl.probes.pyenv import Inspection, inspect_python
 
@@ -105,6 +106,29 @@ def test_env_dump_markdown_and_json(stacks, cli, monkeypatch):
     assert data["env"]["torch"]["build"] == "CPU"
     cuda = json.loads(cli("env", "--json", "--python", str(stacks["cuda"])).out)
     assert cuda["env"]["torch"]["build"] == "CUDA"
+    # collect_env's "Versions of relevant libraries", with the Neuron packages it misses
+    for line in ("[pip3] torch==2.14.0+cpu", "[pip3] torch-neuronx==2.14.3.0",
+                 "[pip3] neuronx-cc==2.28.7631.0+6f180f47", "[pip3] nki==0.7.0"):
+        assert line in r.out
+    # the stub torch has no torch.utils: said so, and the rest of the report is still there
+    assert data["env"]["collect_env"]["status"] == "error"
+    assert "torch.utils" in data["env"]["collect_env"]["detail"]
+    assert data["env"]["torch_build"]["local_label"] == "cpu"
+    assert "torch 2.14.0+cpu (CPU build)" in data["env"]["summary"]
+
+
+def test_env_keeps_the_variables_torch_and_openmp_read():
+    """PYTORCH_*, TORCHINDUCTOR_*, TORCHDYNAMO_*, OMP_NUM_THREADS and LD_LIBRARY_PATH are kept,
+    under the same redaction rules (secret names whole, credentials in values)."""
+    environ = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
+               "TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHDYNAMO_VERBOSE": "1",
+               "OMP_NUM_THREADS": "4", "LD_LIBRARY_PATH": "/opt/aws/neuron/lib:/usr/local/lib",
+               "TORCHINDUCTOR_REMOTE_CACHE_TOKEN": "HUSH1",
+               "PYTORCH_HUB_MIRROR": "https://bob:HUSH2@hub.example/x", "HOME": "/root"}
+    out = relevant_environ(environ)
+    assert out == {**{k: v for k, v in environ.items() if k != "HOME"},
+                   "TORCHINDUCTOR_REMOTE_CACHE_TOKEN": "<redacted>",
+                   "PYTORCH_HUB_MIRROR": "https://***@hub.example/x"}
 
 
 def test_env_bad_python(cli, tmp_path):

@@ -68,7 +68,9 @@ def _collect_env_lines(section: Mapping[str, Any]) -> list[str]:
         return [f"### {title}", "", f"Not available: {section.get('status')}: "
                 f"{section.get('detail') or '-'}", ""]
     fields = section.get("fields") or {}
-    shown = {COLLECT_ENV_LABELS.get(k, k): v for k, v in fields.items() if k not in SHOWN_ELSEWHERE}
+    # A table (the allocator config) as collect_env prints it: the dict itself.
+    shown = {COLLECT_ENV_LABELS.get(k, k): str(v) if isinstance(v, dict) and v else v
+             for k, v in fields.items() if k not in SHOWN_ELSEWHERE}
     return _table(title, shown)
 
 
