@@ -64,8 +64,9 @@ class LockOutcome:
                  "targets": [t.label for t in p.targets]} for p in self.packages]
 
     def to_json(self) -> dict[str, Any]:
-        head = {"kind": "lock", "path": self.path, "format": self.fmt, "release": self.release,
-                "torch": self.torch, "targets": [t.to_json() for t in self.targets]}
+        head: dict[str, Any] = {
+            "kind": "lock", "path": self.path, "format": self.fmt, "release": self.release,
+            "torch": self.torch, "targets": [t.to_json() for t in self.targets]}
         if self.fallback is not None:
             head["fallback"] = dict(self.fallback)
         if self.checked:
