@@ -414,10 +414,10 @@ def test_stopping_during_a_slow_download_stops_at_once_and_leaves_nothing(uni, l
     partial = user_cache_dir() / "wheels" / "partial"
 
     def midway() -> bool:
-        """Past nki's first chunks (its partial file has some), with the new venv made meanwhile:
-        both are there to be cleaned up."""
-        started = [p for p in partial.glob("nki-*") if p.stat().st_size > 0] if partial.is_dir() else []
-        return bool(started) and (venv / "pyvenv.cfg").exists()
+        """nki is coming in (the server sends it, its partial file is there) and the new venv was
+        made meanwhile: both are there to be cleaned up."""
+        started = partial.is_dir() and any(partial.glob("nki-*"))
+        return uni.neuron.trickling.is_set() and started and (venv / "pyvenv.cfg").exists()
 
     try:
         wait_until(midway, proc)
