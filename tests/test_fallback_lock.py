@@ -5,6 +5,7 @@ NVIDIA driver."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -43,7 +44,8 @@ def pins(lock: Pylock) -> dict[str, str]:
     return {str(p.name): str(p.version) for p in lock.packages}
 
 
-def test_cuda_fallback_lock_holds_the_cuda_torch_its_nvidia_deps_and_no_neuron_package(cli, cu):
+def test_cuda_fallback_lock_holds_the_cuda_torch_its_nvidia_deps_and_no_neuron_package(cli, cu,
+                                                                                      cuda_wheels):
     r = cli("lock", *cu.index_flags(), "--python", "3.12", "--fallback", "cuda")
     assert r.code == 0, r.err
     assert "torch 2.14.0+cu130, cuda fallback of Neuron 2.33.0" in r.out and "pylock.cuda.toml" in r.out
@@ -56,6 +58,13 @@ def test_cuda_fallback_lock_holds_the_cuda_torch_its_nvidia_deps_and_no_neuron_p
     index_of = {str(p.name): p.index for p in lock.packages}
     for name in (*NVIDIA, "torch", "triton"):
         assert index_of[name] == cu.url  # as download.pytorch.org/whl/cu130 lists them
+    # ... while the nvidia-* files stay on their upstream host, where that index links.
+    urls = {str(p.name): [w.url for w in p.wheels or ()] for p in lock.packages}
+    assert all(u.startswith(cu.upstream_url + "/files/") for n in NVIDIA for u in urls[n])
+    assert all(u.startswith(cu.url.removesuffix("/simple")) for u in urls["torch"])
+    real = {w.name: hashlib.sha256(w.read_bytes()).hexdigest() for w, _ in cuda_wheels}
+    assert all(w.hashes["sha256"] == real[w.name] for p in lock.packages if str(p.name) in NVIDIA
+               for w in p.wheels or ())
     assert index_of["filelock"] == cu.uni.urls["pypi"]
     assert fallback_of(lock) == {"device": "cuda", "variant": "cu130"}
     tool = read_toml(Path("pylock.cuda.toml"), "lock")["tool"]["neuronctl"]
@@ -151,9 +160,11 @@ def test_a_host_with_an_nvidia_driver_picks_the_cuda_lock_and_uv_installs_it(cli
     assert choice.path.name == "pylock.cuda.toml" and choice.warnings == ()
     assert "NVIDIA driver 580.65.06 (from /sys/module/nvidia/version)" in choice.reason
     venv = make_venv(tmp_path / "venv", find_python("3.12"))
-    cu.cuda.reset_counts()
+    for state in (cu.cuda, cu.uni.neuron, cu.uni.torch):
+        state.reset_counts()
     done = uv_dry_run(choice.path, venv)
     assert done.returncode == 0, done.stderr
     for line in ("+ torch==2.14.0+cu130", "+ nvidia-cublas==13.1.0.3", "+ triton==3.6.0"):
         assert line in done.stderr + done.stdout
     assert "torch-neuronx" not in done.stderr + done.stdout
+    assert cu.uni.neuron.hits == cu.uni.torch.hits == []  # uv asked nothing Neuron, nothing +cpu

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from index_server import IndexState, index_server
 from wheels import build_wheel
@@ -133,17 +134,36 @@ class CudaUniverse:
     uni: Universe
     cuda: IndexState
     url: str
+    upstream: IndexState
+    """Where the nvidia-* files live (pypi.nvidia.com's part): the CUDA index only links there."""
+    upstream_url: str
 
     def index_flags(self) -> list[str]:
         return [*self.uni.index_flags(), f"--index=pytorch-cuda={self.url}"]
 
 
+def _upstream_page(project: str, entries: list, files_url: str) -> str:
+    """The project page as download.pytorch.org/whl/cuXYZ serves it for an nvidia-* package: a
+    copy of the upstream page with its links made absolute (pytorch/test-infra
+    s3_management/update_dependencies.py), so the files come from the upstream host."""
+    links = [f'<a href="{files_url}/{quote(e.filename)}#sha256={e.sha256}">{e.filename}</a><br/>'
+             for e in entries]
+    return (f"<!DOCTYPE html><html><body><h1>Links for {project}</h1>\n" + "\n".join(links)
+            + "\n</body></html>\n")
+
+
 @contextmanager
 def running_with_cuda(wheels: dict[str, list[tuple[Path, dict]]],
                       cuda_wheels: list[tuple[Path, dict]]) -> Iterator[CudaUniverse]:
-    """The three indexes of `running` plus a PyTorch-CUDA-like one (HTML, no sidecars)."""
-    cuda = IndexState("html")
+    """The three indexes of `running` plus a PyTorch-CUDA-like one (HTML, no sidecars) whose
+    nvidia-* pages link to the files on an upstream host, as the real one does."""
+    cuda, upstream = IndexState("html"), IndexState("html")
     for wheel, opts in cuda_wheels:
         cuda.add(wheel, **opts)
-    with running(wheels) as uni, index_server(cuda) as url:
-        yield CudaUniverse(uni, cuda, url + "/simple")
+        if wheel.name.startswith("nvidia_"):
+            upstream.add(wheel, **opts)
+    with running(wheels) as uni, index_server(cuda) as url, index_server(upstream) as up_url:
+        for project, entries in upstream.projects.items():
+            # Served verbatim in place of the generated page.
+            cuda.corrupt_page[project] = _upstream_page(project, entries, up_url + "/files")
+        yield CudaUniverse(uni, cuda, url + "/simple", upstream, up_url)
