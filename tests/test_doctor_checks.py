@@ -12,8 +12,15 @@ from packaging.pylock import Pylock
 import neuronctl.ops.doctor.facts as facts_module
 import neuronctl.resolvers.pylock
 from neuronctl.ops.doctor.checks import CHECK_IDS
-from neuronctl.ops.doctor.checks_hardware import check_chip, check_device, check_driver, check_runtime
+from neuronctl.ops.doctor.checks_hardware import (
+    check_chip,
+    check_device,
+    check_driver,
+    check_driver_and_kernel,
+    check_runtime,
+)
 from neuronctl.ops.doctor.checks_lock import check_lock
+from neuronctl.ops.doctor.checks_model import check_model
 from neuronctl.ops.doctor.checks_packages import (
     check_coherence,
     check_legacy,
@@ -21,6 +28,9 @@ from neuronctl.ops.doctor.checks_packages import (
     check_python,
     check_torch_neuronx,
 )
+from neuronctl.ops.doctor.facts import ModelRun
+from neuronctl.probes.smoke import Comparison, SmokeReport, SmokeSpec
+from neuronctl.probes.sysroot import SysRoot
 from neuronctl.tomlfile import loads_toml
 
 NATIVE = {"torch-neuronx": "2.14.3.0", "torch": "2.14.0"}
@@ -32,15 +42,20 @@ def nothing_is_probed(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("a check over given facts gathered one itself")
 
-    for name in ("inspect_python", "detect_hardware", "detect_legacy", "run_device_probe"):
+    for name in ("inspect_python", "detect_hardware", "detect_legacy", "run_device_probe",
+                 "run_smoke"):
         monkeypatch.setattr(facts_module, name, refuse)
     monkeypatch.setattr(neuronctl.resolvers.pylock, "load_pylock", refuse)
 
 
 def test_every_check_has_direct_tests_here() -> None:
+    # packages.system, device.access, device.holders and hardware.driver's kernel half have
+    # theirs in test_system_checks.py (over fixture sysroots)
     assert set(CHECK_IDS) == {"python.version", "packages.torch-neuronx", "packages.legacy-xla",
-                              "packages.placeholders", "packages.coherence", "hardware.chip",
-                              "hardware.driver", "runtime.compat", "device.probe", "lock.drift"}
+                              "packages.placeholders", "packages.coherence", "packages.system",
+                              "hardware.chip", "hardware.driver", "runtime.compat",
+                              "device.access", "device.holders", "device.probe", "model.smoke",
+                              "lock.drift"}
 
 
 # python.version
@@ -328,3 +343,74 @@ def test_given_facts_are_never_gathered_again() -> None:
     given = facts(hardware=NO_HARDWARE)
     assert given.gathered("hardware") and given.gathered("env") and not given.gathered("selection")
     assert given.hardware is NO_HARDWARE
+
+
+# hardware.driver, with the module against the running kernel
+
+def _kernel_upgraded(root: Path) -> Path:
+    (root / "proc/sys/kernel").mkdir(parents=True)
+    (root / "proc/sys/kernel/osrelease").write_text("6.8.0-1020-aws\n")
+    module = root / "lib/modules/6.8.0-1015-aws/updates/dkms/neuron.ko"
+    module.parent.mkdir(parents=True)
+    module.write_bytes(b"")
+    return root
+
+
+def test_driver_fail_kernel_upgraded_without_a_dkms_rebuild(tmp_path: Path) -> None:
+    given = facts(hardware=machine("trn2"))
+    given.sysroot = SysRoot(_kernel_upgraded(tmp_path))
+    assert check_driver(given).status == "pass"  # the loaded driver alone looks fine
+    out = check_driver_and_kernel(given)
+    assert out.status == "fail" and "no neuron module for the running kernel 6.8.0-1020-aws" \
+        in out.message
+    assert out.fix is not None and "dkms install -m aws-neuronx" in out.fix
+    assert any(d.startswith("pass: driver 2.31.7.0") for d in out.details)
+
+
+def test_driver_pass_keeps_the_driver_message_when_the_kernel_half_skips(tmp_path: Path) -> None:
+    given = facts(hardware=machine("trn2"))
+    given.sysroot = SysRoot(tmp_path)
+    out = check_driver_and_kernel(given)
+    assert out.status == "pass" and out.message.startswith("driver 2.31.7.0")
+
+
+# model.smoke
+
+MODEL = ModelRun("mypkg.models:make", "config model (pyproject.toml)")
+
+
+def smoke(outcome: str = "ok", **fields: object) -> SmokeReport:
+    spec = SmokeSpec(model=MODEL.spec, origin=MODEL.origin)
+    return SmokeReport(spec, outcome, fields.pop("detail", "passed"), device="cpu",  # type: ignore[arg-type]
+                       **fields)  # type: ignore[arg-type]
+
+
+def test_model_skip_without_a_configured_model() -> None:
+    out = check_model(facts())
+    assert out.status == "skip" and 'model = "pkg.mod:make"' in out.message
+
+
+def test_model_pass_with_its_step_time_and_errors() -> None:
+    comparison = Comparison("outputs", True, 1e-6, 2e-6, None, 1, "float32", 1e-4, 1e-5, None)
+    out = check_model(facts(model=MODEL, smoke=smoke(step_ms=(4.0, 5.0, 6.0), tokens_per_step=100,
+                                                     comparisons=(comparison,))))
+    assert out.status == "pass"
+    assert out.message == ("mypkg.models:make (config model (pyproject.toml)) ran on cpu and "
+                           "matches CPU: median step 5.00 ms, 20,000 tokens/s")
+    assert out.details[0].startswith("outputs: max abs error 1e-06")
+
+
+def test_model_fail_names_the_stage_and_step() -> None:
+    out = check_model(facts(model=MODEL, smoke=smoke("failed", detail="RuntimeError: boom",
+                                                     stage="forward", step=2)))
+    assert out.status == "fail"
+    assert out.message.endswith("failed in forward step 2: RuntimeError: boom")
+    assert out.fix is not None and "smoke --model mypkg.models:make" in out.fix
+
+
+def test_model_waits_for_a_passing_device_probe() -> None:
+    given = facts(model=MODEL, probe=probe("failed", detail="import tier failed"),
+                  smoke=smoke("failed"))
+    given.planned = frozenset({"probe"})
+    out = check_model(given)
+    assert out.status == "skip" and "device probe did not pass (import tier failed)" in out.message

@@ -1,9 +1,8 @@
 """Each fact once per command run (issue 13): the machine read once, neuron-ls run once, IMDS asked
 once, the interpreter inspected once, the manifest parsed once, the --lock read once; and
-`doctor --only python.version` touches no hardware, IMDS or neuron-ls at all.
-
-(A python.version that fails asks for the chip, to aim its install fix at the PyTorch line the
-chip runs; so these runs check against a release the test's own Python fits.)"""
+`doctor --only python.version` touches no hardware, IMDS or neuron-ls at all, whether the Python
+fits the release or not (a python.version fix aims at the chip's PyTorch line only where the run
+reads the hardware anyway; otherwise it leaves that choice to `neuronctl install`)."""
 
 from __future__ import annotations
 
@@ -35,7 +34,15 @@ def fitting_release() -> str:
     return next(r.version for r in releases if minor in r.python and r.frameworks)
 
 
+def unfitting_release() -> str:
+    """The newest bundled release whose Python range leaves out the Python running the tests."""
+    minor = f"{sys.version_info.major}.{sys.version_info.minor}"
+    releases = neuronctl.manifest.load_bundled_manifest().releases
+    return next(r.version for r in releases if minor not in r.python and r.frameworks)
+
+
 RELEASE = fitting_release()  # read before any counter is set
+UNFIT = unfitting_release()
 
 
 @pytest.fixture
@@ -112,3 +119,18 @@ def test_doctor_only_python_reports_no_hardware_section(cli: Any, host: Path,
     assert "python" in environment and "release" in environment
     assert "hardware" not in environment
     assert neuron_ls_runs(tmp_path) == 0
+
+
+def test_doctor_only_python_that_does_not_fit_reads_no_hardware(cli: Any, host: Path,
+                                                                counts: Counter[str],
+                                                                tmp_path: Path) -> None:
+    r = cli("doctor", "--json", "--only", "python.version", "--sysroot", str(host),
+            "--release", UNFIT)
+    assert r.code in (0, 1), r.err
+    doc = json.loads(r.out)
+    (check,) = doc["checks"]
+    assert check["status"] in ("warn", "fail") and "is not supported by Neuron" in check["message"]
+    # The fix still says what to do, without the chip's PyTorch line: install chooses it.
+    assert f"install --release {UNFIT}" in check["fix"] and "--torch" not in check["fix"]
+    assert (counts["hardware"], counts["imds"], neuron_ls_runs(tmp_path)) == (0, 0, 0)
+    assert "hardware" not in doc["environment"]

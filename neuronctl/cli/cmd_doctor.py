@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import click
@@ -24,68 +25,132 @@ from neuronctl.cli.doctor_report import (
     render_plain,
 )
 from neuronctl.cli.output import emit_json, write_atomic
-from neuronctl.errors import InputError
+from neuronctl.errors import InputError, NeuronctlError
 from neuronctl.ops.doctor import run as doctor_run
+from neuronctl.ops.doctor.levels import DEFAULT_LEVEL, LEVELS, choose_level
 from neuronctl.ops.doctor.report import DoctorReport
 from neuronctl.ops.doctor.run import SELECTORS_HELP, DoctorRequest
+from neuronctl.ops.slurm_node import apply_slurm_drain, this_node
 
-FORMATS = ("text", "json", "junit", "github")
+FORMATS = ("text", "json", "junit", "github", "prometheus")
 
 
-@click.command()
+@click.command(help="Check a PyTorch-on-Neuron environment and say how to fix what is wrong.\n\n"
+                    "--level and its time budgets (a check past its budget, or still running "
+                    "when the run's budget is spent, fails with 'timed out'):\n\n"
+                    + "\n\n".join(f"{lv.number}: {lv.what}; {lv.budget_text()}."
+                                  for lv in LEVELS.values()))
 @python_option
 @click.option("--release", metavar="V", help="Check against this Neuron release.")
 @click.option("--lock", type=click.Path(path_type=Path, dir_okay=False),
               help="Also check installed versions against this pylock.toml.")
 @click.option("--device", type=DEVICE_CHOICE, default=None, help="Device for the probe tiers.")
-@click.option("--no-device-probe", is_flag=True, help="Skip the device probe tiers.")
-@click.option("--compile", "compile_tier", is_flag=True, help="Also probe torch.compile (slow).")
+@click.option("--level", type=click.IntRange(1, 3), default=None, metavar="[1|2|3]",
+              help=f"What to check, within what time (above) [{DEFAULT_LEVEL}].")
+@click.option("--no-device-probe", is_flag=True, help="Skip the device probe tiers (= --level 1).")
+@click.option("--compile", "compile_tier", is_flag=True,
+              help="Also probe torch.compile, and run your model (= --level 3).")
 @click.option("--strict", is_flag=True, help="Warnings fail too.")
 @click.option("--only", multiple=True, metavar="ID",
               help=f"Run only these checks or groups (repeatable; {SELECTORS_HELP}).")
 @click.option("--skip", multiple=True, metavar="ID",
               help="Skip these checks or groups (repeatable; as --only).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None, help="Output format.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="Output format (prometheus: a node_exporter textfile, needs -o FILE.prom).")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the report in --format to FILE; a text summary still goes to stdout.")
-@click.option("--timeout", type=float, default=None, help="Per-check timeout in seconds [60].")
+@click.option("--timeout", type=float, default=None,
+              help="Each check's time limit in seconds [the level's budget].")
+@click.option("--slurm-drain", is_flag=True,
+              help="After the report, drain this Slurm node on failure (scontrol), and resume it "
+                   "when it passes again if neuronctl drained it (for HealthCheckProgram).")
 @sysroot_option
 @click.option("--manifest", "manifest_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Use this neuronctl manifest instead of the bundled one.")
 def doctor(python: str | None, release: str | None, lock: Path | None, device: str | None,
-           no_device_probe: bool, compile_tier: bool, strict: bool, only: tuple[str, ...],
-           skip: tuple[str, ...], fmt: str | None, as_json: bool, output: Path | None,
-           timeout: float | None, sysroot: Path | None, manifest_path: Path | None) -> int:
-    """Check a PyTorch-on-Neuron environment and say how to fix what is wrong."""
+           level: int | None, no_device_probe: bool, compile_tier: bool, strict: bool,
+           only: tuple[str, ...], skip: tuple[str, ...], fmt: str | None, as_json: bool,
+           output: Path | None, timeout: float | None, slurm_drain: bool, sysroot: Path | None,
+           manifest_path: Path | None) -> int:
     app = get_app()
     config = app.config()
     if as_json and fmt not in (None, "json"):
         raise InputError("--json conflicts with --format " + str(fmt))
     fmt = "json" if as_json else (fmt or "text")
+    if fmt == "prometheus" and output is None:
+        raise InputError("--format prometheus writes a node_exporter textfile: give -o FILE.prom")
+    chosen = choose_level(level, no_device_probe, compile_tier)
+    config_timeout = config.get("timeout")
     request = DoctorRequest(
         manifest=app.manifest(manifest_path), python=python,
         release=release or config.get("release"), lock=lock or config.path("lock"),
-        device=device or config.get("device") or "auto", device_probe=not no_device_probe,
-        compile_tier=compile_tier, strict=strict or bool(config.get("strict")), only=only,
+        device=device or config.get("device") or "auto", level=chosen,
+        strict=strict or bool(config.get("strict")), only=only,
         skip=skip + tuple(config.list("skip")),
-        timeout=timeout_value(timeout, config.get("timeout"), 60.0),
-        sysroot=sysroot)
+        timeout=None if timeout is None and config_timeout is None
+        else timeout_value(timeout, config_timeout, 60.0),
+        sysroot=sysroot, model=config.get("model"),
+        model_origin=f"config model ({config.source or 'pyproject.toml'})",
+        model_cwd=config.base_dir)
+    started, clock = time.time(), time.perf_counter()
     report = doctor_run.doctor(request)
-    rendered = {"json": render_json, "junit": render_junit, "github": render_github}
-    if output is not None:
+    duration = time.perf_counter() - clock
+    drained = _slurm_drain(report) if slurm_drain else None
+    _render(report, fmt, output, drained, started, duration)
+    if drained is not None and drained.get("action") == "error":
+        return 1
+    return report.exit_code
+
+
+def _slurm_drain(report: DoctorReport) -> dict[str, str]:
+    """What --slurm-drain did to this node; a Slurm that cannot be reached is reported (and
+    fails the run), never taken for a healthy node."""
+    try:
+        outcome = apply_slurm_drain(report.failed_ids(), report.failed, None)
+    except NeuronctlError as exc:
+        return {"node": this_node(), "action": "error", "why": exc.message}
+    return {"node": outcome.node, "action": outcome.action, "why": outcome.why}
+
+
+def _render(report: DoctorReport, fmt: str, output: Path | None, drained: dict[str, str] | None,
+            started: float, duration: float) -> None:
+    app = get_app()
+    extra = {"slurm_drain": drained} if drained is not None else {}
+    rendered = {"json": lambda r: render_json(r, extra), "junit": render_junit,
+                "github": render_github}
+    if output is not None and fmt == "prometheus":
+        # prometheus_client is imported only for this format (level 1 runs should start fast)
+        from neuronctl.cli.render_prometheus import stack_fingerprint, write_prometheus
+
+        write_prometheus(output, report, stack_fingerprint(report), started, duration)
+    elif output is not None:
         text = rendered[fmt](report) if fmt in rendered else render_plain(report)
         write_atomic(output, text)
+    failure = report.verdict_line() if report.exit_code else None
+    if drained is not None and drained["action"] == "error":
+        failure = f"--slurm-drain: {drained['why']}"
     if fmt == "json" and output is None:  # the one JSON document; `error` added if it failed
-        emit_json(json_payload(report), failure=report.verdict_line() if report.exit_code else None)
+        emit_json(json_payload(report, extra), failure=failure)
     elif fmt in rendered and output is None:
         click.echo(rendered[fmt](report), nl=False)
     else:
         app.json_wanted = False  # any JSON went to the -o file: stdout is the text report
         print_text(report, app.console(), verbose=app.verbose, quiet=app.quiet)
+    if drained is not None and not (fmt == "json" and output is None):
+        _print_drain(drained)
     if fmt == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
         _append_step_summary(Path(os.environ["GITHUB_STEP_SUMMARY"]), report)
-    return report.exit_code
+
+
+def _print_drain(drained: dict[str, str]) -> None:
+    said = {"drain": "drained", "resume": "resumed", "none": "left as it is",
+            "error": "not changed"}[drained["action"]]
+    line = f"slurm: node {drained['node']} {said}: {drained['why']}"
+    if drained["action"] == "error":
+        click.echo(f"{paint('neuronctl: error:', 'red', err=True)} {line}", err=True)
+    else:
+        click.echo(line)
 
 
 def _append_step_summary(path: Path, report: DoctorReport) -> None:

@@ -22,6 +22,7 @@ from neuronctl.cli.fleet_report import (
 )
 from neuronctl.cli.output import emit_json, to_json_text, write_atomic
 from neuronctl.errors import InputError
+from neuronctl.ops.doctor.levels import LEVELS, RUN_MARGIN_S
 from neuronctl.ops.fleet.aggregate import aggregate
 from neuronctl.ops.fleet.srun import LEVEL_ARGS, FleetRequest, fleet_doctor
 
@@ -99,7 +100,12 @@ def npd_config(path: str, interval: float, timeout: float, max_output: int) -> d
     """A node-problem-detector custom plugin monitor config (pkg/custompluginmonitor): NPD reads
     exit 0 as OK, 1 as a problem (condition True) and anything else as Unknown, and cuts stdout
     to max_output_length for the condition's message."""
-    doctor_limit = max(1.0, timeout / 2)  # per-check limit, so the whole run ends before NPD's
+    # Level 1 ends within its own budget; where NPD allows less, a per-check limit that makes
+    # the whole run end before NPD kills it (which NPD would read as Unknown, not as a result).
+    quick = LEVELS[1]
+    limit_args: list[str] = []
+    if timeout < quick.total_s + 10:
+        limit_args = ["--timeout", f"{max(1.0, timeout - RUN_MARGIN_S - 5):g}"]
     return {
         "plugin": "custom",
         "pluginConfig": {"invoke_interval": _duration(interval), "timeout": _duration(timeout),
@@ -110,7 +116,7 @@ def npd_config(path: str, interval: float, timeout: float, max_output: int) -> d
                         "message": "neuronctl doctor passes"}],
         "rules": [{"type": "permanent", "condition": NPD_CONDITION,
                    "reason": "NeuronStackUnhealthy", "path": path,
-                   "args": [*NPD_DOCTOR_ARGS, "--timeout", f"{doctor_limit:g}"],
+                   "args": [*NPD_DOCTOR_ARGS, *limit_args],
                    "timeout": _duration(timeout)}],
     }
 

@@ -12,13 +12,16 @@ from neuronctl.ops.doctor.report import DoctorReport
 STATUS_STYLES = {"pass": "green", "warn": "yellow", "fail": "red", "skip": "dim"}
 
 
-def json_payload(report: DoctorReport) -> dict[str, Any]:
+def json_payload(report: DoctorReport, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The doctor's JSON document; `extra`: what the command did beside the checks (the
+    --slurm-drain outcome)."""
     return {"tool": {"name": "neuronctl", "version": __version__}, "summary": report.summary(),
-            "checks": [c.to_json() for c in report.checks], "environment": report.environment}
+            "checks": [c.to_json() for c in report.checks], "environment": report.environment,
+            **(extra or {})}
 
 
-def render_json(report: DoctorReport) -> str:
-    return to_json_text(json_payload(report))
+def render_json(report: DoctorReport, extra: dict[str, Any] | None = None) -> str:
+    return to_json_text(json_payload(report, extra))
 
 
 def render_plain(report: DoctorReport) -> str:

@@ -1,13 +1,19 @@
 """The doctor's checks: stable ids, one function each, pure over the shared Facts (the functions
-live by group: checks_packages, checks_hardware, checks_lock)."""
+live by group: checks_packages, checks_hardware, checks_lock, system_checks, checks_model)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from neuronctl.ops.doctor.checks_hardware import check_chip, check_device, check_driver, check_runtime
+from neuronctl.ops.doctor.checks_hardware import (
+    check_chip,
+    check_device,
+    check_driver_and_kernel,
+    check_runtime,
+)
 from neuronctl.ops.doctor.checks_lock import check_lock
+from neuronctl.ops.doctor.checks_model import check_model
 from neuronctl.ops.doctor.checks_packages import (
     check_coherence,
     check_legacy,
@@ -17,6 +23,11 @@ from neuronctl.ops.doctor.checks_packages import (
 )
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.runner import Outcome
+from neuronctl.ops.doctor.system_checks import (
+    check_device_access,
+    check_device_holders,
+    check_system_packages,
+)
 
 
 @dataclass(frozen=True)
@@ -24,18 +35,32 @@ class CheckSpec:
     id: str
     title: str
     run: Callable[[Facts], Outcome]
+    level: int = 1
+    """The lowest doctor level that runs it (levels.py)."""
+    gathers: frozenset[str] = frozenset()
+    """The Facts it reads besides the interpreter (a fix may use them only when some chosen
+    check gathers them anyway: Facts.knows)."""
 
+
+HARDWARE = frozenset({"hardware"})
 
 CHECKS: tuple[CheckSpec, ...] = (
     CheckSpec("python.version", "Python interpreter", check_python),
-    CheckSpec("packages.torch-neuronx", "torch-neuronx", check_torch_neuronx),
-    CheckSpec("packages.legacy-xla", "Legacy XLA stack", check_legacy),
+    CheckSpec("packages.torch-neuronx", "torch-neuronx", check_torch_neuronx, gathers=HARDWARE),
+    CheckSpec("packages.legacy-xla", "Legacy XLA stack", check_legacy, gathers=HARDWARE),
     CheckSpec("packages.placeholders", "PyPI placeholder packages", check_placeholders),
-    CheckSpec("packages.coherence", "Package versions agree", check_coherence),
-    CheckSpec("hardware.chip", "Chip generation", check_chip),
-    CheckSpec("hardware.driver", "Neuron driver", check_driver),
-    CheckSpec("runtime.compat", "Neuron runtime", check_runtime),
-    CheckSpec("device.probe", "Device probe", check_device),
+    CheckSpec("packages.coherence", "Package versions agree", check_coherence, gathers=HARDWARE),
+    CheckSpec("packages.system", "Neuron system packages", check_system_packages),
+    CheckSpec("hardware.chip", "Chip generation", check_chip, gathers=HARDWARE),
+    CheckSpec("hardware.driver", "Neuron driver", check_driver_and_kernel, gathers=HARDWARE),
+    CheckSpec("runtime.compat", "Neuron runtime", check_runtime, gathers=HARDWARE),
+    CheckSpec("device.access", "Device access", check_device_access),
+    CheckSpec("device.holders", "Processes holding devices", check_device_holders),
+    CheckSpec("device.probe", "Device probe", check_device, level=2,
+              gathers=frozenset({"hardware", "probe"})),
+    CheckSpec("model.smoke", "Your model on the device", check_model, level=3,
+              gathers=frozenset({"smoke"})),
     CheckSpec("lock.drift", "Lock file drift", check_lock),
 )
 CHECK_IDS: tuple[str, ...] = tuple(c.id for c in CHECKS)
+CHECK_LEVELS: dict[str, int] = {c.id: c.level for c in CHECKS}

@@ -12,10 +12,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from packaging.version import Version
 
 from neuronctl.manifest import Manifest, Release
+from neuronctl.ops.reporter import NullReporter
+from neuronctl.ops.smoke import SmokeRequest, run_smoke
 from neuronctl.probes.device import ProbeReport, run_device_probe
 from neuronctl.probes.hardware import HardwareReport, detect_hardware
 from neuronctl.probes.legacy import LegacyReport, detect_legacy
 from neuronctl.probes.pyenv import PythonEnv, inspect_python
+from neuronctl.probes.smoke import SmokeReport
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.torch_neuronx import classify
 
@@ -31,6 +34,18 @@ class Selection:
     reason: str
 
 
+@dataclass(frozen=True)
+class ModelRun:
+    """The user's own model for the doctor's level 3 (config `model`)."""
+
+    spec: str
+    """MODULE:FACTORY, already checked for its form."""
+    origin: str
+    """Where it came from, for messages: "config model (pyproject.toml)"."""
+    cwd: Path | None = None
+    """Where the model's module is imported from (the config file's folder)."""
+
+
 class Facts:
     """Each fact is gathered on first use; one already gathered elsewhere (install's hardware,
     the --lock file read while validating the flags) or made by hand in a test is passed in and
@@ -41,7 +56,10 @@ class Facts:
                  lock: Path | None = None, environ: Mapping[str, str] | None = None,
                  env: PythonEnv | None = None, hardware: HardwareReport | None = None,
                  legacy: LegacyReport | None = None, probe: ProbeReport | None = None,
-                 pylock: Pylock | None = None) -> None:
+                 pylock: Pylock | None = None, model: ModelRun | None = None,
+                 long_timeout: float | None = None, smoke: SmokeReport | None = None) -> None:
+        """`timeout` bounds the interpreter inspection; `long_timeout` the device probe and the
+        model run (default: `timeout`)."""
         self.python = python
         self.sysroot = sysroot
         self.manifest = manifest
@@ -50,12 +68,16 @@ class Facts:
         self.timeout = timeout
         self.compile_tier = compile_tier
         self.lock = lock
+        self.model = model
+        self.long_timeout = timeout if long_timeout is None else long_timeout
+        self.planned: frozenset[str] = frozenset()
+        """Facts this run's checks will gather anyway (set by the check runner)."""
         self.environ = dict(os.environ if environ is None else environ)
         self._cache: dict[str, Any] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
         given = {"env": env, "hardware": hardware, "legacy": legacy, "probe": probe,
-                 "pylock": pylock}
+                 "pylock": pylock, "smoke": smoke}
         self._cache.update({k: (True, v) for k, v in given.items() if v is not None})
 
     def gathered(self, key: str) -> bool:
@@ -63,6 +85,13 @@ class Facts:
         with self._guard:
             entry = self._cache.get(key)
         return entry is not None and entry[0]
+
+    def knows(self, key: str) -> bool:
+        """Whether fact `key` may be used without reading anything this run would not read
+        anyway: gathered already, or gathered by one of the chosen checks. A check's fix that
+        could use a fact (the chip) asks this first, so `--only python.version` reads no
+        hardware, and every fix in one report tells the same story however the checks race."""
+        return key in self.planned or self.gathered(key)
 
     def _once(self, key: str, make: Callable[[], T]) -> T:
         with self._guard:
@@ -93,7 +122,18 @@ class Facts:
     @property
     def probe(self) -> ProbeReport:
         return self._once("probe", lambda: run_device_probe(
-            self.python, self.device, self.timeout, self.compile_tier, self.environ))
+            self.python, self.device, self.long_timeout, self.compile_tier, self.environ))
+
+    @property
+    def smoke(self) -> SmokeReport:
+        """The user's model run on the device (level 3), once."""
+        model = self.model
+        if model is None:
+            raise ValueError("no model configured")
+        request = SmokeRequest(python=self.python, model=model.spec, origin=model.origin,
+                               device=self.device, timeout=self.long_timeout, env=self.environ,
+                               cwd=model.cwd)
+        return self._once("smoke", lambda: run_smoke(request, NullReporter()).report)
 
     @property
     def pylock(self) -> Pylock:

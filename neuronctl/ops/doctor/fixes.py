@@ -46,7 +46,15 @@ def neuronctl_command(f: Facts, *args: str) -> str:
     return shell_join([*words, *args])
 
 
+def chip_known(f: Facts) -> bool:
+    """Whether a fix may aim at the chip: only when this run reads the hardware anyway (a
+    `--only python.version` run must not start reading sysfs, IMDS and neuron-ls for a hint)."""
+    return f.knows("hardware")
+
+
 def _chip_runs_native(f: Facts) -> bool:
+    if not chip_known(f):
+        return True  # not read: `neuronctl install` reads it, chooses and preflights
     return f.hardware.chip is None or get_chip(f.hardware.chip).native_torch
 
 
@@ -96,7 +104,9 @@ def install_fix(f: Facts) -> str:
     release, fw = fix_plan(f)
     if fw is None:
         return neuronctl_command(f, "releases", "show", release.version)
-    args = ["install", "--release", release.version, "--torch", _minor(fw.torch)]
+    args = ["install", "--release", release.version]
+    if chip_known(f):  # the PyTorch line depends on the chip; without it install chooses
+        args += ["--torch", _minor(fw.torch)]
     if not fw.python or _minor(f.env.python) in fw.python:
         args += ["--python", f.env.executable]
     else:

@@ -13,6 +13,15 @@ class DoctorReport:
     checks: tuple[CheckResult, ...]
     strict: bool
     environment: dict[str, Any]
+    level: int | None = None
+    """The doctor level that ran (None: install's post-install doctor)."""
+    budget_s: float | None = None
+    """The whole run's time budget."""
+
+    def failed_ids(self) -> list[str]:
+        """The checks that fail the run (warnings too, with --strict)."""
+        return [c.id for c in self.checks
+                if c.status == "fail" or (self.strict and c.status == "warn")]
 
     def count(self, status: str) -> int:
         return sum(1 for c in self.checks if c.status == status)
@@ -36,7 +45,8 @@ class DoctorReport:
                 "total": len(self.checks), "passed": self.count("pass"),
                 "warnings": self.count("warn"), "failed": self.count("fail"),
                 "skipped": self.count("skip"),
-                "duration_ms": round(max((c.duration_ms for c in self.checks), default=0.0), 1)}
+                "duration_ms": round(max((c.duration_ms for c in self.checks), default=0.0), 1),
+                **({"level": self.level, "budget_s": self.budget_s} if self.level else {})}
 
     def verdict_line(self) -> str:
         s = self.summary()

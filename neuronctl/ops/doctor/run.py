@@ -12,8 +12,9 @@ from typing import Any
 
 from neuronctl.errors import InputError
 from neuronctl.manifest import Manifest
-from neuronctl.ops.doctor.checks import CHECK_IDS, CHECKS
-from neuronctl.ops.doctor.facts import Facts
+from neuronctl.ops.doctor.checks import CHECK_IDS, CHECK_LEVELS, CHECKS
+from neuronctl.ops.doctor.facts import Facts, ModelRun
+from neuronctl.ops.doctor.levels import DEFAULT_LEVEL, LEVELS, Budget, budget_for
 from neuronctl.ops.doctor.report import DoctorReport
 from neuronctl.ops.doctor.runner import Check, run_checks
 from neuronctl.ops.reporter import Event, NullReporter, Reporter
@@ -34,16 +35,24 @@ def _no_such_check(flag: str, pattern: str) -> InputError:
 
 
 def select_checks(only: tuple[str, ...], skip: tuple[str, ...], lock: Path | None,
-                  probe: bool) -> list[str]:
+                  probe: bool = True, level: int = DEFAULT_LEVEL) -> list[str]:
+    """The checks to run: the level's, narrowed by --only and --skip; `probe=False` leaves out
+    the device probe (install's post-install doctor on a host without Neuron devices)."""
     def expand(pattern: str, flag: str) -> set[str]:
         hits = {i for i in CHECK_IDS if i == pattern or i.startswith(pattern + ".")}
         if not hits:
             raise _no_such_check(flag, pattern)
         return hits
 
-    chosen = set(CHECK_IDS)
+    chosen = {i for i in CHECK_IDS if CHECK_LEVELS[i] <= level}
     if only:
-        chosen = set().union(*(expand(p, "--only") for p in only))
+        asked = [(p, expand(p, "--only")) for p in only]
+        for pattern, hits in asked:
+            if all(CHECK_LEVELS[i] > level for i in hits):
+                need = min(CHECK_LEVELS[i] for i in hits)
+                raise InputError(f"--only {pattern}: runs from level {need}, this run is level "
+                                 f"{level}", hint=f"add --level {need}")
+        chosen &= set().union(*(hits for _, hits in asked))
     for pattern in skip:
         chosen -= expand(pattern, "--skip")
     if lock is None:
@@ -70,11 +79,22 @@ def _release_section(facts: Facts) -> dict[str, Any]:
 def _hardware_section(facts: Facts) -> dict[str, Any]:
     hw = facts.hardware
     return {"chip": hw.chip, "devices": hw.device_count, "instance_type": hw.instance_type,
-            "driver": hw.driver_version, "runtime": hw.runtime_version}
+            "driver": hw.driver_version, "runtime": hw.runtime_version, "tools": hw.tools_version}
+
+
+STACK_PACKAGES = ("torch", "torch-neuronx", "neuronx-cc", "nki")
+"""The installed versions a stack fingerprint (fleet doctor, the Prometheus info metric) reads."""
+
+
+def _packages_section(facts: Facts) -> dict[str, Any]:
+    env = facts.env
+    return {name: (dist.version if (dist := env.get(name)) is not None else None)
+            for name in STACK_PACKAGES}
 
 
 SECTIONS: tuple[tuple[str, str, Callable[[Facts], dict[str, Any]]], ...] = (
     ("python", "env", _python_section),
+    ("packages", "env", _packages_section),
     ("release", "selection", _release_section),
     ("hardware", "hardware", _hardware_section),
 )
@@ -94,13 +114,19 @@ def _environment(facts: Facts) -> dict[str, Any]:
     return env
 
 
-def run_doctor(facts: Facts, ids: list[str], strict: bool, limit: float) -> DoctorReport:
-    """Run the chosen checks in parallel, each under its own timeout (install reuses this)."""
+def run_doctor(facts: Facts, ids: list[str], strict: bool, limit: float,
+               budget: Budget | None = None, level: int | None = None) -> DoctorReport:
+    """Run the chosen checks in parallel, each under its own time limit, all within the run's.
+    Without a budget (install's post-install doctor) `limit` is the work's timeout and each check
+    gets a little more."""
     specs = {c.id: c for c in CHECKS}
-    checks = [Check(i, specs[i].title, functools.partial(specs[i].run, facts),
-                    limit + 15 if i == "device.probe" else limit + 5)
+    if budget is None:
+        budget = Budget(limit + 5, limit + 15, limit + 20)
+    facts.planned = frozenset().union(*(specs[i].gathers for i in ids))
+    checks = [Check(i, specs[i].title, functools.partial(specs[i].run, facts), budget.limit(i))
               for i in ids]
-    return DoctorReport(tuple(run_checks(checks)), strict, _environment(facts))
+    return DoctorReport(tuple(run_checks(checks, budget.total_s)), strict, _environment(facts),
+                        level, budget.total_s if level else None)
 
 
 @dataclass(frozen=True)
@@ -112,33 +138,58 @@ class DoctorRequest:
     release: str | None = None
     lock: Path | None = None
     device: str = "auto"
+    level: int = DEFAULT_LEVEL
+    """1, 2 or 3 (levels.py): what runs, and the time budget it must fit."""
     device_probe: bool = True
     compile_tier: bool = False
+    """The compile tier below level 3 (level 3 always runs it)."""
     strict: bool = False
     only: tuple[str, ...] = ()
     skip: tuple[str, ...] = ()
-    timeout: float = 60.0
+    timeout: float | None = None
+    """Each check's limit in seconds (--timeout, config `timeout`); None: the level's budget."""
     sysroot: Path | None = None
     environ: Mapping[str, str] | None = None
+    model: str | None = None
+    """MODULE:FACTORY from config `model`, run at level 3."""
+    model_origin: str = "config model"
+    model_cwd: Path | None = None
+
+
+def _model(request: DoctorRequest, ids: list[str]) -> ModelRun | None:
+    from neuronctl.ops.smoke import check_model_spec
+
+    if request.model is None or "model.smoke" not in ids:
+        return None
+    return ModelRun(check_model_spec(request.model, request.model_origin), request.model_origin,
+                    request.model_cwd)
 
 
 def doctor(request: DoctorRequest, reporter: Reporter | None = None) -> DoctorReport:
     """Validate the request (bad input is exit 2 before any check runs), gather the facts the
-    chosen checks need, each once, and run the checks."""
+    chosen checks need, each once, and run the checks within the level's time budget."""
     from neuronctl.resolvers.pylock import load_pylock
 
     reporter = reporter or NullReporter()
+    if request.level not in LEVELS:
+        raise InputError(f"level must be 1, 2 or 3, got {request.level}")
     pylock = load_pylock(request.lock) if request.lock is not None else None
     if request.release:
         request.manifest.get(request.release)
     if request.device not in DEVICES:
         raise InputError(f"device must be auto, neuron, cuda or cpu, got {request.device!r}")
-    ids = select_checks(request.only, request.skip, request.lock, request.device_probe)
+    ids = select_checks(request.only, request.skip, request.lock, request.device_probe,
+                        request.level)
     if request.sysroot is not None and not request.sysroot.is_dir():
         raise InputError(f"--sysroot {request.sysroot}: no such directory")
-    reporter.emit(Event("step", f"running {len(ids)} checks", {"checks": tuple(ids)}))
+    model = _model(request, ids)
+    budget = budget_for(request.level, request.timeout)
+    reporter.emit(Event("step", f"running {len(ids)} checks (level {request.level})",
+                        {"checks": tuple(ids), "level": request.level}))
     facts = Facts(python=resolve_python(request.python), sysroot=SysRoot.from_env(request.sysroot),
                   manifest=request.manifest, release=request.release, device=request.device,
-                  timeout=request.timeout, compile_tier=request.compile_tier, lock=request.lock,
-                  environ=request.environ, pylock=pylock)
-    return run_doctor(facts, ids, request.strict, request.timeout)
+                  timeout=budget.inner(budget.check_s),
+                  compile_tier=request.compile_tier or request.level >= 3, lock=request.lock,
+                  environ=request.environ, pylock=pylock, model=model,
+                  long_timeout=budget.inner(budget.long_s))
+    return run_doctor(facts, ids, request.strict, budget.check_s, budget, request.level)

@@ -61,8 +61,11 @@ def _run_one(check: Check, slot: list[CheckResult]) -> None:
                             outcome.details))
 
 
-def run_checks(checks: Sequence[Check]) -> list[CheckResult]:
-    """Run all checks in parallel; results come back in the order the checks were given."""
+def run_checks(checks: Sequence[Check], total: float | None = None) -> list[CheckResult]:
+    """Run all checks in parallel; results come back in the order the checks were given. Each
+    check gets its own timeout, and none runs past `total` seconds from the start: a check past
+    either is a fail that says "timed out", and what it left running in a target interpreter is
+    killed (never a hang, never a stray process)."""
     slots: list[list[CheckResult]] = [[] for _ in checks]
     threads = []
     start = time.perf_counter()
@@ -72,14 +75,26 @@ def run_checks(checks: Sequence[Check]) -> list[CheckResult]:
                              name=f"check-{check.id}")
         t.start()
         threads.append(t)
-    results = []
+    results, late = [], False
     for check, slot, thread in zip(checks, slots, threads, strict=True):
-        remaining = check.timeout - (time.perf_counter() - start)
-        thread.join(max(remaining, 0.0))
+        limit = check.timeout if total is None else min(check.timeout, total)
+        thread.join(max(limit - (time.perf_counter() - start), 0.0))
         if slot:
             results.append(slot[0])
         else:
-            results.append(CheckResult(check.id, check.title, "fail",
-                                       f"timed out after {check.timeout:g}s", None,
-                                       round(check.timeout * 1000, 1)))
+            why = (f"timed out after {check.timeout:g}s" if limit == check.timeout else
+                   f"timed out: the run's budget of {limit:g}s ran out")
+            results.append(CheckResult(check.id, check.title, "fail", why, None,
+                                       round(limit * 1000, 1)))
+            late = True
+    if late:
+        _stop_leftovers()
     return results
+
+
+def _stop_leftovers() -> None:
+    """A check that timed out may still wait on a script in a target interpreter (an import that
+    hangs): kill those, as the CLI's Ctrl-C path does."""
+    from neuronctl.probes.target_run import kill_all
+
+    kill_all()

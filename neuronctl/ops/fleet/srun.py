@@ -30,9 +30,9 @@ LABELLED = re.compile(r"^ *(\d+): ?(.*)$", flags=re.M)
 # Slurm node states in which a node cannot run the step (a `*` suffix: not responding).
 UNAVAILABLE = ("down", "drain", "drng", "fail", "maint", "unk", "futr", "npc", "pow", "boot",
                "resv")
-# Level 1 = quick, no device work. `doctor --level` (issue 15) is not there yet: until it is,
-# level 1 is the doctor without its device probe and level 2 is the doctor's default.
-LEVEL_ARGS: dict[int, tuple[str, ...]] = {1: ("--no-device-probe",), 2: ()}
+# The doctor's own levels: 1 = static facts, no torch import, no device work; 2 = the device
+# probe tiers too. (Level 3, a model run of minutes per node, is not a fleet sweep.)
+LEVEL_ARGS: dict[int, tuple[str, ...]] = {1: ("--level", "1"), 2: ("--level", "2")}
 
 Runner = Callable[[list[str], float], "Completed"]
 
