@@ -255,20 +255,21 @@ def neuronctl_table(lock: Pylock) -> dict[str, Any] | None:
     return tool if isinstance(tool, dict) else None
 
 
-def fallback_of(lock: Pylock) -> dict[str, str] | None:
+def fallback_of(lock: Pylock, where: str = "lock") -> dict[str, str] | None:
     """The device (and CUDA variant) a fallback lock is for, from its [tool.neuronctl]
-    `fallback` table; None for a Neuron lock. A malformed table is bad input naming it."""
+    `fallback` table; None for a Neuron lock. A malformed table is bad input naming `where`
+    (the lock's path)."""
     tool = neuronctl_table(lock) or {}
     table = tool.get("fallback")
     if table is None:
         return None
     if not isinstance(table, dict) or not all(
             isinstance(k, str) and isinstance(v, str) and len(v) <= 32 for k, v in table.items()):
-        raise InputError("[tool.neuronctl] fallback: expected a table of short strings "
+        raise InputError(f"{where}: [tool.neuronctl] fallback: expected a table of short strings "
                          "(device, variant)")
     if table.get("device") not in ("cuda", "cpu"):
-        raise InputError(f"[tool.neuronctl] fallback: device {str(table.get('device'))[:32]!r}: "
-                         "expected cuda or cpu")
+        raise InputError(f"{where}: [tool.neuronctl] fallback: device "
+                         f"{str(table.get('device'))[:32]!r}: expected cuda or cpu")
     return dict(table)
 
 

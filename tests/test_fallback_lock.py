@@ -16,6 +16,7 @@ from packaging.pylock import Pylock
 from universe import build_cuda_universe, running_with_cuda
 from wheels import find_python, make_venv
 
+from neuronctl.errors import InputError
 from neuronctl.ops.lock_choice import HostDevices, choose_lock, present_fallbacks
 from neuronctl.probes.nvidia import detect_nvidia
 from neuronctl.probes.sysroot import SysRoot
@@ -168,3 +169,18 @@ def test_a_host_with_an_nvidia_driver_picks_the_cuda_lock_and_uv_installs_it(cli
         assert line in done.stderr + done.stdout
     assert "torch-neuronx" not in done.stderr + done.stdout
     assert cu.uni.neuron.hits == cu.uni.torch.hits == []  # uv asked nothing Neuron, nothing +cpu
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ('device = "rocm"', "device 'rocm': expected cuda or cpu"),
+    ('device = "cuda"\nvariant = 130', "expected a table of short strings"),
+])
+def test_a_forged_fallback_table_is_bad_input_naming_the_lock(cli, cu, table, message):
+    assert cli("lock", *cu.index_flags(), "--python", "3.12", "--fallback", "cuda").code == 0
+    path = Path("pylock.cuda.toml")
+    text = path.read_text()
+    path.write_text(text.replace('[tool.neuronctl.fallback]\ndevice = "cuda"\nvariant = "cu130"',
+                                 f"[tool.neuronctl.fallback]\n{table}"))
+    with pytest.raises(InputError) as exc:
+        fallback_of(load_pylock(path), str(path))
+    assert exc.value.message.startswith("pylock.cuda.toml: [tool.neuronctl] fallback") and message in exc.value.message
