@@ -198,7 +198,11 @@ def render_pylock(doc: Mapping[str, Any]) -> str:
 
 def render_requirements(packages: Sequence[LockedPackage], inputs: LockInputs, hash_of: HashOf) -> str:
     """Direct URL references with --hash: `pip install --require-hashes -r` needs no index."""
-    lines = [f"# neuronctl {__version__}: Neuron {inputs.release}, torch {inputs.torch}, "
+    stack = f"Neuron {inputs.release}, torch {inputs.torch}"
+    if inputs.fallback is not None:
+        stack = (f"torch {inputs.pins.get('torch', inputs.torch)}, "
+                 f"{inputs.fallback.get('device')} fallback of Neuron {inputs.release}")
+    lines = [f"# neuronctl {__version__}: {stack}, "
              f"targets {', '.join(t.label for t in inputs.targets)}",
              REQUIREMENTS_MARK + json.dumps(inputs.to_tool(), sort_keys=True),
              "# install with: pip install --require-hashes --no-deps -r <this file>",

@@ -184,3 +184,13 @@ def test_a_forged_fallback_table_is_bad_input_naming_the_lock(cli, cu, table, me
     with pytest.raises(InputError) as exc:
         fallback_of(load_pylock(path), str(path))
     assert exc.value.message.startswith("pylock.cuda.toml: [tool.neuronctl] fallback") and message in exc.value.message
+
+
+def test_latest_and_the_requirements_export_work_for_a_fallback_lock(cli, cu):
+    flags = [*cu.index_flags(), "--python", "3.12", "--fallback", "cuda", "--latest"]
+    r = cli("lock", *flags, "-o", "requirements.txt")
+    assert r.code == 0, r.err  # --latest: ==2.14.*,>=2.14.0 and the +cu130 label, not >=2.14.0+cu130
+    text = Path("requirements.txt").read_text()
+    assert text.startswith("# neuronctl ") and "torch 2.14.0+cu130, cuda fallback of Neuron 2.33.0" in text
+    assert "torch @ " in text and "%2Bcu130" in text and "%2Bcu128" not in text and "torch-neuronx" not in text
+    assert cli("lock", *flags, "-o", "requirements.txt", "--check").code == 0
