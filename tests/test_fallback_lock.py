@@ -6,6 +6,7 @@ NVIDIA driver."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -112,6 +113,10 @@ def test_the_cuda_index_comes_from_the_environment_and_the_variant_picks_its_url
     r = cli("lock", *cu.uni.index_flags(), "--python", "3.12", "--fallback", "cuda=cu130", "--json")
     assert r.code == 0, r.err
     assert cu.cuda.hits and pins(load_pylock(Path("pylock.cuda.toml")))["torch"] == "2.14.0+cu130"
+    doc = json.loads(r.out)
+    assert doc["command"] == "lock" and doc["fallback"] == {"device": "cuda", "variant": "cu130"}
+    assert {"name": "torch", "version": "2.14.0+cu130", "index": "pytorch-cuda",
+            "targets": ["cp312-manylinux_2_28_x86_64"]} in doc["packages"]
     fb = load_fallback_routing()["cuda"]
     assert fb.default_variant("2.14.0") == "cu130" == fb.default_variant("2.10.1")
     assert fallback_base_routing("cuda", "cu128").indexes["pytorch-cuda"] == \
