@@ -64,6 +64,11 @@ def test_two_identical_nodes_pass(cli, slurm: SlurmCluster, hosts: dict[str, Pat
     assert [n["node"] for n in doc["nodes"]] == ["node1", "node2"]
     assert all(n["doctor"]["environment"]["sysroot"] == str(hosts["trn2"]) for n in doc["nodes"])
     assert doc["drift"]["differences"] == {} and doc["drift"]["not_answering"] == {}
+    # the doctor reports the whole stack fingerprint: nothing left "(not reported)"
+    baseline = doc["drift"]["baseline"]["fingerprint"]
+    assert baseline["tools"] == "2.33.38.0" and baseline["torch"].startswith("2.13.0")
+    assert baseline["torch-neuronx"] == "(not reported)"  # not installed here: None, not a version
+    assert doc["nodes"][0]["doctor"]["summary"]["level"] == 1
     junit = tmp_path / "fleet.xml"
     assert cli("fleet", "doctor", "--level", "1", "--format", "junit", "-o", str(junit)).code == 0
     cases = ET.parse(junit).getroot().findall(".//testcase")
@@ -124,6 +129,32 @@ def test_slurm_drain_drains_and_resumes_only_its_own(slurm: SlurmCluster) -> Non
         assert apply_slurm_drain(["hardware.driver"], True, "node1").action == "none"
         state = _show(slurm, "node1")
         assert state.drained and state.reason == "disk replacement"
+    finally:
+        slurm.run("scontrol", "update", "NodeName=node1", "State=RESUME")
+    slurm.wait_idle()
+
+
+def test_doctor_slurm_drain_drains_this_node_and_resumes_it(cli, slurm: SlurmCluster,
+                                                            hosts: dict[str, Path],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`doctor --level 1 --slurm-drain` as HealthCheckProgram runs it on node1 (SLURMD_NODENAME)."""
+    monkeypatch.setenv("SLURMD_NODENAME", "node1")
+    monkeypatch.setenv("NEURONCTL_SYSROOT", str(hosts["trn2"]))
+    try:
+        monkeypatch.setenv("PJRT_DEVICE", "NEURON")  # a legacy XLA signal: the doctor fails
+        failed = cli("doctor", "--level", "1", "--slurm-drain", "--json")
+        assert failed.code == 1
+        doc = json.loads(failed.out)
+        assert doc["slurm_drain"] == {"node": "node1", "action": "drain",
+                                      "why": "neuronctl: packages.legacy-xla"}
+        state = _show(slurm, "node1")
+        assert state.drained and state.reason == "neuronctl: packages.legacy-xla"
+        monkeypatch.delenv("PJRT_DEVICE")
+        healthy = cli("doctor", "--level", "1", "--slurm-drain")
+        assert healthy.code == 0, healthy.out + healthy.err
+        assert "slurm: node node1 resumed: passes again (was: neuronctl: packages.legacy-xla)" \
+            in healthy.out
+        assert not _show(slurm, "node1").drained
     finally:
         slurm.run("scontrol", "update", "NodeName=node1", "State=RESUME")
     slurm.wait_idle()

@@ -78,8 +78,10 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
     if as_json and fmt not in (None, "json"):
         raise InputError("--json conflicts with --format " + str(fmt))
     fmt = "json" if as_json else (fmt or "text")
-    if fmt == "prometheus" and output is None:
-        raise InputError("--format prometheus writes a node_exporter textfile: give -o FILE.prom")
+    if fmt == "prometheus" and (output is None or output.suffix != ".prom"):
+        raise InputError("--format prometheus writes a node_exporter textfile: give -o FILE.prom"
+                         + (f" (the textfile collector reads only *.prom, not {output.name})"
+                            if output is not None else ""))
     chosen = choose_level(level, no_device_probe, compile_tier)
     config_timeout = config.get("timeout")
     request = DoctorRequest(
