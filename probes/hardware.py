@@ -27,10 +27,14 @@ from neuronctl.chips import (
 )
 from neuronctl.probes.dpkg import installed_system_packages
 from neuronctl.probes.sysroot import SysRoot
+from neuronctl.probes.system_packages import NEURON_LS_FORMS, parse_neuron_ls_json
 from neuronctl.probes.tools import Runner, ToolResult, find_neuron_tool, run_tool
 
 if TYPE_CHECKING:
     from neuronctl.probes.imds import ImdsResult
+
+
+NEURON_LS_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -140,13 +144,21 @@ def read_dev_nodes(root: SysRoot) -> list[str]:
 
 
 def parse_neuron_ls(stdout: str) -> list[dict[str, Any]] | None:
+    """The device list from either JSON form of neuron-ls: `--json-output` (a list of devices)
+    or `--output-format json` (Neuron 2.34+: an object holding that list beside fields about
+    the whole instance)."""
+    return parse_neuron_ls_json(stdout)
+
+
+def _neuron_ls_top(stdout: str) -> dict[str, Any]:
+    """The new form's instance-wide scalar fields (none in the old form)."""
     try:
         data = json.loads(stdout)
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
-        return None
-    return data
+    except (json.JSONDecodeError, RecursionError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, (str, int, float)) and len(k) < 100}
 
 
 def _on_ec2(root: SysRoot) -> bool:
@@ -189,8 +201,21 @@ def _ask_imds(root: SysRoot, env: Mapping[str, str], hints: bool,
 
 
 def _run_neuron_ls(root: SysRoot, runner: Runner) -> ToolResult | None:
+    """neuron-ls in its JSON form: `--output-format json` first (Neuron 2.34 retires the old
+    flag), `--json-output` where that gives no JSON (a tool from before 2.34). One run on a
+    current tool; where both fail, the old form's answer says why."""
     tool = find_neuron_tool(root, "neuron-ls")
-    return None if tool is None else runner([str(tool), "--json-output"], 5.0)
+    if tool is None:
+        return None
+    result = ToolResult(None, "", "", "not run")
+    for _name, flags in NEURON_LS_FORMS:
+        result = runner([str(tool), *flags], NEURON_LS_TIMEOUT_S)
+        if result.error is None and result.returncode == 0 and \
+                parse_neuron_ls(result.stdout) is not None:
+            return result
+        if result.error is not None and result.error.startswith("timed out"):
+            return result  # a hung tool: the other form would hang as long
+    return result
 
 
 def gather_evidence(
@@ -291,6 +316,8 @@ def _cores(ev: HardwareEvidence, ls_devices: list[dict[str, Any]] | None, chip: 
         if all(isinstance(c, int) for c in counts):
             cores, source = sum(counts), "neuron-ls nc_count"  # type: ignore[arg-type]
         cfg = ls_devices[0].get("logical_neuroncore_config")
+        if cfg is None and ev.neuron_ls is not None:  # the new form says it once, at the top
+            cfg = _neuron_ls_top(ev.neuron_ls.stdout).get("logical_neuroncore_config")
         lnc = cfg if isinstance(cfg, int) else _int(str(cfg)) if cfg is not None else lnc
     sysfs = ev.sysfs_devices
     if cores is None and sysfs and all(s.core_count is not None for s in sysfs):
