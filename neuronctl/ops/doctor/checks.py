@@ -23,11 +23,7 @@ from neuronctl.ops.doctor.checks_packages import (
 )
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.runner import Outcome
-from neuronctl.ops.doctor.system_checks import (
-    check_device_access,
-    check_device_holders,
-    check_system_packages,
-)
+from neuronctl.ops.doctor.system_checks import SYSTEM_CHECKS
 
 
 @dataclass(frozen=True)
@@ -43,6 +39,7 @@ class CheckSpec:
 
 
 HARDWARE = frozenset({"hardware"})
+_SYSTEM = {check_id: (title, run) for check_id, title, run in SYSTEM_CHECKS}
 
 CHECKS: tuple[CheckSpec, ...] = (
     CheckSpec("python.version", "Python interpreter", check_python),
@@ -50,12 +47,12 @@ CHECKS: tuple[CheckSpec, ...] = (
     CheckSpec("packages.legacy-xla", "Legacy XLA stack", check_legacy, gathers=HARDWARE),
     CheckSpec("packages.placeholders", "PyPI placeholder packages", check_placeholders),
     CheckSpec("packages.coherence", "Package versions agree", check_coherence, gathers=HARDWARE),
-    CheckSpec("packages.system", "Neuron system packages", check_system_packages),
+    CheckSpec("packages.system", *_SYSTEM["packages.system"]),
     CheckSpec("hardware.chip", "Chip generation", check_chip, gathers=HARDWARE),
     CheckSpec("hardware.driver", "Neuron driver", check_driver_and_kernel, gathers=HARDWARE),
     CheckSpec("runtime.compat", "Neuron runtime", check_runtime, gathers=HARDWARE),
-    CheckSpec("device.access", "Device access", check_device_access),
-    CheckSpec("device.holders", "Processes holding devices", check_device_holders),
+    CheckSpec("device.access", *_SYSTEM["device.access"]),
+    CheckSpec("device.holders", *_SYSTEM["device.holders"]),
     CheckSpec("device.probe", "Device probe", check_device, level=2,
               gathers=frozenset({"hardware", "probe"})),
     CheckSpec("model.smoke", "Your model on the device", check_model, level=3,

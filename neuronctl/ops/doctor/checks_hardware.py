@@ -10,7 +10,7 @@ from neuronctl.manifest import Release
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.fixes import apt_install, install_fix, public, shell_join
 from neuronctl.ops.doctor.runner import Outcome
-from neuronctl.ops.doctor.system_checks import check_driver_kernel
+from neuronctl.ops.doctor.system_checks import check_driver_kernel, with_kernel_check
 
 
 def check_chip(f: Facts) -> Outcome:
@@ -134,27 +134,7 @@ def check_device(f: Facts) -> Outcome:
     return Outcome("pass", f"{report.detail} (torch {report.torch})", None, details)
 
 
-_RANK = {"skip": 0, "pass": 1, "warn": 2, "fail": 3}
-
-
-def merged(primary: Outcome, extra: Outcome) -> Outcome:
-    """One check's outcome from two views of it: the worse status wins; a problem either view
-    found is in the message, the more specific fix (`extra`'s) first; what the other view said
-    (unless it was skipped) goes to the details."""
-    worst = max(primary.status, extra.status, key=_RANK.__getitem__)
-    bad = [o for o in (primary, extra) if o.status == worst]
-    if worst in ("warn", "fail"):
-        message = "; ".join(o.message for o in bad)
-        fix = next((o.fix for o in reversed(bad) if o.fix), None)
-        shown = bad
-    else:
-        message, fix, shown = bad[0].message, bad[0].fix, bad[:1]
-    said = tuple(f"{o.status}: {o.message}" for o in (primary, extra)
-                 if o not in shown and o.status != "skip")
-    return Outcome(worst, message, fix, (*primary.details, *extra.details, *said))
-
-
 def check_driver_and_kernel(f: Facts) -> Outcome:
     """hardware.driver: the loaded driver against the release, and the driver module against
     the running kernel (a kernel upgraded without a DKMS rebuild)."""
-    return merged(check_driver(f), check_driver_kernel(f))
+    return with_kernel_check(check_driver(f), check_driver_kernel(f))
