@@ -18,7 +18,7 @@ from sysroots import build_host
 from wheels import build_wheel, make_venv, pip_install
 
 from neuronctl.ops.doctor.checks_model import NO_MODEL
-from neuronctl.ops.doctor.levels import LEVELS
+from neuronctl.ops.doctor.levels import LEVELS, Budget, budget_for
 from neuronctl.ops.doctor.runner import Check, Outcome, run_checks
 from neuronctl.probes.target_run import TargetScript
 
@@ -70,6 +70,17 @@ def test_help_prints_every_level_with_its_budget(cli) -> None:
         assert f"{level.number}: " in text and level.budget_text() in text
     assert "1: static facts only, no torch import" in text
     assert "10 s a check, 20 s in all" in text  # level 1 fits Slurm's 60 s HealthCheckProgram
+
+
+def test_budgets_per_level_and_with_timeout() -> None:
+    assert budget_for(1, None) == Budget(10, 10, 20)
+    assert budget_for(2, None).limit("device.probe") == 90 and budget_for(2, None).total_s == 120
+    three = budget_for(3, None)
+    # the model starts after the device probe: its limit, counted from the start, holds both
+    assert (three.limit("device.probe"), three.limit("model.smoke"), three.total_s) == \
+        (600, 1200, 1500)
+    assert budget_for(1, 4) == Budget(4, 4, 9) and budget_for(3, 30).total_s == 65
+    assert Budget.inner(10) == 8 and Budget.inner(90) == 85  # the work's own timeout fires first
 
 
 def test_level_1_never_imports_torch_in_the_target(slow_torch: Path, tmp_path: Path) -> None:
