@@ -1,11 +1,13 @@
 """What an install plans beyond the source's wheels: moving to the native stack removes the legacy
-XLA packages (torch-xla, libneuronxla, legacy torch-neuronx) and PyPI placeholders; removals are
-confirmed before anything changes."""
+XLA packages (torch-xla, libneuronxla, legacy torch-neuronx) and PyPI placeholders; any install
+removes what only the packages it removes or replaces required (a CUDA torch's nvidia-* and
+triton: backend/leftovers.py); removals are confirmed before anything changes."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
+from neuronctl.backend.leftovers import Going, leftovers
 from neuronctl.backend.plan import Plan, Wanted, diff
 from neuronctl.errors import InputError, OperationFailed
 from neuronctl.probes.legacy import detect_legacy
@@ -36,9 +38,16 @@ def removals(env: PythonEnv, wanted: Iterable[Wanted]) -> dict[str, str]:
 
 
 def make_plan(env: PythonEnv, wanted: tuple[Wanted, ...]) -> Plan:
-    """The diff of what `env` has against `wanted`, with the removals the policy adds."""
+    """The diff of what `env` has against `wanted`, with the removals the policy adds: the
+    legacy ones, then what only the removed or replaced packages required."""
     installed: Mapping[str, str] = {d.name: d.version for d in env.distributions.values()}
-    return diff(installed, wanted, removals(env, wanted))
+    remove = removals(env, wanted)
+    first = diff(installed, wanted, remove)
+    going = [Going(c.name, c.old, "replaced") for c in first.applies if c.old is not None]
+    going += [Going(c.name, c.old or "", "removed") for c in first.removals]
+    staying = {c.name for c in first.changes if c.action != "remove"}
+    left = leftovers(env.distributions, going, staying, dict(env.markers))
+    return diff(installed, wanted, {**left, **remove}) if left else first
 
 
 def confirm_removals(plan: Plan, yes: bool, confirm: Confirm | None) -> None:
