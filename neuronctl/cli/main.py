@@ -24,6 +24,8 @@ from neuronctl.redact import redact
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "bundle": ("neuronctl.cli.cmd_bundle", "bundle",
                "Collect one redacted archive for a support case."),
+    "download": ("neuronctl.cli.cmd_download", "download",
+                 "Fetch a lock's files into a verified wheelhouse for offline installs."),
     "doctor": ("neuronctl.cli.cmd_doctor", "doctor",
                "Check a PyTorch-on-Neuron environment; CI-grade verdict."),
     "cost": ("neuronctl.cli.cmd_cost", "cost", "Cost per million tokens and per job, per instance type."),

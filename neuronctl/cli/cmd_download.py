@@ -1,0 +1,58 @@
+"""`neuronctl download`: a wheelhouse from a lock (neuronctl.ops.wheelhouse does the work)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from neuronctl.cli.app import get_app
+from neuronctl.cli.common import timeout_value
+
+
+@click.command("download")
+@click.option("--lock", "lock_path", required=True, type=click.Path(path_type=Path, dir_okay=False),
+              help="The pylock.toml whose files to fetch.")
+@click.option("-d", "--dest", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="The wheelhouse directory (made if absent; files already there and verified "
+                   "are kept).")
+@click.option("--python", "pythons", multiple=True, metavar="X.Y",
+              help="Only the files for this target Python (repeatable; default: every target the "
+                   "lock records, all of their wheels).")
+@click.option("--platform", "platforms", multiple=True, metavar="TAG",
+              help="With --python: the target platform tag (repeatable; default "
+                   "manylinux_2_28_x86_64).")
+@click.option("--timeout", type=float, help="Per-request timeout in seconds (default 30).")
+@click.option("--json", "as_json", is_flag=True, help="The files and what became of each, as JSON.")
+def download(lock_path: Path, dest: Path, pythons: tuple[str, ...], platforms: tuple[str, ...],
+             timeout: float | None, as_json: bool) -> int:
+    """Fetch every file a lock selects into DIR, each verified against the lock's sha256 and size,
+    for `install --lock LOCK --find-links DIR [--offline]` on hosts without the indexes.
+
+    Files are written atomically (nothing unverified ever has its final name); a re-run, after
+    Ctrl-C or on another day, skips what is already there and verified."""
+    from neuronctl.cli.progress import CliReporter
+    from neuronctl.errors import InputError
+    from neuronctl.ops.reporter import NullReporter, Reporter
+    from neuronctl.ops.wheelhouse import DownloadRequest
+    from neuronctl.ops.wheelhouse import download as run_download
+    from neuronctl.resolvers.targets import make_targets
+
+    app = get_app()
+    config = app.config()
+    if platforms and not pythons:
+        raise InputError("--platform needs --python (the target is a Python and a platform)")
+    targets = make_targets(pythons, platforms) if pythons else ()
+    request = DownloadRequest(lock=lock_path, dest=dest, config=config, targets=targets,
+                              timeout=timeout_value(timeout, config.get("timeout"), 30.0))
+    if as_json or app.quiet:
+        reporter: Reporter = NullReporter()
+        outcome = run_download(request, reporter)
+    else:
+        with CliReporter(lambda: app.console(stderr=True)) as cli_reporter:
+            outcome = run_download(request, cli_reporter)
+    if as_json:
+        from neuronctl.cli.output import emit_json
+
+        emit_json(outcome.to_json())
+    return 0

@@ -1,0 +1,179 @@
+"""`neuronctl download` (a verified wheelhouse from a lock) and `install --lock --find-links DIR
+[--offline]` from it, against the loopback indexes, with real venvs and both engines."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_lock_interop import installed
+from universe import running
+
+from neuronctl.resolvers.toml_emit import dumps
+from neuronctl.tomlfile import read_toml
+
+pytestmark = pytest.mark.slow
+STAGING = ".neuronctl-partial"
+
+
+def locked_files(lock: Path) -> dict[str, str]:
+    """file name -> sha256 of every wheel the lock lists."""
+    data = read_toml(lock, "lock")
+    return {w["name"]: w["hashes"]["sha256"] for p in data["packages"] for w in p["wheels"]}
+
+
+def final_files(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir() if p.is_file()}
+
+
+def staged_files(folder: Path) -> list[Path]:
+    return [p for p in (folder / STAGING).rglob("*") if p.is_file()]
+
+
+def file_hits(uni) -> list[str]:
+    return [path for _m, path, _r in uni.all_hits() if path.endswith(".whl")]
+
+
+@pytest.fixture
+def two_pythons(cli, uni) -> Path:
+    r = cli("lock", *uni.index_flags(), "--python", "3.12", "--python", "3.13")
+    assert r.code == 0, r.err
+    return Path("pylock.toml").resolve()
+
+
+def test_download_fetches_every_locked_file_verified_and_a_rerun_fetches_nothing(cli, uni, two_pythons,
+                                                                                 tmp_path):
+    house = tmp_path / "house"
+    r = cli("download", "--lock", str(two_pythons), "-d", str(house))
+    assert r.code == 0, r.err + r.out
+    want = locked_files(two_pythons)
+    assert final_files(house) == want  # every wheel of both targets, each exactly as locked
+    assert any("cp312" in n for n in want) and any("cp313" in n for n in want)
+    assert not staged_files(house)
+    assert "sha256 ok" in r.err  # a line per file without a terminal
+    uni.pypi.reset_counts(), uni.torch.reset_counts(), uni.neuron.reset_counts()
+    r = cli("download", "--lock", str(two_pythons), "-d", str(house), "--json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    assert {f["status"] for f in doc["files"]} == {"present"} and not file_hits(uni)
+    assert doc["command"] == "download" and len(doc["files"]) == len(want)
+
+
+def test_download_for_one_python_takes_only_its_files(cli, uni, two_pythons, tmp_path):
+    house = tmp_path / "house"
+    r = cli("download", "--lock", str(two_pythons), "-d", str(house), "--python", "3.13")
+    assert r.code == 0, r.err
+    got = set(final_files(house))
+    assert got and not any("cp312" in n for n in got) and any("cp313" in n for n in got)
+    assert any(n.endswith("-py3-none-any.whl") for n in got)
+    r = cli("download", "--lock", str(two_pythons), "-d", str(house), "--platform", "manylinux_2_28_x86_64")
+    assert r.code == 2 and "--platform needs --python" in r.err
+
+
+def test_a_wrong_file_in_the_wheelhouse_is_replaced_and_a_wrong_download_never_lands(cli, uni, two_pythons,
+                                                                                     tmp_path):
+    from wheels import build_wheel
+
+    house = tmp_path / "house"
+    assert cli("download", "--lock", str(two_pythons), "-d", str(house)).code == 0
+    nki = next(n for n in locked_files(two_pythons) if n.startswith("nki-"))
+    (house / nki).write_bytes(b"torn")
+    r = cli("download", "--lock", str(two_pythons), "-d", str(house), "--json")
+    assert r.code == 0, r.err
+    status = {f["file"]: f["status"] for f in json.loads(r.out)["files"]}
+    assert status[nki] == "replaced" and final_files(house) == locked_files(two_pythons)
+    # The index now serves another nki: the download fails naming it, and nothing of it lands.
+    (house / nki).unlink()
+    uni.neuron.projects["nki"][0].path = build_wheel(tmp_path / "evil", "nki", "0.7.0", summary="evil")
+    r = cli("download", "--lock", str(two_pythons), "-d", str(house))
+    assert r.code == 2 and "sha256 mismatch" in r.err and nki in r.err
+    assert not (house / nki).exists() and not staged_files(house)
+
+
+def test_unsafe_file_names_in_the_lock_name_nothing(cli, uni, two_pythons, tmp_path):
+    data = read_toml(two_pythons, "lock")
+    data["packages"][0]["wheels"][0]["name"] = "../../escape.whl"
+    Path("pylock.evil.toml").write_text(dumps(data, arrays_of_tables=("packages",)))
+    r = cli("download", "--lock", "pylock.evil.toml", "-d", str(tmp_path / "house"))
+    assert r.code == 2 and "escape.whl" in r.err and "pylock.evil.toml" in r.err
+    assert not (tmp_path / "escape.whl").exists() and not (tmp_path / "house").exists()
+
+
+@pytest.mark.parametrize(("signame", "code"), [("SIGINT", 130), ("SIGTERM", 143)])
+def test_a_stopped_download_leaves_no_partial_file_and_a_rerun_resumes(cli, uni, two_pythons, tmp_path,
+                                                                       signame, code):
+    from test_install import _big_nki_lock, wait_until
+
+    lock, big = _big_nki_lock(uni, two_pythons, tmp_path, 8)
+    uni.neuron.trickle[big.name] = (64 << 10, 0.25)  # 8 MB in about 32 s
+    house = tmp_path / "house"
+    proc = subprocess.Popen([sys.executable, "-m", "neuronctl", "download", "--lock", str(lock),
+                             "-d", str(house)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def midway() -> bool:
+        return uni.neuron.trickling.is_set() and any(p.name.startswith("nki-") for p in staged_files(house))
+
+    try:
+        wait_until(midway, proc)
+        proc.send_signal(getattr(signal, signame))
+        _, err = proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+    assert proc.returncode == code, err
+    done = final_files(house)
+    want = locked_files(lock)
+    assert big.name not in done and not staged_files(house)
+    assert all(want[name] == sha for name, sha in done.items())  # what has a final name is whole
+    del uni.neuron.trickle[big.name]
+    uni.pypi.reset_counts(), uni.torch.reset_counts(), uni.neuron.reset_counts()
+    r = cli("download", "--lock", str(lock), "-d", str(house), "--json")
+    assert r.code == 0, r.err
+    status = {f["file"]: f["status"] for f in json.loads(r.out)["files"]}
+    assert status[big.name] == "downloaded"
+    assert all(status[name] == "present" for name in done)
+    assert sorted(p.rsplit("/", 1)[-1] for p in file_hits(uni)) == sorted(set(want) - set(done))
+    assert final_files(house) == want
+
+
+@pytest.mark.parametrize("engine", ["pip", "uv"])
+def test_install_from_the_wheelhouse_offline_with_the_indexes_gone(cli, wheels, tmp_path, engine):
+    house = tmp_path / "house"
+    with running(wheels) as uni:
+        assert cli("lock", *uni.index_flags(), "--python", "3.12").code == 0
+        assert cli("download", "--lock", "pylock.toml", "-d", str(house)).code == 0
+    venv = tmp_path / "env"
+    r = cli("install", "--lock", "pylock.toml", "--find-links", str(house), "--offline",
+            "--venv", str(venv), "--venv-python", "3.12", "--backend", engine, "--no-check")
+    assert r.code == 0, r.err + r.out
+    assert f"from the wheelhouse {house}" in r.out
+    got = installed(venv / "bin" / "python")
+    assert got["torch"] == "2.14.0+cpu" and got["torch-neuronx"] == "2.14.3.0"
+
+
+def test_a_missing_or_mismatching_wheelhouse_file_is_an_error_naming_it(cli, wheels, tmp_path):
+    house = tmp_path / "house"
+    with running(wheels) as uni:
+        assert cli("lock", *uni.index_flags(), "--python", "3.12").code == 0
+        assert cli("download", "--lock", "pylock.toml", "-d", str(house)).code == 0
+    nki = next(house.glob("nki-*.whl"))
+    venv = tmp_path / "env"
+    args = ("install", "--lock", "pylock.toml", "--find-links", str(house), "--venv", str(venv),
+            "--venv-python", "3.12", "--backend", "uv", "--no-check")
+    nki.write_bytes(nki.read_bytes()[:-1] + b"\0")
+    r = cli(*args)
+    assert r.code == 2 and nki.name in r.err and "sha256 mismatch" in r.err and not venv.exists()
+    nki.unlink()
+    r = cli(*args, "--offline")
+    assert r.code == 2 and "1 locked files missing" in r.err and nki.name in r.err
+    assert "neuronctl download" in r.err and not venv.exists()
+    # Without --offline a missing file comes from its URL: here the indexes are gone, so it fails
+    # naming the index, and the venv is removed again.
+    r = cli(*args)
+    assert r.code != 0 and not venv.exists()
+    r = cli("install", "--find-links", str(house), "--venv", str(venv))
+    assert r.code == 2 and "pass --lock" in r.err
