@@ -1,10 +1,22 @@
-"""The doctor's lock.drift check: the installed versions against the --lock file."""
+"""The doctor's lock.drift check: the installed versions against the --lock file, and what is
+installed that the lock does not list (a CUDA torch's nvidia-* left behind), with its size."""
 
 from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Iterable
+from pathlib import Path
 
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.fixes import install_fix, neuronctl_command, public
 from neuronctl.ops.doctor.runner import Outcome
+
+TOOLING = frozenset({"pip", "setuptools", "wheel"})
+"""Installer tooling: in an environment whatever the lock says, never drift."""
+RECORD_CAP = 64 << 20
+"""A RECORD larger than this is not read (torch's is about 2 MB): size unknown."""
+SHOWN = 20
 
 
 def _relock_fix(f: Facts) -> str:
@@ -14,6 +26,80 @@ def _relock_fix(f: Facts) -> str:
         return install_fix(f)
     return neuronctl_command(f, "lock", "--release", release.version, "--python", minor,
                              "-o", str(f.lock))
+
+
+def _site_dirs(prefix: str, python: str) -> list[Path]:
+    """Where an environment with this prefix keeps its distributions (a venv's site-packages, a
+    distro's dist-packages); only those that exist."""
+    minor = ".".join(python.split(".")[:2])
+    base = Path(prefix)
+    found = [base / lib / f"python{minor}" / "site-packages" for lib in ("lib", "lib64")]
+    found += [base / "local" / "lib" / f"python{minor}" / "dist-packages",
+              base / "lib" / "python3" / "dist-packages"]
+    return [d for d in found if d.is_dir()]
+
+
+def _dist_infos(dirs: Iterable[Path]) -> dict[str, Path]:
+    """Canonical name -> its .dist-info directory, first found first."""
+    from packaging.utils import canonicalize_name
+
+    out: dict[str, Path] = {}
+    for folder in dirs:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.endswith(".dist-info") and entry.is_dir(follow_symlinks=False):
+                name = entry.name[:-len(".dist-info")].split("-", 1)[0]
+                out.setdefault(str(canonicalize_name(name)), Path(entry.path))
+    return out
+
+
+def record_size(info: Path) -> int | None:
+    """Bytes a distribution takes: its RECORD's sizes, or the size of each listed file where the
+    RECORD gives none (files outside the site directory are not looked at); None if unreadable."""
+    record = info / "RECORD"
+    try:
+        if record.stat().st_size > RECORD_CAP:
+            return None
+        text = record.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    site = info.parent.resolve()
+    total = 0
+    for row in csv.reader(text.splitlines()):
+        if len(row) >= 3 and row[2].isdigit():
+            total += int(row[2])
+        elif row and row[0]:
+            path = (site / row[0]).resolve()
+            if path.is_relative_to(site) and path.is_file():
+                total += path.stat().st_size
+    return total
+
+
+def _size_text(size: int | None) -> str:
+    if size is None:
+        return "size unknown"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} bytes"
+
+
+def unlisted(f: Facts, listed: Iterable[str]) -> list[str]:
+    """'name version (size)' for each installed distribution the lock does not list."""
+    from packaging.utils import canonicalize_name
+
+    names = {str(canonicalize_name(n)) for n in listed} | TOOLING
+    extra = sorted(k for k in f.env.distributions if k not in names)
+    if not extra:
+        return []
+    infos = _dist_infos(_site_dirs(f.env.prefix, f.env.python))
+    sized = [(k, record_size(infos[k]) if k in infos else None) for k in extra]
+    sized.sort(key=lambda item: (-(item[1] or 0), item[0]))
+    return [f"{k} {f.env.distributions[k].version}: not in the lock ({_size_text(s)})"
+            for k, s in sized]
 
 
 def check_lock(f: Facts) -> Outcome:
@@ -36,8 +122,14 @@ def check_lock(f: Facts) -> Outcome:
         elif pkg.version and public(have.version) != public(str(pkg.version)) and \
                 have.version != str(pkg.version):
             drift.append(f"{pkg.name}: locked {pkg.version}, installed {have.version}")
+    extra = unlisted(f, (str(p.name) for p in locked))
+    shown = extra[:SHOWN] + ([f"and {len(extra) - SHOWN} more"] if len(extra) > SHOWN else [])
     if drift:
+        also = f"; {len(extra)} installed packages are not in it" if extra else ""
         return Outcome("fail", f"{len(drift)} of {len(locked)} locked packages differ from "
-                               f"{f.lock}", install_fix(f),
-                       tuple(drift))
+                               f"{f.lock}{also}", install_fix(f), tuple(drift + shown))
+    if extra:
+        return Outcome("warn", f"all {len(locked)} packages match {f.lock}, but {len(extra)} "
+                               "installed packages are not in it (your own, or left behind by "
+                               "a stack the lock replaced)", None, tuple(shown))
     return Outcome("pass", f"all {len(locked)} packages match {f.lock}")
