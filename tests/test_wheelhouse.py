@@ -164,7 +164,8 @@ def test_a_missing_or_mismatching_wheelhouse_file_is_an_error_naming_it(cli, whe
     venv = tmp_path / "env"
     args = ("install", "--lock", "pylock.toml", "--find-links", str(house), "--venv", str(venv),
             "--venv-python", "3.12", "--backend", "uv", "--no-check")
-    nki.write_bytes(nki.read_bytes()[:-1] + b"\0")
+    data = nki.read_bytes()
+    nki.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # same size, one bit off
     r = cli(*args)
     assert r.code == 2 and nki.name in r.err and "sha256 mismatch" in r.err and not venv.exists()
     nki.unlink()
@@ -177,3 +178,19 @@ def test_a_missing_or_mismatching_wheelhouse_file_is_an_error_naming_it(cli, whe
     assert r.code != 0 and not venv.exists()
     r = cli("install", "--find-links", str(house), "--venv", str(venv))
     assert r.code == 2 and "pass --lock" in r.err
+
+
+def test_without_offline_a_missing_file_comes_from_its_url_and_a_note_names_it(cli, uni, tmp_path):
+    house = tmp_path / "house"
+    assert cli("lock", *uni.index_flags(), "--python", "3.12").code == 0
+    assert cli("download", "--lock", "pylock.toml", "-d", str(house)).code == 0
+    nki = next(house.glob("nki-*.whl"))
+    nki.unlink()
+    uni.pypi.reset_counts(), uni.torch.reset_counts(), uni.neuron.reset_counts()
+    venv = tmp_path / "env"
+    r = cli("install", "--lock", "pylock.toml", "--find-links", str(house), "--venv", str(venv),
+            "--venv-python", "3.12", "--backend", "uv", "--no-check")
+    assert r.code == 0, r.err + r.out
+    assert f"{nki.name} is not in {house}; it comes from its URL" in r.err
+    assert {p.rsplit("/", 1)[-1] for p in file_hits(uni)} == {nki.name}  # only it, from its index
+    assert installed(venv / "bin" / "python")["nki"] == "0.7.0"
