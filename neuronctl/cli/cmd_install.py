@@ -26,6 +26,10 @@ if TYPE_CHECKING:
 @request_options
 @click.option("--lock", "lock_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Install exactly what this pylock.toml selects for the target.")
+@click.option("--find-links", "find_links", metavar="DIR", type=click.Path(path_type=Path, file_okay=False),
+              help="With --lock: take the lock's files from this wheelhouse (neuronctl download), "
+                   "each verified against the lock first; a missing one comes from its URL, or is "
+                   "an error with --offline.")
 @click.option("--python", "python", metavar="PATH", help="Install into this interpreter's environment.")
 @click.option("--venv", type=click.Path(path_type=Path, file_okay=False),
               help="Install into this venv, creating it if absent (removed again if anything fails).")
@@ -42,7 +46,8 @@ if TYPE_CHECKING:
 @sysroot_option
 def install(release: str | None, torch: str | None, with_: tuple[str, ...], indexes: tuple[str, ...],
             routes: tuple[str, ...], latest: bool, offline: bool, timeout: float | None,
-            lock_path: Path | None, python: str | None, venv: Path | None, venv_python: str | None,
+            lock_path: Path | None, find_links: Path | None, python: str | None,
+            venv: Path | None, venv_python: str | None,
             backend: str | None, dry_run: bool, yes: bool, write_lock: Path | None, no_check: bool,
             as_json: bool, sysroot: Path | None) -> int:
     """Install a Neuron PyTorch stack into an environment: pinned, verified, all or nothing."""
@@ -56,7 +61,8 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
         timeout=timeout_value(timeout, config.get("timeout"), 30.0), release=release, torch=torch,
         with_=with_, indexes=indexes, routes=routes, latest=latest, offline=offline, lock=lock_path,
         python=python, venv=venv, venv_python=venv_python, backend=backend, dry_run=dry_run, yes=yes,
-        write_lock=write_lock, check=not no_check, sysroot=check_sysroot(sysroot))
+        write_lock=write_lock, check=not no_check, sysroot=check_sysroot(sysroot),
+        find_links=find_links)
     show = not app.quiet and not as_json
     # Removals are confirmed by a person at a terminal; a script or --json needs --yes.
     confirm = _ask if not as_json and sys.stdin.isatty() else None

@@ -36,8 +36,13 @@ class InstallRequest:
     check: bool = True
     """Run the doctor on the target afterwards (--no-check: False)."""
     sysroot: Path | None = None
+    find_links: Path | None = None
+    """A wheelhouse (neuronctl download) the lock's files come from, each verified first."""
 
     def __post_init__(self) -> None:
+        if self.find_links is not None and self.lock is None:
+            raise InputError("--find-links installs a lock's files from a wheelhouse; pass --lock "
+                             "LOCK too (the lock the wheelhouse was downloaded for)")
         if self.lock is not None and (self.with_ or self.latest or self.write_lock):
             raise InputError("--lock installs exactly the lock; --with, --latest and --write-lock "
                              "need a fresh resolution (drop --lock)")

@@ -91,6 +91,11 @@ def _from_lock(request: InstallRequest, pylock: Pylock, env: PythonEnv, target: 
     assert request.lock is not None
     source = from_lock(request.lock, pylock, env, target, manifest,
                        request.release or request.config.get("release"))
+    if request.find_links is not None:
+        from neuronctl.ops.install.wheelhouse_source import from_wheelhouse
+
+        source = from_wheelhouse(source, request.find_links, offline=request.offline,
+                                 reporter=reporter)
     _preflight(manifest, source.release, source.framework, hardware, reporter)
     routing = build_routing(request.config, request.indexes, request.routes, recorded=source.indexes)
     fetcher, cache_root = _fetcher(request, routing)
