@@ -26,6 +26,7 @@ from neuronctl.probes.system_facts import (
     read_kernel_modules,
 )
 from neuronctl.probes.system_packages import find_runtime_libraries, read_system_packages
+from neuronctl.probes.target_run import script_path
 from neuronctl.safety import contained
 from neuronctl.tomlfile import loads_toml
 
@@ -34,17 +35,6 @@ MAX_LOG_TAIL = 16 * 1024 * 1024
 KERNEL_LOGS = ("/var/log/kern.log", "/var/log/messages", "/var/log/syslog")
 _NEURON_LINE = re.compile(r"(?i)neuron|1d0f")
 
-DISTRIBUTIONS_SCRIPT = """\
-import sys, importlib.metadata as m
-print("python", sys.version.replace("\\n", " "))
-print("prefix", sys.prefix)
-seen = {}
-for d in m.distributions():
-    name = d.metadata["Name"] or "?"
-    seen.setdefault(name.lower(), f"{name}=={d.version}")
-for key in sorted(seen):
-    print(seen[key])
-"""
 
 
 class Unavailable(Exception):
@@ -210,7 +200,7 @@ def gather_packages(ctx: Context, timeout: float) -> Gathered:
 
 
 def gather_distributions(ctx: Context, timeout: float) -> Gathered:
-    return _command([ctx.python, "-I", "-c", DISTRIBUTIONS_SCRIPT], timeout)
+    return _command([ctx.python, "-I", script_path("list_distributions.py")], timeout)
 
 
 def gather_system_facts(ctx: Context, timeout: float) -> Gathered:
