@@ -5,6 +5,7 @@ from __future__ import annotations
 from neuronctl.probes.sysroot import SysRoot
 
 STATUS_FILE = "/var/lib/dpkg/status"
+MAX_STATUS_FILE = 32 * 1024 * 1024  # a dpkg status with thousands of packages is tens of MB
 
 
 def parse_dpkg_status(text: str, prefix: str = "aws-neuron") -> dict[str, str]:
@@ -27,5 +28,5 @@ def parse_dpkg_status(text: str, prefix: str = "aws-neuron") -> dict[str, str]:
 
 
 def installed_system_packages(root: SysRoot) -> dict[str, str]:
-    text = root.read(STATUS_FILE)
+    text = root.read(STATUS_FILE, MAX_STATUS_FILE)
     return parse_dpkg_status(text) if text else {}

@@ -3,8 +3,46 @@
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+DEFAULT_READ_LIMIT = 1024 * 1024
+"""Bytes read from one sysroot file unless the caller asks for more: a captured tree may link a
+file to /dev/zero or hold a FIFO where a sysfs value should be."""
+
+
+def read_regular_bytes(path: Path, limit: int = DEFAULT_READ_LIMIT) -> bytes | None:
+    """At most `limit` bytes of `path`, or None when it is absent, unreadable or not a regular
+    file. Opened non-blocking so a FIFO cannot stall the open; devices, FIFOs and sockets are
+    refused after fstat, before any read."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) \
+        | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks: list[bytes] = []
+        left = limit
+        while left > 0:
+            chunk = os.read(fd, min(left, 65536))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_regular_text(path: Path, limit: int = DEFAULT_READ_LIMIT) -> str | None:
+    data = read_regular_bytes(path, limit)
+    return None if data is None else data.decode("utf-8", errors="replace")
 
 
 @dataclass(frozen=True)
@@ -23,13 +61,12 @@ class SysRoot:
     def path(self, absolute: str) -> Path:
         return self.root / absolute.lstrip("/")
 
-    def read(self, absolute: str | Path) -> str | None:
-        """The stripped text of a file, or None when it is absent or unreadable."""
+    def read(self, absolute: str | Path, limit: int = DEFAULT_READ_LIMIT) -> str | None:
+        """The stripped text of at most `limit` bytes of a file, or None when it is absent,
+        unreadable or not a regular file (a device, a FIFO: treated as absent)."""
         path = absolute if isinstance(absolute, Path) else self.path(absolute)
-        try:
-            return path.read_text(encoding="utf-8", errors="replace").strip()
-        except OSError:
-            return None
+        text = read_regular_text(path, limit)
+        return None if text is None else text.strip()
 
     def exists(self, absolute: str) -> bool:
         return self.path(absolute).exists()

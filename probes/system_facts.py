@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from neuronctl.probes.sysroot import SysRoot
+from neuronctl.probes.sysroot import SysRoot, read_regular_text
 
 MAX_PIDS = 65536
 MAX_FDS_PER_PID = 4096
@@ -26,12 +26,9 @@ _CONTAINER_CGROUP = re.compile(r"docker|kubepods|containerd|libpod|podman|lxc|cr
 
 
 def read_bounded(path: Path, limit: int = MAX_SMALL_FILE) -> str | None:
-    """At most `limit` bytes of a file as text, or None when it cannot be read."""
-    try:
-        with path.open("rb") as fh:
-            return fh.read(limit).decode("utf-8", errors="replace")
-    except OSError:
-        return None
+    """At most `limit` bytes of a regular file as text, or None when it cannot be read or is
+    not a regular file (a FIFO or a device in a captured tree)."""
+    return read_regular_text(path, limit)
 
 
 def safe_component(value: str | None) -> str | None:
