@@ -28,7 +28,14 @@ from neuronctl.chips import (
 from neuronctl.probes.dpkg import installed_system_packages
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.system_packages import NEURON_LS_FORMS, parse_neuron_ls_json
-from neuronctl.probes.tools import Runner, ToolResult, find_neuron_tool, run_tool
+from neuronctl.probes.tools import (
+    SYSROOT_TOOLS_REFUSED,
+    Runner,
+    ToolResult,
+    find_neuron_tool,
+    run_tool,
+    sysroot_tools_allowed,
+)
 
 if TYPE_CHECKING:
     from neuronctl.probes.imds import ImdsResult
@@ -207,6 +214,8 @@ def _run_neuron_ls(root: SysRoot, runner: Runner) -> ToolResult | None:
     tool = find_neuron_tool(root, "neuron-ls")
     if tool is None:
         return None
+    if not sysroot_tools_allowed(root):
+        return ToolResult(None, "", "", SYSROOT_TOOLS_REFUSED)
     result = ToolResult(None, "", "", "not run")
     for _name, flags in NEURON_LS_FORMS:
         result = runner([str(tool), *flags], NEURON_LS_TIMEOUT_S)

@@ -12,10 +12,11 @@ DEFAULT_READ_LIMIT = 1024 * 1024
 file to /dev/zero or hold a FIFO where a sysfs value should be."""
 
 
-def read_regular_bytes(path: Path, limit: int = DEFAULT_READ_LIMIT) -> bytes | None:
-    """At most `limit` bytes of `path`, or None when it is absent, unreadable or not a regular
-    file. Opened non-blocking so a FIFO cannot stall the open; devices, FIFOs and sockets are
-    refused after fstat, before any read."""
+def read_regular_bytes(path: Path, limit: int = DEFAULT_READ_LIMIT, *, tail: bool = False
+                       ) -> bytes | None:
+    """At most `limit` bytes of `path` (its last ones with `tail`), or None when it is absent,
+    unreadable or not a regular file. Opened non-blocking so a FIFO cannot stall the open;
+    devices, FIFOs and sockets are refused after fstat, before any read."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) \
         | getattr(os, "O_CLOEXEC", 0)
     try:
@@ -23,8 +24,11 @@ def read_regular_bytes(path: Path, limit: int = DEFAULT_READ_LIMIT) -> bytes | N
     except (OSError, ValueError):
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             return None
+        if tail and info.st_size > limit:
+            os.lseek(fd, info.st_size - limit, os.SEEK_SET)
         chunks: list[bytes] = []
         left = limit
         while left > 0:

@@ -1,14 +1,25 @@
-"""Running external tools (neuron-ls and the like) with a timeout; injectable for tests."""
+"""Running external tools (neuron-ls and the like) with a timeout and an output cap; injectable
+for tests."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import selectors
 import shutil
+import signal
 import subprocess
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from neuronctl.probes.sysroot import SysRoot
+
+MAX_TOOL_OUTPUT = 8 * 1024 * 1024
+"""Bytes kept per stream of a probed tool (neuron-ls JSON is a few KB)."""
+SYSROOT_TOOLS_ENV = "NEURONCTL_SYSROOT_TOOLS"
+SYSROOT_TOOLS_REFUSED = f"not run: tools inside --sysroot run only with {SYSROOT_TOOLS_ENV}=1"
 
 
 @dataclass(frozen=True)
@@ -23,15 +34,101 @@ class ToolResult:
 Runner = Callable[[Sequence[str], float], ToolResult]
 
 
+@dataclass(frozen=True)
+class CappedRun:
+    returncode: int | None
+    """None when it was killed (at the deadline or the cap)."""
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+    over_cap: bool
+    """A stream passed `cap` bytes: the process group was killed there."""
+
+
+def _kill_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)
+
+
+def _drain(proc: subprocess.Popen[bytes], deadline: float, cap: int, term_grace: float
+           ) -> tuple[bytearray, bytearray, bool, bool]:
+    """Read both pipes in chunks until EOF, the deadline or the cap. At the deadline the group
+    gets SIGTERM and `term_grace` more seconds of reading (srun cancels its step on SIGTERM)."""
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = bytearray(), bytearray()
+    sinks = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+    timed_out = over_cap = False
+    with selectors.DefaultSelector() as selector:
+        for fd in sinks:
+            selector.register(fd, selectors.EVENT_READ)
+        while selector.get_map() and not over_cap:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                if timed_out or term_grace <= 0:
+                    return out, err, True, False
+                timed_out = True
+                _kill_group(proc, signal.SIGTERM)
+                deadline = time.monotonic() + term_grace
+                continue
+            for key, _ in selector.select(min(left, 0.5)):
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    selector.unregister(key.fd)
+                    continue
+                sink = sinks[key.fd]
+                room = cap - len(sink)
+                sink += chunk[:room]
+                over_cap = over_cap or len(chunk) > room
+    return out, err, timed_out, over_cap
+
+
+def run_capped(argv: Sequence[str], timeout: float, cap: int = MAX_TOOL_OUTPUT, *,
+               env: Mapping[str, str] | None = None, term_grace: float = 0.0) -> CappedRun:
+    """Run argv in its own session, keeping at most `cap` bytes of each stream. At the cap or
+    the deadline the whole process group is killed, so neither a flood of output nor a hung
+    tool (or a grandchild holding its pipes) can hold memory or time. OSError when it cannot
+    start."""
+    proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True,
+                            env=None if env is None else dict(env))
+    deadline = time.monotonic() + timeout
+    try:
+        out, err, timed_out, over_cap = _drain(proc, deadline, cap, term_grace)
+        if not (timed_out or over_cap):
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+    finally:
+        _kill_group(proc, signal.SIGKILL)  # on every path: nothing of it outlives the call
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+    killed = timed_out or over_cap
+    return CappedRun(None if killed else proc.returncode, bytes(out), bytes(err), timed_out,
+                     over_cap)
+
+
 def run_tool(argv: Sequence[str], timeout: float) -> ToolResult:
     try:
-        proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout,
-                              check=False, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        return ToolResult(None, "", "", f"timed out after {timeout:g}s")
+        done = run_capped(argv, timeout)
     except OSError as exc:
         return ToolResult(None, "", "", f"could not run: {exc.strerror or exc}")
-    return ToolResult(proc.returncode, proc.stdout, proc.stderr)
+    out, err = done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
+    if done.timed_out:
+        return ToolResult(None, out, err, f"timed out after {timeout:g}s")
+    if done.over_cap:
+        return ToolResult(None, out, err, f"output over {MAX_TOOL_OUTPUT} bytes: stopped")
+    return ToolResult(done.returncode, out, err)
+
+
+def sysroot_tools_allowed(root: SysRoot, environ: Mapping[str, str] | None = None) -> bool:
+    """Programs found under a captured tree are code from that tree: run them only when the
+    tree is this host or the user said so (a host mounted at /host, for example)."""
+    environ = os.environ if environ is None else environ
+    return root.is_host or environ.get(SYSROOT_TOOLS_ENV) == "1"
 
 
 def find_neuron_tool(root: SysRoot, name: str) -> Path | None:

@@ -21,6 +21,12 @@ from neuronctl.ops.bundle import BundleRequest, make_bundle
 from neuronctl.ops.bundle_items import ITEMS, Context, Gathered, Item, run_limited
 from neuronctl.probes.sysroot import SysRoot
 
+
+@pytest.fixture(autouse=True)
+def _sysroot_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    # These captured trees carry a fake neuron-ls that the tests mean to run.
+    monkeypatch.setenv("NEURONCTL_SYSROOT_TOOLS", "1")
+
 SECRETS = ("PLANTEDenv1", "PLANTEDenv2", "PLANTEDenv3", "PLANTEDpyproject", "PLANTEDlock",
            "PLANTEDneuronls", "PLANTEDkernel")
 HOST = "trn2-node-17.cluster.internal"

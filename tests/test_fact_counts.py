@@ -21,6 +21,12 @@ import neuronctl.probes.imds
 import neuronctl.probes.pyenv
 import neuronctl.resolvers.pylock
 
+
+@pytest.fixture(autouse=True)
+def _sysroot_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    # These captured trees carry a fake neuron-ls that the tests mean to run.
+    monkeypatch.setenv("NEURONCTL_SYSROOT_TOOLS", "1")
+
 LOCK = ('lock-version = "1.0"\ncreated-by = "test"\n\n'
         '[[packages]]\nname = "nki"\nversion = "0.6.0"\n'
         '[[packages.wheels]]\nurl = "https://example.invalid/nki-0.6.0-py3-none-any.whl"\n'

@@ -10,6 +10,12 @@ from neuronctl.probes.imds import imds_instance_type
 from neuronctl.probes.sysroot import SysRoot
 
 
+@pytest.fixture(autouse=True)
+def _sysroot_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    # These captured trees carry a fake neuron-ls that the tests mean to run.
+    monkeypatch.setenv("NEURONCTL_SYSROOT_TOOLS", "1")
+
+
 def no_imds(_env):
     raise AssertionError("IMDS must not be asked here")
 

@@ -16,6 +16,12 @@ from neuronctl.probes.imds import ImdsResult
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.tools import ToolResult
 
+
+@pytest.fixture(autouse=True)
+def _sysroot_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    # These captured trees carry a fake neuron-ls that the tests mean to run.
+    monkeypatch.setenv("NEURONCTL_SYSROOT_TOOLS", "1")
+
 DEVICES = [{"neuron_device": i, "bdf": f"{0xcc + i:02x}:00.0", "nc_count": 4,
             "memory_size": 103079215104, "neuroncore_ids": list(range(4 * i, 4 * i + 4)),
             "neuron_processes": []} for i in range(2)]

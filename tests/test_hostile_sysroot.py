@@ -62,3 +62,78 @@ def test_detect_survives_a_hostile_sysroot(tmp_path: Path, kind: str) -> None:
     proc = _detect(tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "internal error" not in proc.stderr and "MemoryError" not in proc.stderr
+
+
+def _planted_tool(root: Path, marker: Path) -> None:
+    tool = write(root, "/opt/aws/neuron/bin/neuron-ls",
+                 f"#!/bin/sh\ntouch '{marker}'\necho '[]'\n")
+    tool.chmod(0o755)
+
+
+def test_tools_inside_a_sysroot_run_only_when_asked(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from neuronctl.probes.hardware import detect_hardware
+
+    root, marker = build_cpu_host(tmp_path / "root"), tmp_path / "ran"
+    _planted_tool(root, marker)
+    report = detect_hardware(SysRoot(root), env={}, imds=lambda _env: None)  # type: ignore[arg-type,return-value]
+    assert not marker.exists()
+    assert report.neuron_ls == "not run: tools inside --sysroot run only with NEURONCTL_SYSROOT_TOOLS=1"
+    monkeypatch.setenv("NEURONCTL_SYSROOT_TOOLS", "1")
+    detect_hardware(SysRoot(root), env={}, imds=lambda _env: None)  # type: ignore[arg-type,return-value]
+    assert marker.exists()
+
+
+def test_bundle_does_not_run_a_sysroot_tool_unasked(tmp_path: Path) -> None:
+    import json
+    import tarfile
+
+    from neuronctl.ops.bundle import BundleRequest, make_bundle
+    from neuronctl.ops.bundle_items import ITEMS
+
+    root, marker = build_cpu_host(tmp_path / "root"), tmp_path / "ran"
+    _planted_tool(root, marker)
+    items = tuple(i for i in ITEMS if i.name.startswith("neuron-ls"))
+    outcome = make_bundle(BundleRequest(output=tmp_path / "b.tar.gz", python=sys.executable,
+                                        sysroot=SysRoot(root), config=tmp_path / "none.toml",
+                                        items=items))
+    with tarfile.open(outcome.path, "r:gz") as tar:
+        handle = next(tar.extractfile(m) for m in tar.getmembers() if m.name.endswith("index.json"))
+        assert handle is not None
+        index = json.loads(handle.read())
+    assert not marker.exists()
+    for item in index["items"]:
+        assert item["status"] == "unavailable"
+        assert "NEURONCTL_SYSROOT_TOOLS=1" in item["reason"]
+
+
+def test_run_capped_stops_a_flood_at_the_cap() -> None:
+    import time
+
+    from neuronctl.probes.tools import run_capped, run_tool
+
+    start = time.monotonic()
+    done = run_capped([sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('x' * 65536)"],
+                      30, cap=1 << 20)
+    assert done.over_cap and done.returncode is None and len(done.stdout) == 1 << 20
+    assert time.monotonic() - start < 15
+    result = run_tool(["/bin/sh", "-c", "yes"], 30)
+    assert result.error is not None and result.error.startswith("output over")
+
+
+def test_run_capped_kills_a_grandchild_holding_the_pipe() -> None:
+    import time
+
+    from neuronctl.probes.tools import run_capped
+
+    start = time.monotonic()
+    done = run_capped(["/bin/sh", "-c", "sleep 60 & echo started"], 1.5)
+    assert done.timed_out and b"started" in done.stdout
+    assert time.monotonic() - start < 10
+
+
+def test_bundle_and_fleet_commands_are_capped() -> None:
+    from neuronctl.ops.bundle_items import Unavailable, run_limited
+
+    with pytest.raises(Unavailable, match="output over 1000 bytes"):
+        run_limited(["/bin/sh", "-c", "yes"], 30, cap=1000)

@@ -10,15 +10,13 @@ import json
 import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from neuronctl.errors import NeuronctlError
-from neuronctl.probes.sysroot import SysRoot
+from neuronctl.probes.sysroot import SysRoot, read_regular_bytes
 from neuronctl.probes.system_facts import (
     find_device_holders,
     read_bounded,
@@ -27,11 +25,14 @@ from neuronctl.probes.system_facts import (
 )
 from neuronctl.probes.system_packages import find_runtime_libraries, read_system_packages
 from neuronctl.probes.target_run import script_path
+from neuronctl.probes.tools import SYSROOT_TOOLS_REFUSED, run_capped, sysroot_tools_allowed
 from neuronctl.safety import contained
 from neuronctl.tomlfile import loads_toml
 
 MAX_CONFIG = 1024 * 1024
 MAX_LOG_TAIL = 16 * 1024 * 1024
+MAX_COMMAND_OUTPUT = 64 * 1024 * 1024
+"""Bytes read from one stream of a gathered command; each item is cut to its own cap later."""
 KERNEL_LOGS = ("/var/log/kern.log", "/var/log/messages", "/var/log/syslog")
 _NEURON_LINE = re.compile(r"(?i)neuron|1d0f")
 
@@ -77,28 +78,28 @@ class Item:
     cap: int
 
 
-def run_limited(argv: Sequence[str], timeout: float, environ: Mapping[str, str] | None = None
-                ) -> tuple[int, str, str]:
-    """Run argv in its own session; at the limit its whole process group is killed and
-    Unavailable("timed out") raised. A tool that is not there is Unavailable too."""
+def run_limited(argv: Sequence[str], timeout: float, environ: Mapping[str, str] | None = None,
+                cap: int = MAX_COMMAND_OUTPUT) -> tuple[int, str, str]:
+    """Run argv in its own session, reading at most `cap` bytes of each stream; at the limit or
+    the cap its whole process group is killed and Unavailable raised. A tool that is not there
+    is Unavailable too."""
     try:
-        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True,
-                                env=dict(environ) if environ is not None else None)
+        done = run_capped(argv, timeout, cap, env=environ)
     except OSError as exc:
         raise Unavailable(f"{argv[0]}: could not run: {exc.strerror or exc}") from None
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise Unavailable(f"timed out after {timeout:g}s", "failed") from None
-    return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+    if done.timed_out:
+        raise Unavailable(f"timed out after {timeout:g}s", "failed")
+    if done.over_cap or done.returncode is None:
+        raise Unavailable(f"output over {cap} bytes: stopped", "failed")
+    return (done.returncode, done.stdout.decode("utf-8", "replace"),
+            done.stderr.decode("utf-8", "replace"))
 
 
 def _tool(ctx: Context, name: str) -> str:
     candidate = ctx.root.path(f"/opt/aws/neuron/bin/{name}")
     if candidate.is_file():
+        if not sysroot_tools_allowed(ctx.root, ctx.environ):
+            raise Unavailable(SYSROOT_TOOLS_REFUSED)
         return str(candidate)
     found = shutil.which(name) if ctx.root.is_host else None
     if found is None:
@@ -179,15 +180,11 @@ def gather_kernel_log(ctx: Context, timeout: float) -> Gathered:
         except Unavailable as exc:
             tried.append(f"dmesg: {exc.reason}")
     for log in KERNEL_LOGS:
-        path = ctx.root.path(log)
-        try:
-            with path.open("rb") as fh:
-                fh.seek(max(path.stat().st_size - MAX_LOG_TAIL, 0))
-                text = fh.read(MAX_LOG_TAIL).decode("utf-8", "replace")
-        except OSError as exc:
-            tried.append(f"{log}: {exc.strerror or exc}")
+        data = read_regular_bytes(ctx.root.path(log), MAX_LOG_TAIL, tail=True)
+        if data is None:
+            tried.append(f"{log}: absent, unreadable or not a regular file")
             continue
-        return _log_lines(text, log)
+        return _log_lines(data.decode("utf-8", "replace"), log)
     raise Unavailable("; ".join(tried) or "no kernel log readable")
 
 
