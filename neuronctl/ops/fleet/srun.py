@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import signal
-import subprocess
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,6 +17,7 @@ from typing import Any
 
 from neuronctl.errors import FaultError, InputError
 from neuronctl.ops.fleet.aggregate import NodeResult
+from neuronctl.probes.tools import run_capped
 
 MARK = "@@neuronctl-fleet"
 MAX_DOC_BYTES = 4 * 1024 * 1024  # a doctor document is ~10 KB; anything far bigger is not one
@@ -86,25 +84,17 @@ def srun_argv(request: FleetRequest, nodes: list[str] | None, remote: list[str])
 
 
 def run_bounded(argv: list[str], limit: float) -> Completed:
-    """Run with a deadline; at it, srun gets SIGTERM (it cancels the step), then SIGKILL."""
+    """Run with a deadline; at it, srun gets SIGTERM (it cancels the step), then SIGKILL. Output
+    is read in chunks up to MAX_OUTPUT_BYTES per stream; past that the step is killed."""
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, text=True, errors="replace",
-                                start_new_session=True)
+        done = run_capped(argv, limit, MAX_OUTPUT_BYTES, term_grace=5.0)
     except FileNotFoundError as exc:
         raise FaultError(f"{argv[0]}: not found on PATH",
                          hint="run on a Slurm login node (srun, sinfo and scontrol on PATH)") from exc
-    try:
-        out, err = proc.communicate(timeout=limit)
-        return Completed(proc.returncode, out, err)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            out, err = proc.communicate(timeout=5)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-        return Completed(None, out, err)
+    if done.over_cap:
+        raise FaultError(f"{argv[0]} wrote over {MAX_OUTPUT_BYTES} bytes; not read")
+    return Completed(None if done.timed_out else done.returncode,
+                     done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace"))
 
 
 def check_request(request: FleetRequest) -> None:
@@ -158,26 +148,45 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def parse_step(out: str) -> dict[str, tuple[str, int | None]]:
-    """node -> (the text between its markers, the doctor's exit code or None if it never ended).
+def _exit_code(marker: str, code_text: str) -> int | None:
+    # str.isdigit() is true for "²" and other non-ASCII digits that int() refuses.
+    ok = marker and code_text.isascii() and code_text.isdigit() and len(code_text) <= 3
+    return int(code_text) if ok else None
+
+
+def parse_step(out: str) -> dict[str, tuple[str, int | None, str | None]]:
+    """node -> (the text between its markers, the doctor's exit code or None if it never ended,
+    an error when the output for that node cannot be trusted).
 
     Markers are matched at line starts only: a JSON document has no raw newline inside a string,
-    so nothing a node's document says can pass for a marker."""
+    so nothing a node's document says can pass for a marker. A task is one node: a task that
+    names a second node, or a node named by two tasks, is someone printing another node's
+    markers, and neither result is believed."""
     by_task: dict[str, list[str]] = defaultdict(list)
     for task, text in LABELLED.findall(out):  # "  12: text", as srun --label writes it
         by_task[task].append(text)
-    found: dict[str, tuple[str, int | None]] = {}
-    for lines in by_task.values():
+    found: dict[str, tuple[str, int | None, str | None]] = {}
+    claimed_by: dict[str, set[str]] = defaultdict(set)
+    conflicting: set[str] = set()
+    for task, lines in by_task.items():
         blob = "\n" + "\n".join(lines)
+        first: str | None = None
         for chunk in blob.split(f"\n{MARK} begin ")[1:]:
             node, _, rest = chunk.partition("\n")
             node = node.strip()
             if not NODE_NAME.match(node):
                 continue
+            claimed_by[node].add(task)
+            first = first or node
+            if node != first:
+                conflicting |= {node, first}
             body, marker, tail = ("\n" + rest).partition(f"\n{MARK} end {node} ")
-            code_text = tail.split("\n", 1)[0].strip()
-            code = int(code_text) if marker and code_text.isdigit() else None
-            found[node] = (body.strip("\n"), code)
+            found[node] = (body.strip("\n"), _exit_code(marker, tail.split("\n", 1)[0].strip()),
+                           None)
+    conflicting |= {node for node, tasks in claimed_by.items() if len(tasks) > 1}
+    for node in conflicting:
+        tasks = ", ".join(sorted(claimed_by[node], key=int))
+        found[node] = ("", None, f"conflicting output for node {node} (srun tasks {tasks})")
     return found
 
 
@@ -224,8 +233,9 @@ def fleet_doctor(request: FleetRequest, default_command: Sequence[str],
     done = runner(argv, request.timeout + 10)
     if len(done.stdout) > MAX_OUTPUT_BYTES:
         raise FaultError(f"srun wrote over {MAX_OUTPUT_BYTES} bytes; not read")
-    for node, (text, code) in parse_step(done.stdout).items():
-        results[node] = read_document(node, text, code)
+    for node, (text, code, error) in parse_step(done.stdout).items():
+        results[node] = (NodeResult(node, error=error) if error is not None
+                         else read_document(node, text, code))
     # With --nodes, Slurm picked the nodes: the ones that failed to launch are named in srun's errors.
     named = {m for m in LAUNCH_FAILED.findall(done.stderr) if NODE_NAME.match(m)}
     for node in sorted(set(targets or []) | named):
