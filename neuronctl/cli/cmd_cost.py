@@ -25,6 +25,10 @@ from neuronctl.ops.cost import (
     throughput_from_smoke,
 )
 
+# Bounds that keep a job's arithmetic in float range (a 400-digit --tokens overflowed).
+MAX_JOB_TOKENS = 10**18
+MAX_JOB_HOURS = 1e6
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -37,8 +41,10 @@ if TYPE_CHECKING:
               help="Instance type to cost (repeatable; default: this host's and every priced one).")
 @click.option("--price", "prices", multiple=True, metavar="TYPE=USD_PER_HOUR[:ACCELERATORS]",
               help="Hourly price (and accelerator count) of an instance type (repeatable).")
-@click.option("--tokens", type=click.IntRange(min=1), help="A job of this many tokens.")
-@click.option("--hours", type=float, help="A job of this many hours.")
+@click.option("--tokens", type=click.IntRange(min=1, max=MAX_JOB_TOKENS),
+              help="A job of this many tokens.")
+@click.option("--hours", type=click.FloatRange(min=0, max=MAX_JOB_HOURS, min_open=True),
+              help="A job of this many hours.")
 @click.option("--prices", "list_prices", is_flag=True,
               help="List the bundled prices with their sources and dates.")
 @click.option("--json", "as_json", is_flag=True, help="Versioned JSON output.")

@@ -56,8 +56,9 @@ def check_instance_type(name: str, where: str) -> str:
 
 
 def _usd(value: object, where: str) -> float:
-    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
-            or not 0 < value <= MAX_USD_PER_HOUR):
+    # Compare before any float conversion: math.isfinite(10**400) raises OverflowError.
+    if (isinstance(value, bool) or not isinstance(value, int | float)
+            or not 0 < value <= MAX_USD_PER_HOUR or not math.isfinite(value)):
         raise InputError(f"{where}: the price must be a number of USD per hour above 0 and at most "
                          f"{MAX_USD_PER_HOUR:,.0f}; got {str(value)[:40]!r}")
     return float(value)
@@ -276,7 +277,12 @@ def throughput_from_smoke(path: Path) -> tuple[float, str]:
         raise InputError(f"{where}: the smoke run has no tokens/s (its factory gave no tokens per "
                          "step); give --throughput TOKENS_PER_S")
     model, device = printable(str(smoke.get("model")), 120), printable(str(smoke.get("device")), 20)
-    return check_throughput(float(speed), where), f"{path}: {model} on one {device} device"
+    try:
+        value = float(speed)
+    except OverflowError:  # a 400-digit integer: no float holds it
+        raise InputError(f"{where}: smoke.tokens_per_s {str(speed)[:20]}... is out of range; "
+                         "expected a positive number of tokens per second") from None
+    return check_throughput(value, where), f"{path}: {model} on one {device} device"
 
 
 def host_instance_type(sysroot: Path | None = None) -> tuple[str | None, str | None]:
