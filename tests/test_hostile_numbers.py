@@ -39,3 +39,34 @@ def test_a_large_job_still_costs(cli) -> None:
                  "--tokens", str(10**18))
     assert result.code == 0, result.err
     assert json.loads(result.out)["cost"]["job"]["tokens"] == 10**18
+
+
+def _record(tmp_path, text: str):
+    info = tmp_path / "site" / "bad-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "RECORD").write_text(text)
+    return info
+
+
+@pytest.mark.parametrize("record", [
+    "bad/a.py,sha256=x,²\n",                 # isdigit() but not int()
+    "bad/a.py,sha256=x," + "9" * 5000 + "\n",  # past int()'s digit limit
+    "bad/\x00nul.py,,\n",                      # a NUL in a path: ValueError from the os
+    "x" * 200_000 + ",,\n",                    # a field past csv's field limit
+])
+def test_a_hostile_record_never_fails_lock_drift(tmp_path, record: str) -> None:
+    from neuronctl.ops.doctor.checks_lock import record_size
+
+    size = record_size(_record(tmp_path, record))
+    assert size is None or size == 0
+
+
+def test_a_fifo_record_is_size_unknown_without_blocking(tmp_path) -> None:
+    import os
+
+    from neuronctl.ops.doctor.checks_lock import record_size
+
+    info = tmp_path / "fifo-1.0.dist-info"
+    info.mkdir()
+    os.mkfifo(info / "RECORD")
+    assert record_size(info) is None

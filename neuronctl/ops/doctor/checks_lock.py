@@ -11,6 +11,7 @@ from pathlib import Path
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.fixes import install_fix, neuronctl_command, public
 from neuronctl.ops.doctor.runner import Outcome
+from neuronctl.probes.sysroot import read_regular_bytes
 
 TOOLING = frozenset({"pip", "setuptools", "wheel"})
 """Installer tooling: in an environment whatever the lock says, never drift."""
@@ -56,26 +57,37 @@ def _dist_infos(dirs: Iterable[Path]) -> dict[str, Path]:
     return out
 
 
+def _row_size(site: Path, row: list[str]) -> int:
+    """One RECORD row's bytes: its size column when that is a plain number, else the listed
+    file's size when it lies inside the site directory; 0 when neither can be had."""
+    size = row[2] if len(row) >= 3 else ""
+    # "²".isdigit() is true but int() refuses it; 15 digits is already a petabyte.
+    if size.isascii() and size.isdigit() and len(size) <= 15:
+        return int(size)
+    if not row or not row[0]:
+        return 0
+    try:
+        path = (site / row[0]).resolve()
+        if path.is_relative_to(site) and path.is_file():
+            return path.stat().st_size
+    except (OSError, ValueError):  # a NUL in the name, a loop of links, a file gone
+        pass
+    return 0
+
+
 def record_size(info: Path) -> int | None:
     """Bytes a distribution takes: its RECORD's sizes, or the size of each listed file where the
-    RECORD gives none (files outside the site directory are not looked at); None if unreadable."""
-    record = info / "RECORD"
-    try:
-        if record.stat().st_size > RECORD_CAP:
-            return None
-        text = record.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    RECORD gives none (files outside the site directory are not looked at); None if the RECORD
+    is unreadable, too big, not a regular file or not CSV (a bad RECORD never fails the check)."""
+    data = read_regular_bytes(info / "RECORD", RECORD_CAP + 1)
+    if data is None or len(data) > RECORD_CAP:
         return None
-    site = info.parent.resolve()
-    total = 0
-    for row in csv.reader(text.splitlines()):
-        if len(row) >= 3 and row[2].isdigit():
-            total += int(row[2])
-        elif row and row[0]:
-            path = (site / row[0]).resolve()
-            if path.is_relative_to(site) and path.is_file():
-                total += path.stat().st_size
-    return total
+    try:
+        site = info.parent.resolve()
+        rows = list(csv.reader(data.decode("utf-8", errors="replace").splitlines()))
+    except (OSError, ValueError, csv.Error):
+        return None
+    return sum(_row_size(site, row) for row in rows)
 
 
 def _size_text(size: int | None) -> str:
