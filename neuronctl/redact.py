@@ -34,11 +34,17 @@ _SECRET_PARTS = frozenset({"key", "session", "sessionid", "pass", "pwd", "sig", 
 _NAME_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 
 
-# name=value where the name says it holds a secret: "?token=abc", "--password=x", "API_KEY=y".
-# A name is a whole run of name characters; the value is masked when is_secret_name says so, and a
-# value is never read as a name, but "A=token=x" still finds "token=x".
-_ASSIGNED_NAME = re.compile(r"(?<![\w.\-])[\w.\-]+=")
-_ASSIGNED_VALUE = re.compile(r"\"[^\"]*\"|'[^']*'|[^\s&,;\"']+")
+# name=value where the name says it holds a secret: "?token=abc", "--password=x", "API_KEY=y", and
+# the config and JSON forms: 'token = "abc"', '"password": "x"', '{"HF_TOKEN": "hf_abc"}'. A name
+# is a whole run of name characters, optionally quoted, then '=' or ':' with optional spaces; the
+# value is masked when is_secret_name says so, and a value is never read as a name, but
+# "A=token=x" still finds "token=x". The name run is possessive and the spaces and quoted values
+# bounded, so each start costs at most its own run: linear overall.
+_ASSIGNED_NAME = re.compile(r"(?<![\w.\-])(?P<open>[\"']?)(?P<name>[\w.\-]++)(?P<close>[\"']?)"
+                            r"[ \t]{0,16}[=:][ \t]{0,16}")
+# A value: quoted (the quote possibly backslash-escaped, as inside a JSON string) up to the same
+# quote on that line, at most 4096 characters; else a bare run (an unclosed quote included).
+_ASSIGNED_VALUE = re.compile(r"(?P<q>\\?[\"'])(?P<body>.{0,4096}?)(?P=q)|(?:\\?[\"'])?[^\s&,;\"'\\]+")
 
 
 def is_secret_name(name: str) -> bool:
@@ -59,12 +65,20 @@ def _mask_assignments(text: str) -> str:
     out: list[str] = []
     done = 0
     for name in _ASSIGNED_NAME.finditer(text):
-        if name.start() < done or not is_secret_name(name[0][:-1]):
+        if name.start() < done or not is_secret_name(name["name"]):
             continue
         value = _ASSIGNED_VALUE.match(text, name.end())
         if value is None:
             continue
-        out += [text[done:name.end()], MASK]
+        if value["q"]:  # keeps its quotes, so a JSON or TOML document stays one
+            mask = f"{value['q']}{MASK}{value['q']}"
+        elif name["open"] and name["open"] == name["close"]:  # a JSON-style name, a bare value
+            if value[0][0] in "{[" or value[0] in ("true", "false", "null"):
+                continue  # a structure (its strings are masked on their own) or a constant
+            mask = f'"{MASK}"'  # a number: still a JSON value after masking
+        else:
+            mask = MASK
+        out += [text[done:name.end()], mask]
         done = value.end()
     out.append(text[done:])
     return "".join(out)

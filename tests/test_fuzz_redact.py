@@ -51,14 +51,20 @@ def url_with_credentials(draw: st.DrawFn) -> tuple[str, list[str]]:
 def text_with_secrets(draw: st.DrawFn) -> tuple[str, list[str]]:
     parts, planted = [draw(NOISE)], []
     for _ in range(draw(st.integers(1, 4))):
-        kind = draw(st.sampled_from(["url", "bearer", "basic", "authorization", "assignment"]))
+        kind = draw(st.sampled_from(["url", "bearer", "basic", "authorization", "assignment",
+                                     "assignment"]))
         if kind == "url":
             url, secrets = draw(url_with_credentials())
             piece = draw(WRAPS).format(url, url)
             planted += secrets
         elif kind == "assignment":
             token = draw(TOKEN)
-            piece = f"{draw(st.sampled_from(['', 'MY_', 'x-']))}{draw(SECRET_NAMES).lower()}={token}"
+            name = f"{draw(st.sampled_from(['', 'MY_', 'x-', 'HF_']))}{draw(SECRET_NAMES).lower()}"
+            # name=value, and the config and JSON forms: 'name = "v"', '"name": "v"', "'name':'v'"
+            quote_name, quote_value = draw(st.sampled_from(["", '"', "'"])), draw(
+                st.sampled_from(["", '"', "'"]))
+            sep = draw(st.sampled_from(["=", " = ", ": ", ":", " :\t", "\t=  "]))
+            piece = f"{quote_name}{name}{quote_name}{sep}{quote_value}{token}{quote_value}"
             planted.append(token)
         else:
             token = draw(TOKEN)
@@ -68,6 +74,16 @@ def text_with_secrets(draw: st.DrawFn) -> tuple[str, list[str]]:
         COUNTS[kind] += 1
         parts += [piece, draw(st.sampled_from([" ", ", ", "\n", "; ", " and "])), draw(NOISE)]
     return "".join(parts), planted
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    ('token = "abc123"', "abc123"), ('"password": "x9y8"', "x9y8"),
+    ('{"HF_TOKEN": "hf_abc"}', "hf_abc"), ("api_key : 'k3y'", "k3y"),
+    ('[tool.neuronctl]\nindex_token = "tok456"\n', "tok456"), ('token = "unclosed', "unclosed"),
+])
+def test_quoted_and_spaced_assignments_are_masked(text: str, secret: str) -> None:
+    out = redact(text)
+    assert secret not in out and "***" in out, out
 
 
 def _leaks(output: str, planted: list[str]) -> list[str]:
