@@ -127,7 +127,7 @@ def _lscpu_fields(text: str) -> dict[str, str]:
 
 
 def _count(text: str | None) -> int | None:
-    return int(text) if text is not None and text.isdigit() and len(text) <= 6 else None
+    return int(text) if text is not None and text.isascii() and text.isdigit() and len(text) <= 6 else None
 
 
 def _flags(text: str | None) -> tuple[str, ...]:

@@ -63,7 +63,8 @@ class PythonEnv:
 
     @property
     def version_tuple(self) -> tuple[int, ...]:
-        return tuple(int(p) for p in self.python.split(".")[:2] if p.isdigit())
+        return tuple(int(p) for p in self.python.split(".")[:2]
+                     if p.isascii() and p.isdigit() and len(p) <= 6)
 
     def get(self, name: str) -> InstalledDist | None:
         from packaging.utils import canonicalize_name

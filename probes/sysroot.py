@@ -69,17 +69,33 @@ class SysRoot:
         """The stripped text of at most `limit` bytes of a file, or None when it is absent,
         unreadable or not a regular file (a device, a FIFO: treated as absent)."""
         path = absolute if isinstance(absolute, Path) else self.path(absolute)
+        if not self.inside(path):
+            return None  # a link in a captured tree pointing out of it: not that system's file
         text = read_regular_text(path, limit)
         return None if text is None else text.strip()
 
     def exists(self, absolute: str) -> bool:
         return self.path(absolute).exists()
 
+    def inside(self, path: Path) -> bool:
+        """Whether `path`, links followed, stays inside the root (always, for this host)."""
+        if self.is_host:
+            return True
+        try:
+            return path.resolve().is_relative_to(self.root.resolve())
+        except (OSError, RuntimeError, ValueError):  # a loop of links, a NUL
+            return False
+
     def glob(self, absolute_dir: str, pattern: str) -> list[Path]:
+        """Entries matching `pattern` in one directory under the root; a pattern or directory
+        that would leave the root (`..`, a link out of it) matches nothing."""
         base = self.path(absolute_dir)
+        if "/" in pattern or pattern in (".", "..") or ".." in Path(absolute_dir).parts \
+                or not self.inside(base):
+            return []
         try:
             return sorted(base.glob(pattern))
-        except OSError:
+        except (OSError, ValueError):
             return []
 
     def display(self, path: Path) -> str:

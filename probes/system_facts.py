@@ -107,7 +107,8 @@ def find_device_holders(root: SysRoot) -> HolderScan:
     """Processes with /dev/neuron* open, from /proc/<pid>/fd links, cmdline and status."""
     proc_root = root.path("/proc")
     try:
-        pids = sorted(int(p.name) for p in proc_root.iterdir() if p.name.isdigit())[:MAX_PIDS]
+        pids = sorted(int(p.name) for p in proc_root.iterdir()
+                      if p.name.isascii() and p.name.isdigit() and len(p.name) <= 10)[:MAX_PIDS]
     except OSError:
         return HolderScan((), 0)
     holders, unreadable = [], 0
@@ -120,7 +121,9 @@ def find_device_holders(root: SysRoot) -> HolderScan:
         if not devices:
             continue
         fields = _status_fields(read_bounded(proc / "status"))
-        ppid = int(fields["PPid"]) if fields.get("PPid", "").isdigit() else None
+        ppid_text = fields.get("PPid", "")
+        ppid = int(ppid_text) if ppid_text.isascii() and ppid_text.isdigit() and len(ppid_text) <= 10 \
+            else None
         parent_gone = ppid not in (None, 0) and not (proc_root / str(ppid)).is_dir()
         holders.append(DeviceHolder(pid, _command(proc, fields), tuple(devices),
                                     fields.get("State"), ppid, parent_gone))
@@ -179,7 +182,8 @@ def _dkms_versions(module_dir: Path) -> dict[str, tuple[str, ...]]:
             if version is None or version_dir.is_symlink() or not version_dir.is_dir():
                 continue  # "source" and "kernel-*" links sit beside the version directories
             kernels = [k.name for k in sorted(version_dir.iterdir())[:256]
-                       if safe_component(k.name) and k.is_dir() and k.name != "source"
+                       if safe_component(k.name) and not k.is_symlink() and k.is_dir()
+                       and k.name != "source"
                        and any(k.rglob("neuron.ko*"))]
             versions[version] = tuple(kernels)
     except OSError:
@@ -193,7 +197,8 @@ def read_kernel_modules(root: SysRoot) -> KernelModuleState:
     by_kernel: dict[str, tuple[str, ...]] = {}
     for kernel_dir in root.glob("/lib/modules", "*")[:64]:
         name = safe_component(kernel_dir.name)
-        if name is not None and kernel_dir.is_dir():
+        # A release linked elsewhere (to "/", say) would make rglob walk outside the tree.
+        if name is not None and not kernel_dir.is_symlink() and kernel_dir.is_dir():
             by_kernel[name] = _neuron_modules(root, kernel_dir)
     if kernel is not None and kernel not in by_kernel:
         by_kernel[kernel] = ()
@@ -273,7 +278,7 @@ def descends_from(root: SysRoot, pid: int, ancestor: int) -> bool:
             return True
         fields = _status_fields(read_bounded(root.path(f"/proc/{pid}/status")))
         parent = fields.get("PPid", "")
-        if not parent.isdigit() or int(parent) in (0, pid):
+        if not (parent.isascii() and parent.isdigit() and len(parent) <= 10) or int(parent) in (0, pid):
             return False
         pid = int(parent)
     return False

@@ -90,12 +90,13 @@ def _ld_conf_dirs(root: SysRoot) -> list[str]:
         if conf in seen:
             continue
         seen.add(conf)
-        for raw in (read_bounded(conf) or "").splitlines():
+        for raw in (root.read(conf) or "").splitlines():
             line = raw.split("#", 1)[0].strip()
             if line.startswith("include "):
                 pattern = line.split(None, 1)[1]
                 parent, _, glob = pattern.rpartition("/")
-                pending.extend(root.glob(parent or "/etc", glob)[:MAX_LD_CONF_FILES])
+                parent = parent if parent.startswith("/") else "/etc/" + parent
+                pending.extend(root.glob(parent, glob)[:MAX_LD_CONF_FILES])
             elif line.startswith("/"):
                 dirs.append(line)
     return dirs
@@ -109,7 +110,11 @@ def _resolve_in_root(root: SysRoot, path: Path) -> Path:
             target = os.readlink(path)
         except OSError:
             return path
-        path = root.path(target) if target.startswith("/") else path.parent / target
+        following = (root.path(target) if target.startswith("/")
+                     else Path(os.path.normpath(path.parent / target)))
+        if not root.is_host and not following.is_relative_to(root.root):
+            return path  # a "../../.." target would leave the captured tree: stop at the link
+        path = following
     return path
 
 

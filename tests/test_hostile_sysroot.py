@@ -137,3 +137,32 @@ def test_bundle_and_fleet_commands_are_capped() -> None:
 
     with pytest.raises(Unavailable, match="output over 1000 bytes"):
         run_limited(["/bin/sh", "-c", "yes"], 30, cap=1000)
+
+
+def test_reads_never_leave_the_sysroot(tmp_path: Path) -> None:
+    from neuronctl.probes.system_facts import find_device_holders, read_kernel_modules
+    from neuronctl.probes.system_packages import find_runtime_libraries, loader_dirs
+
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    write(outside, "/evil.conf", "/leaked-dir\n")
+    write(outside, "/secret", "host secret\n")
+    write(outside, "/libnrt.so.1", "")
+    write(outside, "/extra/neuron.ko", "")
+    write(root, "/etc/ld.so.conf", "include ../outside/*.conf\ninclude ../../outside/*.conf\n")
+    write(root, "/proc/sys/kernel/osrelease", "6.1.0\n")
+    lib = root / "opt/aws/neuron/lib"
+    lib.mkdir(parents=True)
+    os.symlink("../../../../../outside/libnrt.so.1", lib / "libnrt.so.1")
+    (root / "lib/modules").mkdir(parents=True)
+    os.symlink(outside, root / "lib/modules/6.1.0")
+    os.symlink(outside / "secret", root / "etc/hostname")
+    (root / "proc/²").mkdir()  # "²".isdigit() is true; int() refuses it
+    sysroot = SysRoot(root)
+
+    assert "/leaked-dir" not in loader_dirs(sysroot, {})
+    libs = find_runtime_libraries(sysroot, {})
+    assert [lib.real for lib in libs] == ["/opt/aws/neuron/lib/libnrt.so.1"]
+    assert read_kernel_modules(sysroot).modules_by_kernel.get("6.1.0", ()) == ()
+    assert sysroot.read("/etc/hostname") is None
+    assert sysroot.glob("/etc/../..", "*") == [] and sysroot.glob("/etc", "../*") == []
+    assert find_device_holders(sysroot).holders == ()
