@@ -1,25 +1,44 @@
 """Run an engine command: argv only (never a shell), a cleaned environment so no inherited
-PIP_* / UV_* setting can reintroduce an index, and a failure that says what ran and why it failed."""
+PIP_* / UV_* setting can reintroduce an index, and a failure that says what ran and why it failed.
+
+On a terminal (`show`) the engine's own progress (uv's bars on stderr, pip's on stdout) reaches
+the person through a pseudo-terminal, so the engine draws them as it would, while the last of what
+it said is kept for the failure message. Otherwise everything is captured. The engine runs in a
+process group of its own: Ctrl-C and SIGTERM reach it through neuronctl, which forwards the signal
+and waits for it to stop (a download in flight ends; an engine mid-install finishes its step)
+before killing it.
+"""
 
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 
-from neuronctl.errors import FaultError
+from neuronctl.errors import FaultError, TerminateSignal
 
 DROPPED_PREFIXES = ("PIP_", "UV_")
 DROPPED = frozenset({"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONUSERBASE"})
 KEPT = frozenset({"UV_CACHE_DIR", "UV_LINK_MODE"})
 """Where uv keeps its cache and how it links files: no index can come in through these."""
+TAIL_BYTES = 64 << 10
+STOP_GRACE = 10.0
+"""Seconds an engine gets to stop after the forwarded signal before it is killed."""
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 
-def clean_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+def clean_environment(environ: Mapping[str, str] | None = None, *, progress: bool = False) -> dict[str, str]:
     env = {k: v for k, v in (os.environ if environ is None else environ).items()
            if (k in KEPT or not k.startswith(DROPPED_PREFIXES)) and k not in DROPPED}
     env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1",
-               UV_NO_CONFIG="1", UV_PYTHON_DOWNLOADS="never", UV_NO_PROGRESS="1")
+               UV_NO_CONFIG="1", UV_PYTHON_DOWNLOADS="never",
+               # uv reads a pylock.toml as a preview feature; this says it is meant (no warning).
+               UV_PREVIEW_FEATURES="pylock")
+    if not progress:
+        env["UV_NO_PROGRESS"] = "1"
     return env
 
 
@@ -30,19 +49,118 @@ def shown(argv: Sequence[str]) -> str:
 
 
 def run_engine(argv: Sequence[str], *, timeout: float = 1800.0,
-               environ: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+               environ: Mapping[str, str] | None = None, show: bool = False) -> str:
+    """Run `argv`; returns what it said (the tail, when `show` sent it to the terminal)."""
     try:
-        proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False,
-                              stdin=subprocess.DEVNULL, env=clean_environment(environ))
+        if show:
+            code, said = _run_on_terminal(argv, timeout, clean_environment(environ, progress=True))
+        else:
+            code, said = _run_captured(argv, timeout, clean_environment(environ))
     except subprocess.TimeoutExpired:
         raise FaultError(f"`{shown(argv)}` timed out after {timeout:g}s") from None
     except OSError as exc:
         raise FaultError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
-    if proc.returncode != 0:
-        tail = [ln for ln in (proc.stderr or proc.stdout).strip().splitlines() if ln.strip()][-3:]
-        said = f": {' | '.join(tail)}" if tail else ""
-        raise FaultError(f"`{shown(argv)}` failed ({exit_status(proc.returncode)}){said}")
-    return proc
+    if code != 0:
+        lines = failure_lines(said)
+        told = f": {' | '.join(lines)}" if lines else ""
+        raise FaultError(f"`{shown(argv)}` failed ({exit_status(code)}){told}")
+    return said
+
+
+def failure_lines(said: str, most: int = 4) -> list[str]:
+    """The lines of an engine's output that say why it failed: its error lines (uv's `error:`
+    and `Caused by:`, pip's `ERROR:`) and what follows them, else its last lines."""
+    lines = [ln.strip() for ln in _ANSI.sub("", said).replace("\r", "\n").splitlines() if ln.strip()]
+    first = next((i for i, ln in enumerate(lines)
+                  if ln.lower().startswith(("error", "caused by", "\u00d7", "hint:"))), None)
+    chosen = lines[first:first + most] if first is not None else lines[-3:]
+    return [ln[:300] for ln in chosen]
+
+
+def _start(argv: Sequence[str], env: dict[str, str], out: int, err: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
+                            start_new_session=True)
+
+
+def _run_captured(argv: Sequence[str], timeout: float, env: dict[str, str]) -> tuple[int, str]:
+    proc = _start(argv, env, subprocess.PIPE, subprocess.STDOUT)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except BaseException as exc:
+        _stop(proc, exc)
+        raise
+    return proc.returncode, out[-TAIL_BYTES:].decode("utf-8", errors="replace")
+
+
+def _run_on_terminal(argv: Sequence[str], timeout: float, env: dict[str, str]) -> tuple[int, str]:
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    _copy_window_size(slave)
+    try:
+        proc = _start(argv, env, slave, slave)
+    finally:
+        os.close(slave)
+    tail = bytearray()
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(list(argv), timeout)
+            ready, _, _ = select.select([master], [], [], min(left, 1.0))
+            if not ready:
+                continue
+            try:
+                chunk = os.read(master, 1 << 16)
+            except OSError:  # EIO: every writer closed its end; the engine is done
+                break
+            if not chunk:
+                break
+            os.write(2, chunk)
+            tail += chunk
+            del tail[:-TAIL_BYTES]
+        proc.wait(timeout=max(deadline - time.monotonic(), 1.0))
+    except BaseException as exc:
+        _stop(proc, exc)
+        raise
+    finally:
+        os.close(master)
+    return proc.returncode, tail.decode("utf-8", errors="replace")
+
+
+def _copy_window_size(slave: int) -> None:
+    """The engine draws its bars for the width of neuronctl's own terminal."""
+    import fcntl
+    import termios
+
+    try:
+        size = fcntl.ioctl(2, termios.TIOCGWINSZ, b"\0" * 8)
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, size)
+    except OSError:
+        pass
+
+
+def _stop(proc: subprocess.Popen[bytes], why: BaseException) -> None:
+    """Stop the engine's process group: the signal neuronctl got (SIGTERM or SIGINT) first, then,
+    if it has not ended within STOP_GRACE seconds, SIGKILL."""
+    if proc.poll() is not None:
+        return
+    sig = signal.SIGTERM if isinstance(why, TerminateSignal) or not isinstance(
+        why, KeyboardInterrupt) else signal.SIGINT
+    for each in (sig, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, each)
+        except OSError:
+            return
+        try:
+            proc.wait(timeout=STOP_GRACE)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+        except KeyboardInterrupt:  # a second Ctrl-C: no more waiting
+            continue
 
 
 def exit_status(returncode: int) -> str:
@@ -50,8 +168,6 @@ def exit_status(returncode: int) -> str:
     negative return codes, which read as nonsense exit codes)."""
     if returncode >= 0:
         return f"exit {returncode}"
-    import signal
-
     try:
         name = signal.Signals(-returncode).name
     except ValueError:

@@ -11,10 +11,11 @@ from pathlib import Path
 class PipEngine:
     name: str = "pip"
 
-    def install(self, python: str, files: Sequence[Path]) -> list[str]:
-        return [python, "-m", "pip", "install", "--no-deps", "--no-index", "--no-cache-dir",
-                "--force-reinstall", "--disable-pip-version-check", "--no-input",
-                *(str(f) for f in files)]
+    def install(self, python: str, requirements: Path, *, offline: bool = False) -> list[str]:
+        # pip has no offline mode; --offline installs through it only from local files.
+        return [python, "-m", "pip", "install", "--no-deps", "--no-index", "--require-hashes",
+                "--no-cache-dir", "--force-reinstall", "--disable-pip-version-check", "--no-input",
+                "-r", str(requirements)]
 
     def uninstall(self, python: str, names: Sequence[str]) -> list[str]:
         return [python, "-m", "pip", "uninstall", "--yes", "--disable-pip-version-check", *names]
@@ -22,6 +23,14 @@ class PipEngine:
     @property
     def venv_has_pip(self) -> bool:
         return True  # the stdlib venv runs ensurepip: the interpreter's bundled pip, no network
+
+    @property
+    def input_name(self) -> str:
+        return "requirements.txt"
+
+    @property
+    def has_offline_cache(self) -> bool:
+        return False
 
     def create_venv(self, base_python: str, dest: Path) -> list[str]:
         return [base_python, "-m", "venv", str(dest)]

@@ -37,10 +37,14 @@ def test_engines_never_reach_an_index():
     from neuronctl.backend.pip_engine import PipEngine
     from neuronctl.backend.uv_engine import UvEngine
 
-    pip = PipEngine().install("/v/bin/python", [Path("/c/a.whl")])
-    assert "--no-index" in pip and "--no-deps" in pip and pip[-1] == "/c/a.whl"
-    uv = UvEngine("/bin/uv").install("/v/bin/python", [Path("/c/a.whl")])
-    assert {"--no-index", "--no-deps", "--offline"} <= set(uv)
+    reqs = Path("/t/requirements.txt")
+    pip = PipEngine().install("/v/bin/python", reqs)
+    assert {"--no-index", "--no-deps", "--require-hashes"} <= set(pip) and pip[-2:] == ["-r", str(reqs)]
+    uv = UvEngine("/bin/uv").install("/v/bin/python", reqs)
+    assert {"--no-index", "--no-deps", "--require-hashes", "--no-config"} <= set(uv) and "--offline" not in uv
+    assert "--offline" in UvEngine("/bin/uv").install("/v/bin/python", reqs, offline=True)
+    # No index flag of any kind, ever: each file comes from its own URL in the requirements.
+    assert not [a for a in pip + uv if "index-url" in a or "find-links" in a]
     env = clean_environment({"PIP_INDEX_URL": "http://evil", "UV_EXTRA_INDEX_URL": "http://evil",
                              "PYTHONPATH": "/x", "PATH": "/usr/bin"})
     assert "PIP_INDEX_URL" not in env and "UV_EXTRA_INDEX_URL" not in env and "PYTHONPATH" not in env

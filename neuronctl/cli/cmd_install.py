@@ -37,7 +37,12 @@ if TYPE_CHECKING:
               "the release supports that this machine has).")
 @click.option("--backend", type=click.Choice(["auto", "pip", "uv"]), default=None,
               help="Installer engine (default: config backend, NEURONCTL_BACKEND, else auto).")
-@click.option("--dry-run", is_flag=True, help="Print the plan and the engine commands; change nothing.")
+@click.option("--device", type=click.Choice(["auto", "neuron", "cuda", "cpu"]), default="auto",
+              show_default=True, help="With --lock: which lock to install. auto: the Neuron lock where "
+              "there are Neuron devices, else pylock.cuda.toml beside it where there is an NVIDIA "
+              "GPU; neuron, cuda, cpu: that lock.")
+@click.option("--dry-run", is_flag=True, help="Print the plan, the engine commands and the files "
+              "they install; change nothing.")
 @click.option("-y", "--yes", is_flag=True, help="Confirm removals (legacy XLA packages) without asking.")
 @click.option("--write-lock", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the resolution as a pylock.toml.")
@@ -47,8 +52,8 @@ if TYPE_CHECKING:
 def install(release: str | None, torch: str | None, with_: tuple[str, ...], indexes: tuple[str, ...],
             routes: tuple[str, ...], latest: bool, offline: bool, timeout: float | None,
             lock_path: Path | None, find_links: Path | None, python: str | None,
-            venv: Path | None, venv_python: str | None,
-            backend: str | None, dry_run: bool, yes: bool, write_lock: Path | None, no_check: bool,
+            venv: Path | None, venv_python: str | None, backend: str | None, device: str,
+            dry_run: bool, yes: bool, write_lock: Path | None, no_check: bool,
             as_json: bool, sysroot: Path | None) -> int:
     """Install a Neuron PyTorch stack into an environment: pinned, verified, all or nothing."""
     from neuronctl.ops.install.request import InstallRequest
@@ -62,7 +67,8 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
         with_=with_, indexes=indexes, routes=routes, latest=latest, offline=offline, lock=lock_path,
         python=python, venv=venv, venv_python=venv_python, backend=backend, dry_run=dry_run, yes=yes,
         write_lock=write_lock, check=not no_check, sysroot=check_sysroot(sysroot),
-        find_links=find_links)
+        find_links=find_links, device=device,
+        show_engine=not app.quiet and not as_json and sys.stderr.isatty())
     show = not app.quiet and not as_json
     # Removals are confirmed by a person at a terminal; a script or --json needs --yes.
     confirm = _ask if not as_json and sys.stdin.isatty() else None
@@ -92,12 +98,11 @@ def _reporter(app: App, request: InstallRequest, show: bool) -> Iterator[Reporte
         print_plan(data["plan"], data["source"], data["target"], data["choice"],  # type: ignore[arg-type]
                    verbose=app.verbose, color=wants_color(app.color))
 
-    def downloaded(event: Event) -> None:
-        if request.check:  # not sooner: the download wants both cores of a small host
-            preload("rich.table", "neuronctl.cli.doctor_report", "neuronctl.ops.doctor.run")
+    def applying(event: Event) -> None:
+        preload("rich.table", "neuronctl.cli.doctor_report", "neuronctl.ops.doctor.run")
 
     with CliReporter(lambda: app.console(stderr=True),
-                     steps={"plan": plan, "downloaded": downloaded}) as reporter:
+                     steps={"plan": plan, "applying": applying}) as reporter:
         yield reporter
 
 
@@ -114,5 +119,5 @@ def _render(app: App, outcome: InstallOutcome, as_json: bool, show: bool) -> int
     elif show and outcome.dry_run:
         from neuronctl.cli.install_report import print_commands
 
-        print_commands(outcome.commands)
+        print_commands(outcome.commands, outcome.requirements)
     return outcome.exit_code

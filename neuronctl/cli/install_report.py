@@ -50,7 +50,12 @@ def print_plan(plan: Plan, source: InstallSource, target: InstallTarget, choice:
     click.echo(f"plan: {len(plan.applies)} to install, {len(plan.removals)} to remove, {kept} unchanged")
 
 
-def print_commands(commands: tuple[tuple[str, ...], ...]) -> None:
+def print_commands(commands: tuple[tuple[str, ...], ...], requirements: tuple[str, ...] = ()) -> None:
     click.echo("dry run: nothing changed. The engine would run:")
     for argv in commands:
         click.echo(f"  {shown(argv)}")
+    if requirements:
+        click.echo("the files it installs (written privately for it; it fetches each from its URL "
+                   "and checks its sha256):")
+        for line in requirements:
+            click.echo(f"  {line}")

@@ -1,12 +1,12 @@
-"""Apply the plan from verified local files only (the download runs alongside a new venv's
-creation or the existing environment's file listing); a new venv that fails is removed, an
-existing environment that fails is reported with what changed (see failure.py)."""
+"""Apply the plan in one pass: the engine fetches each file from its URL and verifies it against
+the lock's sha256 while it streams it, all of them before it changes anything (engine.py says why
+that holds for both engines), then installs; removals follow. A new venv that fails is removed,
+an existing environment that fails is reported with what changed (see failure.py)."""
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,12 +16,14 @@ from neuronctl.backend.external_tool import run_engine
 from neuronctl.backend.plan import Plan
 from neuronctl.backend.snapshot import Snapshot
 from neuronctl.errors import FaultError, Interrupted
+from neuronctl.ops.install.requirements import EngineFile, written
 from neuronctl.ops.install.target import InstallTarget
+from neuronctl.routing import Origin
 
 Runner = Callable[[Sequence[str]], Any]
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)  # not frozen: raising it sets its __traceback__
 class ApplyFailure(Exception):
     stage: str
     error: FaultError
@@ -30,28 +32,27 @@ class ApplyFailure(Exception):
     """The existing environment's files just before the engine ran (None: not taken)."""
 
 
-def apply_steps(plan: Plan, files: dict[str, Path], target: InstallTarget,
-                engine: Engine) -> list[tuple[str, list[str]]]:
+def apply_steps(plan: Plan, requirements: Path, target: InstallTarget, engine: Engine, *,
+                offline: bool = False, installs: bool = True) -> list[tuple[str, list[str]]]:
     """(stage, argv) for what changes the target: install first, then remove."""
     steps = []
-    installs = [files[c.name] for c in plan.applies]
-    if target.seed_pip is not None:  # with the stack: one uv pass unpacks both in parallel
-        installs.append(target.seed_pip)
     if installs:
-        steps.append(("install", engine.install(target.final_python, installs)))
+        steps.append(("install", engine.install(target.final_python, requirements, offline=offline)))
     if plan.removals:
         steps.append(("remove", engine.uninstall(target.final_python, [c.name for c in plan.removals])))
     return steps
 
 
-def engine_commands(plan: Plan, files: dict[str, Path], target: InstallTarget,
-                    engine: Engine) -> list[list[str]]:
-    """Every command an apply runs, venv creation included (what --dry-run prints)."""
+def engine_commands(plan: Plan, target: InstallTarget, engine: Engine, *, offline: bool = False,
+                    installs: bool = True) -> list[list[str]]:
+    """Every command an apply runs, venv creation included (what --dry-run prints); the
+    engine's input is named by its file name (it is written privately when the engine runs)."""
     cmds = []
     if target.new_venv:
         assert target.venv is not None
         cmds.append(engine.create_venv(target.python, target.venv))
-    return cmds + [argv for _, argv in apply_steps(plan, files, target, engine)]
+    steps = apply_steps(plan, Path(engine.input_name), target, engine, offline=offline, installs=installs)
+    return cmds + [argv for _, argv in steps]
 
 
 def _remove_new_venv(target: InstallTarget) -> Path | None:
@@ -68,44 +69,54 @@ def _remove_new_venv(target: InstallTarget) -> Path | None:
     return target.venv
 
 
-def fetch_and_apply(plan: Plan, target: InstallTarget, engine: Engine,
-                    download: Callable[[], dict[str, Path]], run: Runner = run_engine,
-                    watch: Callable[[], Snapshot] | None = None) -> None:
-    """Download and verify (while a new venv is being created at its final path, or an existing
-    environment's files are listed by `watch`), then install (pip rolls its own upgrades back if
-    that step fails), then remove. A new venv is removed again if anything fails; an existing
-    environment is untouched until every file is verified."""
-    pool = ThreadPoolExecutor(max_workers=1) if target.new_venv or watch is not None else None
-    creating = listing = None
-    if pool is not None and target.new_venv:
-        assert target.venv is not None
-        creating = pool.submit(run, engine.create_venv(target.python, target.venv))
-    elif pool is not None and watch is not None:
-        listing = pool.submit(watch)
+def _new_uv_lock(target: InstallTarget, engine: Engine) -> Path | None:
+    """uv takes its lock on an environment through an empty `.lock` file at its root, which it
+    leaves there; where there was none before, a failed install takes it away again, so that the
+    environment is as it was, byte for byte."""
+    if engine.name != "uv" or target.new_venv:
+        return None
+    path = Path(target.environment) / ".lock"
+    return None if path.exists() or path.is_symlink() else path
+
+
+def _drop_uv_lock(path: Path | None) -> None:
     try:
-        try:
-            files = download()
-        finally:
-            wait([f for f in (creating, listing) if f is not None])
-        if creating is not None and creating.exception() is not None:
-            error = creating.exception()
-            assert isinstance(error, FaultError)
-            raise ApplyFailure("create venv", error, _remove_new_venv(target))
-        # Without the before-state no failure could be reported truthfully: do not start.
-        before = listing.result() if listing is not None else None
-        for stage, argv in apply_steps(plan, files, target, engine):
+        if path is not None and not path.is_symlink() and path.is_file() and path.stat().st_size == 0:
+            path.unlink()
+    except OSError:
+        pass
+
+
+def apply(plan: Plan, target: InstallTarget, engine: Engine, files: Sequence[EngineFile],
+          credentials: Mapping[Origin, tuple[str, str]], *, run: Runner = run_engine,
+          watch: Callable[[], Snapshot] | None = None, offline: bool = False) -> None:
+    """Create a new venv (at its final path) or list an existing environment's files (`watch`),
+    then let the engine fetch, verify and install `files` (pip rolls its own upgrades back if that
+    step fails), then remove. A new venv is removed again if anything fails."""
+    try:
+        if target.new_venv:
+            assert target.venv is not None
             try:
-                run(argv)
+                run(engine.create_venv(target.python, target.venv))
             except FaultError as exc:
-                raise ApplyFailure(stage, exc, _remove_new_venv(target), before) from None
-            except KeyboardInterrupt as signal:  # the engine may have changed things: report them
-                raise ApplyFailure(stage, Interrupted.caused_by(signal), _remove_new_venv(target),
-                                   before) from None
+                raise ApplyFailure("create venv", exc, _remove_new_venv(target)) from None
+        # Without the before-state no failure could be reported truthfully: do not start.
+        before = watch() if watch is not None else None
+        uv_lock = _new_uv_lock(target, engine)
+        with written(files, engine.input_name, credentials) as requirements:
+            for stage, argv in apply_steps(plan, requirements, target, engine, offline=offline,
+                                           installs=bool(files)):
+                try:
+                    run(argv)
+                except FaultError as exc:
+                    _drop_uv_lock(uv_lock)
+                    raise ApplyFailure(stage, exc, _remove_new_venv(target), before) from None
+                except KeyboardInterrupt as signal:  # the engine may have changed things: report them
+                    _drop_uv_lock(uv_lock)
+                    raise ApplyFailure(stage, Interrupted.caused_by(signal), _remove_new_venv(target),
+                                       before) from None
     except ApplyFailure:
         raise
     except BaseException:
         _remove_new_venv(target)
         raise
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True)

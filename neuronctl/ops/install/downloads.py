@@ -1,5 +1,7 @@
-"""Every file an install applies, downloaded into the cache and verified against its sha256 and
-size before anything is touched; the first failure (or Ctrl-C, SIGTERM) stops the others."""
+"""Files downloaded by neuronctl itself, verified against their sha256 and size, in parallel with
+progress; the first failure (or Ctrl-C, SIGTERM) stops the others. `install` no longer uses this
+(the engine fetches and verifies each file in one pass); it is here for a wheel directory
+(`neuronctl download`), where neuronctl itself keeps the files."""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ from neuronctl.backend.plan import Plan
 from neuronctl.ops.doctor.report import DoctorReport
 from neuronctl.ops.install.source import InstallSource
 from neuronctl.ops.install.target import InstallTarget
+from neuronctl.ops.lock_choice import LockChoice
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,11 @@ class InstallOutcome:
     doctor: DoctorReport | None = None
     """The doctor's report on the target afterwards (None: --no-check, or a dry run)."""
     wrote_lock: Path | None = None
+    requirements: tuple[str, ...] = ()
+    """The requirements file the engine installs from (one `name @ URL --hash=sha256:...` line
+    per file), as it may be shown: without credentials."""
+    lock_choice: LockChoice | None = None
+    """Which lock --lock installed on this host (the Neuron lock or a fallback), and why."""
 
     @property
     def exit_code(self) -> int:
@@ -43,6 +49,8 @@ class InstallOutcome:
             "engine": {"name": self.choice.engine.name, "reason": self.choice.reason},
             "plan": [c.to_json() for c in self.plan.changes],
             "commands": [list(c) for c in self.commands],
+            "requirements": list(self.requirements),
+            "lock_choice": self.lock_choice.to_json() if self.lock_choice is not None else None,
             "dry_run": self.dry_run,
             "applied": self.applied,
             "doctor": self.doctor.summary() if self.doctor is not None else None,

@@ -36,6 +36,10 @@ class InstallRequest:
     check: bool = True
     """Run the doctor on the target afterwards (--no-check: False)."""
     sysroot: Path | None = None
+    device: str = "auto"
+    """Which of a --lock's locks to install: auto (by the host's hardware), neuron, cuda, cpu."""
+    show_engine: bool = False
+    """Let the engine draw its own progress on the terminal (stderr is one, no --json or -q)."""
     find_links: Path | None = None
     """A wheelhouse (neuronctl download) the lock's files come from, each verified first."""
 
@@ -46,3 +50,6 @@ class InstallRequest:
         if self.lock is not None and (self.with_ or self.latest or self.write_lock):
             raise InputError("--lock installs exactly the lock; --with, --latest and --write-lock "
                              "need a fresh resolution (drop --lock)")
+        if self.device != "auto" and self.lock is None:
+            raise InputError(f"--device {self.device} picks one of a lock's fallback locks; it needs "
+                             "--lock pylock.toml")

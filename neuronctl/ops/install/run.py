@@ -1,12 +1,14 @@
-"""`neuronctl install` as one operation: plan, verify, apply, check; nothing half-done.
+"""`neuronctl install` as one operation: plan, apply in one pass, check; nothing half-done.
 
-Order: the target and its turn (the per-environment mutex), the source (a lock or a fresh
-resolution), preflight (Python, chip, engine), the plan and its policy, confirmation of removals,
-download and verify every file, apply from those local files only, then the doctor on the target.
+Order: the target and its turn (the per-environment mutex), the lock for this host's hardware
+(--lock: the Neuron lock or its GPU fallback) or a fresh resolution, preflight (Python, chip,
+engine), the plan and its policy, confirmation of removals, then the engine installs the exact
+files (each from its recorded URL, verified against its sha256 as it streams, all fetched before
+the environment is touched), then the doctor on the target.
 
-Each fact is gathered once and handed on: the hardware to the doctor, the lock (read and
-validated once) to the source and to the doctor's lock.drift, the manifest to everything, one
-Fetcher (one HTTP session) to the resolution and the downloads.
+Each fact is gathered once and handed on: the hardware to the lock choice and the doctor, the lock
+(read and validated once) to the source and to the doctor's lock.drift, the manifest to
+everything, one Fetcher (one HTTP session) to the resolution.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from typing import TYPE_CHECKING
 from neuronctl.backend.choose import choose_backend
 from neuronctl.backend.engine import Choice
 from neuronctl.backend.plan import Plan
+from neuronctl.errors import InputError
 from neuronctl.ops.install.apply import engine_commands
 from neuronctl.ops.install.outcome import InstallOutcome
 from neuronctl.ops.install.plan_policy import Confirm, confirm_removals, make_plan
 from neuronctl.ops.install.preflight import check_engine
 from neuronctl.ops.install.request import InstallRequest
+from neuronctl.ops.install.requirements import EngineFile, shown_lines
 from neuronctl.ops.install.source import InstallSource, lock_pythons, stack_pythons
 from neuronctl.ops.install.sourcing import Sourced, source_for
 from neuronctl.ops.install.target import InstallTarget, resolve_target
@@ -38,12 +42,14 @@ if TYPE_CHECKING:
 
     from neuronctl.manifest import Manifest
     from neuronctl.ops.doctor.report import DoctorReport
+    from neuronctl.ops.install.lock_pick import PickedLock
 
 
 def install(request: InstallRequest, reporter: Reporter, *,
             confirm: Confirm | None = None) -> InstallOutcome:
-    """Install what `request` asks for. Events and download progress go to `reporter`;
-    `confirm` asks a person to confirm removals (None: nobody can, so --yes is needed)."""
+    """Install what `request` asks for. Events go to `reporter` (the engine's own progress goes to
+    the terminal with request.show_engine); `confirm` asks a person to confirm removals (None:
+    nobody can, so --yes is needed)."""
     with ExitStack() as held:  # the environment's install mutex, until the operation ends
         return _Install(request, reporter, confirm, held).run()
 
@@ -62,11 +68,22 @@ class _Install:
         return self.request.manifest()
 
     @functools.cached_property
-    def pylock(self) -> Pylock | None:
-        """The --lock file, read and validated once (a bad lock is exit 2 before any change)."""
-        from neuronctl.resolvers.pylock import load_pylock
+    def hardware(self) -> HardwareReport:
+        return detect_hardware(self.sysroot)
 
-        return None if self.request.lock is None else load_pylock(self.request.lock)
+    @functools.cached_property
+    def picked(self) -> PickedLock | None:
+        """The lock for this host (--lock and its fallbacks, by the hardware and --device), read
+        and validated once (a bad lock is exit 2 before any change)."""
+        from neuronctl.ops.install.lock_pick import pick_lock
+
+        if self.request.lock is None:
+            return None
+        return pick_lock(self.request.lock, self.request.device, self.hardware, self.sysroot)
+
+    @property
+    def pylock(self) -> Pylock | None:
+        return None if self.picked is None else self.picked.lock
 
     @functools.cached_property
     def preferred(self) -> tuple[str, ...]:
@@ -86,37 +103,49 @@ class _Install:
         # base interpreter's facts matter there, not what the base has installed.
         inspection = Inspection(target.python, timeout=r.timeout, packages=not target.new_venv,
                                 bundled_pip=seed)
-        _ = self.pylock  # read (once) while the interpreter starts; only a new venv needs it sooner
-        hardware = detect_hardware(self.sysroot)
+        self._announce_lock()  # the hardware and the lock are read while the interpreter starts
         env = inspection.result()
         check_engine(choice, target, env)
-        sourced = source_for(r, env, hardware, self.manifest, self.pylock, self.preferred,
-                             self.reporter)
+        sourced = source_for(r, env, self.hardware, self.manifest, self.pylock, self.preferred,
+                             self.reporter, lock_path=self.picked.choice.path if self.picked else None,
+                             fallback=bool(self.picked and self.picked.is_fallback))
         plan = make_plan(env, sourced.source.wanted)
         if seed:
             target = self._seeded(target, env, sourced.source)
-        self.reporter.emit(Event("step", "plan", {"step": "plan", "plan": plan, "target": target,
-                                                  "source": sourced.source, "choice": choice}))
-        planned = sourced.planned_paths()
-        commands = tuple(tuple(c) for c in engine_commands(plan, planned, target, choice.engine))
+        files = self._engine_files(plan, target, sourced)
+        self._check_offline(choice, files)
+        self.reporter.emit(Event("step", "plan", {
+            "step": "plan", "plan": plan, "target": target, "source": sourced.source,
+            "choice": choice, "lock_choice": self.picked.choice if self.picked else None}))
+        commands = tuple(tuple(c) for c in engine_commands(plan, target, choice.engine,
+                                                           offline=r.offline, installs=bool(files)))
 
         def outcome(applied: bool, doctor: DoctorReport | None = None,
                     wrote: Path | None = None) -> InstallOutcome:
             return InstallOutcome(target, sourced.source, choice, plan, commands, r.dry_run, applied,
-                                  doctor, wrote)
+                                  doctor, wrote, shown_lines(files),
+                                  self.picked.choice if self.picked else None)
 
         if r.dry_run:
             return outcome(False)
         if plan.empty:
             self.reporter.emit(Event("info", f"{target.describe()}: already matches "
                                              f"{sourced.source.describe}; nothing to do"))
-            return outcome(False, self._doctor(target, sourced.source, hardware))
+            return outcome(False, self._doctor(target, sourced.source))
         confirm_removals(plan, r.yes, self.confirm)
-        self._apply(plan, target, choice, env, sourced)
+        self._apply(plan, target, choice, env, sourced, files)
         wrote = sourced.write_lock(r.write_lock)
         if wrote is not None:
             self.reporter.emit(Event("info", f"wrote {wrote}"))
-        return outcome(True, self._doctor(target, sourced.source, hardware), wrote)
+        return outcome(True, self._doctor(target, sourced.source), wrote)
+
+    def _announce_lock(self) -> None:
+        if self.picked is None or not (self.picked.worth_saying or self.request.device != "auto"):
+            return
+        choice = self.picked.choice
+        self.reporter.emit(Event("note", f"lock: {choice.path} ({choice.reason})"))
+        for warning in choice.warnings:
+            self.reporter.emit(Event("warning", warning))
 
     def _target(self) -> InstallTarget:
         """The target, after its turn: another install into it is waited for (a dry run changes
@@ -148,41 +177,79 @@ class _Install:
                                             "venv gets no pip"))
         return target
 
+    def _engine_files(self, plan: Plan, target: InstallTarget, sourced: Sourced) -> list[EngineFile]:
+        """What the engine installs: the plan's files from their URLs, and a new venv's pip from
+        its base Python's own wheel (hashed here: it is a local file neuronctl trusts)."""
+        files = sourced.engine_files([c.wanted for c in plan.applies if c.wanted])
+        if target.seed_pip is not None:
+            import hashlib
+
+            from packaging.utils import parse_wheel_filename
+
+            wheel = target.seed_pip
+            version = str(parse_wheel_filename(wheel.name)[1])
+            digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+            files.append(EngineFile("pip", version, wheel.name, wheel.resolve().as_uri(), digest))
+        return files
+
+    def _check_offline(self, choice: Choice, files: list[EngineFile]) -> None:
+        """--offline with an engine that keeps no files of its own can install only local files."""
+        if not self.request.offline or choice.engine.has_offline_cache:
+            return
+        remote = [f.name for f in files if not f.url.startswith("file:")]
+        if remote:
+            raise InputError(f"--offline: the pip engine keeps no downloaded files, and "
+                             f"{', '.join(remote[:4])}{' ...' if len(remote) > 4 else ''} "
+                             "would come from the network",
+                             hint="use --backend uv (it installs from its own cache offline), or "
+                                  "install from a wheel directory (neuronctl download)")
+
     def _apply(self, plan: Plan, target: InstallTarget, choice: Choice, before: PythonEnv,
-               sourced: Sourced) -> None:
+               sourced: Sourced, files: list[EngineFile]) -> None:
+        import functools as ft
+
+        from neuronctl.backend.external_tool import run_engine
         from neuronctl.backend.snapshot import Snapshot, site_dirs, take
-        from neuronctl.ops.install.apply import ApplyFailure, fetch_and_apply
+        from neuronctl.ops.install.apply import ApplyFailure, apply
         from neuronctl.ops.install.failure import failure_error
 
         def watch() -> Snapshot:
             return take(site_dirs(target.final_python))
 
-        def download() -> dict[str, Path]:
-            files = sourced.download([c.wanted for c in plan.applies if c.wanted], self.reporter)
-            self.reporter.emit(Event("step", "downloaded", {"step": "downloaded",
-                                                            "files": len(files)}))
-            return files
-
+        show = self.request.show_engine
+        if not show and files:  # the engine says nothing until it is done: say what it does
+            self.reporter.emit(Event("note", f"{choice.engine.name} fetches {len(files)} file(s), "
+                                             "each checked against its sha256, then installs"))
+        if self.request.check:  # the doctor loads while the engine works
+            self.reporter.emit(Event("step", "applying", {"step": "applying"}))
         try:
-            fetch_and_apply(plan, target, choice.engine, download,
-                            watch=None if target.new_venv else watch)
+            apply(plan, target, choice.engine, files, sourced.routing.credentials(),
+                  run=ft.partial(run_engine, show=show), offline=self.request.offline,
+                  watch=None if target.new_venv else watch)
         except ApplyFailure as failure:
             raise failure_error(failure, target, before, sourced.routing.url_for) from None
         self.reporter.emit(Event("info", f"applied: {len(plan.applies)} installed, "
                                          f"{len(plan.removals)} removed ({target.final_python})"))
 
-    def _doctor(self, target: InstallTarget, source: InstallSource,
-                hardware: HardwareReport) -> DoctorReport | None:
+    def _doctor(self, target: InstallTarget, source: InstallSource) -> DoctorReport | None:
         """The doctor on the target, over the hardware and the lock already read (None with
-        --no-check); the device probe only where Neuron hardware is present."""
+        --no-check); the device probe only where its device is present. A fallback lock's
+        environment has no Neuron stack: only the Python, the lock and its device are checked."""
         if not self.request.check:
             return None
         from neuronctl.ops.doctor.facts import Facts
         from neuronctl.ops.doctor.run import run_doctor, select_checks
 
         limit = max(self.request.timeout, 60.0)
-        ids = select_checks((), (), source.lock, probe=hardware.present)
+        device, hardware = "auto", self.hardware
+        if self.picked is not None and self.picked.is_fallback:
+            device = self.picked.choice.device
+            gpu = self.picked.nvidia is not None and self.picked.nvidia.present
+            probe = device == "cpu" or gpu
+            ids = ["python.version", *(["device.probe"] if probe else []), "lock.drift"]
+        else:
+            ids = select_checks((), (), source.lock, probe=hardware.present)
         facts = Facts(python=target.final_python, sysroot=self.sysroot, manifest=self.manifest,
-                      release=source.release, device="auto", timeout=limit, lock=source.lock,
+                      release=source.release, device=device, timeout=limit, lock=source.lock,
                       hardware=hardware, pylock=self.pylock)
         return run_doctor(facts, ids, False, limit)

@@ -1,19 +1,21 @@
 """Where an install's wheels come from: the lock (already read) or a fresh resolution for the
-target, the index routing that names each package's index, and the command's one Fetcher, which
-the resolution and the downloads share."""
+target, the index routing that names each package's index, the command's one Fetcher (index pages
+and metadata for a resolution; wheels are fetched by the engine, not by neuronctl), and the URL
+the engine fetches each file from (`Sourced.file_url`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from neuronctl.backend.plan import Wanted
+from neuronctl.errors import InputError
 from neuronctl.manifest import Framework, Manifest
-from neuronctl.ops.install.downloads import download_all, planned_path
 from neuronctl.ops.install.preflight import check_chip, check_python, release_note
 from neuronctl.ops.install.request import InstallRequest
+from neuronctl.ops.install.requirements import EngineFile
 from neuronctl.ops.install.source import InstallSource, from_lock, from_resolution
 from neuronctl.ops.reporter import Event, Reporter
 from neuronctl.probes.hardware import HardwareReport
@@ -39,12 +41,19 @@ class Sourced:
     """The fresh resolution (None for a lock), with the request it answered."""
     stack: StackRequest | None = None
 
-    def planned_paths(self) -> dict[str, Path]:
-        """name -> where each verified file will be in the cache."""
-        return {w.name: planned_path(self.cache_root, w) for w in self.source.wanted}
+    def file_url(self, wanted: Wanted) -> str:
+        """The one place where the URL the engine fetches a file from is chosen: the lock's (or
+        the resolution's) URL, so each package comes from its own index."""
+        return wanted.url
 
-    def download(self, wanted: Sequence[Wanted], reporter: Reporter) -> dict[str, Path]:
-        return download_all(wanted, self.fetcher, self.cache_root, reporter)
+    def engine_files(self, wanted: Sequence[Wanted]) -> list[EngineFile]:
+        """What the engine is given for `wanted`: each file's URL and its checked sha256."""
+        files = []
+        for w in wanted:
+            if w.sha256 is None:
+                raise InputError(f"{w.filename[:80]}: no sha256; neuronctl installs only verified files")
+            files.append(EngineFile(w.name, w.version, w.filename, self.file_url(w), w.sha256))
+        return files
 
     def write_lock(self, path: Path | None) -> Path | None:
         """The fresh resolution as a pylock.toml at `path` (--write-lock), if both are there."""
@@ -75,28 +84,36 @@ def _preflight(manifest: Manifest, release: str | None, framework: Framework | N
 
 def source_for(request: InstallRequest, env: PythonEnv, hardware: HardwareReport,
                manifest: Manifest, pylock: Pylock | None, preferred: Sequence[str],
-               reporter: Reporter) -> Sourced:
-    """The source for the target `env`, after the preflight that needs it (Python, chip)."""
+               reporter: Reporter, *, lock_path: Path | None = None,
+               fallback: bool = False) -> Sourced:
+    """The source for the target `env`, after the preflight that needs it (Python, chip).
+    `lock_path`: the lock chosen for this host (--lock or its fallback beside it); `fallback`:
+    it is a GPU/CPU fallback lock, with no Neuron package, so the Neuron preflight is skipped."""
     target = target_for_interpreter(env.python, env.libc, env.machine)
-    if request.lock is not None and pylock is not None:
-        return _from_lock(request, pylock, env, target, manifest, hardware, reporter)
+    if pylock is not None:
+        path = lock_path or request.lock
+        assert path is not None
+        return _from_lock(request, path, pylock, env, target, manifest, hardware, reporter, fallback)
     check_python(preferred, env.python)
     return _resolved(request, target, manifest, hardware, reporter)
 
 
-def _from_lock(request: InstallRequest, pylock: Pylock, env: PythonEnv, target: Target,
-               manifest: Manifest, hardware: HardwareReport, reporter: Reporter) -> Sourced:
+def _from_lock(request: InstallRequest, path: Path, pylock: Pylock, env: PythonEnv, target: Target,
+               manifest: Manifest, hardware: HardwareReport, reporter: Reporter,
+               fallback: bool) -> Sourced:
     from neuronctl.ops.index_routing import build_routing
 
-    assert request.lock is not None
-    source = from_lock(request.lock, pylock, env, target, manifest,
+    source = from_lock(path, pylock, env, target, manifest,
                        request.release or request.config.get("release"))
+    if fallback:
+        source = replace(source, framework=None)  # no torch-neuronx: no chip to fit
+    else:
+        _preflight(manifest, source.release, source.framework, hardware, reporter)
     if request.find_links is not None:
         from neuronctl.ops.install.wheelhouse_source import from_wheelhouse
 
         source = from_wheelhouse(source, request.find_links, offline=request.offline,
                                  reporter=reporter)
-    _preflight(manifest, source.release, source.framework, hardware, reporter)
     routing = build_routing(request.config, request.indexes, request.routes, recorded=source.indexes)
     fetcher, cache_root = _fetcher(request, routing)
     return Sourced(source, routing, fetcher, cache_root)

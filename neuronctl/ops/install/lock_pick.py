@@ -1,0 +1,62 @@
+"""Which lock `install --lock pylock.toml` installs on this host (issue 16): the Neuron lock where
+there are Neuron devices, the CUDA fallback beside it (pylock.cuda.toml) where there are none but
+an NVIDIA GPU, or what --device names (ops/lock_choice.py decides; this gathers its facts)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from neuronctl.ops.lock_choice import HostDevices, LockChoice, choose_lock, present_fallbacks
+from neuronctl.probes.hardware import HardwareReport
+from neuronctl.probes.nvidia import NvidiaFacts, detect_nvidia
+from neuronctl.probes.sysroot import SysRoot
+
+if TYPE_CHECKING:
+    from packaging.pylock import Pylock
+
+
+@dataclass(frozen=True)
+class PickedLock:
+    choice: LockChoice
+    lock: Pylock
+    """The chosen lock, read and validated."""
+    nvidia: NvidiaFacts | None
+    """The NVIDIA driver, where it was looked for (no Neuron devices, or --device cuda)."""
+    fallbacks: frozenset[str] = frozenset()
+    """The devices whose fallback lock lies beside the Neuron lock."""
+
+    @property
+    def is_fallback(self) -> bool:
+        return self.choice.device != "neuron"
+
+    @property
+    def worth_saying(self) -> bool:
+        """Whether there was a choice to make (fallbacks beside the lock, --device, a warning),
+        so that the choice and its reason are printed."""
+        return bool(self.fallbacks or self.is_fallback or self.choice.warnings)
+
+
+def neuron_devices(hardware: HardwareReport) -> int:
+    return hardware.device_count or len(hardware.dev_nodes)
+
+
+def pick_lock(main: Path, device: str, hardware: HardwareReport, sysroot: SysRoot) -> PickedLock:
+    """The lock to install for `--lock main` and `--device device` on the host `hardware`
+    describes, read; bad input (exit 2) for a fallback lock that is asked for and absent."""
+    from neuronctl.resolvers.pylock import fallback_of, load_pylock
+
+    present = present_fallbacks(main)
+    count = neuron_devices(hardware)
+    nvidia = detect_nvidia(sysroot) if count == 0 or device == "cuda" else None
+    host = HostDevices(count, nvidia.driver if nvidia else None, nvidia.source if nvidia else None)
+    choice = choose_lock(main, present, host, device)
+    lock = load_pylock(choice.path)
+    if choice.device == "cuda":  # again, now that the lock's CUDA variant is known (its warning)
+        variant = (fallback_of(lock, str(choice.path)) or {}).get("variant")
+        choice = choose_lock(main, present, host, device, cuda_variant=variant)
+    elif choice.device != "neuron":
+        fallback_of(lock, str(choice.path))  # a forged fallback table is bad input
+    return PickedLock(choice, lock, nvidia, present)
+

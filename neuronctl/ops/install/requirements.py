@@ -1,0 +1,85 @@
+"""What the engine installs from, written for it: exactly the plan's files, each with the URL it
+is fetched from and its sha256, and nothing that could name an index. uv gets a PEP 751
+`pylock.toml` of those files (it fetches each once and resolves nothing), pip a requirements file
+of `name @ URL --hash=sha256:...` lines (with --require-hashes).
+
+Credentials: an index given with `user:password@` in its URL (--index, NEURONCTL_INDEX_*, config)
+is the only secret neuronctl holds, and the engine gets it inside this file, in the URLs of that
+index's own origin (scheme, host, port) only: never on the engine's argv (which `ps` shows) and
+never in its environment. The file is private (a 0700 directory, mode 0600) and deleted when the
+engine is done. Credentials kept in ~/.netrc stay there: both engines read it as neuronctl does.
+What is shown (a dry run, JSON, errors) is always the redacted form.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from neuronctl.routing import Origin, redact_url, url_origin
+
+PYLOCK = "pylock.toml"
+REQUIREMENTS = "requirements.txt"
+
+
+@dataclass(frozen=True)
+class EngineFile:
+    name: str
+    version: str
+    filename: str
+    url: str
+    """Where the engine fetches it (an http(s) or file:// URL, without credentials)."""
+    sha256: str
+
+
+def _with_credentials(url: str, credentials: Mapping[Origin, tuple[str, str]]) -> str:
+    origin = url_origin(url)
+    found = credentials.get(origin) if origin is not None else None
+    if found is None:
+        return url
+    parts = urlsplit(url)
+    user, password = (quote(part, safe="") for part in found)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, f"{user}:{password}@{host}", parts.path, parts.query,
+                       parts.fragment))
+
+
+def _line(file: EngineFile, url: str) -> str:
+    return f"{file.name} @ {url} --hash=sha256:{file.sha256}"
+
+
+def shown_lines(files: Sequence[EngineFile]) -> tuple[str, ...]:
+    """The files as they may be printed (a dry run, JSON): no credentials."""
+    return tuple(_line(f, redact_url(f.url)) for f in files)
+
+
+def render(files: Sequence[EngineFile], input_name: str,
+           credentials: Mapping[Origin, tuple[str, str]]) -> str:
+    """The engine's input: a pylock.toml or a requirements.txt of exactly `files`."""
+    if input_name == REQUIREMENTS:
+        return "\n".join(_line(f, _with_credentials(f.url, credentials)) for f in files) + "\n"
+    from neuronctl.resolvers.toml_emit import dumps
+
+    packages = [{"name": f.name, "version": f.version,
+                 "wheels": [{"name": f.filename, "url": _with_credentials(f.url, credentials),
+                             "hashes": {"sha256": f.sha256}}]} for f in files]
+    return dumps({"lock-version": "1.0", "created-by": "neuronctl", "packages": packages},
+                 arrays_of_tables=("packages",))
+
+
+@contextlib.contextmanager
+def written(files: Sequence[EngineFile], input_name: str,
+            credentials: Mapping[Origin, tuple[str, str]]) -> Iterator[Path]:
+    """The engine's input for `files`, private to this user, removed afterwards."""
+    text = render(files, input_name, credentials)
+    with tempfile.TemporaryDirectory(prefix="neuronctl-install-") as folder:  # mode 0700
+        path = Path(folder) / input_name
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        yield path
