@@ -7,6 +7,11 @@ package that goes (removed) or is replaced (another version or build comes in), 
 *installed* metadata of that package, and (2) nothing that stays requires it: not a package the
 plan installs or keeps, nor anything else installed that the plan leaves alone.
 
+A package the user asked for by name (its dist-info holds REQUESTED, PEP 376) is kept: user intent
+wins. But an install that names every package (`--no-deps` from a lock, as neuronctl's own, or
+`pip install *.whl`) marks them all REQUESTED, which then says nothing: REQUESTED protects only
+when some of what the going packages pulled in lacks it.
+
 The Requires-Dist lines come from the probed environment, so they are untrusted text: a line that
 does not parse names nothing (it can neither add a leftover nor be relied on), names are
 canonicalized, and only packages already installed can ever be listed.
@@ -111,10 +116,14 @@ def leftovers(installed: Mapping[str, Installed], going: Iterable[Going], stayin
     going_names = {g.name for g in going}
     excluded = set(staying) | going_names | TOOLING
     candidates = _reached_from(going, installed, markers, excluded)
+    asked_for = {name for name in candidates if getattr(installed[name], "requested", False) is True}
+    if asked_for == set(candidates):
+        asked_for = set()  # all of them marked (or none): the mark tells nothing
     # Everything installed that is neither going nor a candidate stays, and so does whatever it
     # requires (candidates it requires are rescued, and what those require in turn).
     kept = [name for name in installed if name not in going_names and name not in candidates]
-    rescued: set[str] = set()
+    kept += sorted(asked_for)
+    rescued: set[str] = set(asked_for)
     stack = list(kept)
     while stack:
         dist = installed.get(stack.pop())

@@ -35,6 +35,8 @@ class InstalledDist:
     installer: str = ""
     xla_impl: bool = False
     wrong_package: bool = False
+    requested: bool = False
+    """Its dist-info holds REQUESTED: an installer was asked for it by name (PEP 376)."""
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,7 @@ def _dist(raw: object) -> InstalledDist:
         name=_text(entry, "name"), version=_text(entry, "version"),
         requires=_texts(entry, "requires"), summary=_text(entry, "summary", "", free=True),
         installer=_text(entry, "installer", "", free=True), xla_impl=_flag(entry, "xla_impl"),
-        wrong_package=_flag(entry, "wrong_package"))
+        wrong_package=_flag(entry, "wrong_package"), requested=_flag(entry, "requested"))
 
 
 def _bundled_pip(data: Mapping[str, object]) -> str:

@@ -19,6 +19,7 @@ LINUX = {"platform_system": "Linux", "platform_machine": "x86_64", "python_versi
 class Dist:
     version: str
     requires: tuple[str, ...] = ()
+    requested: bool = False
 
 
 def cuda_env(**more: Dist) -> dict[str, Dist]:
@@ -46,6 +47,34 @@ def test_what_only_the_replaced_torch_required_leaves_with_its_reason():
     assert left["triton"] == "only required by torch 2.14.0+cu130, which is replaced"
     # Transitively: the runtime came in through cublas, and is still named after torch.
     assert left["nvidia-cuda-runtime-cu13"] == left["triton"]
+
+
+def test_a_package_the_user_asked_for_by_name_is_never_a_leftover():
+    # pip resolved torch's dependencies (no REQUESTED) but the user installed triton by name, and
+    # cublas: what cublas requires stays with it.
+    env = cuda_env(triton=Dist("3.6.0", requested=True),
+                   **{"nvidia-cublas-cu13": Dist("13.1", ("nvidia-cuda-runtime-cu13",), True)})
+    assert leftovers(env, [TORCH], STACK, LINUX) == {}
+    env = cuda_env(triton=Dist("3.6.0", requested=True))
+    assert set(leftovers(env, [TORCH], STACK, LINUX)) == {"nvidia-cublas-cu13",
+                                                          "nvidia-cuda-runtime-cu13"}
+
+
+def test_requested_on_everything_says_nothing():
+    # A --no-deps install from a lock (or `pip install *.whl`) marks every package REQUESTED.
+    env = {name: Dist(d.version, d.requires, True) for name, d in cuda_env().items()}
+    assert set(leftovers(env, [TORCH], STACK, LINUX)) == {"nvidia-cublas-cu13",
+                                                          "nvidia-cuda-runtime-cu13", "triton"}
+
+
+def test_the_inspection_reports_requested_and_validates_it():
+    from neuronctl.probes.pyenv import MalformedInspection, _dist
+
+    base = {"name": "triton", "version": "3.6.0"}
+    assert _dist({**base, "requested": True}).requested is True
+    assert _dist(base).requested is False
+    with pytest.raises(MalformedInspection, match="requested"):
+        _dist({**base, "requested": "yes"})
 
 
 def test_what_something_staying_requires_stays_and_what_that_requires_too():
@@ -134,3 +163,14 @@ def test_cuda_torch_moved_to_the_neuron_stack_loses_its_cuda_packages(cli, uni, 
     assert "nvidia-cublas-cu13" not in got and "triton" not in got
     # mytool stays, and so does the runtime it requires.
     assert got["mytool"] == "1.0" and got["nvidia-cuda-runtime-cu13"] == "13.0.96"
+
+
+def test_the_real_inspection_sees_requested(tmp_path):
+    import sys
+
+    from neuronctl.probes.pyenv import inspect_python
+
+    env = inspect_python(sys.executable, tags=False)
+    # This venv's neuronctl was installed by name (pip install -e .): pip wrote REQUESTED.
+    assert env.distributions["neuronctl"].requested is True
+    assert any(not d.requested for d in env.distributions.values())

@@ -16,8 +16,8 @@ import sysconfig
 from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 HELLO = {"inspect": "neuronctl-inspect-env", "version": 1}
-# name, version, Requires-Dist, summary, installer, files(), locate(file)
-Dist = Tuple[str, str, List[str], str, str, Callable[[], List[str]], Callable[[str], str]]
+# name, version, Requires-Dist, summary, installer, files(), locate(file), REQUESTED present
+Dist = Tuple[str, str, List[str], str, str, Callable[[], List[str]], Callable[[str], str], bool]
 
 
 def canon(name: str) -> str:
@@ -156,7 +156,8 @@ def scanned(paths: List[str]) -> Iterator[Dist]:
             return os.path.join(os.path.dirname(info), f)
 
         yield (first("name"), first("version"), fields.get("requires-dist") or [], first("summary"),
-               (read(os.path.join(info, "INSTALLER")) or "").strip(), files, locate)
+               (read(os.path.join(info, "INSTALLER")) or "").strip(), files, locate,
+               os.path.isfile(os.path.join(info, "REQUESTED")))
 
 
 def via_metadata() -> Iterator[Dist]:
@@ -175,15 +176,23 @@ def via_metadata() -> Iterator[Dist]:
         def locate(f: str, dist: Any = dist) -> str:
             return str(dist.locate_file(f))
 
+        def requested(dist: Any = dist) -> bool:
+            # PEP 376: an installer writes REQUESTED for what the user asked for by name.
+            try:
+                return dist.read_text("REQUESTED") is not None
+            except Exception:
+                return False
+
         meta: Any = dist.metadata
         yield (meta["Name"], dist.version, list(dist.requires or []),
-               meta.get("Summary") or "", installer(), files, locate)
+               meta.get("Summary") or "", installer(), files, locate, requested())
 
 
 def describe(dist: Dist, watched: List[str]) -> Dict[str, Any]:
-    name, version, requires, summary, installer, files, locate = dist
+    name, version, requires, summary, installer, files, locate, requested = dist
     entry = {"name": name, "version": version, "requires": list(requires), "summary": summary,
-             "installer": installer, "xla_impl": False, "wrong_package": False}
+             "installer": installer, "xla_impl": False, "wrong_package": False,
+             "requested": bool(requested)}
     if canon(name) in watched:
         listed = [f.replace(os.sep, "/") for f in files()]
         entry["xla_impl"] = any("torch_neuronx/xla_impl/" in f for f in listed)
