@@ -11,13 +11,10 @@ the captured tree.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import platform
 import re
 import shutil
-import signal
-import subprocess
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -26,6 +23,7 @@ from typing import Any
 import distro
 
 from neuronctl.probes.sysroot import SysRoot
+from neuronctl.probes.tools import run_capped
 
 TOOL_TIMEOUT_S = 5.0
 OUTPUT_CAP = 64 * 1024
@@ -88,21 +86,17 @@ def run_bounded(argv: Sequence[str], timeout: float = TOOL_TIMEOUT_S,
     name = name or os.path.basename(argv[0])
     env = {**os.environ, "LC_ALL": "C"}  # English field names for the parser
     try:
-        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+        # Read in chunks up to the cap: a tool that floods stdout is stopped there, not buffered.
+        done = run_capped(argv, timeout, OUTPUT_CAP, env=env)
     except OSError as exc:
         return None, f"{name}: could not run it: {exc.strerror or exc}"
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.communicate(timeout=1)
+    if done.timed_out:
         return None, f"{name}: timed out after {timeout:g}s"
-    if proc.returncode != 0:
-        return None, f"{name}: exited {proc.returncode}"
-    return out[:OUTPUT_CAP].decode("utf-8", errors="replace"), ""
+    if done.over_cap:  # stopped at the cap: its first OUTPUT_CAP bytes are what we keep anyway
+        return done.stdout.decode("utf-8", errors="replace"), ""
+    if done.returncode != 0:
+        return None, f"{name}: exited {done.returncode}"
+    return done.stdout.decode("utf-8", errors="replace"), ""
 
 
 def compiler_version(name: str, timeout: float = TOOL_TIMEOUT_S) -> tuple[str | None, str]:

@@ -166,3 +166,14 @@ def test_reads_never_leave_the_sysroot(tmp_path: Path) -> None:
     assert sysroot.read("/etc/hostname") is None
     assert sysroot.glob("/etc/../..", "*") == [] and sysroot.glob("/etc", "../*") == []
     assert find_device_holders(sysroot).holders == ()
+
+
+def test_host_tools_are_read_up_to_the_cap_only() -> None:
+    import time
+
+    from neuronctl.probes.host_facts import OUTPUT_CAP, run_bounded
+
+    start = time.monotonic()
+    out, why = run_bounded(["/bin/sh", "-c", "yes"], 30, "yes")
+    assert why == "" and out is not None and len(out) == OUTPUT_CAP
+    assert time.monotonic() - start < 10  # stopped at the cap, not at the 30 s deadline
