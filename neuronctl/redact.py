@@ -41,7 +41,7 @@ _NAME_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 # "A=token=x" still finds "token=x". The name run is possessive and the spaces and quoted values
 # bounded, so each start costs at most its own run: linear overall.
 _ASSIGNED_NAME = re.compile(r"(?<![\w.\-])(?P<open>[\"']?)(?P<name>[\w.\-]++)(?P<close>[\"']?)"
-                            r"[ \t]{0,16}[=:][ \t]{0,16}")
+                            r"[ \t]{0,16}(?P<sep>[=:])(?P<gap>[ \t]{0,16})")
 # A value: quoted (the quote possibly backslash-escaped, as inside a JSON string) up to the same
 # quote on that line, at most 4096 characters; else a bare run (an unclosed quote included).
 _ASSIGNED_VALUE = re.compile(r"(?P<q>\\?[\"'])(?P<body>.{0,4096}?)(?P=q)|(?:\\?[\"'])?[^\s&,;\"'\\]+")
@@ -70,6 +70,9 @@ def _mask_assignments(text: str) -> str:
         value = _ASSIGNED_VALUE.match(text, name.end())
         if value is None:
             continue
+        bare_name = not (name["open"] or name["close"])
+        if name["sep"] == ":" and bare_name and not name["gap"] and not value["q"]:
+            continue  # "tokenizer.py:12", "auth:basic": a file and line or a label, not a secret
         if value["q"]:  # keeps its quotes, so a JSON or TOML document stays one
             mask = f"{value['q']}{MASK}{value['q']}"
         elif name["open"] and name["open"] == name["close"]:  # a JSON-style name, a bare value
