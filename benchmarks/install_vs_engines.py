@@ -1,29 +1,26 @@
 """neuronctl install --lock vs the raw engines it drives, on the same loopback indexes, from empty
-caches, with no network beyond loopback. Two scenarios:
+caches, with no network beyond loopback (issue 14's targets).
 
 - new venv: neuronctl makes the venv (with pip, from the interpreter's bundled wheel) and installs
   the lock; against `uv venv --seed --no-index --find-links <ensurepip's bundled wheels> --offline`
-  + `uv pip install -r pylock.toml`, and `python -m venv` + `pip install --require-hashes -r
-  requirements.txt`: the same end state, every step local.
+  + `uv pip install -r pylock.toml`: the same end state, every step local but the lock's files.
 - existing venv: an empty venv made beforehand (not timed), then only the install.
-- warm caches: the same, after one untimed install of the lock filled each tool's caches.
+- nothing to do: the lock once more into the venv it was just installed into (with the
+  after-install doctor, the default, and with --no-check).
+- pip: a new venv with neuronctl --backend pip against `python -m venv` + `pip install
+  --require-hashes --no-cache-dir -r requirements.txt`.
 
-    .venv/bin/python benchmarks/install_vs_engines.py [--size-mb 100] [--runs 3]
+Every wheel byte the servers send during each timed install is counted: one pass means each
+wheel's bytes once (bytes served / the lock's wheel bytes = x1.00).
 
-Prints median wall times and neuronctl's ratio to the raw engine, with the after-install doctor
-(the default) and without it (--no-check). Target (issue 5): <= 1.20.
+    .venv/bin/python benchmarks/install_vs_engines.py [--size-mb 500] [--runs 3]
 
-For uv it also prints a floor: `_verified_floor.py`, the least any installer does that downloads
-and verifies every file before it applies them from local files (as issue 5 requires), and nothing
-else (no inspection, plan, preflight or doctor): its ratio to raw uv is what that design costs by
-itself, and neuronctl's ratio to it is neuronctl's own overhead.
+Targets: new venv and existing venv <= 1.15 x raw uv; nothing to do <= 0.3 s; x1.00 bytes.
 """
 
 from __future__ import annotations
 
 import argparse
-import glob
-import json
 import shutil
 import statistics
 import subprocess
@@ -40,10 +37,40 @@ from lock_vs_pip_uv import clean_env, install_neuronctl, warm_up  # noqa: E402
 from universe import build_universe, running  # noqa: E402
 from wheels import find_python  # noqa: E402
 
+Case = tuple[list[list[str]], list[list[str]], bool]
+"""(untimed set-up, timed steps, whether it has its own empty caches)."""
+
+
+def cases(neuronctl: str, py312: str, uv: str, lock: Path, reqs: Path, bundled: str,
+          work: Path) -> dict[str, Case]:
+    def v(name: str) -> str:
+        return str(work / name)
+
+    nc = [neuronctl, "install", "--lock", str(lock)]
+    uv_install = [uv, "pip", "install", "-r", str(lock), "--python"]
+    return {
+        "new venv: raw uv": ([], [[uv, "venv", "--python", py312, "--seed", "--no-index", "--find-links",
+                                   bundled, "--offline", "--no-python-downloads", v("a")],
+                                  [*uv_install, v("a")]], True),
+        "new venv: neuronctl (uv)": ([], [[*nc, "--venv", v("b"), "--venv-python", py312, "--backend", "uv"]],
+                                     True),
+        "existing venv: raw uv": ([[uv, "venv", "--python", py312, v("c")]], [[*uv_install, v("c")]], True),
+        "existing venv: neuronctl (uv)": ([[uv, "venv", "--python", py312, v("d")]],
+                                          [[*nc, "--python", v("d"), "--backend", "uv"]], True),
+        "nothing to do: neuronctl (uv)": ([], [[*nc, "--python", v("d"), "--backend", "uv"]], False),
+        "nothing to do: neuronctl (uv) --no-check": ([], [[*nc, "--python", v("d"), "--backend", "uv",
+                                                           "--no-check"]], False),
+        "new venv: raw pip": ([], [[py312, "-m", "venv", v("e")],
+                                   [v("e") + "/bin/python", "-m", "pip", "install", "-q", "--no-cache-dir",
+                                    "--require-hashes", "-r", str(reqs)]], True),
+        "new venv: neuronctl (pip)": ([], [[*nc, "--venv", v("f"), "--venv-python", py312, "--backend",
+                                            "pip"]], True),
+    }
+
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--size-mb", type=int, default=100)
+    parser.add_argument("--size-mb", type=int, default=500)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--neuronctl", type=Path)
     parser.add_argument("--only", default="", help="run only the scenarios whose name contains this")
@@ -56,6 +83,7 @@ def main() -> None:
         neuronctl = str(args.neuronctl or install_neuronctl(tmp))
         wheels = build_universe(tmp / "wheels", big_compiler=args.size_mb * 1024 * 1024)
         times: dict[str, list[float]] = {}
+        served: dict[str, list[float]] = {}
         with running(wheels) as uni:
             warm_up(uni)
             env = clean_env(tmp)
@@ -64,89 +92,84 @@ def main() -> None:
             for out in (lock, reqs):
                 subprocess.run([neuronctl, "lock", *uni.index_flags(), "--python", "3.12", "-o", str(out)],
                                env=env, check=True, capture_output=True)
+            wheel_bytes = _lock_bytes(lock)
             bundled = subprocess.run([py312, "-c", "import ensurepip, os; print(os.path.join("
                                       "os.path.dirname(ensurepip.__file__), '_bundled'))"],
                                      capture_output=True, text=True, check=True).stdout.strip()
+            states = (uni.pypi, uni.torch, uni.neuron)
             for run in range(args.runs):
                 work = tmp / f"run{run}"
                 work.mkdir()
-
-                def v(name: str, work: Path = work) -> str:
-                    return str(work / name)
-
-                nc_new = [neuronctl, "install", "--lock", str(lock), "--venv-python", py312]
-                floor = [py312, str(ROOT / "benchmarks" / "_verified_floor.py"), str(lock)]
-                uv_local = [uv, "pip", "install", "--no-deps", "--no-index", "--offline", "--python"]
-                uv_new = [uv, "venv", "--python", py312, "--seed", "--no-index", "--find-links", bundled,
-                          "--offline", "--no-python-downloads"]
-                # name -> (untimed set-up, timed steps)
-                cases: dict[str, tuple[list[list[str]], list[list[str]]]] = {
-                    "new venv: raw uv": ([], [[*uv_new, v("c")],
-                                              [uv, "pip", "install", "--python", v("c"), "-r", str(lock)]]),
-                    "new venv: neuronctl (uv)": ([], [[*nc_new, "--venv", v("a"), "--backend", "uv"]]),
-                    "new venv: floor (uv)": ([], [[*floor, v("fl-files"), "--alongside", json.dumps(
-                        [uv, "venv", "--python", py312, "--no-python-downloads", v("fl")]), "--install",
-                        json.dumps([*uv_local, v("fl"), *glob.glob(f"{bundled}/pip-*.whl")])]]),
-                    "new venv: neuronctl (uv) --no-check": ([], [[*nc_new, "--venv", v("b"), "--backend",
-                                                                  "uv", "--no-check"]]),
-                    "existing venv: raw uv": ([[uv, "venv", "--python", py312, v("g")]],
-                                              [[uv, "pip", "install", "--python", v("g"), "-r", str(lock)]]),
-                    "existing venv: neuronctl (uv)": ([[uv, "venv", "--python", py312, v("h")]],
-                                                      [[neuronctl, "install", "--lock", str(lock), "--python",
-                                                        v("h"), "--backend", "uv"]]),
-                    "existing venv: floor (uv)": ([[uv, "venv", "--python", py312, v("fe")]],
-                                                  [[*floor, v("fe-files"), "--install",
-                                                    json.dumps([*uv_local, v("fe")])]]),
-                    "warm caches: raw uv": ([[uv, "venv", "--python", py312, v("k0")],
-                                             [uv, "pip", "install", "--python", v("k0"), "-r", str(lock)],
-                                             [uv, "venv", "--python", py312, v("k")]],
-                                            [[uv, "pip", "install", "--python", v("k"), "-r", str(lock)]]),
-                    "warm caches: neuronctl (uv)": ([[uv, "venv", "--python", py312, v("m0")],
-                                                     [neuronctl, "install", "--lock", str(lock), "--python",
-                                                      v("m0"), "--backend", "uv", "--no-check"],
-                                                     [uv, "venv", "--python", py312, v("m")]],
-                                                    [[neuronctl, "install", "--lock", str(lock), "--python",
-                                                      v("m"), "--backend", "uv"]]),
-                    "new venv: raw pip": ([], [[py312, "-m", "venv", v("f")],
-                                               [v("f") + "/bin/python", "-m", "pip", "install", "-q",
-                                                "--no-cache-dir", "--require-hashes", "-r", str(reqs)]]),
-                    "new venv: neuronctl (pip)": ([], [[*nc_new, "--venv", v("d"), "--backend", "pip"]]),
-                    "new venv: neuronctl (pip) --no-check": ([], [[*nc_new, "--venv", v("e"), "--backend",
-                                                                   "pip", "--no-check"]]),
-                }
-                for name, (setup, steps) in cases.items():
+                caches = {"NEURONCTL_CACHE_DIR": str(work / "nc-shared"),
+                          "UV_CACHE_DIR": str(work / "uv-shared")}
+                run_cases = cases(neuronctl, py312, uv, lock, reqs, bundled, work)
+                for name, (setup, steps, fresh) in run_cases.items():
                     if args.only not in name:
                         continue
-                    case_env = {**env, "NEURONCTL_CACHE_DIR": str(work / f"nc-{abs(hash(name))}"),
-                                "UV_CACHE_DIR": str(work / f"uv-{abs(hash(name))}")}
+                    if fresh:
+                        caches = {"NEURONCTL_CACHE_DIR": str(work / f"nc-{len(times)}-{name[:3]}"),
+                                  "UV_CACHE_DIR": str(work / f"uv-{len(times)}-{name[:3]}")}
+                    case_env = {**env, **caches}
                     for argv in setup:
                         subprocess.run(argv, env=case_env, capture_output=True, check=True)
+                    for state in states:
+                        state.reset_counts()
                     start = time.perf_counter()
                     for argv in steps:
                         proc = subprocess.run(argv, env=case_env, capture_output=True, text=True, check=False)
                         if proc.returncode != 0:
                             sys.exit(f"{name} failed: {' '.join(argv)}\n{proc.stderr[-2000:]}")
                     times.setdefault(name, []).append(time.perf_counter() - start)
+                    sent = sum(_wheel_bytes_sent(s) for s in states)
+                    served.setdefault(name, []).append(sent / wheel_bytes)
                     if args.verbose:
-                        print(f"run {run}: {name:<46}{times[name][-1]:>8.3f} s", flush=True)
-        med = {k: statistics.median(v) for k, v in times.items()}
-        print(f"{args.size_mb} MB compiler wheel, 7 packages; caches empty but in 'warm caches'; "
-              f"{args.runs} runs, medians")
-        for scenario, engine in (("new venv", "uv"), ("existing venv", "uv"), ("warm caches", "uv"),
-                                 ("new venv", "pip")):
-            if f"{scenario}: raw {engine}" not in med:
-                continue
-            raw = med[f"{scenario}: raw {engine}"]
-            print(f"{scenario}: raw {engine:<32}{raw:>8.3f} s")
-            ours = f"{scenario}: neuronctl ({engine})"
-            for label in (ours, f"{ours} --no-check", f"{scenario}: floor ({engine})"):
-                if label in med:
-                    print(f"{label:<46}{med[label]:>8.3f} s  x{med[label] / raw:.2f}")
-            floor_med = med.get(f"{scenario}: floor ({engine})")
-            if floor_med and ours in med:
-                print(f"{'  neuronctl over the floor':<56}x{med[ours] / floor_med:.2f}")
+                        print(f"run {run}: {name:<44}{times[name][-1]:>8.3f} s  "
+                              f"bytes x{served[name][-1]:.4f}", flush=True)
+        _report(args, times, served)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _lock_bytes(lock: Path) -> int:
+    import tomllib
+
+    doc = tomllib.loads(lock.read_text())
+    return sum(int(w["size"]) for p in doc["packages"] for w in p.get("wheels", ()))
+
+
+def _wheel_bytes_sent(state: object) -> int:
+    """Bytes of wheel files the server sent (whole files and ranges), counted at the server."""
+    total = 0
+    for method, path, rng in state.hits:  # type: ignore[attr-defined]
+        if method != "GET" or not path.endswith(".whl"):
+            continue
+        entry = next(e for es in state.projects.values() for e in es  # type: ignore[attr-defined]
+                     if e.filename == path.rsplit("/", 1)[1])
+        size = entry.path.stat().st_size
+        if rng.startswith("bytes="):
+            start, _, end = rng[len("bytes="):].partition("-")
+            stop = min(size, int(end) + 1) if end else size
+            total += (size - int(end)) if not start else (stop - int(start))
+        else:
+            total += size
+    return total
+
+
+def _report(args: argparse.Namespace, times: dict[str, list[float]], served: dict[str, list[float]]) -> None:
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"{args.size_mb} MB compiler wheel, 7 packages; empty caches except 'nothing to do'; "
+          f"{args.runs} runs, medians; bytes = wheel bytes served / the lock's wheel bytes")
+    for name, seconds in med.items():
+        print(f"{name:<44}{seconds:>8.3f} s   bytes x{max(served[name]):.4f}")
+    for scenario, engine, target in (("new venv", "uv", 1.15), ("existing venv", "uv", 1.15),
+                                     ("new venv", "pip", None)):
+        raw, ours = f"{scenario}: raw {engine}", f"{scenario}: neuronctl ({engine})"
+        if raw in med and ours in med:
+            goal = f"  (target <= {target})" if target else ""
+            print(f"ratio {ours} / raw {engine}: x{med[ours] / med[raw]:.2f}{goal}")
+    for name in ("nothing to do: neuronctl (uv)", "nothing to do: neuronctl (uv) --no-check"):
+        if name in med:
+            print(f"{name}: {med[name]:.3f} s  (target <= 0.3 s)")
 
 
 if __name__ == "__main__":
