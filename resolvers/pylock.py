@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.markers import Marker
 from packaging.pylock import (
@@ -35,18 +35,20 @@ from packaging.version import Version
 
 from neuronctl import __version__
 from neuronctl.errors import InputError
-from neuronctl.resolvers.resolve import Resolution
-from neuronctl.resolvers.simple_index import DistFile
 from neuronctl.resolvers.targets import Target
 from neuronctl.resolvers.toml_emit import dumps
 from neuronctl.routing import redact_url
 from neuronctl.safety import checked_hashes, safe_filename
 from neuronctl.tomlfile import MAX_TOML_BYTES, loads_toml, read_toml
 
+if TYPE_CHECKING:  # not at run time: reading a lock (install --lock) needs no resolver
+    from neuronctl.resolvers.resolve import Resolution
+    from neuronctl.resolvers.simple_index import DistFile
+
 LOCK_TOOL_SCHEMA = 1
 REQUIREMENTS_MARK = "# neuronctl-lock: "
 """The requirements export's line holding its [tool.neuronctl] table as JSON."""
-HashOf = Callable[[DistFile], str]
+HashOf = Callable[["DistFile"], str]
 """A wheel's sha256: from the index, or (reported) from downloading it."""
 
 
