@@ -55,7 +55,15 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
             venv: Path | None, venv_python: str | None, backend: str | None, device: str,
             dry_run: bool, yes: bool, write_lock: Path | None, no_check: bool,
             as_json: bool, sysroot: Path | None) -> int:
-    """Install a Neuron PyTorch stack into an environment: pinned, verified, all or nothing."""
+    """Install a Neuron PyTorch stack into an environment: pinned, verified, all or nothing.
+
+    The engine (uv or the target's pip) is handed exactly the planned files, each with the URL
+    the lock (or the resolution) recorded and its sha256, and no index: it fetches each file once,
+    verifies it as it streams and fetches them all before it changes the environment (a failure,
+    Ctrl-C or SIGTERM before then leaves it as it was; a new venv is removed). On a terminal its
+    own progress is shown. With --lock pylock.toml the lock for this host is installed: the
+    Neuron lock where there are Neuron devices, pylock.cuda.toml beside it where there is an
+    NVIDIA GPU instead (--device overrides); the choice and why are printed."""
     from neuronctl.ops.install.request import InstallRequest
     from neuronctl.ops.install.run import install as install_stack
 
