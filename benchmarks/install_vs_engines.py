@@ -9,6 +9,9 @@ caches, with no network beyond loopback (issue 14's targets).
   after-install doctor, the default, and with --no-check).
 - pip: a new venv with neuronctl --backend pip against `python -m venv` + `pip install
   --require-hashes --no-cache-dir -r requirements.txt`.
+- wheelhouse: `neuronctl download` fills a directory (timed on its own), then a new venv from it
+  with `neuronctl install --find-links DIR --offline` against `uv venv` + `uv pip install
+  --no-index --no-deps` of the same directory's files.
 
 Every wheel byte the servers send during each timed install is counted: one pass means each
 wheel's bytes once (bytes served / the lock's wheel bytes = x1.00).
@@ -46,6 +49,9 @@ def cases(neuronctl: str, py312: str, uv: str, lock: Path, reqs: Path, bundled: 
     def v(name: str) -> str:
         return str(work / name)
 
+    house = v("wheelhouse")
+    fill = [neuronctl, "download", "--lock", str(lock), "-d", house]
+
     nc = [neuronctl, "install", "--lock", str(lock)]
     uv_install = [uv, "pip", "install", "-r", str(lock), "--python"]
     return {
@@ -65,6 +71,14 @@ def cases(neuronctl: str, py312: str, uv: str, lock: Path, reqs: Path, bundled: 
                                     "--require-hashes", "-r", str(reqs)]], True),
         "new venv: neuronctl (pip)": ([], [[*nc, "--venv", v("f"), "--venv-python", py312, "--backend",
                                             "pip"]], True),
+        "wheelhouse: neuronctl download": ([], [fill], True),
+        "wheelhouse: raw uv": ([fill], [[uv, "venv", "--python", py312, "--seed", "--no-index",
+                                         "--find-links", bundled, "--offline", "--no-python-downloads",
+                                         v("g")],
+                                        [uv, "pip", "install", "--no-index", "--no-deps", "--offline",
+                                         "--python", v("g"), "@WHEELHOUSE@"]], True),
+        "wheelhouse: neuronctl (uv)": ([fill], [[*nc, "--find-links", house, "--offline", "--venv", v("h"),
+                                                 "--venv-python", py312, "--backend", "uv"]], True),
     }
 
 
@@ -115,7 +129,8 @@ def main() -> None:
                     for state in states:
                         state.reset_counts()
                     start = time.perf_counter()
-                    for argv in steps:
+                    for step in steps:
+                        argv = _expand_wheelhouse(step, work / "wheelhouse")
                         proc = subprocess.run(argv, env=case_env, capture_output=True, text=True, check=False)
                         if proc.returncode != 0:
                             sys.exit(f"{name} failed: {' '.join(argv)}\n{proc.stderr[-2000:]}")
@@ -128,6 +143,14 @@ def main() -> None:
         _report(args, times, served)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _expand_wheelhouse(argv: list[str], house: Path) -> list[str]:
+    """The raw side installs the directory's files themselves: "@WHEELHOUSE@" becomes them."""
+    if "@WHEELHOUSE@" not in argv:
+        return argv
+    i = argv.index("@WHEELHOUSE@")
+    return [*argv[:i], *sorted(str(w) for w in house.glob("*.whl")), *argv[i + 1:]]
 
 
 def _lock_bytes(lock: Path) -> int:
@@ -162,7 +185,7 @@ def _report(args: argparse.Namespace, times: dict[str, list[float]], served: dic
     for name, seconds in med.items():
         print(f"{name:<44}{seconds:>8.3f} s   bytes x{max(served[name]):.4f}")
     for scenario, engine, target in (("new venv", "uv", 1.15), ("existing venv", "uv", 1.15),
-                                     ("new venv", "pip", None)):
+                                     ("new venv", "pip", None), ("wheelhouse", "uv", None)):
         raw, ours = f"{scenario}: raw {engine}", f"{scenario}: neuronctl ({engine})"
         if raw in med and ours in med:
             goal = f"  (target <= {target})" if target else ""

@@ -51,6 +51,8 @@ class Fields:
     def texts(self, key: str, *, required: bool = True) -> list[str]:
         value = self._get(key, required)
         if value is None:
+            if required:
+                raise self.fail(key, "expected a list of strings, got null")
             return []
         if not isinstance(value, list):
             raise self.fail(key, f"expected a list of strings, got {_kind(value)}")
@@ -62,12 +64,16 @@ class Fields:
     def obj(self, key: str, *, required: bool = True) -> Fields | None:
         value = self._get(key, required)
         if value is None:
+            if required:
+                raise self.fail(key, "expected an object, got null")
             return None
         return Fields(value, self.where, self._at(key))
 
     def objects(self, key: str, *, required: bool = True) -> list[Fields]:
         value = self._get(key, required)
         if value is None:
+            if required:
+                raise self.fail(key, "expected a list of objects, got null")
             return []
         if not isinstance(value, list):
             raise self.fail(key, f"expected a list of objects, got {_kind(value)}")
@@ -76,6 +82,8 @@ class Fields:
     def integer(self, key: str, *, required: bool = True) -> int | None:
         value = self._get(key, required)
         if value is None:
+            if required:
+                raise self.fail(key, "expected an integer, got null")
             return None
         if not isinstance(value, int) or isinstance(value, bool):
             raise self.fail(key, f"expected an integer, got {_kind(value)}")

@@ -94,6 +94,21 @@ def test_truncated_and_spliced_bytes_load_or_are_refused_as_bad_input(tmp_path, 
     _load(tmp_path, TEXT[:cut] + data + TEXT[max(cut, keep):])
 
 
+def test_every_table_or_list_set_to_null_is_refused_or_loads(tmp_path):
+    """The fuzzer once drew a release's `packages` table set to null: Fields.obj returned None for
+    a required key and an assert fired (an internal error). Every table and list, each in turn."""
+    containers = [path for path in PATHS if path and isinstance(_at(BUNDLED, path), dict | list)]
+    assert containers
+    for path in containers:
+        _load(tmp_path, json.dumps(_mutate(BUNDLED, path, "replace", None)).encode())
+
+
+def _at(doc: Any, path: tuple[Any, ...]) -> Any:
+    for step in path:
+        doc = doc[step]
+    return doc
+
+
 def test_fuzz_counts_are_reported(capsys):
     """Runs after the fuzz tests above (file order): their counts, for the record."""
     with capsys.disabled():
