@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from neuronctl.probes.target_run import CHANNEL_CAP, TargetScript, last_line, printable
+from neuronctl.probes.target_run import CHANNEL_CAP, ScriptExit, TargetScript, last_line, printable
 
 TIERS: tuple[str, ...] = ("import", "backend", "device_count", "allocate", "op", "autograd", "compile")
 DEVICES: tuple[str, ...] = ("auto", "neuron", "cuda", "cpu")
@@ -69,16 +69,8 @@ LINE_CAP = 4096
 EXTRA_KEYS: Mapping[str, str] = {"import": "torch", "backend": "device", "device_count": "count"}
 
 
-@dataclass(frozen=True)
-class ProbeExit:
-    """How the probe's interpreter ended, beside the lines it wrote."""
-
-    returncode: int | None
-    """Exit status (negative: killed by that signal); None when it was killed at the deadline."""
-    timeout: float
-    wall_ms: float
-    stderr_tail: str = ""
-    channel_overflow: bool = False
+ProbeExit = ScriptExit
+"""How the script's interpreter ended (the shared ScriptExit)."""
 
 
 class MalformedLine(ValueError):
@@ -213,8 +205,4 @@ def run_device_probe(python: str, device: str = "auto", timeout: float = 120.0,
         return ProbeReport(device, None, None, (), "error",
                            f"cannot run {python}: {exc.strerror or exc}", 0.0)
     run = script.collect(timeout, CHANNEL_CAP)
-    lines = run.channel.decode("utf-8", errors="replace").split("\n")
-    if lines[-1] == "":
-        lines.pop()  # what follows the last newline; a partial line stays, and is malformed
-    return parse_probe(device, lines, ProbeExit(run.returncode, timeout, run.wall_ms,
-                                                run.stderr_tail, run.channel_overflow))
+    return parse_probe(device, run.channel_lines(), run.ending(timeout))

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from neuronctl.probes.target_run import TargetScript, last_line, printable
+from neuronctl.probes.target_run import ScriptExit, TargetScript, last_line, printable
 
 STAGES: tuple[str, ...] = ("import", "device", "load", "build", "move", "warmup", "steps",
                            "reference", "compare")
@@ -142,16 +142,8 @@ class SmokeReport:
                 "p90_ms": self.p90_ms, "tokens_per_s": self.tokens_per_s}
 
 
-@dataclass(frozen=True)
-class SmokeExit:
-    """How the script's interpreter ended, beside the lines it wrote."""
-
-    returncode: int | None
-    """Exit status (negative: killed by that signal); None when killed at the deadline."""
-    timeout: float
-    wall_ms: float
-    stderr_tail: str = ""
-    channel_overflow: bool = False
+SmokeExit = ScriptExit
+"""How the script's interpreter ended (the shared ScriptExit)."""
 
 
 class MalformedLine(ValueError):
@@ -411,8 +403,4 @@ def run_smoke_script(python: str, spec: SmokeSpec, timeout: float,
     except OSError as exc:
         return SmokeReport(spec, "error", f"cannot run {python}: {exc.strerror or exc}")
     run = script.collect(timeout, CHANNEL_CAP)
-    lines = run.channel.decode("utf-8", errors="replace").split("\n")
-    if lines[-1] == "":
-        lines.pop()  # what follows the last newline; a partial line stays, and is malformed
-    return parse_smoke(spec, lines, SmokeExit(run.returncode, timeout, run.wall_ms,
-                                              run.stderr_tail, run.channel_overflow))
+    return parse_smoke(spec, run.channel_lines(), run.ending(timeout))

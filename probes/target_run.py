@@ -77,6 +77,31 @@ class ScriptRun:
     def timed_out(self) -> bool:
         return self.returncode is None
 
+    def channel_lines(self) -> list[str]:
+        """The channel's lines; what follows the last newline (a partial line) stays, and a
+        parser then finds it malformed."""
+        lines = self.channel.decode("utf-8", errors="replace").split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        return lines
+
+    def ending(self, timeout: float) -> ScriptExit:
+        return ScriptExit(self.returncode, timeout, self.wall_ms, self.stderr_tail,
+                          self.channel_overflow)
+
+
+@dataclass(frozen=True)
+class ScriptExit:
+    """How a target script's interpreter ended, beside the lines it wrote (what the device
+    probe's and the smoke run's parsers judge together with those lines)."""
+
+    returncode: int | None
+    """Exit status (negative: killed by that signal); None when it was killed at the deadline."""
+    timeout: float
+    wall_ms: float
+    stderr_tail: str = ""
+    channel_overflow: bool = False
+
 
 class _Tail:
     """The last `cap` bytes of a stream (the end of a traceback is what a message needs)."""
