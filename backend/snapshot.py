@@ -10,13 +10,9 @@ derived, rewritten by any import, and always safe to lose.
 from __future__ import annotations
 
 import csv
-import json
 import os
-import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-
-from neuronctl.errors import FaultError
 
 Stat = tuple[int, int]
 """(size, mtime_ns); a directory is (-1, 0)."""
@@ -24,24 +20,11 @@ DIRECTORY: Stat = (-1, 0)
 RECORD_LIMIT = 64 << 20
 """A RECORD larger than this is not read (torch's is ~2 MB): it is only used to explain files."""
 
-_SITE_DIRS = ("import json, sysconfig; "
-              "print(json.dumps([sysconfig.get_path('purelib'), sysconfig.get_path('platlib')]))")
-
-
-def site_dirs(python: str, timeout: float = 30.0) -> tuple[str, ...]:
-    """The directories the engines install packages into for `python`, as it reports them
-    (a venv's site-packages; a distro's dist-packages), each once."""
-    try:
-        proc = subprocess.run([python, "-c", _SITE_DIRS], capture_output=True, text=True,
-                              timeout=timeout, check=False, stdin=subprocess.DEVNULL)
-        found = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
-        raise FaultError(f"{python}: cannot list its site-packages: {exc}") from None
-    if not isinstance(found, list):
-        raise FaultError(f"{python}: cannot list its site-packages (exit {proc.returncode})")
+def existing_dirs(reported: Iterable[object]) -> tuple[str, ...]:
+    """The absolute, existing directories among what an interpreter reported (its answer is
+    not trusted further), resolved, each once."""
     dirs: dict[str, None] = {}
-    for item in found:
-        # Only absolute, existing directories: the interpreter's answer is not trusted further.
+    for item in reported:
         if isinstance(item, str) and os.path.isabs(item) and os.path.isdir(item):
             dirs.setdefault(os.path.realpath(item))
     return tuple(dirs)

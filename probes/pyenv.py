@@ -58,6 +58,8 @@ class PythonEnv:
     """The pip wheel the interpreter ships for ensurepip (seeds a venv offline); "" if none."""
     reader: str = ""
     """How distributions were read: "dist-info scan" or "importlib.metadata"."""
+    site_dirs: tuple[str, ...] = ()
+    """Where installers put its packages (sysconfig's purelib and platlib), absolute paths."""
 
     @property
     def in_venv(self) -> bool:
@@ -177,7 +179,15 @@ def parse_inspection(data: object) -> PythonEnv:
         base_prefix=_text(top, "base_prefix"), platform=_text(top, "platform"),
         machine=_text(top, "machine"), system=_text(top, "system"), libc=_texts(top, "libc"),
         distributions=dists, markers={key: _text(markers, key) for key in markers},
-        tags=_texts(top, "tags"), bundled_pip=_bundled_pip(top), reader=_text(top, "reader", ""))
+        tags=_texts(top, "tags"), bundled_pip=_bundled_pip(top), reader=_text(top, "reader", ""),
+        site_dirs=_site_dirs(top))
+
+
+def _site_dirs(data: Mapping[str, object]) -> tuple[str, ...]:
+    dirs = _texts(data, "site_dirs")
+    if len(dirs) > 2 or not all(os.path.isabs(d) for d in dirs):
+        raise MalformedInspection("site_dirs: not at most two absolute paths")
+    return dirs
 
 
 def _locate(python: str) -> str:

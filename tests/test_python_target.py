@@ -108,6 +108,7 @@ GOOD = {"python": "3.12.1", "implementation": "cpython", "executable": "/v/bin/p
         "prefix": "/v", "base_prefix": "/usr", "platform": "linux-x86_64", "machine": "x86_64",
         "system": "Linux", "libc": ["glibc", "2.36"], "markers": {"python_version": "3.12"},
         "tags": ["cp312-cp312-manylinux_2_36_x86_64"], "reader": "dist-info scan",
+        "site_dirs": ["/v/lib/python3.12/site-packages", "/v/lib/python3.12/site-packages"],
         "bundled_pip": "/usr/lib/python3.12/ensurepip/_bundled/pip-24.0-py3-none-any.whl",
         "distributions": [{"name": "Torch", "version": "2.14.0+cpu", "requires": ["filelock"],
                            "summary": "Tensors\x1b[2J", "installer": "uv", "xla_impl": False,
@@ -119,6 +120,7 @@ def test_a_well_formed_inspection_parses():
     assert env.get("torch").version == "2.14.0+cpu" and env.get("torch").requires == ("filelock",)
     assert env.get("torch").summary == "Tensors [2J"  # free text: control characters dropped
     assert env.bundled_pip.endswith("pip-24.0-py3-none-any.whl") and env.in_venv
+    assert env.site_dirs == ("/v/lib/python3.12/site-packages",) * 2
 
 
 def _with(path, value):
@@ -148,6 +150,9 @@ def _with(path, value):
     (("distributions", 0, "xla_impl"), "yes", "xla_impl: not true or false"),
     (("bundled_pip",), "/etc/passwd", "bundled_pip: not the path of a pip wheel"),
     (("bundled_pip",), "pip-24.0-py3-none-any.whl", "bundled_pip: not the path of a pip wheel"),
+    (("site_dirs",), ["lib/site-packages"], "site_dirs: not at most two absolute paths"),
+    (("site_dirs",), ["/a", "/b", "/c"], "site_dirs: not at most two absolute paths"),
+    (("site_dirs",), "/v/lib", "site_dirs: not a list"),
 ])
 def test_a_malformed_inspection_is_refused_field_by_field(path, value, reason):
     with pytest.raises(MalformedInspection, match=reason.replace("(", r"\(")):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from neuronctl.backend.snapshot import file_changes, site_dirs, take
+from neuronctl.backend.snapshot import existing_dirs, file_changes, take
 
 
 def _dist(site: Path, name: str, version: str, files: dict[str, str]) -> None:
@@ -93,9 +93,22 @@ def test_symlinks_are_not_followed_and_control_characters_are_not_shown(tmp_path
     assert stray.removable == ()
 
 
-def test_site_dirs_are_the_interpreters_own(tmp_path):
+def test_site_dirs_are_the_interpreters_own_as_its_inspection_reports_them(tmp_path):
     import sys
     import sysconfig
 
-    assert site_dirs(sys.executable) == tuple(dict.fromkeys(
+    from neuronctl.probes.pyenv import inspect_python
+
+    env = inspect_python(sys.executable, tags=False)
+    assert existing_dirs(env.site_dirs) == tuple(dict.fromkeys(
         os.path.realpath(sysconfig.get_path(k)) for k in ("purelib", "platlib")))
+
+
+def test_only_absolute_existing_directories_are_watched(tmp_path):
+    real = tmp_path / "site"
+    real.mkdir()
+    (tmp_path / "file").write_text("x")
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    reported = [str(real), "relative/site", str(tmp_path / "file"), str(tmp_path / "gone"), 7, str(link)]
+    assert existing_dirs(reported) == (str(real.resolve()),)

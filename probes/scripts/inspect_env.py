@@ -38,6 +38,8 @@ def interpreter() -> Dict[str, Any]:
         "machine": platform.machine(),
         "system": platform.system(),
         "libc": list(platform.libc_ver()),
+        # Where installers put packages (a venv's site-packages; a distro's dist-packages).
+        "site_dirs": [sysconfig.get_path("purelib"), sysconfig.get_path("platlib")],
         "markers": {
             "implementation_name": sys.implementation.name,
             "implementation_version": platform.python_version(),

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from neuronctl.backend.leftovers import Going, leftovers
 from neuronctl.backend.plan import Plan, Wanted, diff
 from neuronctl.errors import InputError, OperationFailed
 from neuronctl.probes.legacy import detect_legacy
@@ -43,6 +42,10 @@ def make_plan(env: PythonEnv, wanted: tuple[Wanted, ...]) -> Plan:
     installed: Mapping[str, str] = {d.name: d.version for d in env.distributions.values()}
     remove = removals(env, wanted)
     first = diff(installed, wanted, remove)
+    if not first.removals and all(c.old is None for c in first.applies):
+        return first  # nothing goes, so nothing is left behind (and the graph walk is not loaded)
+    from neuronctl.backend.leftovers import Going, leftovers
+
     going = [Going(c.name, c.old, "replaced") for c in first.applies if c.old is not None]
     going += [Going(c.name, c.old or "", "removed") for c in first.removals]
     staying = {c.name for c in first.changes if c.action != "remove"}

@@ -131,7 +131,7 @@ class _Install:
         if plan.empty:
             self.reporter.emit(Event("info", f"{target.describe()}: already matches "
                                              f"{sourced.source.describe}; nothing to do"))
-            return outcome(False, self._doctor(target, sourced.source))
+            return outcome(False, self._doctor(target, sourced.source, unchanged=env))
         confirm_removals(plan, r.yes, self.confirm)
         self._apply(plan, target, choice, env, sourced, files)
         wrote = sourced.write_lock(r.write_lock)
@@ -209,12 +209,12 @@ class _Install:
         import functools as ft
 
         from neuronctl.backend.external_tool import run_engine
-        from neuronctl.backend.snapshot import Snapshot, site_dirs, take
+        from neuronctl.backend.snapshot import Snapshot, existing_dirs, take
         from neuronctl.ops.install.apply import ApplyFailure, apply
         from neuronctl.ops.install.failure import failure_error
 
-        def watch() -> Snapshot:
-            return take(site_dirs(target.final_python))
+        def watch() -> Snapshot:  # an existing environment: the one inspected before
+            return take(existing_dirs(before.site_dirs))
 
         show = self.request.show_engine
         if not show and files:  # the engine says nothing until it is done: say what it does
@@ -227,14 +227,18 @@ class _Install:
                   run=ft.partial(run_engine, show=show), offline=self.request.offline,
                   watch=None if target.new_venv else watch)
         except ApplyFailure as failure:
-            raise failure_error(failure, target, before, sourced.routing.url_for) from None
+            raise failure_error(failure, target, before, sourced.routing.url_for,
+                                wheelhouse=self.request.find_links, files=files) from None
         self.reporter.emit(Event("info", f"applied: {len(plan.applies)} installed, "
                                          f"{len(plan.removals)} removed ({target.final_python})"))
 
-    def _doctor(self, target: InstallTarget, source: InstallSource) -> DoctorReport | None:
+    def _doctor(self, target: InstallTarget, source: InstallSource,
+                unchanged: PythonEnv | None = None) -> DoctorReport | None:
         """The doctor on the target, over the hardware and the lock already read (None with
         --no-check); the device probe only where its device is present. A fallback lock's
-        environment has no Neuron stack: only the Python, the lock and its device are checked."""
+        environment has no Neuron stack: only the Python, the lock and its device are checked.
+        `unchanged`: the target's inspection, when nothing was applied since (the install mutex
+        is held, so it still describes the environment)."""
         if not self.request.check:
             return None
         from neuronctl.ops.doctor.facts import Facts
@@ -251,5 +255,5 @@ class _Install:
             ids = select_checks((), (), source.lock, probe=hardware.present)
         facts = Facts(python=target.final_python, sysroot=self.sysroot, manifest=self.manifest,
                       release=source.release, device=device, timeout=limit, lock=source.lock,
-                      hardware=hardware, pylock=self.pylock)
+                      hardware=hardware, pylock=self.pylock, env=unchanged)
         return run_doctor(facts, ids, False, limit)
