@@ -165,9 +165,15 @@ def test_a_missing_or_mismatching_wheelhouse_file_is_an_error_naming_it(cli, whe
     args = ("install", "--lock", "pylock.toml", "--find-links", str(house), "--venv", str(venv),
             "--venv-python", "3.12", "--backend", "uv", "--no-check")
     data = nki.read_bytes()
-    nki.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # same size, one bit off
+    nki.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # same size, one bit off: the engine refuses it
     r = cli(*args)
     assert r.code == 2 and nki.name in r.err and "sha256 mismatch" in r.err and not venv.exists()
+    # A file of another size is refused before any engine runs: even a dry run says so.
+    nki.write_bytes(data + b"\0")
+    for extra in ((), ("--dry-run",)):
+        r = cli(*args, *extra)
+        assert r.code == 2 and f"{nki.name}: {len(data) + 1:,} bytes, the lock says {len(data):,}" in r.err
+        assert "install failed" not in r.err and not venv.exists()
     nki.unlink()
     r = cli(*args, "--offline")
     assert r.code == 2 and "1 locked files missing" in r.err and nki.name in r.err
@@ -194,3 +200,51 @@ def test_without_offline_a_missing_file_comes_from_its_url_and_a_note_names_it(c
     assert f"{nki.name} is not in {house}; it comes from its URL" in r.err
     assert {p.rsplit("/", 1)[-1] for p in file_hits(uni)} == {nki.name}  # only it, from its index
     assert installed(venv / "bin" / "python")["nki"] == "0.7.0"
+
+
+def flipped_inside(path: Path) -> None:
+    """One byte of the first member's modification time flipped: the same size and still a
+    sound zip, so only a check of the bytes against the lock's sha256 can tell."""
+    data = bytearray(path.read_bytes())
+    assert data[:4] == b"PK\x03\x04"
+    data[10] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+@pytest.fixture(scope="module")
+def stack_wheels(tmp_path_factory):
+    from stacks import wheel_set
+
+    return wheel_set(tmp_path_factory.mktemp("stack-wheels"))
+
+
+@pytest.mark.parametrize("engine", ["pip", "uv"])
+def test_a_tampered_wheelhouse_file_is_named_and_no_environment_is_changed(cli, wheels, tmp_path,
+                                                                           stack_wheels, engine):
+    """neuronctl does not hash the wheelhouse on the way in: the engine checks each file against
+    the lock's sha256 as it reads it, before it changes anything. Its failure then names the file,
+    as bad input; a new venv is removed, an existing one (another stack installed) is left byte
+    for byte as it was."""
+    from test_install import legacy_venv, snapshot
+
+    house = tmp_path / "house"
+    with running(wheels) as uni:
+        assert cli("lock", *uni.index_flags(), "--python", "3.12").code == 0
+        assert cli("download", "--lock", "pylock.toml", "-d", str(house)).code == 0
+    nki = next(house.glob("nki-*.whl"))
+    flipped_inside(nki)
+    args = ("install", "--lock", "pylock.toml", "--find-links", str(house), "--offline", "--backend",
+            engine, "--yes", "--no-check")
+    venv = tmp_path / "env"
+    r = cli(*args, "--venv", str(venv), "--venv-python", "3.12")
+    assert r.code == 2, r.err
+    assert f"{nki.name}: sha256 mismatch: the lock says {locked_files(Path('pylock.toml'))[nki.name]}, " \
+           f"the file is {hashlib.sha256(nki.read_bytes()).hexdigest()}; refusing it" in r.err
+    assert f"removed the new venv {venv}" in r.err and "neuronctl download" in r.err
+    assert not venv.exists()
+    existing = legacy_venv(tmp_path, stack_wheels)
+    before = snapshot(existing)
+    r = cli(*args, "--python", str(existing / "bin" / "python"))
+    assert r.code == 2, r.err
+    assert f"{nki.name}: sha256 mismatch" in r.err and "nothing changed" in r.err
+    assert snapshot(existing) == before

@@ -27,9 +27,9 @@ if TYPE_CHECKING:
 @click.option("--lock", "lock_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Install exactly what this pylock.toml selects for the target.")
 @click.option("--find-links", "find_links", metavar="DIR", type=click.Path(path_type=Path, file_okay=False),
-              help="With --lock: take the lock's files from this wheelhouse (neuronctl download), "
-                   "each verified against the lock first; a missing one comes from its URL, or is "
-                   "an error with --offline.")
+              help="With --lock: take the lock's files from this wheelhouse (neuronctl download); "
+                   "the engine checks each against the lock's sha256 as it reads it, and a mismatch "
+                   "names the file; a missing one comes from its URL, or is an error with --offline.")
 @click.option("--python", "python", metavar="PATH", help="Install into this interpreter's environment.")
 @click.option("--venv", type=click.Path(path_type=Path, file_okay=False),
               help="Install into this venv, creating it if absent (removed again if anything fails).")

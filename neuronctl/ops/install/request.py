@@ -41,7 +41,7 @@ class InstallRequest:
     show_engine: bool = False
     """Let the engine draw its own progress on the terminal (stderr is one, no --json or -q)."""
     find_links: Path | None = None
-    """A wheelhouse (neuronctl download) the lock's files come from, each verified first."""
+    """A wheelhouse (neuronctl download) the lock's files come from, each verified by the engine."""
 
     def __post_init__(self) -> None:
         if self.find_links is not None and self.lock is None:

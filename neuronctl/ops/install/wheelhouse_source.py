@@ -1,55 +1,68 @@
 """`install --lock LOCK --find-links DIR`: the lock's files taken from a wheelhouse (made by
-`neuronctl download`), each checked against the lock's sha256 and size before the engine is given
-it.
+`neuronctl download`) and handed to the engine as file:// URLs with the lock's sha256.
 
-A file in DIR that does not match the lock is an error naming it, always (a tampered or torn
-wheelhouse is never papered over). A file missing from DIR is an error under --offline; without
---offline it comes from the lock's own URL, verified as any download is, and a note names it.
+Each local file is checked by the engine against the lock's sha256 as it reads it, the same
+check as a download (both engines run with --require-hashes and check every file before they
+change the environment), so its bytes are read once. Here only what costs nothing is checked
+first: a safe name inside DIR, a regular readable file, the lock's size. When the engine then
+fails, the wheelhouse files it was given are hashed (only then), and one that does not match the
+lock is the error, naming it: a tampered or torn wheelhouse is never papered over. A file missing
+from DIR is an error under --offline; without --offline it comes from the lock's own URL,
+verified as any download is, and a note names it.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from neuronctl.backend.plan import Wanted
 from neuronctl.errors import InputError
+from neuronctl.ops.install.requirements import EngineFile
 from neuronctl.ops.install.source import InstallSource
 from neuronctl.ops.reporter import Event, Reporter
 from neuronctl.safety import contained, safe_filename
 
 MISSING_SHOWN = 5
+REFETCH = "fetch it again with neuronctl download"
+
+
+def _where(folder: Path, name: str) -> str:
+    return f"--find-links {folder}: {name}"
+
+
+def _path(folder: Path, filename: str) -> Path:
+    return contained(folder, safe_filename(filename, f"--find-links {folder}"))
 
 
 def _local(folder: Path, wanted: Wanted) -> Path | None:
-    """The verified copy of `wanted` in `folder`; None when it is not there; InputError naming it
-    when it is there but is not the locked file."""
-    from neuronctl.resolvers.download import sha256_file
-
-    name = safe_filename(wanted.filename, f"--find-links {folder}")
-    path = contained(folder, name)
+    """The copy of `wanted` in `folder` (its bytes are the engine's to check); None when it is
+    not there; InputError naming it when it cannot be the locked file: not a regular readable
+    file, or not the lock's size."""
+    path = _path(folder, wanted.filename)
     if not path.exists():
         return None
-    where = f"--find-links {folder}: {name}"
+    where = _where(folder, path.name)
     if not path.is_file():
         raise InputError(f"{where} is not a file")
+    if wanted.sha256 is None:  # the lock reader refuses this already; never hand on an unchecked file
+        raise InputError(f"{where}: the lock gives no sha256; neuronctl installs only verified files")
     try:
         size = path.stat().st_size
         if wanted.size is not None and size != wanted.size:
             raise InputError(f"{where}: {size:,} bytes, the lock says {wanted.size:,}; refusing it",
-                             hint="fetch it again with neuronctl download")
-        got = sha256_file(path)
+                             hint=REFETCH)
+        os.close(os.open(path, os.O_RDONLY))
     except OSError as exc:
         raise InputError(f"{where}: cannot read it: {exc.strerror or exc}") from None
-    if wanted.sha256 is None or got != wanted.sha256:
-        raise InputError(f"{where}: sha256 mismatch: the lock says {wanted.sha256}, the file is "
-                         f"{got}; refusing it", hint="fetch it again with neuronctl download")
     return path
 
 
 def from_wheelhouse(source: InstallSource, folder: Path, *, offline: bool,
                     reporter: Reporter) -> InstallSource:
-    """`source` with every file found (and verified) in `folder` given as a file:// URL."""
+    """`source` with every file found in `folder` given as a file:// URL."""
     if not folder.is_dir():
         raise InputError(f"--find-links {folder}: not a directory")
     wanted, missing = [], []
@@ -69,3 +82,27 @@ def from_wheelhouse(source: InstallSource, folder: Path, *, offline: bool,
         reporter.emit(Event("note", f"{w.filename} is not in {folder}; it comes from its URL"))
     return replace(source, wanted=tuple(wanted),
                    describe=f"{source.describe} from the wheelhouse {folder}")
+
+
+def mismatched(folder: Path, files: Sequence[EngineFile]) -> InputError | None:
+    """After the engine failed: the first of `files` that came from the wheelhouse `folder` and
+    is not the file the lock names (hashed now, only on this path), as the error naming it; None
+    when each is the locked file (the engine failed for another reason)."""
+    from neuronctl.resolvers.download import sha256_file
+
+    for file in files:
+        try:
+            path = _path(folder, file.filename)
+        except InputError:
+            continue  # not a name from the wheelhouse
+        if file.url != path.as_uri():
+            continue
+        where = _where(folder, path.name)
+        try:
+            got = sha256_file(path)
+        except OSError as exc:
+            return InputError(f"{where}: cannot read it: {exc.strerror or exc}", hint=REFETCH)
+        if got != file.sha256:
+            return InputError(f"{where}: sha256 mismatch: the lock says {file.sha256}, the file is "
+                              f"{got}; refusing it", hint=REFETCH)
+    return None
