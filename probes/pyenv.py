@@ -238,13 +238,15 @@ def _check_is_python(exe: str, timeout: float = 30.0) -> None:
                                f"Python {OLDEST_TARGET[0]}.{OLDEST_TARGET[1]} and newer")
 
 
-def resolve_python(python: str | None) -> str:
+def resolve_python(python: str | None, *, run_it: bool = True) -> str:
     """The interpreter to inspect: a path, a venv directory, or ours. A path must be a Python 3
-    (checked by running it once)."""
+    (checked by running it once; run_it=False for a caller whose Inspection of it comes next,
+    which makes the same check, with the same message, if it does not answer)."""
     if not python:
         return sys.executable
     exe = _locate(python)
-    _check_is_python(exe)
+    if run_it:
+        _check_is_python(exe)
     return exe
 
 

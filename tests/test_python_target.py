@@ -47,7 +47,8 @@ BAD_PYTHONS = {
 }
 
 
-@pytest.mark.parametrize("command", [("env",), ("doctor", "--no-device-probe"), ("probe",)])
+@pytest.mark.parametrize("command", [("env",), ("doctor", "--no-device-probe"), ("probe",),
+                                     ("install", "--offline"), ("install", "--offline", "--dry-run")])
 @pytest.mark.parametrize("kind", list(BAD_PYTHONS))
 def test_what_is_not_a_python_3_is_bad_input_naming_the_path(cli, tmp_path, command, kind):
     make, says = BAD_PYTHONS[kind]

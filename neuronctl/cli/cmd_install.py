@@ -107,7 +107,8 @@ def _reporter(app: App, request: InstallRequest, show: bool) -> Iterator[Reporte
                    verbose=app.verbose, color=wants_color(app.color))
 
     def applying(event: Event) -> None:
-        preload("rich.table", "neuronctl.cli.doctor_report", "neuronctl.ops.doctor.run")
+        table = ("rich.table", "neuronctl.cli.doctor_report") if app.verbose else ()
+        preload("neuronctl.ops.doctor.run", "neuronctl.ops.doctor.facts", *table)
 
     with CliReporter(lambda: app.console(stderr=True),
                      steps={"plan": plan, "applying": applying}) as reporter:
@@ -116,9 +117,15 @@ def _reporter(app: App, request: InstallRequest, show: bool) -> Iterator[Reporte
 
 def _render(app: App, outcome: InstallOutcome, as_json: bool, show: bool) -> int:
     if outcome.doctor is not None and not as_json:
-        from neuronctl.cli.doctor_report import print_text
+        if app.verbose:
+            from neuronctl.cli.doctor_report import print_text
 
-        print_text(outcome.doctor, app.console(), verbose=app.verbose, quiet=app.quiet)
+            print_text(outcome.doctor, app.console(), verbose=app.verbose, quiet=app.quiet)
+        else:
+            from neuronctl.cli.install_report import print_doctor, wants_color
+
+            print_doctor(outcome.doctor, outcome.target.final_python, color=wants_color(app.color),
+                         quiet=app.quiet)
     if as_json:
         from neuronctl.cli.output import emit_json
 

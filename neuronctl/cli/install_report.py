@@ -3,6 +3,9 @@ run's engine commands. The outcome itself and its JSON are neuronctl.ops.install
 
 from __future__ import annotations
 
+import re
+from typing import TYPE_CHECKING
+
 import click
 
 from neuronctl.backend.engine import Choice
@@ -11,6 +14,9 @@ from neuronctl.backend.plan import Plan
 from neuronctl.ops.install.source import InstallSource
 from neuronctl.ops.install.target import InstallTarget
 from neuronctl.routing import redact_url
+
+if TYPE_CHECKING:
+    from neuronctl.ops.doctor.report import DoctorReport
 
 
 def wants_color(app_color: bool) -> bool:
@@ -59,3 +65,28 @@ def print_commands(commands: tuple[tuple[str, ...], ...], requirements: tuple[st
                    "and checks its sha256):")
         for line in requirements:
             click.echo(f"  {line}")
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+STATUS_COLOURS = {"pass": "green", "warn": "yellow", "fail": "red", "skip": "blue"}
+
+
+def print_doctor(report: DoctorReport, python: str, *, color: bool, quiet: bool) -> None:
+    """The doctor after an install, in brief: the passed and skipped checks by id, each warning
+    and failure with its message and fix, then the verdict. The full table is `neuronctl doctor`'s
+    (and install -v's); an install's output stays a screen, and needs no table renderer."""
+    def style(text: str, status: str) -> str:
+        return click.style(text, fg=STATUS_COLOURS[status], bold=True) if color else text
+
+    if not quiet:
+        click.echo(f"doctor on {python} (neuronctl doctor --python {python} for every check's result):")
+        for status in ("pass", "skip"):
+            ids = [c.id for c in report.checks if c.status == status]
+            if ids:
+                click.echo(f"  {style(status.upper(), status)}  {', '.join(ids)}")
+        for c in report.checks:
+            if c.status in ("warn", "fail"):
+                click.echo(f"  {style(c.status.upper(), c.status)}  {c.id}: {_CONTROL.sub(' ', c.message)}")
+                if c.fix:
+                    click.echo(f"        fix: {_CONTROL.sub(' ', c.fix)}")
+    click.echo(style(report.verdict_line(), report.verdict))

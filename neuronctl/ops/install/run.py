@@ -20,29 +20,29 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from neuronctl.backend.choose import choose_backend
-from neuronctl.backend.engine import Choice
-from neuronctl.backend.plan import Plan
 from neuronctl.errors import InputError
-from neuronctl.ops.install.apply import engine_commands
-from neuronctl.ops.install.outcome import InstallOutcome
-from neuronctl.ops.install.plan_policy import Confirm, confirm_removals, make_plan
-from neuronctl.ops.install.preflight import check_engine
-from neuronctl.ops.install.request import InstallRequest
-from neuronctl.ops.install.requirements import EngineFile, shown_lines
-from neuronctl.ops.install.source import InstallSource, lock_pythons, stack_pythons
-from neuronctl.ops.install.sourcing import Sourced, source_for
 from neuronctl.ops.install.target import InstallTarget, resolve_target
 from neuronctl.ops.reporter import Event, Reporter
-from neuronctl.probes.hardware import HardwareReport, detect_hardware
 from neuronctl.probes.pyenv import Inspection, PythonEnv
 from neuronctl.probes.sysroot import SysRoot
 
+# The rest is imported where it is used: the target interpreter's inspection starts first and
+# runs on another core while those modules load (~0.1 s of imports on a small host).
 if TYPE_CHECKING:
     from packaging.pylock import Pylock
 
+    from neuronctl.backend.engine import Choice
+    from neuronctl.backend.plan import Plan
     from neuronctl.manifest import Manifest
     from neuronctl.ops.doctor.report import DoctorReport
     from neuronctl.ops.install.lock_pick import PickedLock
+    from neuronctl.ops.install.outcome import InstallOutcome
+    from neuronctl.ops.install.plan_policy import Confirm
+    from neuronctl.ops.install.request import InstallRequest
+    from neuronctl.ops.install.requirements import EngineFile
+    from neuronctl.ops.install.source import InstallSource
+    from neuronctl.ops.install.sourcing import Sourced
+    from neuronctl.probes.hardware import HardwareReport
 
 
 def install(request: InstallRequest, reporter: Reporter, *,
@@ -69,6 +69,8 @@ class _Install:
 
     @functools.cached_property
     def hardware(self) -> HardwareReport:
+        from neuronctl.probes.hardware import detect_hardware
+
         return detect_hardware(self.sysroot)
 
     @functools.cached_property
@@ -88,6 +90,8 @@ class _Install:
     @functools.cached_property
     def preferred(self) -> tuple[str, ...]:
         """The Pythons the stack supports, lowest first (a new venv's base, the preflight)."""
+        from neuronctl.ops.install.source import lock_pythons, stack_pythons
+
         if self.pylock is not None:
             return lock_pythons(self.pylock)
         r = self.request
@@ -99,10 +103,16 @@ class _Install:
         choice = choose_backend(r.backend, r.config.get("backend"))
         target = self._target()
         seed = target.new_venv and not choice.engine.venv_has_pip
-        # The interpreter runs while the rest is prepared. A new venv starts empty, so only the
-        # base interpreter's facts matter there, not what the base has installed.
+        # The interpreter runs while the rest is loaded and prepared. A new venv starts empty, so
+        # only the base interpreter's facts matter there, not what the base has installed.
         inspection = Inspection(target.python, timeout=r.timeout, packages=not target.new_venv,
                                 bundled_pip=seed)
+        from neuronctl.ops.install.outcome import InstallOutcome
+        from neuronctl.ops.install.plan_policy import confirm_removals, make_plan
+        from neuronctl.ops.install.preflight import check_engine
+        from neuronctl.ops.install.requirements import shown_lines
+        from neuronctl.ops.install.sourcing import source_for
+
         self._announce_lock()  # the hardware and the lock are read while the interpreter starts
         env = inspection.result()
         check_engine(choice, target, env)
@@ -117,6 +127,8 @@ class _Install:
         self.reporter.emit(Event("step", "plan", {
             "step": "plan", "plan": plan, "target": target, "source": sourced.source,
             "choice": choice, "lock_choice": self.picked.choice if self.picked else None}))
+        from neuronctl.ops.install.apply import engine_commands
+
         commands = tuple(tuple(c) for c in engine_commands(plan, target, choice.engine,
                                                            offline=r.offline, installs=bool(files)))
 
@@ -154,7 +166,8 @@ class _Install:
         from neuronctl.resolvers.http_cache import user_cache_dir
 
         r = self.request
-        target = resolve_target(r.python, r.venv, r.venv_python, lambda: self.preferred)
+        # Not run here to check it is a Python: the inspection right after does that.
+        target = resolve_target(r.python, r.venv, r.venv_python, lambda: self.preferred, run_it=False)
         if r.dry_run:
             return target
 
@@ -163,7 +176,7 @@ class _Install:
                                                 f"{target.environment} to finish"))
 
         if self.held.enter_context(environment_lock(target.environment, user_cache_dir(), on_wait)):
-            target = resolve_target(r.python, r.venv, r.venv_python, lambda: self.preferred)
+            target = resolve_target(r.python, r.venv, r.venv_python, lambda: self.preferred, run_it=False)
         return target
 
     def _seeded(self, target: InstallTarget, env: PythonEnv, source: InstallSource) -> InstallTarget:
@@ -185,6 +198,8 @@ class _Install:
             import hashlib
 
             from packaging.utils import parse_wheel_filename
+
+            from neuronctl.ops.install.requirements import EngineFile
 
             wheel = target.seed_pip
             version = str(parse_wheel_filename(wheel.name)[1])

@@ -70,10 +70,10 @@ def find_interpreter(version: str, environ: Mapping[str, str] | None = None) -> 
     return None
 
 
-def _venv_base(venv_python: str | None, preferred: Callable[[], Sequence[str]]) -> str:
+def _venv_base(venv_python: str | None, preferred: Callable[[], Sequence[str]], run_it: bool) -> str:
     if venv_python:
         if "/" in venv_python or venv_python.startswith("."):
-            return resolve_python(venv_python)
+            return resolve_python(venv_python, run_it=run_it)
         found = find_interpreter(venv_python)
         if found is None:
             raise InputError(f"--venv-python {venv_python}: no Python {venv_python} on this machine "
@@ -88,9 +88,10 @@ def _venv_base(venv_python: str | None, preferred: Callable[[], Sequence[str]]) 
 
 def resolve_target(python: str | None, venv: Path | None, venv_python: str | None,
                    preferred: Callable[[], Sequence[str]],
-                   environ: Mapping[str, str] | None = None) -> InstallTarget:
+                   environ: Mapping[str, str] | None = None, *, run_it: bool = True) -> InstallTarget:
     """preferred: the Pythons the stack supports, lowest first; asked only when a new venv needs
-    a base interpreter and --venv-python named none."""
+    a base interpreter and --venv-python named none. run_it=False: a named interpreter is not
+    run here to check it is a Python (the caller's Inspection of it does that)."""
     env = os.environ if environ is None else environ
     if python and venv:
         raise InputError("--python and --venv name two targets; give one")
@@ -110,11 +111,11 @@ def resolve_target(python: str | None, venv: Path | None, venv_python: str | Non
             raise InputError(f"--venv {venv}: exists and is not a virtual environment")
         if not venv.parent.is_dir():
             raise InputError(f"--venv {venv}: parent directory {venv.parent} does not exist")
-        return InstallTarget(_venv_base(venv_python, preferred), venv, True, keep_dir=venv.is_dir())
+        return InstallTarget(_venv_base(venv_python, preferred, run_it), venv, True, keep_dir=venv.is_dir())
     if python:
-        return InstallTarget(resolve_python(python))
+        return InstallTarget(resolve_python(python, run_it=run_it))
     active = env.get("VIRTUAL_ENV")
     if active:
-        return InstallTarget(resolve_python(active))
+        return InstallTarget(resolve_python(active, run_it=run_it))
     raise InputError("name the environment to install into: --python PATH, --venv DIR, or activate a "
                      "virtualenv (neuronctl does not install into its own environment)")

@@ -1,0 +1,69 @@
+"""After an install the doctor is printed in brief (a table renderer costs more than the rest of an
+install with nothing to do): every check by id, each warning and failure with its message and fix,
+the verdict; -v prints the doctor's full table."""
+
+from __future__ import annotations
+
+import click
+from click.testing import CliRunner
+
+from neuronctl.cli.install_report import print_doctor
+from neuronctl.ops.doctor.report import DoctorReport
+from neuronctl.ops.doctor.runner import CheckResult
+
+
+def _check(id_: str, status: str, message: str, fix: str | None = None) -> CheckResult:
+    return CheckResult(id_, id_, status, message, fix, 1.0)  # type: ignore[arg-type]
+
+
+REPORT = DoctorReport((
+    _check("python.version", "pass", "Python 3.12.1 fits"),
+    _check("hardware.chip", "skip", "no Neuron hardware"),
+    _check("lock.drift", "warn", "numpy 2.0.0 installed, the lock says 2.1.0\x1b[2J",
+           "neuronctl install --lock pylock.toml"),
+    _check("packages.legacy-xla", "fail", "torch-xla 2.1 is installed", None),
+    _check("device.holders", "skip", "no /dev/neuron*"),
+), False, {})
+
+
+def _render(report: DoctorReport, *, color: bool = False, quiet: bool = False) -> str:
+    @click.command()
+    def show() -> None:
+        print_doctor(report, "/v/bin/python", color=color, quiet=quiet)
+
+    return CliRunner().invoke(show, color=color).output
+
+
+def test_every_check_is_named_and_problems_come_with_message_and_fix():
+    out = _render(REPORT)
+    lines = out.splitlines()
+    assert lines[0].startswith("doctor on /v/bin/python (neuronctl doctor --python /v/bin/python")
+    assert "  PASS  python.version" in lines
+    assert "  SKIP  hardware.chip, device.holders" in lines
+    assert "  WARN  lock.drift: numpy 2.0.0 installed, the lock says 2.1.0 [2J" in lines
+    assert "        fix: neuronctl install --lock pylock.toml" in lines
+    assert "  FAIL  packages.legacy-xla: torch-xla 2.1 is installed" in lines
+    assert lines[-1] == REPORT.verdict_line() and lines[-1].startswith("FAIL: problems found: 1 failed")
+    assert "\x1b" not in out  # no colour into a pipe, and a check's text cannot bring escapes
+
+
+def test_quiet_prints_only_the_verdict_and_colour_only_when_asked():
+    assert _render(REPORT, quiet=True).splitlines() == [REPORT.verdict_line()]
+    assert "\x1b[" in _render(REPORT, color=True)
+
+
+def test_install_prints_the_brief_doctor_and_minus_v_the_table(cli, tmp_path):
+    """The whole CLI path: a venv that already has nothing to install (an empty lock)."""
+    import sys
+
+    from wheels import make_venv
+
+    lock = tmp_path / "pylock.toml"
+    lock.write_text('lock-version = "1.0"\ncreated-by = "test"\nrequires-python = ">=3.8"\n'
+                    'packages = []\n')
+    venv = make_venv(tmp_path / "v")
+    brief = cli("install", "--lock", str(lock), "--python", str(venv), "--offline", "--backend", "uv")
+    table = cli("-v", "install", "--lock", str(lock), "--python", str(venv), "--offline", "--backend", "uv")
+    assert brief.code == table.code, (brief.out, brief.err, sys.version)
+    assert "doctor on " in brief.out and "┃ status" not in brief.out and "lock.drift" in brief.out
+    assert "status" in table.out and "doctor on " not in table.out and "lock.drift" in table.out
