@@ -102,3 +102,35 @@ def test_the_wheel_ships_the_scripts(tmp_path):
     names = zipfile.ZipFile(next(tmp_path.glob("neuronctl-*.whl"))).namelist()
     for name in ("__init__.py", *SCRIPTS):
         assert f"neuronctl/probes/scripts/{name}" in names
+
+
+PLATFORM_SAYS = ("import json, platform, sys; print(json.dumps({'version': platform.python_version(), "
+                 "'machine': platform.machine(), 'system': platform.system(), 'release': platform.release(), "
+                 "'os_version': platform.version(), 'implementation': platform.python_implementation(), "
+                 "'libc': ' '.join(platform.libc_ver())}))")
+
+
+@pytest.mark.parametrize("minor", ["3.8", "3.10", "3.11", "3.12", "3.13"])
+def test_the_inspection_says_what_the_platform_module_says_without_loading_it(minor):
+    """The inspection reads os.uname(), sys.version and glibc's confstr instead of importing
+    platform (with re and enum, the larger part of its time): the same answers, on every Python."""
+    import json
+
+    python = _python(minor)
+    script = REPO / "probes" / "scripts" / "inspect_env.py"
+    fast = subprocess.run([python, "-c", f"import json, runpy; m = runpy.run_path({str(script)!r}); "
+                                         "print(json.dumps(m['platform_facts']()))"],
+                          capture_output=True, text=True, check=True).stdout
+    slow = subprocess.run([python, "-c", PLATFORM_SAYS], capture_output=True, text=True, check=True).stdout
+    assert json.loads(fast) == json.loads(slow)
+    opts = json.dumps({"watched": [], "packages": True, "tags": False, "bundled_pip": False,
+                       "metadata_only": False})
+    run = subprocess.run([python, "-X", "importtime", str(script), "1", opts], capture_output=True,
+                         text=True, check=True)
+    names = [line.rsplit("|", 1)[-1] for line in run.stderr.splitlines()]
+    # What the interpreter's own start-up loads (site and the .pth files it runs) comes first.
+    loaded = {n.strip() for n in names[names.index(" site") + 1:]}
+    assert not loaded & {"platform", "typing", "csv"}, loaded
+    env = Inspection(python, tags=False).result()
+    assert env.markers["python_full_version"] == json.loads(slow)["version"] == env.python
+    assert " ".join(env.libc) == json.loads(slow)["libc"]

@@ -7,17 +7,21 @@ distributions (read from plain .dist-info directories where that is all there is
 importlib.metadata).
 """
 
-import csv
 import json
 import os
-import platform
 import sys
 import sysconfig
-from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+# Annotations are strings and typing is not imported when it runs: this starts twice per install,
+# and typing (like csv and platform, which bring re and enum) costs more than the inspection.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+    # name, version, Requires-Dist, summary, installer, files(), locate(file), REQUESTED present
+    Dist = Tuple[str, str, List[str], str, str, Callable[[], List[str]], Callable[[str], str], bool]
 
 HELLO = {"inspect": "neuronctl-inspect-env", "version": 1}
-# name, version, Requires-Dist, summary, installer, files(), locate(file), REQUESTED present
-Dist = Tuple[str, str, List[str], str, str, Callable[[], List[str]], Callable[[str], str], bool]
 
 
 def canon(name: str) -> str:
@@ -27,36 +31,62 @@ def canon(name: str) -> str:
     return name
 
 
-def interpreter() -> Dict[str, Any]:
+IMPLEMENTATIONS = {"cpython": "CPython", "pypy": "PyPy", "ironpython": "IronPython", "jython": "Jython"}
+
+
+def platform_facts() -> "Dict[str, str]":
+    """What the platform module says, read where it reads it (os.uname(), sys.version, glibc's
+    confstr) without importing it; from platform itself where any of those is missing."""
+    try:
+        uname = os.uname()
+        libc = (os.confstr("CS_GNU_LIBC_VERSION") or "").split(maxsplit=1)
+        implementation = IMPLEMENTATIONS[sys.implementation.name]
+    except (AttributeError, ValueError, OSError, KeyError):
+        uname, libc, implementation = None, [], ""
+    version = sys.version.split()[0] if sys.version else ""
+    if uname is None or len(libc) != 2 or version.count(".") != 2:
+        import platform
+
+        return {"version": platform.python_version(), "machine": platform.machine(),
+                "system": platform.system(), "release": platform.release(),
+                "os_version": platform.version(), "implementation": platform.python_implementation(),
+                "libc": " ".join(platform.libc_ver())}
+    return {"version": version, "machine": uname.machine, "system": uname.sysname,
+            "release": uname.release, "os_version": uname.version, "implementation": implementation,
+            "libc": " ".join(libc)}
+
+
+def interpreter() -> "Dict[str, Any]":
+    facts = platform_facts()
     return {
-        "python": platform.python_version(),
+        "python": facts["version"],
         "implementation": sys.implementation.name,
         "executable": sys.executable,
         "prefix": sys.prefix,
         "base_prefix": getattr(sys, "base_prefix", sys.prefix),
         "platform": sysconfig.get_platform(),
-        "machine": platform.machine(),
-        "system": platform.system(),
-        "libc": list(platform.libc_ver()),
+        "machine": facts["machine"],
+        "system": facts["system"],
+        "libc": facts["libc"].split(" ", 1) if facts["libc"].strip() else ["", ""],
         # Where installers put packages (a venv's site-packages; a distro's dist-packages).
         "site_dirs": [sysconfig.get_path("purelib"), sysconfig.get_path("platlib")],
         "markers": {
             "implementation_name": sys.implementation.name,
-            "implementation_version": platform.python_version(),
+            "implementation_version": facts["version"],
             "os_name": os.name,
-            "platform_machine": platform.machine(),
-            "platform_python_implementation": platform.python_implementation(),
-            "platform_release": platform.release(),
-            "platform_system": platform.system(),
-            "platform_version": platform.version(),
-            "python_full_version": platform.python_version(),
-            "python_version": ".".join(platform.python_version_tuple()[:2]),
+            "platform_machine": facts["machine"],
+            "platform_python_implementation": facts["implementation"],
+            "platform_release": facts["release"],
+            "platform_system": facts["system"],
+            "platform_version": facts["os_version"],
+            "python_full_version": facts["version"],
+            "python_version": ".".join(facts["version"].split(".")[:2]),
             "sys_platform": sys.platform,
         },
     }
 
 
-def wheel_tags() -> Optional[List[str]]:
+def wheel_tags() -> "Optional[List[str]]":
     """From the target's own packaging (or pip's vendored copy); None when it has neither."""
     try:
         from packaging import tags
@@ -71,7 +101,7 @@ def wheel_tags() -> Optional[List[str]]:
         return None
 
 
-def bundled_pip() -> Optional[str]:
+def bundled_pip() -> "Optional[str]":
     # ensurepip's own _bundled folder, read without importing ensurepip (~0.06 s); a distro that
     # moved the wheels elsewhere (Debian's _WHEEL_PKG_DIR) goes through ensurepip itself.
     folder = os.path.join(os.path.dirname(os.__file__), "ensurepip", "_bundled")
@@ -94,7 +124,7 @@ def bundled_pip() -> Optional[str]:
         return None
 
 
-def scan_dist_infos() -> Optional[List[str]]:
+def scan_dist_infos() -> "Optional[List[str]]":
     # Plain .dist-info directories on sys.path, in importlib.metadata's order; None if anything
     # else is there (eggs, egg-info, zips), which importlib.metadata then reads in full. It costs
     # ~0.1 s to import, and an install inspects twice.
@@ -118,7 +148,7 @@ def scan_dist_infos() -> Optional[List[str]]:
     return found
 
 
-def read(path: str) -> Optional[str]:
+def read(path: str) -> "Optional[str]":
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             return fh.read()
@@ -126,7 +156,7 @@ def read(path: str) -> Optional[str]:
         return None
 
 
-def headers(text: str) -> Dict[str, List[str]]:
+def headers(text: str) -> "Dict[str, List[str]]":
     fields: Dict[str, List[str]] = {}
     last = None
     for line in text.replace("\r\n", "\n").split("\n\n", 1)[0].split("\n"):
@@ -140,18 +170,20 @@ def headers(text: str) -> Dict[str, List[str]]:
     return fields
 
 
-def scanned(paths: List[str]) -> Iterator[Dist]:
+def scanned(paths: "List[str]") -> "Iterator[Dist]":
     for info in paths:
         text = read(os.path.join(info, "METADATA"))
         if text is None:
             continue
         fields = headers(text)
 
-        def first(key: str, fields: Dict[str, List[str]] = fields) -> str:
+        def first(key: str, fields: "Dict[str, List[str]]" = fields) -> str:
             return (fields.get(key) or [""])[0]
 
-        def files(info: str = info) -> List[str]:
+        def files(info: str = info) -> "List[str]":
             record = read(os.path.join(info, "RECORD")) or ""
+            import csv  # only for the few watched packages: not loaded otherwise
+
             return [row[0] for row in csv.reader(record.splitlines()) if row]
 
         def locate(f: str, info: str = info) -> str:
@@ -162,23 +194,23 @@ def scanned(paths: List[str]) -> Iterator[Dist]:
                os.path.isfile(os.path.join(info, "REQUESTED")))
 
 
-def via_metadata() -> Iterator[Dist]:
+def via_metadata() -> "Iterator[Dist]":
     from importlib import metadata  # 3.8+; older Pythons always find plain .dist-info folders
 
     for dist in metadata.distributions():
-        def installer(dist: Any = dist) -> str:
+        def installer(dist: "Any" = dist) -> str:
             try:
                 return (dist.read_text("INSTALLER") or "").strip()
             except Exception:
                 return ""
 
-        def files(dist: Any = dist) -> List[str]:
+        def files(dist: "Any" = dist) -> "List[str]":
             return [str(f) for f in dist.files or []]
 
-        def locate(f: str, dist: Any = dist) -> str:
+        def locate(f: str, dist: "Any" = dist) -> str:
             return str(dist.locate_file(f))
 
-        def requested(dist: Any = dist) -> bool:
+        def requested(dist: "Any" = dist) -> bool:
             # PEP 376: an installer writes REQUESTED for what the user asked for by name.
             try:
                 return dist.read_text("REQUESTED") is not None
@@ -190,7 +222,7 @@ def via_metadata() -> Iterator[Dist]:
                meta.get("Summary") or "", installer(), files, locate, requested())
 
 
-def describe(dist: Dist, watched: List[str]) -> Dict[str, Any]:
+def describe(dist: "Dist", watched: "List[str]") -> "Dict[str, Any]":
     name, version, requires, summary, installer, files, locate, requested = dist
     entry = {"name": name, "version": version, "requires": list(requires), "summary": summary,
              "installer": installer, "xla_impl": False, "wrong_package": False,
@@ -207,7 +239,7 @@ def describe(dist: Dist, watched: List[str]) -> Dict[str, Any]:
     return entry
 
 
-def distributions(opts: Dict[str, Any], out: Dict[str, Any]) -> None:
+def distributions(opts: "Dict[str, Any]", out: "Dict[str, Any]") -> None:
     found = None if opts["metadata_only"] else scan_dist_infos()
     seen = set()
     out["distributions"] = []
@@ -219,7 +251,7 @@ def distributions(opts: Dict[str, Any], out: Dict[str, Any]) -> None:
     out["reader"] = "importlib.metadata" if found is None else "dist-info scan"
 
 
-def open_channel(argv: List[str]) -> IO[str]:
+def open_channel(argv: "List[str]") -> "IO[str]":
     """The private channel named in argv: not inherited by anything the environment starts, and
     this folder not on sys.path (it is not part of the environment being inspected)."""
     fd = int(argv[1])
