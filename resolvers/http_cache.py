@@ -10,21 +10,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from neuronctl.atomic import write_bytes_atomic
 from neuronctl.routing import redact_url
-
-
-def user_cache_dir() -> Path:
-    """NEURONCTL_CACHE_DIR, else $XDG_CACHE_HOME/neuronctl, else ~/.cache/neuronctl."""
-    explicit = os.environ.get("NEURONCTL_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "neuronctl"
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,10 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from neuronctl.cache_dir import user_cache_dir
 from neuronctl.errors import FaultError, Interrupted
 from neuronctl.resolvers.http_body import MAX_BODY, MAX_PAGE, BoundedRaw, Transient, classify
-from neuronctl.resolvers.http_cache import CachedPage, HttpCache, user_cache_dir
+from neuronctl.resolvers.http_cache import CachedPage, HttpCache
 from neuronctl.resolvers.http_deadline import Guard, guarded
 from neuronctl.routing import Origin, redact_url
 

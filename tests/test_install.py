@@ -140,7 +140,7 @@ def test_dry_run_changes_nothing(cli, uni, locked, tmp_path, stack_wheels):
     r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "new"), "--dry-run")
     assert r.code == 0 and "venv --python" in r.out
     assert not (tmp_path / "new").exists()
-    from neuronctl.resolvers.http_cache import user_cache_dir
+    from neuronctl.cache_dir import user_cache_dir
 
     assert not (user_cache_dir() / "wheels").exists()  # a dry run downloads nothing either
 
@@ -178,7 +178,7 @@ def test_server_dying_mid_download_leaves_target_identical(cli, uni, locked, tmp
     assert r.code == 1 and "install failed, nothing changed" in r.err, r.err
     assert "torch" in r.err
     assert snapshot(venv) == before
-    from neuronctl.resolvers.http_cache import user_cache_dir
+    from neuronctl.cache_dir import user_cache_dir
 
     assert not (user_cache_dir() / "wheels").exists()  # neuronctl keeps no wheel it only hands on
 

@@ -12,6 +12,7 @@ from test_install import LEGACY, snapshot
 from test_lock_interop import installed
 from wheels import find_python, make_venv, pip_install
 
+from neuronctl.cache_dir import user_cache_dir
 from neuronctl.config import Config
 from neuronctl.errors import OperationFailed
 from neuronctl.manifest import load_bundled_manifest
@@ -19,7 +20,6 @@ from neuronctl.ops.install.env_mutex import environment_lock
 from neuronctl.ops.install.request import InstallRequest
 from neuronctl.ops.install.run import install
 from neuronctl.ops.reporter import CollectingReporter
-from neuronctl.resolvers.http_cache import user_cache_dir
 
 pytestmark = pytest.mark.slow
 

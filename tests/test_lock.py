@@ -273,7 +273,7 @@ def test_wrong_hash_on_full_download_is_refused(cli, wheels):
         r = cli("lock", *uni.index_flags(), "--python", "3.12")
         assert r.code == 2 and "sha256 mismatch" in r.err and "neuronx_cc" in r.err
         assert Path("pylock.toml").read_text() == "old\n"
-        from neuronctl.resolvers.http_cache import user_cache_dir
+        from neuronctl.cache_dir import user_cache_dir
 
         cached = [p.name for p in (user_cache_dir() / "wheels").rglob("*") if p.is_file()]
         assert not [n for n in cached if "neuronx_cc" in n]  # nothing unverified, no partial file

@@ -23,7 +23,7 @@ import pytest
 from test_install import ENGINES, legacy_venv, snapshot
 from test_secrets import ENCODED, GOOD, PASSWORD, USER, assert_no_secret, private_universe
 
-from neuronctl.resolvers.http_cache import user_cache_dir
+from neuronctl.cache_dir import user_cache_dir
 
 pytestmark = pytest.mark.slow
 

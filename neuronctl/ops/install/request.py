@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from neuronctl.config import Config
 from neuronctl.errors import InputError
-from neuronctl.manifest import Manifest
+
+if TYPE_CHECKING:
+    from neuronctl.manifest import Manifest
 
 
 @dataclass(frozen=True)

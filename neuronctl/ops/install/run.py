@@ -162,8 +162,8 @@ class _Install:
     def _target(self) -> InstallTarget:
         """The target, after its turn: another install into it is waited for (a dry run changes
         nothing, so takes no turn), then the target is looked at again, as that one left it."""
+        from neuronctl.cache_dir import user_cache_dir
         from neuronctl.ops.install.env_mutex import environment_lock
-        from neuronctl.resolvers.http_cache import user_cache_dir
 
         r = self.request
         # Not run here to check it is a Python: the inspection right after does that.

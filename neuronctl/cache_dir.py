@@ -1,0 +1,16 @@
+"""Where neuronctl keeps its cache (index pages, metadata, the install mutex's lock files): a core
+module of its own so that taking an install's turn loads nothing of the HTTP stack."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def user_cache_dir() -> Path:
+    """NEURONCTL_CACHE_DIR, else $XDG_CACHE_HOME/neuronctl, else ~/.cache/neuronctl."""
+    explicit = os.environ.get("NEURONCTL_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "neuronctl"
