@@ -17,7 +17,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from neuronctl.errors import FaultError, InputError
 from neuronctl.probes.target_run import ScriptRun, TargetScript, last_line
@@ -255,9 +255,12 @@ class Inspection:
     and import), so the caller can do its own work meanwhile; result() waits for it."""
 
     def __init__(self, python: str | None = None, *, timeout: float = 30.0, packages: bool = True,
-                 tags: bool = True, bundled_pip: bool = False, metadata_only: bool = False) -> None:
-        """metadata_only: read distributions with importlib.metadata even where the plain
-        .dist-info scan would do (the reference the scan is tested against)."""
+                 tags: bool | Literal["unless-derivable"] = True, bundled_pip: bool = False,
+                 metadata_only: bool = False) -> None:
+        """tags "unless-derivable": none where neuronctl derives them exactly (plain CPython on
+        glibc: resolvers/targets.py), which spares the target importing packaging. metadata_only:
+        read distributions with importlib.metadata even where the plain .dist-info scan would do
+        (the reference the scan is tested against)."""
         self.exe = _locate(python) if python else sys.executable
         self.timeout = timeout
         opts = {"watched": list(WATCHED), "packages": packages, "tags": tags, "bundled_pip": bundled_pip,

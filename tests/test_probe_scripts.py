@@ -134,3 +134,22 @@ def test_the_inspection_says_what_the_platform_module_says_without_loading_it(mi
     env = Inspection(python, tags=False).result()
     assert env.markers["python_full_version"] == json.loads(slow)["version"] == env.python
     assert " ".join(env.libc) == json.loads(slow)["libc"]
+
+
+@pytest.mark.parametrize("minor", ["3.10", "3.11", "3.12", "3.13"])
+def test_wheel_tags_neuronctl_derives_are_the_interpreters_own(minor):
+    """An install does not ask a plain CPython on glibc for its wheel tags (importing packaging
+    there costs ~50 ms): neuronctl derives them from the inspected version, glibc and machine.
+    Those must be the interpreter's own sys_tags, in order (one harmless extra, cpXY-none-any,
+    which older packaging leaves out)."""
+    from neuronctl.ops.install.source import env_tags
+    from neuronctl.resolvers.targets import target_for_interpreter
+
+    python = _python(minor)
+    asked = Inspection(python, tags=True).result()  # from its packaging, or pip's copy
+    spared = Inspection(python, tags="unless-derivable").result()
+    assert len(asked.tags) > 500 and spared.tags == ()
+    target = target_for_interpreter(spared.python, spared.libc, spared.machine)
+    derived = [str(t) for t in env_tags(spared, target)]
+    assert [t for t in derived if t in set(asked.tags)] == list(asked.tags)
+    assert set(derived) - set(asked.tags) <= {f"cp{minor.replace('.', '')}-none-any"}

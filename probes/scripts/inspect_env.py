@@ -86,6 +86,21 @@ def interpreter() -> "Dict[str, Any]":
     }
 
 
+UNLESS_DERIVABLE = "unless-derivable"
+
+
+def tags_derivable() -> bool:
+    """Whether neuronctl derives this interpreter's wheel tags exactly from its version, glibc
+    and machine (resolvers/targets.py; tested against packaging's sys_tags on every CPython
+    here): plain CPython, no ABI flags (free-threaded, debug), on glibc. Importing packaging or
+    pip's copy of it to ask costs ~50 ms, each install."""
+    try:
+        glibc = (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc ")
+    except (AttributeError, ValueError, OSError):
+        glibc = False
+    return glibc and sys.implementation.name == "cpython" and getattr(sys, "abiflags", None) == ""
+
+
 def wheel_tags() -> "Optional[List[str]]":
     """From the target's own packaging (or pip's vendored copy); None when it has neither."""
     try:
@@ -268,7 +283,7 @@ def main() -> int:
     channel.write(json.dumps(HELLO) + "\n")
     channel.flush()
     out = interpreter()
-    if opts["tags"]:
+    if opts["tags"] and not (opts["tags"] == UNLESS_DERIVABLE and tags_derivable()):
         tags = wheel_tags()
         if tags is not None:
             out["tags"] = tags

@@ -106,7 +106,7 @@ class _Install:
         # The interpreter runs while the rest is loaded and prepared. A new venv starts empty, so
         # only the base interpreter's facts matter there, not what the base has installed.
         inspection = Inspection(target.python, timeout=r.timeout, packages=not target.new_venv,
-                                bundled_pip=seed)
+                                bundled_pip=seed, tags="unless-derivable")
         from neuronctl.ops.install.outcome import InstallOutcome
         from neuronctl.ops.install.plan_policy import confirm_removals, make_plan
         from neuronctl.ops.install.preflight import check_engine
