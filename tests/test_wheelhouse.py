@@ -64,6 +64,25 @@ def test_download_fetches_every_locked_file_verified_and_a_rerun_fetches_nothing
     assert doc["command"] == "download" and len(doc["files"]) == len(want)
 
 
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
+def test_downloaded_files_are_readable_as_the_umask_allows_not_private_temporaries(cli, uni, two_pythons,
+                                                                                  tmp_path, umask, mode):
+    """A wheelhouse on shared storage is read by other users and hosts: its files get the mode
+    any new file gets under the umask, not the 0600 of the staged download."""
+    import os
+    import stat
+
+    house = tmp_path / "house"
+    old = os.umask(umask)
+    try:
+        r = cli("download", "--lock", str(two_pythons), "-d", str(house))
+    finally:
+        os.umask(old)
+    assert r.code == 0, r.err
+    modes = {stat.S_IMODE((house / name).stat().st_mode) for name in final_files(house)}
+    assert modes == {mode}
+
+
 def test_download_for_one_python_takes_only_its_files(cli, uni, two_pythons, tmp_path):
     house = tmp_path / "house"
     r = cli("download", "--lock", str(two_pythons), "-d", str(house), "--python", "3.13")

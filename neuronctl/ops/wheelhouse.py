@@ -199,9 +199,10 @@ def download(request: DownloadRequest, reporter: Reporter) -> DownloadOutcome:
                       credentials=routing.credentials())
     reporter.emit(Event("info", f"{len(files)} files for {dest}"))
     abandon = threading.Event()
+    mode = shared_file_mode()
 
     def one(file: LockedFile) -> FileOutcome:
-        return _fetch_one(file, dest, fetcher, reporter, abandon)
+        return _fetch_one(file, dest, fetcher, reporter, abandon, mode)
 
     pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="neuronctl-wheelhouse")
     try:
@@ -226,8 +227,22 @@ def _prepare(dest: Path) -> Path:
     return dest.resolve()
 
 
+def shared_file_mode() -> int:
+    """The mode a new file gets under this process's umask (0o644 under the usual 022): a
+    wheelhouse is read by other users and hosts, while a staged download is made 0600 like any
+    temporary file. The umask is read from /proc where it can be, not set and reset, which would
+    briefly change it for every thread."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            umask = next(int(line.split()[1], 8) for line in status if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        umask = os.umask(0o022)
+        os.umask(umask)
+    return 0o666 & ~umask
+
+
 def _fetch_one(file: LockedFile, dest: Path, fetcher: Any, reporter: Reporter,
-               abandon: threading.Event) -> FileOutcome:
+               abandon: threading.Event, mode: int) -> FileOutcome:
     from neuronctl.resolvers.download import download_verified
 
     final = contained(dest, file.filename)
@@ -244,6 +259,7 @@ def _fetch_one(file: LockedFile, dest: Path, fetcher: Any, reporter: Reporter,
                                   sha256=file.sha256, size=file.size, progress=progress,
                                   stop=abandon.is_set)
     try:
+        os.chmod(staged, mode)
         os.replace(staged, final)
     except OSError as exc:
         raise FaultError(f"cannot write {final}: {exc.strerror or exc}") from None
