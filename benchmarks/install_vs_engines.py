@@ -11,7 +11,9 @@ caches, with no network beyond loopback (issue 14's targets).
   --require-hashes --no-cache-dir -r requirements.txt`.
 - wheelhouse: `neuronctl download` fills a directory (timed on its own), then a new venv from it
   with `neuronctl install --find-links DIR --offline` against `uv venv` + `uv pip install
-  --no-index --no-deps` of the same directory's files.
+  --no-index --no-deps --require-hashes --find-links DIR -r` the lock's pins with their hashes
+  (the same check of every byte neuronctl has the engine make), and, for reference, against the
+  same directory's files installed with no hash check at all.
 
 Every wheel byte the servers send during each timed install is counted: one pass means each
 wheel's bytes once (bytes served / the lock's wheel bytes = x1.00).
@@ -46,6 +48,7 @@ Case = tuple[list[list[str]], list[list[str]], bool]
 
 def cases(neuronctl: str, py312: str, uv: str, lock: Path, reqs: Path, bundled: str,
           work: Path) -> dict[str, Case]:
+    hashed = _hashed_requirements(lock, work / "wheelhouse-requirements.txt")
     def v(name: str) -> str:
         return str(work / name)
 
@@ -76,7 +79,14 @@ def cases(neuronctl: str, py312: str, uv: str, lock: Path, reqs: Path, bundled: 
                                          "--find-links", bundled, "--offline", "--no-python-downloads",
                                          v("g")],
                                         [uv, "pip", "install", "--no-index", "--no-deps", "--offline",
-                                         "--python", v("g"), "@WHEELHOUSE@"]], True),
+                                         "--require-hashes", "--find-links", house, "--python", v("g"),
+                                         "-r", str(hashed)]], True),
+        "wheelhouse: raw uv, no hash check": ([fill], [[uv, "venv", "--python", py312, "--seed", "--no-index",
+                                                        "--find-links", bundled, "--offline",
+                                                        "--no-python-downloads", v("i")],
+                                                       [uv, "pip", "install", "--no-index", "--no-deps",
+                                                        "--offline", "--python", v("i"), "@WHEELHOUSE@"]],
+                                              True),
         "wheelhouse: neuronctl (uv)": ([fill], [[*nc, "--find-links", house, "--offline", "--venv", v("h"),
                                                  "--venv-python", py312, "--backend", "uv"]], True),
     }
@@ -153,6 +163,19 @@ def _expand_wheelhouse(argv: list[str], house: Path) -> list[str]:
     return [*argv[:i], *sorted(str(w) for w in house.glob("*.whl")), *argv[i + 1:]]
 
 
+def _hashed_requirements(lock: Path, out: Path) -> Path:
+    """`name==version --hash=sha256:...` for each locked package (every wheel's hash): what a raw
+    uv install from a directory needs to check the files as neuronctl has the engine check them."""
+    import tomllib
+
+    doc = tomllib.loads(lock.read_text())
+    lines = [" ".join([f"{p['name']}=={p['version']}",
+                       *(f"--hash=sha256:{w['hashes']['sha256']}" for w in p.get("wheels", ()))])
+             for p in doc["packages"]]
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
 def _lock_bytes(lock: Path) -> int:
     import tomllib
 
@@ -184,12 +207,13 @@ def _report(args: argparse.Namespace, times: dict[str, list[float]], served: dic
           f"{args.runs} runs, medians; bytes = wheel bytes served / the lock's wheel bytes")
     for name, seconds in med.items():
         print(f"{name:<44}{seconds:>8.3f} s   bytes x{max(served[name]):.4f}")
-    for scenario, engine, target in (("new venv", "uv", 1.15), ("existing venv", "uv", 1.15),
-                                     ("new venv", "pip", None), ("wheelhouse", "uv", None)):
-        raw, ours = f"{scenario}: raw {engine}", f"{scenario}: neuronctl ({engine})"
+    for scenario, engine, target, raw_kind in (
+            ("new venv", "uv", 1.15, ""), ("existing venv", "uv", 1.15, ""), ("new venv", "pip", None, ""),
+            ("wheelhouse", "uv", None, ""), ("wheelhouse", "uv", None, ", no hash check")):
+        raw, ours = f"{scenario}: raw {engine}{raw_kind}", f"{scenario}: neuronctl ({engine})"
         if raw in med and ours in med:
             goal = f"  (target <= {target})" if target else ""
-            print(f"ratio {ours} / raw {engine}: x{med[ours] / med[raw]:.2f}{goal}")
+            print(f"ratio {ours} / raw {engine}{raw_kind}: x{med[ours] / med[raw]:.2f}{goal}")
     for name in ("nothing to do: neuronctl (uv)", "nothing to do: neuronctl (uv) --no-check"):
         if name in med:
             print(f"{name}: {med[name]:.3f} s  (target <= 0.3 s)")
