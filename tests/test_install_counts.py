@@ -1,7 +1,7 @@
 """Each fact once per `neuronctl install`: the hardware is read once (and handed to the doctor
 afterwards), the lock read and validated once (and handed to the doctor's lock.drift), the
-manifest parsed once, and one Fetcher (one HTTP session) serves the resolution and the downloads.
-Counted by wrapping the functions that gather each, wherever they are bound."""
+manifest parsed once, and one Fetcher (one HTTP session) serves the resolution and the downloads
+while an install from a lock makes none (the engine fetches every file itself). Counted by wrapping the functions that gather each, wherever they are bound."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def counts(monkeypatch) -> Counter[str]:
 def test_a_dry_run_from_a_lock_gathers_each_fact_once(cli, locked, tmp_path, counts):
     r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "v"), "--dry-run")
     assert r.code == 0, r.err
-    assert counts == {"hardware": 1, "lock": 1, "manifest": 1, "fetcher": 1}
+    assert counts == {"hardware": 1, "lock": 1, "manifest": 1}  # no Fetcher: nothing to resolve
 
 
 def test_an_install_from_a_lock_hands_its_facts_to_the_doctor(cli, locked, tmp_path, counts):
@@ -69,7 +69,7 @@ def test_an_install_from_a_lock_hands_its_facts_to_the_doctor(cli, locked, tmp_p
     assert r.code == 0, r.err + r.out
     assert "lock.drift" in r.out and "hardware.chip" in r.out  # the doctor ran both on what it was given
     assert installed(tmp_path / "v" / "bin" / "python")["torch-neuronx"] == "2.14.3.0"
-    assert counts == {"hardware": 1, "lock": 1, "manifest": 1, "fetcher": 1}
+    assert counts == {"hardware": 1, "lock": 1, "manifest": 1}  # no Fetcher: nothing to resolve
 
 
 def test_a_fresh_resolution_and_its_downloads_share_one_fetcher(cli, uni, tmp_path, counts):

@@ -20,7 +20,6 @@ from neuronctl.ops.install.source import InstallSource, from_lock, from_resoluti
 from neuronctl.ops.reporter import Event, Reporter
 from neuronctl.probes.hardware import HardwareReport
 from neuronctl.probes.pyenv import PythonEnv
-from neuronctl.resolvers.http_fetch import Fetcher, cached_fetcher
 from neuronctl.resolvers.targets import Target, target_for_interpreter
 from neuronctl.routing import IndexRouting
 
@@ -29,13 +28,15 @@ if TYPE_CHECKING:
 
     from neuronctl.ops.lock.request import StackRequest
     from neuronctl.ops.lock.resolve import Resolved
+    from neuronctl.resolvers.http_fetch import Fetcher
 
 
 @dataclass(frozen=True)
 class Sourced:
     source: InstallSource
     routing: IndexRouting
-    fetcher: Fetcher
+    fetcher: Fetcher | None
+    """The resolution's Fetcher (None for a lock: the engine fetches every file itself)."""
     cache_root: Path
     resolved: Resolved | None = None
     """The fresh resolution (None for a lock), with the request it answered."""
@@ -68,6 +69,9 @@ class Sourced:
 
 
 def _fetcher(request: InstallRequest, routing: IndexRouting) -> tuple[Fetcher, Path]:
+    # Only a resolution fetches (index pages, metadata): a lock install never loads the HTTP stack.
+    from neuronctl.resolvers.http_fetch import cached_fetcher
+
     return cached_fetcher(offline=request.offline, timeout=request.timeout,
                           credentials=routing.credentials())
 
@@ -101,6 +105,7 @@ def source_for(request: InstallRequest, env: PythonEnv, hardware: HardwareReport
 def _from_lock(request: InstallRequest, path: Path, pylock: Pylock, env: PythonEnv, target: Target,
                manifest: Manifest, hardware: HardwareReport, reporter: Reporter,
                fallback: bool) -> Sourced:
+    from neuronctl.cache_dir import user_cache_dir
     from neuronctl.ops.index_routing import build_routing
 
     source = from_lock(path, pylock, env, target, manifest,
@@ -115,8 +120,7 @@ def _from_lock(request: InstallRequest, path: Path, pylock: Pylock, env: PythonE
         source = from_wheelhouse(source, request.find_links, offline=request.offline,
                                  reporter=reporter)
     routing = build_routing(request.config, request.indexes, request.routes, recorded=source.indexes)
-    fetcher, cache_root = _fetcher(request, routing)
-    return Sourced(source, routing, fetcher, cache_root)
+    return Sourced(source, routing, None, user_cache_dir())
 
 
 def _resolved(request: InstallRequest, target: Target, manifest: Manifest,
