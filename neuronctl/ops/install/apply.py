@@ -9,16 +9,18 @@ import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from neuronctl.backend.engine import Engine
 from neuronctl.backend.external_tool import run_engine
 from neuronctl.backend.plan import Plan
-from neuronctl.backend.snapshot import Snapshot
 from neuronctl.errors import FaultError, Interrupted
 from neuronctl.ops.install.requirements import EngineFile, written
 from neuronctl.ops.install.target import InstallTarget
 from neuronctl.routing import Origin
+
+if TYPE_CHECKING:  # only an existing environment's apply takes a snapshot (the caller's `watch`)
+    from neuronctl.backend.snapshot import Snapshot
 
 Runner = Callable[[Sequence[str]], Any]
 

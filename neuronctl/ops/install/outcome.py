@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from neuronctl.backend.engine import Choice
-from neuronctl.backend.plan import Plan
-from neuronctl.ops.doctor.report import DoctorReport
-from neuronctl.ops.install.source import InstallSource
-from neuronctl.ops.install.target import InstallTarget
-from neuronctl.ops.lock_choice import LockChoice
+if TYPE_CHECKING:  # only its fields' types: an install with --no-check never loads the doctor
+    from neuronctl.backend.engine import Choice
+    from neuronctl.backend.plan import Plan
+    from neuronctl.ops.doctor.report import DoctorReport
+    from neuronctl.ops.install.source import InstallSource
+    from neuronctl.ops.install.target import InstallTarget
+    from neuronctl.ops.lock_choice import LockChoice
 
 
 @dataclass(frozen=True)
