@@ -26,8 +26,8 @@ from neuronctl.chips import (
     get_chip,
 )
 from neuronctl.probes.dpkg import installed_system_packages
+from neuronctl.probes.neuron_ls import NEURON_LS_FORMS, parse_neuron_ls_json
 from neuronctl.probes.sysroot import SysRoot
-from neuronctl.probes.system_packages import NEURON_LS_FORMS, parse_neuron_ls_json
 from neuronctl.probes.tools import (
     SYSROOT_TOOLS_REFUSED,
     Runner,

@@ -1,9 +1,8 @@
 """The Neuron system packages (dpkg, rpm) and the runtime libraries the loader can find, read
-under a SysRoot; and neuron-ls's JSON in both of its forms."""
+under a SysRoot; and neuron-ls run in both of its JSON forms (neuron_ls.py parses them)."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from neuronctl.probes.dpkg import STATUS_FILE, parse_dpkg_status
+from neuronctl.probes.neuron_ls import NEURON_LS_FORMS, parse_neuron_ls_json
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.system_facts import read_bounded
 from neuronctl.probes.tools import Runner, run_tool
@@ -140,32 +140,6 @@ def find_runtime_libraries(root: SysRoot, environ: Mapping[str, str]) -> list[Ru
 
 
 # ---------------------------------------------------------------------------------- neuron-ls
-
-NEURON_LS_FORMS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    # Neuron 2.34 retires --json-output for --output-format json: try the new form first.
-    ("output-format", ("--output-format", "json")),
-    ("json-output", ("--json-output",)),
-)
-
-
-def parse_neuron_ls_json(stdout: str) -> list[dict[str, Any]] | None:
-    """The device list from either JSON form: the old top-level list of device objects, or an
-    object holding that list (the new form's wrapper key is not fixed here; the one value that is
-    a list of objects with `neuron_device` is taken)."""
-    try:
-        data = json.loads(stdout)
-    except (json.JSONDecodeError, RecursionError):
-        return None
-    if isinstance(data, dict):
-        lists = [v for v in data.values()
-                 if isinstance(v, list) and all(isinstance(d, dict) for d in v)]
-        devices = [v for v in lists if any("neuron_device" in d for d in v)]
-        data = devices[0] if len(devices) == 1 else lists[0] if not devices and len(lists) == 1 \
-            else None
-    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
-        return None
-    return data
-
 
 @dataclass(frozen=True)
 class NeuronLs:
