@@ -10,6 +10,8 @@ from doctor_facts import NO_HARDWARE, facts, legacy, machine, probe, python_env
 from packaging.pylock import Pylock
 
 import neuronctl.ops.doctor.facts as facts_module
+import neuronctl.ops.smoke
+import neuronctl.probes.device
 import neuronctl.resolvers.pylock
 from neuronctl.ops.doctor.checks import CHECK_IDS
 from neuronctl.ops.doctor.checks_hardware import (
@@ -42,9 +44,11 @@ def nothing_is_probed(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("a check over given facts gathered one itself")
 
-    for name in ("inspect_python", "detect_hardware", "detect_legacy", "run_device_probe",
-                 "run_smoke"):
+    for name in ("inspect_python", "detect_hardware", "detect_legacy"):
         monkeypatch.setattr(facts_module, name, refuse)
+    # Facts imports these where the probe or the model run is first gathered: patched at home.
+    monkeypatch.setattr(neuronctl.probes.device, "run_device_probe", refuse)
+    monkeypatch.setattr(neuronctl.ops.smoke, "run_smoke", refuse)
     monkeypatch.setattr(neuronctl.resolvers.pylock, "load_pylock", refuse)
 
 

@@ -3,10 +3,14 @@ checked against CPU, as `neuronctl smoke` runs it."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.fixes import neuronctl_command
 from neuronctl.ops.doctor.runner import Outcome
-from neuronctl.probes.smoke import SmokeReport
+
+if TYPE_CHECKING:  # only a level-3 doctor with a model gets a report (probes.smoke: statistics)
+    from neuronctl.probes.smoke import SmokeReport
 
 NO_MODEL = ('no model configured: set [tool.neuronctl] model = "pkg.mod:make" (a function '
             "returning (model, example_inputs)) to run yours here")

@@ -12,18 +12,19 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from packaging.version import Version
 
 from neuronctl.manifest import Manifest, Release
-from neuronctl.ops.reporter import NullReporter
-from neuronctl.ops.smoke import SmokeRequest, run_smoke
-from neuronctl.probes.device import ProbeReport, run_device_probe
 from neuronctl.probes.hardware import HardwareReport, detect_hardware
 from neuronctl.probes.legacy import LegacyReport, detect_legacy
 from neuronctl.probes.pyenv import PythonEnv, inspect_python
-from neuronctl.probes.smoke import SmokeReport
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.torch_neuronx import classify
 
 if TYPE_CHECKING:
+    # The device probe (level 2) and the model run (level 3) load their modules when first
+    # gathered: a level-1 doctor, the one after every install, never needs them.
     from packaging.pylock import Pylock
+
+    from neuronctl.probes.device import ProbeReport
+    from neuronctl.probes.smoke import SmokeReport
 
 T = TypeVar("T")
 
@@ -121,12 +122,17 @@ class Facts:
 
     @property
     def probe(self) -> ProbeReport:
+        from neuronctl.probes.device import run_device_probe
+
         return self._once("probe", lambda: run_device_probe(
             self.python, self.device, self.long_timeout, self.compile_tier, self.environ))
 
     @property
     def smoke(self) -> SmokeReport:
         """The user's model run on the device (level 3), once."""
+        from neuronctl.ops.reporter import NullReporter
+        from neuronctl.ops.smoke import SmokeRequest, run_smoke
+
         model = self.model
         if model is None:
             raise ValueError("no model configured")

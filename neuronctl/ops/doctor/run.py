@@ -157,10 +157,10 @@ class DoctorRequest:
 
 
 def _model(request: DoctorRequest, ids: list[str]) -> ModelRun | None:
-    from neuronctl.ops.smoke import check_model_spec
-
     if request.model is None or "model.smoke" not in ids:
         return None
+    from neuronctl.ops.smoke import check_model_spec  # the smoke modules: only for a model run
+
     return ModelRun(check_model_spec(request.model, request.model_origin), request.model_origin,
                     request.model_cwd)
 
@@ -168,12 +168,14 @@ def _model(request: DoctorRequest, ids: list[str]) -> ModelRun | None:
 def doctor(request: DoctorRequest, reporter: Reporter | None = None) -> DoctorReport:
     """Validate the request (bad input is exit 2 before any check runs), gather the facts the
     chosen checks need, each once, and run the checks within the level's time budget."""
-    from neuronctl.resolvers.pylock import load_pylock
-
     reporter = reporter or NullReporter()
     if request.level not in LEVELS:
         raise InputError(f"level must be 1, 2 or 3, got {request.level}")
-    pylock = load_pylock(request.lock) if request.lock is not None else None
+    pylock = None
+    if request.lock is not None:  # the lock reader (packaging.pylock): only with --lock
+        from neuronctl.resolvers.pylock import load_pylock
+
+        pylock = load_pylock(request.lock)
     if request.release:
         request.manifest.get(request.release)
     if request.device not in DEVICES:
