@@ -30,7 +30,6 @@ from neuronctl.ops.doctor import run as doctor_run
 from neuronctl.ops.doctor.levels import DEFAULT_LEVEL, LEVELS, choose_level
 from neuronctl.ops.doctor.report import DoctorReport
 from neuronctl.ops.doctor.run import SELECTORS_HELP, DoctorRequest
-from neuronctl.ops.slurm_node import apply_slurm_drain, this_node
 
 FORMATS = ("text", "json", "junit", "github", "prometheus")
 
@@ -108,6 +107,8 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
 def _slurm_drain(report: DoctorReport) -> dict[str, str]:
     """What --slurm-drain did to this node; a Slurm that cannot be reached is reported (and
     fails the run), never taken for a healthy node."""
+    from neuronctl.ops.slurm_node import apply_slurm_drain, this_node  # only --slurm-drain
+
     try:
         outcome = apply_slurm_drain(report.failed_ids(), report.failed, None)
     except NeuronctlError as exc:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from typing import Any
 
 from neuronctl._version import __version__
@@ -32,6 +31,8 @@ def render_plain(report: DoctorReport) -> str:
 
 
 def render_junit(report: DoctorReport) -> str:
+    import xml.etree.ElementTree as ET  # only --format junit writes XML
+
     s = report.summary()
     suites = ET.Element("testsuites", name="neuronctl doctor", tests=str(s["total"]),
                         failures=str(s["failed"] + (s["warnings"] if report.strict else 0)),

@@ -3,7 +3,6 @@ installed that the lock does not list (a CUDA torch's nvidia-* left behind), wit
 
 from __future__ import annotations
 
-import csv
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -79,6 +78,8 @@ def record_size(info: Path) -> int | None:
     """Bytes a distribution takes: its RECORD's sizes, or the size of each listed file where the
     RECORD gives none (files outside the site directory are not looked at); None if the RECORD
     is unreadable, too big, not a regular file or not CSV (a bad RECORD never fails the check)."""
+    import csv  # only a package the lock does not list is sized; a clean environment has none
+
     data = read_regular_bytes(info / "RECORD", RECORD_CAP + 1)
     if data is None or len(data) > RECORD_CAP:
         return None
