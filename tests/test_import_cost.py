@@ -1,0 +1,95 @@
+"""Import cost of the common paths: an install from a lock (nothing to do, or a plain install)
+and the doctor after it load only what they use. On a small host each module the path imports
+and never calls costs its import time on every run (issue 14: an install with nothing to do in
+0.3 s), so the modules only a rarer path needs are imported where that path starts. Each test
+imports a path's modules in a fresh interpreter and names what came back at top level."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+
+def _loaded(modules: list[str], watched: list[str], cwd: Path, then: str = "") -> list[str]:
+    """Which of `watched` a fresh interpreter has loaded after importing `modules` and running
+    the code `then`."""
+    code = (f"import importlib, json, sys\n"
+            f"for m in {modules!r}: importlib.import_module(m)\n"
+            f"{then}\n"
+            f"print(json.dumps([w for w in {watched!r} if w in sys.modules]))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    loaded: list[str] = json.loads(done.stdout)
+    return loaded
+
+
+INSTALL_PATH = [
+    "neuronctl.cli.main", "neuronctl.cli.cmd_install", "neuronctl.cli.install_report",
+    "neuronctl.ops.install.run", "neuronctl.ops.install.sourcing", "neuronctl.ops.install.source",
+    "neuronctl.ops.install.apply", "neuronctl.ops.install.outcome",
+    "neuronctl.ops.install.preflight", "neuronctl.ops.install.plan_policy",
+    "neuronctl.ops.install.request", "neuronctl.ops.install.target",
+    "neuronctl.ops.install.lock_pick", "neuronctl.ops.install.requirements",
+    "neuronctl.probes.hardware",
+]
+
+DOCTOR_PATH = [
+    "neuronctl.cli.main", "neuronctl.cli.cmd_doctor", "neuronctl.cli.doctor_report",
+    "neuronctl.ops.doctor.run", "neuronctl.ops.doctor.facts", "neuronctl.ops.doctor.checks",
+]
+
+# Only a fresh resolution fetches (the engine fetches a lock's files): the HTTP stack.
+RESOLUTION_ONLY = ["neuronctl.resolvers.http_fetch", "neuronctl.resolvers.http_body",
+                   "neuronctl.resolvers.http_deadline", "socket"]
+# Only the device probe (doctor level 2) and a model run (level 3): statistics, fractions.
+PROBE_AND_SMOKE_ONLY = ["neuronctl.probes.device", "neuronctl.probes.smoke", "neuronctl.ops.smoke",
+                        "statistics"]
+
+
+def test_an_install_from_a_lock_loads_no_resolution_snapshot_doctor_or_system_readers(tmp_path):
+    """What `install --lock L --no-check` with nothing to do never calls: the HTTP stack, the
+    file snapshot (an existing environment's apply), the doctor, the system-package readers
+    (hardware detection reads neuron-ls through probes.neuron_ls), the probe and smoke modules."""
+    watched = [*RESOLUTION_ONLY, *PROBE_AND_SMOKE_ONLY, "neuronctl.backend.snapshot", "csv",
+               "neuronctl.ops.doctor.report", "neuronctl.ops.doctor.runner",
+               "neuronctl.probes.system_packages", "neuronctl.probes.system_facts"]
+    assert _loaded(INSTALL_PATH, watched, tmp_path) == []
+
+
+def test_the_doctor_and_an_install_with_its_check_load_no_probe_smoke_junit_or_lock_reader(tmp_path):
+    """What a level-1 doctor (the one after every install) never calls: the device probe and the
+    model run, the JUnit renderer (xml), the RECORD reader (csv, only for a package the lock does
+    not list), Slurm (--slurm-drain), and without --lock the lock reader."""
+    watched = [*RESOLUTION_ONLY, *PROBE_AND_SMOKE_ONLY, "xml.etree.ElementTree", "csv",
+               "neuronctl.ops.slurm_node", "neuronctl.resolvers.pylock", "packaging.pylock"]
+    assert _loaded(DOCTOR_PATH, watched, tmp_path) == []
+    watched.remove("neuronctl.resolvers.pylock")  # an install reads its lock: loaded there
+    watched.remove("packaging.pylock")
+    assert _loaded([*INSTALL_PATH, *DOCTOR_PATH], watched, tmp_path) == []
+
+
+def test_a_doctor_run_without_lock_or_model_loads_neither_reader(tmp_path):
+    """The doctor operation itself, run on this interpreter: the lock reader only with --lock,
+    the smoke modules only with a configured model at level 3."""
+    run = ("from pathlib import Path\n"
+           "from neuronctl.manifest import load_bundled_manifest\n"
+           "from neuronctl.ops.doctor.run import DoctorRequest, doctor\n"
+           "request = DoctorRequest(manifest=load_bundled_manifest(), python=sys.executable,\n"
+           f"                        only=('python',), sysroot=Path({str(tmp_path)!r}))\n"
+           "assert [c.id for c in doctor(request).checks] == ['python.version']\n")
+    watched = [*PROBE_AND_SMOKE_ONLY, "neuronctl.resolvers.pylock", "packaging.pylock"]
+    assert _loaded(DOCTOR_PATH, watched, tmp_path, run) == []
+
+
+def test_every_watched_name_is_a_module_that_loads(tmp_path):
+    """The checks above are not vacuous: each name they watch is a real module (a misspelt one
+    would never be in sys.modules and pass any check)."""
+    watched = sorted({*RESOLUTION_ONLY, *PROBE_AND_SMOKE_ONLY, "neuronctl.backend.snapshot", "csv",
+                      "neuronctl.ops.doctor.report", "neuronctl.ops.doctor.runner",
+                      "neuronctl.probes.system_packages", "neuronctl.probes.system_facts",
+                      "xml.etree.ElementTree", "neuronctl.ops.slurm_node",
+                      "neuronctl.resolvers.pylock", "packaging.pylock"})
+    assert _loaded(watched, watched, tmp_path) == watched
