@@ -5,8 +5,9 @@ prometheus` died with an internal error when installed as a wheel)."""
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 
