@@ -127,12 +127,12 @@ def main() -> None:
                 caches = {"NEURONCTL_CACHE_DIR": str(work / "nc-shared"),
                           "UV_CACHE_DIR": str(work / "uv-shared")}
                 run_cases = cases(neuronctl, py312, uv, lock, reqs, bundled, work)
-                for name, (setup, steps, fresh) in run_cases.items():
+                for index, (name, (setup, steps, fresh)) in enumerate(run_cases.items()):
                     if args.only not in name:
                         continue
-                    if fresh:
-                        caches = {"NEURONCTL_CACHE_DIR": str(work / f"nc-{len(times)}-{name[:3]}"),
-                                  "UV_CACHE_DIR": str(work / f"uv-{len(times)}-{name[:3]}")}
+                    if fresh:  # each case its own empty caches ("nothing to do" keeps the last one's)
+                        caches = {"NEURONCTL_CACHE_DIR": str(work / f"nc-{index}"),
+                                  "UV_CACHE_DIR": str(work / f"uv-{index}")}
                     case_env = {**env, **caches}
                     for argv in setup:
                         subprocess.run(argv, env=case_env, capture_output=True, check=True)
