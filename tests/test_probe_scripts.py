@@ -153,3 +153,17 @@ def test_wheel_tags_neuronctl_derives_are_the_interpreters_own(minor):
     derived = [str(t) for t in env_tags(spared, target)]
     assert [t for t in derived if t in set(asked.tags)] == list(asked.tags)
     assert set(derived) - set(asked.tags) <= {f"cp{minor.replace('.', '')}-none-any"}
+
+
+@pytest.mark.parametrize("record", [
+    "torch_neuronx/__init__.py,sha256=abc,12\ntorch_neuronx/xla_impl/a.py,,\n\n",
+    'torch_neuronx/__init__.py,sha256=abc,12\n"odd,name.py",sha256=x,1\n"q""uote.py",,\n',
+    "",
+    "only-path\r\nsecond,h,1\r\n",
+])
+def test_record_paths_are_the_first_csv_column(record):
+    import csv
+    import runpy
+
+    script = runpy.run_path(str(REPO / "probes" / "scripts" / "inspect_env.py"))
+    assert script["record_paths"](record) == [row[0] for row in csv.reader(record.splitlines()) if row]
