@@ -276,6 +276,8 @@ class Inspection:
         run = self._script.collect(self.timeout, INSPECTION_CAP)
         lines = run.channel.split(b"\n")
         said_hello = _json_line(lines[0]) == HELLO
+        if not said_hello and run.timed_out:  # a Python says hello first thing: this is none
+            raise _not_python(exe, f"no answer in {self.timeout:g}s")
         if run.timed_out:
             raise FaultError(f"{exe}: inspecting the environment timed out after {self.timeout:g}s")
         if not said_hello:

@@ -67,3 +67,21 @@ def test_install_prints_the_brief_doctor_and_minus_v_the_table(cli, tmp_path):
     assert brief.code == table.code, (brief.out, brief.err, sys.version)
     assert "doctor on " in brief.out and "┃ status" not in brief.out and "lock.drift" in brief.out
     assert "status" in table.out and "doctor on " not in table.out and "lock.drift" in table.out
+
+
+def test_nothing_to_do_for_a_new_venv_is_not_judged_on_its_base_python(cli, tmp_path):
+    """A new venv's inspection is of its base interpreter: with nothing to install (the venv is
+    never made) the doctor must not pass the base Python's facts off as the venv's."""
+    from wheels import find_python
+
+    lock = tmp_path / "pylock.toml"
+    lock.write_text('lock-version = "1.0"\ncreated-by = "test"\nrequires-python = ">=3.8"\n'
+                    'packages = []\n')
+    venv = tmp_path / "nv"
+    base = find_python("3.12")
+    r = cli("install", "--lock", str(lock), "--venv", str(venv), "--venv-python", base,
+            "--backend", "uv", "--offline")
+    assert not (venv / "bin" / "python").exists()
+    assert r.code == 1, (r.out, r.err)
+    assert "FAIL  python.version: " in r.out and "no such interpreter" in r.out
+    assert not [line for line in r.out.splitlines() if line.startswith("  PASS") and "python.version" in line]

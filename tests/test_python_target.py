@@ -4,6 +4,7 @@ target interpreter prints or leaves running cannot fake, stretch or break the in
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -160,3 +161,29 @@ def test_a_malformed_inspection_is_refused_field_by_field(path, value, reason):
         parse_inspection(_with(path, value))
     with pytest.raises(MalformedInspection, match="inspection: not a JSON object"):
         parse_inspection([GOOD])
+
+
+def test_a_program_that_never_answers_is_bad_input_for_install_within_the_timeout(cli, tmp_path):
+    """Install asks the target nothing before its inspection: one that never says hello within
+    --timeout is not a Python (exit 2, as the separate check said), and its process is gone."""
+    script = tmp_path / "python"
+    script.write_text("#!/bin/sh\nexec sleep 987.654\n")
+    script.chmod(0o755)
+    start = time.monotonic()
+    r = cli("install", "--offline", "--python", str(script), "--timeout", "2")
+    assert r.code == 2, (r.out, r.err)
+    assert f"--python {script}: not a Python 3 interpreter (no answer in 2s)" in r.err
+    assert time.monotonic() - start < 10
+    left = subprocess.run(["pgrep", "-f", "sleep 987.654"], check=False, capture_output=True,
+                          text=True).stdout
+    assert not left.strip()
+
+
+def test_a_policy_overridden_python_is_asked_for_its_own_tags(tmp_path):
+    """Tags are derived only where neuronctl's derivation is exact: a distro _manylinux policy
+    module on the path makes the target answer for itself (with its pip's packaging)."""
+    venv = make_venv(tmp_path / "venv", with_pip=True)
+    assert Inspection(str(venv), tags="unless-derivable").result().tags == ()
+    (site_packages(tmp_path / "venv") / "_manylinux.py").write_text("manylinux1_compatible = False\n")
+    asked = Inspection(str(venv), tags="unless-derivable").result()
+    assert asked.tags and asked.tags[0].startswith("cp3")

@@ -89,6 +89,13 @@ def interpreter() -> "Dict[str, Any]":
 UNLESS_DERIVABLE = "unless-derivable"
 
 
+def listed(folder: str) -> "List[str]":
+    try:
+        return os.listdir(folder or ".")
+    except OSError:
+        return []
+
+
 def tags_derivable() -> bool:
     """Whether neuronctl derives this interpreter's wheel tags exactly from its version, glibc
     and machine (resolvers/targets.py; tested against packaging's sys_tags on every CPython
@@ -98,7 +105,11 @@ def tags_derivable() -> bool:
         glibc = (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc ")
     except (AttributeError, ValueError, OSError):
         glibc = False
-    return glibc and sys.implementation.name == "cpython" and getattr(sys, "abiflags", None) == ""
+    # A 32-bit Python on a 64-bit kernel (uname says x86_64, its wheels are i686) and a distro's
+    # _manylinux policy module are packaging's to answer.
+    overridden = any(name.startswith("_manylinux") for entry in sys.path for name in listed(entry))
+    return (glibc and sys.implementation.name == "cpython" and getattr(sys, "abiflags", None) == ""
+            and sys.maxsize > 2**32 and not overridden)
 
 
 def wheel_tags() -> "Optional[List[str]]":

@@ -143,7 +143,9 @@ class _Install:
         if plan.empty:
             self.reporter.emit(Event("info", f"{target.describe()}: already matches "
                                              f"{sourced.source.describe}; nothing to do"))
-            return outcome(False, self._doctor(target, sourced.source, unchanged=env))
+            # A new venv's inspection was of its base Python, and nothing made the venv.
+            return outcome(False, self._doctor(target, sourced.source,
+                                               unchanged=None if target.new_venv else env))
         confirm_removals(plan, r.yes, self.confirm)
         self._apply(plan, target, choice, env, sourced, files)
         wrote = sourced.write_lock(r.write_lock)
