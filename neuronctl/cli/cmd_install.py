@@ -63,7 +63,10 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
     Ctrl-C or SIGTERM before then leaves it as it was; a new venv is removed). On a terminal its
     own progress is shown. With --lock pylock.toml the lock for this host is installed: the
     Neuron lock where there are Neuron devices, pylock.cuda.toml beside it where there is an
-    NVIDIA GPU instead (--device overrides); the choice and why are printed."""
+    NVIDIA GPU instead (--device overrides); the choice and why are printed. With --find-links
+    DIR (a wheelhouse from neuronctl download) the engine reads the lock's files from DIR,
+    checking each against its sha256. Then the doctor checks the target and prints in brief
+    (-v: its full table; --no-check skips it)."""
     from neuronctl.ops.install.request import InstallRequest
     from neuronctl.ops.install.run import install as install_stack
 
