@@ -488,3 +488,34 @@ def test_concurrent_installs_into_one_environment_take_turns(uni, locked, tmp_pa
     assert second.returncode == 0, err2.text()
     assert "already matches" in out2.text() and not out2.said("applied")
     assert installed(venv / "bin" / "python")["torch-neuronx"] == "2.14.3.0"
+
+
+@pytest.mark.parametrize("backend", ["uv", "pip"])
+def test_a_new_venv_made_while_planning_goes_again_when_the_install_stops_before_the_engine(
+        cli, uni, locked, tmp_path, backend):
+    """The venv is made while the install is planned; bad input found after that (a lock for
+    another Python; --offline with the pip engine and remote files) leaves no venv behind, and
+    a directory that was there empty is empty again."""
+    venv = tmp_path / "new"
+    r = cli("install", "--lock", str(locked), "--venv", str(venv), "--venv-python", find_python("3.11"),
+            "--backend", backend)
+    assert r.code == 2 and "requires-python >=3.12" in r.err, r.err
+    _settle_venv_makers()
+    assert not venv.exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    r = cli("install", "--lock", str(locked), "--venv", str(kept), "--venv-python", find_python("3.12"),
+            "--backend", "pip", "--offline")
+    assert r.code == 2 and "--offline" in r.err, r.err
+    _settle_venv_makers()
+    assert kept.is_dir() and not any(kept.iterdir())
+
+
+def _settle_venv_makers() -> None:
+    """Wait out any venv creation still running in this process, so a venv it would leave
+    behind is there to be seen (the CLI process would exit while its engine went on)."""
+    import threading
+
+    for thread in threading.enumerate():
+        if thread.name == "neuronctl-venv":
+            thread.join(60)

@@ -6,6 +6,7 @@ an existing environment that fails is reported with what changed (see failure.py
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,17 +90,58 @@ def _drop_uv_lock(path: Path | None) -> None:
         pass
 
 
+class EarlyVenv:
+    """A new venv made while the install is still being planned (uv venv takes 40-100 ms that
+    would otherwise come after the plan): `ready()` before the engine installs into it,
+    `abandon()` where the install stops before that (the venv goes again: nothing changed)."""
+
+    def __init__(self, target: InstallTarget, engine: Engine, run: Runner = run_engine) -> None:
+        assert target.new_venv and target.venv is not None
+        self.target = target
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._make, name="neuronctl-venv", daemon=True,
+                                        args=(engine.create_venv(target.python, target.venv), run))
+        self._thread.start()
+
+    def _make(self, argv: list[str], run: Runner) -> None:
+        try:
+            run(argv)
+        except BaseException as exc:  # handed to ready(), in the thread that installs
+            self._error = exc
+
+    def ready(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+    def abandon(self) -> None:
+        try:
+            self._thread.join(ABANDON_WAIT_S)
+        finally:  # even when a second Ctrl-C cuts the wait short
+            _remove_new_venv(self.target)
+
+
+ABANDON_WAIT_S = 60.0
+"""How long an abandoned install waits for its venv's creation (milliseconds, normally) before
+removing what it made."""
+
+
 def apply(plan: Plan, target: InstallTarget, engine: Engine, files: Sequence[EngineFile],
           credentials: Mapping[Origin, tuple[str, str]], *, run: Runner = run_engine,
-          watch: Callable[[], Snapshot] | None = None, offline: bool = False) -> None:
-    """Create a new venv (at its final path) or list an existing environment's files (`watch`),
-    then let the engine fetch, verify and install `files` (pip rolls its own upgrades back if that
-    step fails), then remove. A new venv is removed again if anything fails."""
+          watch: Callable[[], Snapshot] | None = None, offline: bool = False,
+          early: EarlyVenv | None = None) -> None:
+    """Create a new venv (at its final path; `early`: wait for the one being made) or list an
+    existing environment's files (`watch`), then let the engine fetch, verify and install
+    `files` (pip rolls its own upgrades back if that step fails), then remove. A new venv is
+    removed again if anything fails."""
     try:
         if target.new_venv:
             assert target.venv is not None
             try:
-                run(engine.create_venv(target.python, target.venv))
+                if early is not None:
+                    early.ready()
+                else:
+                    run(engine.create_venv(target.python, target.venv))
             except FaultError as exc:
                 raise ApplyFailure("create venv", exc, _remove_new_venv(target)) from None
         # Without the before-state no failure could be reported truthfully: do not start.

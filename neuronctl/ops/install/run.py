@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from neuronctl.backend.plan import Plan
     from neuronctl.manifest import Manifest
     from neuronctl.ops.doctor.report import DoctorReport
+    from neuronctl.ops.install.apply import EarlyVenv
     from neuronctl.ops.install.lock_pick import PickedLock
     from neuronctl.ops.install.outcome import InstallOutcome
     from neuronctl.ops.install.plan_policy import Confirm
@@ -62,6 +63,8 @@ class _Install:
         self.confirm = confirm
         self.held = held
         self.sysroot = SysRoot.from_env(request.sysroot)
+        self.handed_over = False
+        """Whether the engine's apply has started (it removes a new venv on failure itself)."""
 
     @functools.cached_property
     def manifest(self) -> Manifest:
@@ -107,6 +110,21 @@ class _Install:
         # only the base interpreter's facts matter there, not what the base has installed.
         inspection = Inspection(target.python, timeout=r.timeout, packages=not target.new_venv,
                                 bundled_pip=seed, tags="unless-derivable")
+        early = None
+        if target.new_venv and not r.dry_run:  # made while the install is planned
+            from neuronctl.ops.install.apply import EarlyVenv
+
+            early = EarlyVenv(target, choice.engine)
+        try:
+            return self._install(choice, target, seed, inspection, early)
+        except BaseException:
+            if early is not None and not self.handed_over:  # stopped before the engine: undo it
+                early.abandon()
+            raise
+
+    def _install(self, choice: Choice, target: InstallTarget, seed: bool, inspection: Inspection,
+                 early: EarlyVenv | None) -> InstallOutcome:
+        r = self.request
         from neuronctl.ops.install.outcome import InstallOutcome
         from neuronctl.ops.install.plan_policy import confirm_removals, make_plan
         from neuronctl.ops.install.preflight import check_engine
@@ -143,11 +161,14 @@ class _Install:
         if plan.empty:
             self.reporter.emit(Event("info", f"{target.describe()}: already matches "
                                              f"{sourced.source.describe}; nothing to do"))
+            if early is not None:
+                early.abandon()  # nothing to install: no venv, as before
             # A new venv's inspection was of its base Python, and nothing made the venv.
             return outcome(False, self._doctor(target, sourced.source,
                                                unchanged=None if target.new_venv else env))
         confirm_removals(plan, r.yes, self.confirm)
-        self._apply(plan, target, choice, env, sourced, files)
+        self.handed_over = True  # from here a failure is apply's to clean up (and report)
+        self._apply(plan, target, choice, env, sourced, files, early)
         wrote = sourced.write_lock(r.write_lock)
         if wrote is not None:
             self.reporter.emit(Event("info", f"wrote {wrote}"))
@@ -222,7 +243,7 @@ class _Install:
                                   "install from a wheel directory (neuronctl download)")
 
     def _apply(self, plan: Plan, target: InstallTarget, choice: Choice, before: PythonEnv,
-               sourced: Sourced, files: list[EngineFile]) -> None:
+               sourced: Sourced, files: list[EngineFile], early: EarlyVenv | None) -> None:
         import functools as ft
 
         from neuronctl.backend.external_tool import run_engine
@@ -242,7 +263,7 @@ class _Install:
         try:
             apply(plan, target, choice.engine, files, sourced.routing.credentials(),
                   run=ft.partial(run_engine, show=show), offline=self.request.offline,
-                  watch=None if target.new_venv else watch)
+                  watch=None if target.new_venv else watch, early=early)
         except ApplyFailure as failure:
             raise failure_error(failure, target, before, sourced.routing.url_for,
                                 wheelhouse=self.request.find_links, files=files) from None
