@@ -32,7 +32,12 @@ def final_files(folder: Path) -> dict[str, str]:
 
 
 def staged_files(folder: Path) -> list[Path]:
-    return [p for p in (folder / STAGING).rglob("*") if p.is_file()]
+    """The staged files now; a running download prunes its per-hash folders as files land, so
+    a folder may vanish mid-walk (os.walk skips it where rglob raised)."""
+    import os
+
+    return [Path(root, name) for root, _, names in os.walk(folder / STAGING) for name in names
+            if Path(root, name).is_file()]
 
 
 def file_hits(uni) -> list[str]:
