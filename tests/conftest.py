@@ -92,3 +92,19 @@ def uni(wheels):
 
     with running(wheels) as u:
         yield u
+
+
+@pytest.fixture
+def locked(cli, uni) -> Path:
+    """The universe locked for Python 3.12, as ./pylock.toml (each test's own working folder)."""
+    r = cli("lock", *uni.index_flags(), "--python", "3.12")
+    assert r.code == 0, r.err
+    return Path("pylock.toml").resolve()
+
+
+@pytest.fixture(scope="module")
+def stack_wheels(tmp_path_factory: pytest.TempPathFactory):
+    """The native and legacy stacks' wheels (tests/stacks.py), built once per module."""
+    from stacks import wheel_set
+
+    return wheel_set(tmp_path_factory.mktemp("stack-wheels"))

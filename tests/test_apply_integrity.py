@@ -22,13 +22,6 @@ pytestmark = pytest.mark.slow
 MODULES = 200
 
 
-@pytest.fixture
-def locked(cli, uni):
-    r = cli("lock", *uni.index_flags(), "--python", "3.12")
-    assert r.code == 0, r.err
-    return Path("pylock.toml").resolve()
-
-
 def _lock_with_nki(uni, locked: Path, files: dict[str, str], tmp_path: Path) -> Path:
     """A copy of the lock whose nki wheel is this one, served by the neuron index."""
     wheel = build_wheel(tmp_path / "nki-wheel", "nki", "0.7.0", files=files)

@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import pytest
-from stacks import wheel_set
 from test_lock_interop import installed
 from universe import running
 from wheels import build_wheel, find_python, make_venv, pip_install, site_packages
@@ -20,18 +19,6 @@ from neuronctl.tomlfile import read_toml
 pytestmark = pytest.mark.slow
 ENGINES = ["pip", "uv"]
 LEGACY = ["torch-2.9", "tnx-legacy", "torch-xla", "libneuronxla", "cc-2.26"]
-
-
-@pytest.fixture(scope="module")
-def stack_wheels(tmp_path_factory):
-    return wheel_set(tmp_path_factory.mktemp("stack-wheels"))
-
-
-@pytest.fixture
-def locked(cli, uni):
-    r = cli("lock", *uni.index_flags(), "--python", "3.12")
-    assert r.code == 0, r.err
-    return Path("pylock.toml").resolve()
 
 
 def snapshot(venv: Path) -> dict[str, str]:

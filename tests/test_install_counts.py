@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from test_lock_interop import installed
@@ -18,13 +17,6 @@ import neuronctl.resolvers.pylock
 from neuronctl.resolvers.http_fetch import Fetcher
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def locked(cli, uni):
-    r = cli("lock", *uni.index_flags(), "--python", "3.12")
-    assert r.code == 0, r.err
-    return Path("pylock.toml").resolve()
 
 
 @pytest.fixture

@@ -4,10 +4,8 @@ to a reporter, a frozen outcome back; no click, nothing printed."""
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import pytest
-from stacks import wheel_set
 from test_install import LEGACY, snapshot
 from test_lock_interop import installed
 from wheels import find_python, make_venv, pip_install
@@ -22,18 +20,6 @@ from neuronctl.ops.install.run import install
 from neuronctl.ops.reporter import CollectingReporter
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def locked(cli, uni):
-    r = cli("lock", *uni.index_flags(), "--python", "3.12")
-    assert r.code == 0, r.err
-    return Path("pylock.toml").resolve()
-
-
-@pytest.fixture(scope="module")
-def stack_wheels(tmp_path_factory):
-    return wheel_set(tmp_path_factory.mktemp("stack-wheels"))
 
 
 def request(**fields) -> InstallRequest:

@@ -28,20 +28,6 @@ from neuronctl.cache_dir import user_cache_dir
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def stack_wheels(tmp_path_factory):
-    from stacks import wheel_set
-
-    return wheel_set(tmp_path_factory.mktemp("stack-wheels"))
-
-
-@pytest.fixture
-def locked(cli, uni):
-    r = cli("lock", *uni.index_flags(), "--python", "3.12")
-    assert r.code == 0, r.err
-    return Path("pylock.toml").resolve()
-
-
 def whole_gets(uni) -> list[str]:
     """The wheel files served whole (not a range of one), one entry per request."""
     return [path.rsplit("/", 1)[1] for method, path, ranged in uni.all_hits()

@@ -235,13 +235,6 @@ def flipped_inside(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
-@pytest.fixture(scope="module")
-def stack_wheels(tmp_path_factory):
-    from stacks import wheel_set
-
-    return wheel_set(tmp_path_factory.mktemp("stack-wheels"))
-
-
 @pytest.mark.parametrize("engine", ["pip", "uv"])
 def test_a_tampered_wheelhouse_file_is_named_and_no_environment_is_changed(cli, wheels, tmp_path,
                                                                            stack_wheels, engine):
