@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from neuronctl.redact import redact
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -70,6 +72,12 @@ _colour_allowed = [True]
 
 def allow_colour(allowed: bool) -> None:
     _colour_allowed[0] = allowed
+
+
+def terminal_text(text: str, limit: int | None = 300) -> str:
+    """Text that came from elsewhere (a check's message, a node's answer) as it may be printed:
+    control characters and escape sequences made spaces, credentials redacted, cut at `limit`."""
+    return redact("".join(ch if ch.isprintable() else " " for ch in text))[:limit]
 
 
 def paint(text: str, colour: str, *, err: bool = False) -> str:

@@ -6,14 +6,10 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from neuronctl.cli.app import terminal_text
 from neuronctl.ops.fleet.aggregate import FleetReport, NodeResult, failed_check_ids, fingerprint
-from neuronctl.redact import redact
 
 SHOWN_NAMES = 20  # a text line names at most this many nodes; JSON always names them all
-
-
-def _clean(text: str, limit: int = 300) -> str:
-    return redact("".join(ch if ch.isprintable() else " " for ch in text))[:limit]
 
 
 def _names(names: list[str]) -> str:
@@ -29,7 +25,7 @@ def _facts(fp: dict[str, str]) -> str:
 def node_status(report: FleetReport, result: NodeResult) -> tuple[str, str]:
     """(pass|drift|fail|no-answer, one line saying why)."""
     if result.document is None:
-        return "no-answer", _clean(result.error or "no answer")
+        return "no-answer", terminal_text(result.error or "no answer")
     failed = failed_check_ids(result.document)
     diff = report.differences.get(result.node, {})
     drift = "; ".join(f"{k}: {b} -> {v}" for k, (b, v) in diff.items() if k != "failed_checks")

@@ -3,7 +3,6 @@ run's engine commands. The outcome itself and its JSON are neuronctl.ops.install
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 import click
@@ -11,6 +10,7 @@ import click
 from neuronctl.backend.engine import Choice
 from neuronctl.backend.external_tool import shown
 from neuronctl.backend.plan import Plan
+from neuronctl.cli.app import terminal_text
 from neuronctl.ops.install.source import InstallSource
 from neuronctl.ops.install.target import InstallTarget
 from neuronctl.routing import redact_url
@@ -67,7 +67,6 @@ def print_commands(commands: tuple[tuple[str, ...], ...], requirements: tuple[st
             click.echo(f"  {line}")
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 STATUS_COLOURS = {"pass": "green", "warn": "yellow", "fail": "red", "skip": "blue"}
 
 
@@ -86,7 +85,7 @@ def print_doctor(report: DoctorReport, python: str, *, color: bool, quiet: bool)
                 click.echo(f"  {style(status.upper(), status)}  {', '.join(ids)}")
         for c in report.checks:
             if c.status in ("warn", "fail"):
-                click.echo(f"  {style(c.status.upper(), c.status)}  {c.id}: {_CONTROL.sub(' ', c.message)}")
+                click.echo(f"  {style(c.status.upper(), c.status)}  {c.id}: {terminal_text(c.message, None)}")
                 if c.fix:
-                    click.echo(f"        fix: {_CONTROL.sub(' ', c.fix)}")
+                    click.echo(f"        fix: {terminal_text(c.fix, None)}")
     click.echo(style(report.verdict_line(), report.verdict))
