@@ -34,15 +34,25 @@ def canon(name: str) -> str:
 IMPLEMENTATIONS = {"cpython": "CPython", "pypy": "PyPy", "ironpython": "IronPython", "jython": "Jython"}
 
 
+def glibc() -> "List[str]":
+    """["glibc", "2.36"] from glibc itself (confstr, where platform.libc_ver() reads it too);
+    [] where it has no answer (musl, macOS)."""
+    try:
+        parts = (os.confstr("CS_GNU_LIBC_VERSION") or "").split(maxsplit=1)
+    except (AttributeError, ValueError, OSError):
+        return []
+    return parts if len(parts) == 2 else []
+
+
 def platform_facts() -> "Dict[str, str]":
     """What the platform module says, read where it reads it (os.uname(), sys.version, glibc's
     confstr) without importing it; from platform itself where any of those is missing."""
+    libc = glibc()
     try:
         uname = os.uname()
-        libc = (os.confstr("CS_GNU_LIBC_VERSION") or "").split(maxsplit=1)
         implementation = IMPLEMENTATIONS[sys.implementation.name]
-    except (AttributeError, ValueError, OSError, KeyError):
-        uname, libc, implementation = None, [], ""
+    except (AttributeError, KeyError):
+        uname, implementation = None, ""
     version = sys.version.split()[0] if sys.version else ""
     if uname is None or len(libc) != 2 or version.count(".") != 2:
         import platform
@@ -101,15 +111,11 @@ def tags_derivable() -> bool:
     and machine (resolvers/targets.py; tested against packaging's sys_tags on every CPython
     here): plain CPython, no ABI flags (free-threaded, debug), on glibc. Importing packaging or
     pip's copy of it to ask costs ~50 ms, each install."""
-    try:
-        glibc = (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc ")
-    except (AttributeError, ValueError, OSError):
-        glibc = False
     # A 32-bit Python on a 64-bit kernel (uname says x86_64, its wheels are i686) and a distro's
     # _manylinux policy module are packaging's to answer.
-    overridden = any(name.startswith("_manylinux") for entry in sys.path for name in listed(entry))
-    return (glibc and sys.implementation.name == "cpython" and getattr(sys, "abiflags", None) == ""
-            and sys.maxsize > 2**32 and not overridden)
+    plain = (glibc()[:1] == ["glibc"] and sys.implementation.name == "cpython"
+             and getattr(sys, "abiflags", None) == "" and sys.maxsize > 2**32)
+    return plain and not any(name.startswith("_manylinux") for entry in sys.path for name in listed(entry))
 
 
 def wheel_tags() -> "Optional[List[str]]":

@@ -90,6 +90,11 @@ def _drop_uv_lock(path: Path | None) -> None:
         pass
 
 
+ABANDON_WAIT_S = 60.0
+"""How long an abandoned install waits for its venv's creation (milliseconds, normally) before
+removing what it made."""
+
+
 class EarlyVenv:
     """A new venv made while the install is still being planned (uv venv takes 40-100 ms that
     would otherwise come after the plan): `ready()` before the engine installs into it,
@@ -119,11 +124,6 @@ class EarlyVenv:
             self._thread.join(ABANDON_WAIT_S)
         finally:  # even when a second Ctrl-C cuts the wait short
             _remove_new_venv(self.target)
-
-
-ABANDON_WAIT_S = 60.0
-"""How long an abandoned install waits for its venv's creation (milliseconds, normally) before
-removing what it made."""
 
 
 def apply(plan: Plan, target: InstallTarget, engine: Engine, files: Sequence[EngineFile],
