@@ -10,8 +10,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from neuronctl.backend.engine import Choice
-from neuronctl.backend.pip_engine import PipEngine
-from neuronctl.backend.uv_engine import UvEngine
 from neuronctl.errors import InputError
 
 BACKENDS = ("auto", "pip", "uv")
@@ -24,6 +22,18 @@ def find_uv(environ: Mapping[str, str]) -> str | None:
         return found
     beside = Path(sys.executable).with_name("uv")
     return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else None
+
+
+def _uv(uv: str, reason: str) -> Choice:
+    from neuronctl.backend.uv_engine import UvEngine
+
+    return Choice(UvEngine(uv), reason)
+
+
+def _pip(reason: str) -> Choice:
+    from neuronctl.backend.pip_engine import PipEngine
+
+    return Choice(PipEngine(), reason)
 
 
 def choose_backend(flag: str | None, config: str | None, environ: Mapping[str, str] | None = None,
@@ -41,9 +51,9 @@ def choose_backend(flag: str | None, config: str | None, environ: Mapping[str, s
             uv = uv_path or find_uv(env)
             if uv is None:
                 raise InputError(f"{where} uv: uv is not installed (pip install uv, or --backend pip)")
-            return Choice(UvEngine(uv), f"{where} {value}")
-        return Choice(PipEngine(), f"{where} {value}")
+            return _uv(uv, f"{where} {value}")
+        return _pip(f"{where} {value}")
     uv = uv_path or find_uv(env)
     if uv is not None:
-        return Choice(UvEngine(uv), f"auto: uv found at {uv}")
-    return Choice(PipEngine(), "auto: uv not found, using the target's pip")
+        return _uv(uv, f"auto: uv found at {uv}")
+    return _pip("auto: uv not found, using the target's pip")

@@ -41,6 +41,12 @@ DOCTOR_PATH = [
     "neuronctl.ops.doctor.run", "neuronctl.ops.doctor.facts", "neuronctl.ops.doctor.checks",
 ]
 
+# Read only by the doctor's system checks (packages.system, hardware.driver's kernel match, the
+# device checks), which a fallback lock's doctor or --only python.version never runs.
+SYSTEM_READERS = ["neuronctl.probes.system_packages", "neuronctl.probes.system_facts"]
+# Only the engine chosen runs; the NVIDIA probe only on a host without Neuron devices.
+ENGINES = ["neuronctl.backend.pip_engine", "neuronctl.backend.uv_engine"]
+
 # Only a fresh resolution fetches (the engine fetches a lock's files): the HTTP stack.
 RESOLUTION_ONLY = ["neuronctl.resolvers.http_fetch", "neuronctl.resolvers.http_body",
                    "neuronctl.resolvers.http_deadline", "socket"]
@@ -52,18 +58,28 @@ PROBE_AND_SMOKE_ONLY = ["neuronctl.probes.device", "neuronctl.probes.smoke", "ne
 def test_an_install_from_a_lock_loads_no_resolution_snapshot_doctor_or_system_readers(tmp_path):
     """What `install --lock L --no-check` with nothing to do never calls: the HTTP stack, the
     file snapshot (an existing environment's apply), the doctor, the system-package readers
-    (hardware detection reads neuron-ls through probes.neuron_ls), the probe and smoke modules."""
-    watched = [*RESOLUTION_ONLY, *PROBE_AND_SMOKE_ONLY, "neuronctl.backend.snapshot", "csv",
-               "neuronctl.ops.doctor.report", "neuronctl.ops.doctor.runner",
-               "neuronctl.probes.system_packages", "neuronctl.probes.system_facts"]
+    (hardware detection reads neuron-ls through probes.neuron_ls), the probe and smoke modules,
+    either engine (until one is chosen), the NVIDIA probe (until no Neuron device is seen)."""
+    watched = [*RESOLUTION_ONLY, *PROBE_AND_SMOKE_ONLY, *SYSTEM_READERS, *ENGINES,
+               "neuronctl.backend.snapshot", "csv", "neuronctl.ops.doctor.report",
+               "neuronctl.ops.doctor.runner", "neuronctl.probes.nvidia"]
     assert _loaded(INSTALL_PATH, watched, tmp_path) == []
+
+
+def test_choosing_an_engine_loads_that_engine_only(tmp_path):
+    """--backend uv never loads pip's engine, --backend pip never uv's."""
+    choose = ("from neuronctl.backend.choose import choose_backend\n"
+              "assert choose_backend({flag!r}, None, {{}}, uv_path='/bin/true').engine.name == {flag!r}")
+    assert _loaded(INSTALL_PATH, ENGINES, tmp_path, choose.format(flag="uv")) == [ENGINES[1]]
+    assert _loaded(INSTALL_PATH, ENGINES, tmp_path, choose.format(flag="pip")) == [ENGINES[0]]
 
 
 def test_the_doctor_and_an_install_with_its_check_load_no_probe_smoke_junit_or_lock_reader(tmp_path):
     """What a level-1 doctor (the one after every install) never calls: the device probe and the
     model run, the JUnit renderer (xml), the RECORD reader (csv, only for a package the lock does
-    not list), Slurm (--slurm-drain), and without --lock the lock reader."""
-    watched = [*RESOLUTION_ONLY, *PROBE_AND_SMOKE_ONLY, "xml.etree.ElementTree", "csv",
+    not list), Slurm (--slurm-drain), without --lock the lock reader, and until a system check
+    runs, the system readers."""
+    watched = [*RESOLUTION_ONLY, *PROBE_AND_SMOKE_ONLY, *SYSTEM_READERS, "xml.etree.ElementTree", "csv",
                "neuronctl.ops.slurm_node", "neuronctl.resolvers.pylock", "packaging.pylock"]
     assert _loaded(DOCTOR_PATH, watched, tmp_path) == []
     watched.remove("neuronctl.resolvers.pylock")  # an install reads its lock: loaded there
@@ -73,23 +89,25 @@ def test_the_doctor_and_an_install_with_its_check_load_no_probe_smoke_junit_or_l
 
 def test_a_doctor_run_without_lock_or_model_loads_neither_reader(tmp_path):
     """The doctor operation itself, run on this interpreter: the lock reader only with --lock,
-    the smoke modules only with a configured model at level 3."""
+    the smoke modules only with a configured model at level 3, the system readers only for the
+    checks that read the system."""
     run = ("from pathlib import Path\n"
            "from neuronctl.manifest import load_bundled_manifest\n"
            "from neuronctl.ops.doctor.run import DoctorRequest, doctor\n"
            "request = DoctorRequest(manifest=load_bundled_manifest(), python=sys.executable,\n"
            f"                        only=('python',), sysroot=Path({str(tmp_path)!r}))\n"
            "assert [c.id for c in doctor(request).checks] == ['python.version']\n")
-    watched = [*PROBE_AND_SMOKE_ONLY, "neuronctl.resolvers.pylock", "packaging.pylock"]
+    watched = [*PROBE_AND_SMOKE_ONLY, *SYSTEM_READERS, "neuronctl.resolvers.pylock",
+               "packaging.pylock"]
     assert _loaded(DOCTOR_PATH, watched, tmp_path, run) == []
 
 
 def test_every_watched_name_is_a_module_that_loads(tmp_path):
     """The checks above are not vacuous: each name they watch is a real module (a misspelt one
     would never be in sys.modules and pass any check)."""
-    watched = sorted({*RESOLUTION_ONLY, *PROBE_AND_SMOKE_ONLY, "neuronctl.backend.snapshot", "csv",
-                      "neuronctl.ops.doctor.report", "neuronctl.ops.doctor.runner",
-                      "neuronctl.probes.system_packages", "neuronctl.probes.system_facts",
+    watched = sorted({*RESOLUTION_ONLY, *PROBE_AND_SMOKE_ONLY, *SYSTEM_READERS, *ENGINES,
+                      "neuronctl.backend.snapshot", "csv", "neuronctl.ops.doctor.report",
+                      "neuronctl.ops.doctor.runner", "neuronctl.probes.nvidia",
                       "xml.etree.ElementTree", "neuronctl.ops.slurm_node",
                       "neuronctl.resolvers.pylock", "packaging.pylock"})
     assert _loaded(watched, watched, tmp_path) == watched

@@ -6,25 +6,16 @@ from __future__ import annotations
 
 import os
 import shlex
+from typing import TYPE_CHECKING
 
 from neuronctl.manifest import Release
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.fixes import public
 from neuronctl.ops.doctor.runner import Outcome, Status
-from neuronctl.probes.system_facts import (
-    DeviceAccess,
-    KernelModuleState,
-    descends_from,
-    find_device_holders,
-    read_device_access,
-    read_kernel_modules,
-)
-from neuronctl.probes.system_packages import (
-    OLD_GENERATION,
-    SystemPackages,
-    find_runtime_libraries,
-    read_system_packages,
-)
+
+if TYPE_CHECKING:  # each check imports the probe it reads: a doctor choosing none loads neither
+    from neuronctl.probes.system_facts import DeviceAccess, KernelModuleState
+    from neuronctl.probes.system_packages import SystemPackages
 
 _SEVERITY: dict[Status, int] = {"skip": 0, "pass": 1, "warn": 2, "fail": 3}
 
@@ -39,6 +30,8 @@ def _uses_dpkg(f: Facts) -> bool:
 # ------------------------------------------------------------------------------ device.holders
 
 def check_device_holders(f: Facts) -> Outcome:
+    from neuronctl.probes.system_facts import descends_from, find_device_holders
+
     scan = find_device_holders(f.sysroot)
     me = os.getpid()
     holders = [h for h in scan.holders
@@ -68,6 +61,8 @@ def check_device_holders(f: Facts) -> Outcome:
 # ---------------------------------------------------------------- hardware.driver: the kernel
 
 def _dkms_version(state: KernelModuleState, f: Facts) -> str:
+    from neuronctl.probes.system_packages import read_system_packages
+
     versions = [v for name, v in state.dkms_versions() if name == "aws-neuronx"]
     if versions:
         return versions[-1]
@@ -85,6 +80,8 @@ def _rebuild_fix(f: Facts, kernel: str, version: str) -> str:
 
 def check_driver_kernel(f: Facts) -> Outcome:
     """The driver module against the running kernel (extends `hardware.driver`)."""
+    from neuronctl.probes.system_facts import read_kernel_modules
+
     state = read_kernel_modules(f.sysroot)
     if state.kernel is None:
         return Outcome("skip", "running kernel release unknown (/proc/sys/kernel/osrelease)")
@@ -123,6 +120,8 @@ def _release_of(f: Facts, key: str, version: str) -> Release | None:
 
 
 def _generation_problems(f: Facts, pk: SystemPackages) -> tuple[list[str], str | None]:
+    from neuronctl.probes.system_packages import OLD_GENERATION
+
     old = [p for p in OLD_GENERATION if p in pk.packages]
     new = [p for p in pk.packages if p.startswith("aws-neuronx-")]
     if not (old and new):
@@ -152,6 +151,8 @@ def _release_problems(f: Facts, pk: SystemPackages) -> tuple[list[str], str | No
 
 
 def check_system_packages(f: Facts) -> Outcome:
+    from neuronctl.probes.system_packages import find_runtime_libraries, read_system_packages
+
     pk = read_system_packages(f.sysroot)
     libraries = find_runtime_libraries(f.sysroot, f.environ)
     details = [f"{name} {version} ({pk.source})" for name, version in sorted(pk.packages.items())]
@@ -192,6 +193,8 @@ def _container_fix(acc: DeviceAccess) -> str:
 
 def check_device_access(f: Facts, uid: int | None = None,
                         groups: set[int] | None = None) -> Outcome:
+    from neuronctl.probes.system_facts import read_device_access
+
     acc = read_device_access(f.sysroot, uid, groups)
     details = [f"container: {', '.join(acc.container_evidence)}"] if acc.in_container else []
     details += [f"node: {n}" for n in acc.nodes]

@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING
 
 from neuronctl.ops.lock_choice import HostDevices, LockChoice, choose_lock, present_fallbacks
 from neuronctl.probes.hardware import HardwareReport
-from neuronctl.probes.nvidia import NvidiaFacts, detect_nvidia
 from neuronctl.probes.sysroot import SysRoot
 
 if TYPE_CHECKING:
     from packaging.pylock import Pylock
+
+    from neuronctl.probes.nvidia import NvidiaFacts
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,13 @@ def neuron_devices(hardware: HardwareReport) -> int:
     return hardware.device_count or len(hardware.dev_nodes)
 
 
+def _nvidia(sysroot: SysRoot) -> NvidiaFacts:
+    """The NVIDIA driver, looked for only where there is no Neuron device or --device cuda."""
+    from neuronctl.probes.nvidia import detect_nvidia
+
+    return detect_nvidia(sysroot)
+
+
 def pick_lock(main: Path, device: str, hardware: HardwareReport, sysroot: SysRoot) -> PickedLock:
     """The lock to install for `--lock main` and `--device device` on the host `hardware`
     describes, read; bad input (exit 2) for a fallback lock that is asked for and absent."""
@@ -49,7 +57,7 @@ def pick_lock(main: Path, device: str, hardware: HardwareReport, sysroot: SysRoo
 
     present = present_fallbacks(main)
     count = neuron_devices(hardware)
-    nvidia = detect_nvidia(sysroot) if count == 0 or device == "cuda" else None
+    nvidia = _nvidia(sysroot) if count == 0 or device == "cuda" else None
     host = HostDevices(count, nvidia.driver if nvidia else None, nvidia.source if nvidia else None)
     choice = choose_lock(main, present, host, device)
     lock = load_pylock(choice.path)
