@@ -256,20 +256,25 @@ class Inspection:
 
     def __init__(self, python: str | None = None, *, timeout: float = 30.0, packages: bool = True,
                  tags: bool | Literal["unless-derivable"] = True, bundled_pip: bool = False,
-                 metadata_only: bool = False) -> None:
+                 metadata_only: bool = False, held: bool = False) -> None:
         """tags "unless-derivable": none where neuronctl derives them exactly (plain CPython on
         glibc: resolvers/targets.py), which spares the target importing packaging. metadata_only:
         read distributions with importlib.metadata even where the plain .dist-info scan would do
-        (the reference the scan is tested against)."""
+        (the reference the scan is tested against). held: the interpreter starts now, and reads
+        the distributions only at result() (see probes/held_inspection.py)."""
         self.exe = _locate(python) if python else sys.executable
         self.timeout = timeout
         opts = {"watched": list(WATCHED), "packages": packages, "tags": tags, "bundled_pip": bundled_pip,
-                "metadata_only": metadata_only}
+                "metadata_only": metadata_only, "hold": held}
         try:
             self._script = TargetScript(self.exe, "inspect_env.py", [json.dumps(opts)],
-                                        cwd=os.path.dirname(self.exe) or None)
+                                        cwd=os.path.dirname(self.exe) or None, held=held)
         except OSError as exc:
             raise _not_python(self.exe, f"cannot run it: {exc.strerror or exc}") from None
+
+    def cancel(self) -> None:
+        """Stop it, result unread (idempotent)."""
+        self._script.kill()
 
     def result(self) -> PythonEnv:
         exe = self.exe

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from packaging.pylock import Pylock
 
     from neuronctl.probes.device import ProbeReport
+    from neuronctl.probes.held_inspection import HeldInspection
     from neuronctl.probes.smoke import SmokeReport
 
 T = TypeVar("T")
@@ -58,9 +59,11 @@ class Facts:
                  env: PythonEnv | None = None, hardware: HardwareReport | None = None,
                  legacy: LegacyReport | None = None, probe: ProbeReport | None = None,
                  pylock: Pylock | None = None, model: ModelRun | None = None,
-                 long_timeout: float | None = None, smoke: SmokeReport | None = None) -> None:
+                 long_timeout: float | None = None, smoke: SmokeReport | None = None,
+                 inspection: HeldInspection | None = None) -> None:
         """`timeout` bounds the interpreter inspection; `long_timeout` the device probe and the
-        model run (default: `timeout`)."""
+        model run (default: `timeout`). `inspection`: the interpreter's inspection, already
+        started (an install starts it while its engine works)."""
         self.python = python
         self.sysroot = sysroot
         self.manifest = manifest
@@ -74,6 +77,7 @@ class Facts:
         self.planned: frozenset[str] = frozenset()
         """Facts this run's checks will gather anyway (set by the check runner)."""
         self.environ = dict(os.environ if environ is None else environ)
+        self._inspection = inspection
         self._cache: dict[str, Any] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
@@ -110,6 +114,9 @@ class Facts:
 
     @property
     def env(self) -> PythonEnv:
+        held = self._inspection
+        if held is not None:
+            return self._once("env", held.result)
         return self._once("env", lambda: inspect_python(self.python, timeout=self.timeout, tags=False))
 
     @property

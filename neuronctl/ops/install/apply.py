@@ -129,11 +129,12 @@ class EarlyVenv:
 def apply(plan: Plan, target: InstallTarget, engine: Engine, files: Sequence[EngineFile],
           credentials: Mapping[Origin, tuple[str, str]], *, run: Runner = run_engine,
           watch: Callable[[], Snapshot] | None = None, offline: bool = False,
-          early: EarlyVenv | None = None) -> None:
+          early: EarlyVenv | None = None, engine_starting: Callable[[], None] | None = None) -> None:
     """Create a new venv (at its final path; `early`: wait for the one being made) or list an
     existing environment's files (`watch`), then let the engine fetch, verify and install
     `files` (pip rolls its own upgrades back if that step fails), then remove. A new venv is
-    removed again if anything fails."""
+    removed again if anything fails. `engine_starting` is called once the target exists, just
+    before the engine runs."""
     try:
         if target.new_venv:
             assert target.venv is not None
@@ -146,6 +147,8 @@ def apply(plan: Plan, target: InstallTarget, engine: Engine, files: Sequence[Eng
                 raise ApplyFailure("create venv", exc, _remove_new_venv(target)) from None
         # Without the before-state no failure could be reported truthfully: do not start.
         before = watch() if watch is not None else None
+        if engine_starting is not None:
+            engine_starting()
         uv_lock = _new_uv_lock(target, engine)
         with written(files, engine.input_name, credentials) as requirements:
             for stage, argv in apply_steps(plan, requirements, target, engine, offline=offline,

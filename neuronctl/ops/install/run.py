@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from neuronctl.ops.install.source import InstallSource
     from neuronctl.ops.install.sourcing import Sourced
     from neuronctl.probes.hardware import HardwareReport
+    from neuronctl.probes.held_inspection import HeldInspection
 
 
 def install(request: InstallRequest, reporter: Reporter, *,
@@ -65,6 +66,8 @@ class _Install:
         self.sysroot = SysRoot.from_env(request.sysroot)
         self.handed_over = False
         """Whether the engine's apply has started (it removes a new venv on failure itself)."""
+        self.doctor_inspection: HeldInspection | None = None
+        """The doctor's inspection of the target, started with the engine."""
 
     @functools.cached_property
     def manifest(self) -> Manifest:
@@ -121,6 +124,9 @@ class _Install:
             if early is not None and not self.handed_over:  # stopped before the engine: undo it
                 early.abandon()
             raise
+        finally:
+            if self.doctor_inspection is not None:
+                self.doctor_inspection.cancel()
 
     def _install(self, choice: Choice, target: InstallTarget, seed: bool, inspection: Inspection,
                  early: EarlyVenv | None) -> InstallOutcome:
@@ -263,12 +269,30 @@ class _Install:
         try:
             apply(plan, target, choice.engine, files, sourced.routing.credentials(),
                   run=ft.partial(run_engine, show=show), offline=self.request.offline,
-                  watch=None if target.new_venv else watch, early=early)
+                  watch=None if target.new_venv else watch, early=early,
+                  engine_starting=ft.partial(self._hold_inspection, target, before))
         except ApplyFailure as failure:
             raise failure_error(failure, target, before, sourced.routing.url_for,
                                 wheelhouse=self.request.find_links, files=files) from None
         self.reporter.emit(Event("info", f"applied: {len(plan.applies)} installed, "
                                          f"{len(plan.removals)} removed ({target.final_python})"))
+
+    def _hold_inspection(self, target: InstallTarget, before: PythonEnv) -> None:
+        """The doctor's inspection of the target starts as the engine does (see
+        probes/held_inspection.py); where it cannot, the doctor inspects it afterwards."""
+        if not self.request.check:
+            return
+        from neuronctl.probes.held_inspection import HeldInspection, venv_site_dirs
+
+        dirs = venv_site_dirs(target.environment) if target.new_venv else before.site_dirs
+        try:
+            self.doctor_inspection = HeldInspection(target.final_python, dirs, self._doctor_timeout)
+        except (InputError, OSError):
+            self.doctor_inspection = None
+
+    @property
+    def _doctor_timeout(self) -> float:
+        return max(self.request.timeout, 60.0)
 
     def _doctor(self, target: InstallTarget, source: InstallSource,
                 unchanged: PythonEnv | None = None) -> DoctorReport | None:
@@ -282,7 +306,7 @@ class _Install:
         from neuronctl.ops.doctor.facts import Facts
         from neuronctl.ops.doctor.run import run_doctor, select_checks
 
-        limit = max(self.request.timeout, 60.0)
+        limit = self._doctor_timeout
         device, hardware = "auto", self.hardware
         if self.picked is not None and self.picked.is_fallback:
             device = self.picked.choice.device
@@ -293,5 +317,6 @@ class _Install:
             ids = select_checks((), (), source.lock, probe=hardware.present)
         facts = Facts(python=target.final_python, sysroot=self.sysroot, manifest=self.manifest,
                       release=source.release, device=device, timeout=limit, lock=source.lock,
-                      hardware=hardware, pylock=self.pylock, env=unchanged)
+                      hardware=hardware, pylock=self.pylock, env=unchanged,
+                      inspection=None if unchanged is not None else self.doctor_inspection)
         return run_doctor(facts, ids, False, limit)

@@ -1,0 +1,144 @@
+"""The doctor's inspection after an install starts with the engine (probes/held_inspection.py):
+its interpreter is up before the install ends, it reads the distributions the install put there,
+and where the install changed what an interpreter reads as it starts (a .pth file, a
+sitecustomize module), or the site directories are not the ones it was told, the answer comes
+from a fresh interpreter instead. Real venvs, a real pip installing a real wheel."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from wheels import build_wheel, find_python, make_venv, pip_install, site_packages
+
+from neuronctl.probes.held_inspection import HeldInspection, venv_site_dirs
+
+
+def _starts_logged(venv: Path, log: Path) -> None:
+    """Each start of neuronctl's inspection in the venv appends its pid to `log` (a .pth import
+    line; site may read a venv's site-packages twice, through lib and its lib64 link, and an
+    engine may run the interpreter to ask it things: those are not counted)."""
+    (site_packages(venv) / "aa_log.pth").write_text(
+        "import os; os.environ.get('LOGGED') or 'inspect_env.py' not in open('/proc/self/cmdline').read() "
+        f"or (os.environ.__setitem__('LOGGED', '1'), open({str(log)!r}, 'a').write(str(os.getpid()) + chr(10)))\n")
+
+
+def _starts(log: Path, at_least: int = 1) -> list[int]:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        pids = [int(p) for p in log.read_text().split()] if log.exists() else []
+        if len(pids) >= at_least:
+            return pids
+        time.sleep(0.02)
+    raise AssertionError(f"fewer than {at_least} inspection starts logged")
+
+
+def _held_and_up(venv: Path, log: Path, dirs: list[str] | None = None) -> HeldInspection:
+    """A held inspection whose interpreter has started (so has read its .pth files)."""
+    _starts_logged(venv, log)
+    held = HeldInspection(str(venv / "bin" / "python"),
+                          venv_site_dirs(str(venv)) if dirs is None else dirs, timeout=30)
+    _starts(log)
+    return held
+
+
+def _dist_folder(where: Path, name: str) -> None:
+    info = where / f"{name}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n\n")
+
+
+def test_it_starts_at_once_and_reads_what_the_install_put_there(tmp_path):
+    py = make_venv(tmp_path / "venv")
+    log = tmp_path / "starts.log"
+    _starts_logged(tmp_path / "venv", log)
+    held = HeldInspection(str(py), venv_site_dirs(str(tmp_path / "venv")), timeout=30)
+    started = _starts(log)  # up before anything asked for its result
+    pip_install(py, [build_wheel(tmp_path / "w", "late-arrival", "2.0")])
+    after_install = _starts(log)
+    env = held.result()
+    assert env.get("late-arrival") is not None and env.get("late-arrival").version == "2.0"
+    assert _starts(log) == after_install  # the held interpreter answered: no new one started
+    assert started[0] in after_install
+
+
+def test_a_pth_file_the_install_adds_is_read_as_a_new_interpreter_reads_it(tmp_path):
+    make_venv(tmp_path / "venv")
+    held = _held_and_up(tmp_path / "venv", tmp_path / "starts.log")
+    _dist_folder(tmp_path / "extra", "via-pth")
+    (site_packages(tmp_path / "venv") / "extra.pth").write_text(str(tmp_path / "extra") + "\n")
+    assert held.result().get("via-pth") is not None
+
+
+def test_a_sitecustomize_the_install_adds_is_run_as_a_new_interpreter_runs_it(tmp_path):
+    make_venv(tmp_path / "venv")
+    held = _held_and_up(tmp_path / "venv", tmp_path / "starts.log")
+    _dist_folder(tmp_path / "extra", "via-customize")
+    (site_packages(tmp_path / "venv") / "sitecustomize.py").write_text(
+        f"import sys; sys.path.append({str(tmp_path / 'extra')!r})\n")
+    assert held.result().get("via-customize") is not None
+
+
+def test_site_dirs_it_was_not_told_of_mean_a_fresh_interpreter(tmp_path):
+    """Told the wrong folders, it cannot know the .pth below changed anything: the interpreter's
+    own site dirs (in its answer) are not among them, so a new one is asked."""
+    make_venv(tmp_path / "venv")
+    held = _held_and_up(tmp_path / "venv", tmp_path / "starts.log", [str(tmp_path / "elsewhere")])
+    _dist_folder(tmp_path / "extra", "via-pth")
+    (site_packages(tmp_path / "venv") / "extra.pth").write_text(str(tmp_path / "extra") + "\n")
+    assert held.result().get("via-pth") is not None
+
+
+def test_cancel_ends_the_held_interpreter(tmp_path):
+    py = make_venv(tmp_path / "venv")
+    log = tmp_path / "starts.log"
+    _starts_logged(tmp_path / "venv", log)
+    held = HeldInspection(str(py), venv_site_dirs(str(tmp_path / "venv")), timeout=30)
+    pid = _starts(log)[0]
+    held.cancel()
+    try:
+        os.kill(pid, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    assert not alive
+
+
+def test_a_venvs_site_dirs_come_from_its_layout(tmp_path):
+    make_venv(tmp_path / "venv")
+    assert venv_site_dirs(str(tmp_path / "venv")) == [os.path.realpath(site_packages(tmp_path / "venv"))]
+    assert venv_site_dirs(str(tmp_path / "none")) == []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_an_install_into_an_existing_venv_starts_the_target_twice_and_its_doctor_sees_the_stack(
+        cli, uni, locked, tmp_path):
+    """The plan's inspection and the doctor's, held from the engine's start: two interpreter
+    starts, not three, and the doctor after the install reads what the engine installed."""
+    py = make_venv(tmp_path / "venv", find_python("3.12"))
+    log = tmp_path / "starts.log"
+    _starts_logged(tmp_path / "venv", log)
+    r = cli("install", "--lock", str(locked), "--python", str(py), "--backend", "uv")
+    assert r.code == 0, r.err
+    assert "PASS" in r.out and "packages.torch-neuronx" in r.out, r.out
+    assert len(_starts(log)) == 2
+
+
+def test_a_failed_install_leaves_no_held_interpreter(cli, uni, locked, tmp_path):
+    py = make_venv(tmp_path / "venv", find_python("3.12"))
+    log = tmp_path / "starts.log"
+    _starts_logged(tmp_path / "venv", log)
+    last = next(e.filename for e in uni.pypi.projects["typing-extensions"] if "4.12.2" in e.filename)
+    uni.pypi.cut_after[last] = 300
+    r = cli("install", "--lock", str(locked), "--python", str(py), "--backend", "uv")
+    assert r.code == 1 and "install failed, nothing changed" in r.err, r.err
+    pids = _starts(log, at_least=2)
+    assert not any(_alive(pid) for pid in pids)
