@@ -4,7 +4,8 @@
 argv: CHANNEL_FD OPTIONS_JSON. Writes a hello line, then the facts as one JSON line to the
 channel: the interpreter, its markers and wheel tags, its bundled pip wheel, and its installed
 distributions (read from plain .dist-info directories where that is all there is, else with
-importlib.metadata).
+importlib.metadata). Held (option "hold"), it reads the distributions only once its stdin
+closes: neuronctl starts it while an engine installs, so that its start-up is done by then.
 """
 
 import json
@@ -291,6 +292,17 @@ def distributions(opts: "Dict[str, Any]", out: "Dict[str, Any]") -> None:
     out["reader"] = "importlib.metadata" if found is None else "dist-info scan"
 
 
+def wait_for_release() -> None:
+    """Until stdin closes (neuronctl closes it after the install, or dies): everything else this
+    inspection reports is fixed for the life of the interpreter, the distributions are not."""
+    while True:
+        try:
+            if not os.read(0, 4096):
+                return
+        except OSError:
+            return
+
+
 def open_channel(argv: "List[str]") -> "IO[str]":
     """The private channel named in argv: not inherited by anything the environment starts, and
     this folder not on sys.path (it is not part of the environment being inspected)."""
@@ -316,6 +328,8 @@ def main() -> int:
         pip = bundled_pip()
         if pip is not None:
             out["bundled_pip"] = pip
+    if opts.get("hold"):
+        wait_for_release()
     if opts["packages"]:
         distributions(opts, out)
     channel.write(json.dumps(out) + "\n")
@@ -324,4 +338,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    # Everything is on the channel: the interpreter's shutdown (module teardown, and the atexit
+    # work of whatever the environment's .pth files imported) is not waited for.
+    os._exit(status)
