@@ -54,6 +54,8 @@ class Engine(Protocol):
 
 @dataclass(frozen=True)
 class Choice:
+    """The engine an install runs, and why it was chosen (shown to the user)."""
+
     engine: Engine
     reason: str
     """Why this engine: "--backend uv", "config backend = pip", "NEURONCTL_BACKEND", "auto: ..."."""

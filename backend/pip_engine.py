@@ -9,6 +9,8 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class PipEngine:
+    """The pip engine: argv for the target's own pip, hashes required, no index, no deps."""
+
     name: str = "pip"
 
     def install(self, python: str, requirements: Path, *, offline: bool = False) -> list[str]:

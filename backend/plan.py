@@ -16,6 +16,8 @@ Action = Literal["install", "upgrade", "downgrade", "reinstall", "remove", "keep
 
 @dataclass(frozen=True)
 class Wanted:
+    """One wheel the target should have: name, version, where it is fetched, its sha256."""
+
     name: str
     version: str
     filename: str
@@ -27,6 +29,8 @@ class Wanted:
 
 @dataclass(frozen=True)
 class Change:
+    """What the plan does to one package (install, upgrade, remove, keep, ...) and why."""
+
     action: Action
     name: str
     old: str | None
@@ -41,6 +45,8 @@ class Change:
 
 @dataclass(frozen=True)
 class Plan:
+    """Every change an install makes, in order; empty when the target already matches."""
+
     changes: tuple[Change, ...]
 
     @property

@@ -32,6 +32,8 @@ def existing_dirs(reported: Iterable[object]) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Snapshot:
+    """An environment's package files (size, mtime) and their owners, to say what an apply changed."""
+
     roots: tuple[str, ...]
     entries: Mapping[str, Mapping[str, Stat]] = field(default_factory=dict)
     """root -> path relative to it ('/'-separated) -> Stat."""

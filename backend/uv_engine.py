@@ -9,6 +9,8 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class UvEngine:
+    """The uv engine: argv for `uv pip` on the target, from a PEP 751 lock of exactly the files."""
+
     uv: str
     name: str = "uv"
 

@@ -20,6 +20,8 @@ AMAZON_PCI_VENDOR = 0x1D0F
 
 @dataclass(frozen=True)
 class Chip:
+    """One Neuron chip generation: how hardware detection knows it and what the stack may use on it."""
+
     id: str
     name: str
     pci_device_ids: tuple[int, ...]

@@ -34,6 +34,8 @@ SCHEMA: dict[str, tuple[tuple[type, ...], str]] = {
 
 @dataclass(frozen=True)
 class Config:
+    """The user's configuration values, where they came from, and the folder relative paths start in."""
+
     values: Mapping[str, Any] = field(default_factory=dict)
     source: str | None = None
     base_dir: Path = field(default_factory=Path.cwd)

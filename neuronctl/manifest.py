@@ -64,6 +64,8 @@ class Framework:
 
 @dataclass(frozen=True)
 class Release:
+    """One Neuron release: the versions it pins, the chips and Pythons it supports."""
+
     version: str
     backend: ReleaseBackend
     torch: tuple[str, ...]
@@ -123,6 +125,8 @@ class Release:
 
 @dataclass(frozen=True)
 class Manifest:
+    """The Neuron releases neuronctl knows (bundled or a --manifest file), newest first."""
+
     releases: tuple[Release, ...]
     source: str
     origin: str = "bundled"

@@ -95,6 +95,8 @@ def unknown_index(name: str, known: Iterable[str], where: str) -> InputError:
 
 @dataclass(frozen=True)
 class IndexRouting:
+    """Which index each package comes from: named indexes, exact routes, patterns, a default."""
+
     indexes: Mapping[str, str]
     routes: Mapping[str, str] = field(default_factory=dict)
     """Canonical package name -> index name."""

@@ -33,6 +33,8 @@ PLACEHOLDERS: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class TorchNeuronxVersion:
+    """A torch-neuronx version taken apart: native, legacy XLA or placeholder, and its torch."""
+
     version: str
     public: str
     local: str | None

@@ -32,6 +32,8 @@ Outcome = Literal["ok", "failed", "timeout", "crashed", "no-torch", "error"]
 
 @dataclass(frozen=True)
 class TierResult:
+    """One tier of the device probe (import, allocate, op, ...): its status, detail and time."""
+
     tier: str
     status: Status
     detail: str
@@ -40,6 +42,8 @@ class TierResult:
 
 @dataclass(frozen=True)
 class ProbeReport:
+    """What the device probe found: the device and torch, each tier's result, how it ended."""
+
     requested: str
     device: str | None
     torch: str | None
@@ -118,6 +122,8 @@ def parse_tier_line(line: str, expected: str) -> tuple[TierResult, str | int | N
 
 @dataclass
 class _Reading:
+    """What the probe's channel has said so far, while its lines are read and validated."""
+
     tiers: list[TierResult]
     greeted: bool = False
     device: str | None = None

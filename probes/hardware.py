@@ -46,6 +46,8 @@ NEURON_LS_TIMEOUT_S = 5.0
 
 @dataclass(frozen=True)
 class Evidence:
+    """One reading that names a chip (a PCI id, a sysfs value, IMDS), kept as the report's proof."""
+
     source: str
     value: str
     chip: str | None
@@ -53,6 +55,8 @@ class Evidence:
 
 @dataclass(frozen=True)
 class PciDevice:
+    """An Amazon PCI function seen under /sys/bus/pci: its address, device id, chip."""
+
     address: str
     device_id: str
     chip: str | None
@@ -60,6 +64,8 @@ class PciDevice:
 
 @dataclass(frozen=True)
 class SysfsDevice:
+    """One neuron_device in sysfs, with what the driver says of it."""
+
     name: str
     device_name: str | None
     instance_type: str | None
@@ -69,6 +75,8 @@ class SysfsDevice:
 
 @dataclass(frozen=True)
 class HardwareReport:
+    """The Neuron hardware picture: chip, devices, cores, instance type, and the evidence."""
+
     chip: str | None
     chip_name: str | None
     evidence: tuple[Evidence, ...]

@@ -38,6 +38,8 @@ COMPILERS: Mapping[str, tuple[str, str]] = {
 
 @dataclass(frozen=True)
 class CpuFacts:
+    """The CPU as lscpu (or /proc/cpuinfo) describes it, for a bundle's host section."""
+
     model: str | None = None
     cpus: int | None = None
     sockets: int | None = None
@@ -52,6 +54,8 @@ class CpuFacts:
 
 @dataclass(frozen=True)
 class HostFacts:
+    """The host around the stack (distribution, kernel, compilers, CPU), as collect_env shows it."""
+
     distribution: str | None = None
     """The pretty name, "Debian GNU/Linux 12 (bookworm)"."""
     distribution_id: str | None = None

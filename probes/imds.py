@@ -19,6 +19,8 @@ TOKEN_HEADER = "X-aws-ec2-metadata-token"
 
 @dataclass(frozen=True)
 class ImdsResult:
+    """The instance type EC2's metadata service gave, or None and why not."""
+
     instance_type: str | None
     detail: str
 

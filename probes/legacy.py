@@ -25,6 +25,8 @@ LEGACY_PACKAGES: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Signal:
+    """One independent sign of a legacy or native stack, with its evidence."""
+
     name: str
     says: Says
     detail: str
@@ -32,6 +34,8 @@ class Signal:
 
 @dataclass(frozen=True)
 class LegacyReport:
+    """Whether the target holds the legacy XLA stack, the native one or both, and why."""
+
     verdict: Literal["none", "native", "legacy", "mixed"]
     signals: tuple[Signal, ...]
     placeholders: tuple[str, ...]

@@ -33,6 +33,8 @@ _VERSION = re.compile(r"^\d{1,4}(?:\.\d{1,4}){0,3}$")
 
 @dataclass(frozen=True)
 class NvidiaFacts:
+    """The NVIDIA driver a CUDA fallback lock would need, and where it was read."""
+
     driver: str | None
     """The NVIDIA driver version (550.144.03), None when no NVIDIA driver was found."""
     source: str | None = None

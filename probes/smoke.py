@@ -87,6 +87,8 @@ def _p90(values: Sequence[float]) -> float:
 
 @dataclass(frozen=True)
 class SmokeReport:
+    """How a model's smoke run ended: its stage and step, the error's place, timings, comparison."""
+
     spec: SmokeSpec
     outcome: Outcome
     detail: str
@@ -196,6 +198,8 @@ def _comparison(what: str, raw: object) -> Comparison:
 
 @dataclass
 class _Reading:
+    """What the smoke run's channel has said so far, while its lines are read and validated."""
+
     greeted: bool = False
     stages: list[str] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)

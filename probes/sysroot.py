@@ -51,6 +51,8 @@ def read_regular_text(path: Path, limit: int = DEFAULT_READ_LIMIT) -> str | None
 
 @dataclass(frozen=True)
 class SysRoot:
+    """The root every probe reads the filesystem through: / or a captured tree."""
+
     root: Path = Path("/")
 
     @classmethod

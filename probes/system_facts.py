@@ -43,6 +43,8 @@ def safe_component(value: str | None) -> str | None:
 
 @dataclass(frozen=True)
 class DeviceHolder:
+    """A process holding /dev/neuron* open: what it is and whether it was left behind."""
+
     pid: int
     command: str
     devices: tuple[str, ...]
@@ -62,6 +64,8 @@ class DeviceHolder:
 
 @dataclass(frozen=True)
 class HolderScan:
+    """The processes holding Neuron devices, and how many could not be looked into."""
+
     holders: tuple[DeviceHolder, ...]
     unreadable: int
     """Processes whose open files could not be listed (another user's, without privilege)."""
@@ -134,6 +138,8 @@ def find_device_holders(root: SysRoot) -> HolderScan:
 
 @dataclass(frozen=True)
 class KernelModuleState:
+    """The running kernel and the neuron modules built (and loaded) for each kernel."""
+
     kernel: str | None
     """The running kernel release (/proc/sys/kernel/osrelease), when it is a sane name."""
     loaded_version: str | None
@@ -209,6 +215,8 @@ def read_kernel_modules(root: SysRoot) -> KernelModuleState:
 
 @dataclass(frozen=True)
 class DeviceAccess:
+    """Whether this user can reach /dev/neuron*, and, in a container, whether the host has more."""
+
     nodes: tuple[str, ...]
     """/dev/neuron* nodes as shown on the system."""
     denied: tuple[str, ...]

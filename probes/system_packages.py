@@ -29,6 +29,8 @@ _RPM_LINE = re.compile(r"(aws-neuron[A-Za-z0-9._+-]*) ([A-Za-z0-9._+~-]+)")
 
 @dataclass(frozen=True)
 class SystemPackages:
+    """The Neuron system packages dpkg or rpm lists, and old libnrt files they still claim."""
+
     packages: dict[str, str]
     """Installed aws-neuron* package -> upstream version."""
     source: str
@@ -74,6 +76,8 @@ def read_system_packages(root: SysRoot, runner: Runner = run_tool) -> SystemPack
 
 @dataclass(frozen=True)
 class RuntimeLibrary:
+    """One libnrt.so on the loader path: its folder, the names, the file they resolve to."""
+
     directory: str
     files: tuple[str, ...]
     real: str
@@ -143,6 +147,8 @@ def find_runtime_libraries(root: SysRoot, environ: Mapping[str, str]) -> list[Ru
 
 @dataclass(frozen=True)
 class NeuronLs:
+    """What neuron-ls reported as JSON (and with which flag), or why it did not."""
+
     form: str | None
     """Which flag gave JSON ("output-format", "json-output"), or None."""
     devices: list[dict[str, Any]] | None

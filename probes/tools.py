@@ -24,6 +24,8 @@ SYSROOT_TOOLS_REFUSED = f"not run: tools inside --sysroot run only with {SYSROOT
 
 @dataclass(frozen=True)
 class ToolResult:
+    """How an external tool (neuron-ls, dpkg-query, ...) ended, its output decoded."""
+
     returncode: int | None
     stdout: str
     stderr: str
@@ -36,6 +38,8 @@ Runner = Callable[[Sequence[str], float], ToolResult]
 
 @dataclass(frozen=True)
 class CappedRun:
+    """How a command ended under a deadline and an output cap, its output as bytes."""
+
     returncode: int | None
     """None when it was killed (at the deadline or the cap)."""
     stdout: bytes

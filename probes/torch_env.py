@@ -37,6 +37,8 @@ class MalformedFacts(ValueError):
 
 @dataclass(frozen=True)
 class TorchEnvFacts:
+    """What torch's collect_env says of the target, for a bundle (or why it said nothing)."""
+
     status: Status
     """ok: collect_env answered; absent: no torch in the target; error: torch or the script
     failed; timeout: killed at the deadline."""

@@ -23,6 +23,8 @@ from neuronctl.resolvers.targets import Target
 
 @dataclass(frozen=True)
 class Rejected:
+    """A file the resolver passed over, and why (shown when nothing fits)."""
+
     filename: str
     version: str | None
     reason: str
@@ -30,6 +32,8 @@ class Rejected:
 
 @dataclass(frozen=True)
 class VersionFiles:
+    """One version of a package with its wheels that fit the target."""
+
     version: Version
     wheels: tuple[DistFile, ...]
     """Wheels of this version that fit the target, best tag first."""

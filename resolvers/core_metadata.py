@@ -21,6 +21,8 @@ class MetadataMismatch(InputError):
 
 @dataclass(frozen=True)
 class CoreMetadata:
+    """The parts of a wheel's METADATA the resolver uses: name, version, dependencies."""
+
     name: NormalizedName
     version: str
     requires_dist: tuple[Requirement, ...]

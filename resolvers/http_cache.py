@@ -19,6 +19,8 @@ from neuronctl.routing import redact_url
 
 @dataclass(frozen=True)
 class CachedPage:
+    """An index page as cached on disk, with the validators to revalidate it."""
+
     body: bytes
     content_type: str
     url: str

@@ -54,6 +54,8 @@ HashOf = Callable[["DistFile"], str]
 
 @dataclass(frozen=True)
 class LockedPackage:
+    """One package as a resolution locks it: version, index, and its best wheel per target."""
+
     name: NormalizedName
     version: Version
     index_name: str

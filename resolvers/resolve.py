@@ -43,6 +43,8 @@ VersionFilter = Callable[[NormalizedName, Version], "str | None"]
 
 @dataclass(frozen=True)
 class Req:
+    """One requirement in the resolution, and who asked for it."""
+
     name: NormalizedName
     specifier: SpecifierSet
     extras: frozenset[str] = frozenset()
@@ -68,6 +70,8 @@ class Req:
 
 @dataclass(frozen=True)
 class Candidate:
+    """One version of a package the resolver may pin, with its fitting wheels."""
+
     name: NormalizedName
     version: Version
     wheels: tuple[DistFile, ...]
@@ -80,6 +84,8 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Pin:
+    """A package as the resolution pinned it, with its wheels and index."""
+
     name: NormalizedName
     version: Version
     wheels: tuple[DistFile, ...]
@@ -89,12 +95,16 @@ class Pin:
 
 @dataclass(frozen=True)
 class Resolution:
+    """The pins a resolution chose for one target."""
+
     target: Target
     pins: Mapping[NormalizedName, Pin]
 
 
 @dataclass
 class _Seen:
+    """What the resolver has read of one package: the versions that fit, the files rejected."""
+
     versions: list[VersionFiles] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
 

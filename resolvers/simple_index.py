@@ -51,6 +51,8 @@ _API_VERSION = re.compile(r"(\d{1,6})\.(\d{1,6})")
 
 @dataclass(frozen=True)
 class DistFile:
+    """One file an index lists (PEP 691/503), its fields checked where they entered."""
+
     filename: str
     url: str
     hashes: Mapping[str, str] = field(default_factory=dict)

@@ -17,6 +17,8 @@ the legacy stack and arrive as its dependencies)."""
 
 @dataclass(frozen=True)
 class StackPlan:
+    """The stack a torch request gets from a release: framework line, pinned versions, fallback."""
+
     release: Release
     framework: Framework
     latest: bool

@@ -26,6 +26,8 @@ _LEGACY_MANYLINUX = {"manylinux2014": (2, 17), "manylinux2010": (2, 12), "manyli
 
 @dataclass(frozen=True, order=True)
 class Target:
+    """One Python and Linux platform a lock or resolution is for (3.12, manylinux_2_28_x86_64)."""
+
     python: str
     """"3.12", or "3.12.1" when the user named a patch release."""
     platform: str

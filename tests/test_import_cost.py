@@ -111,3 +111,40 @@ def test_every_watched_name_is_a_module_that_loads(tmp_path):
                       "xml.etree.ElementTree", "neuronctl.ops.slurm_node",
                       "neuronctl.resolvers.pylock", "packaging.pylock"})
     assert _loaded(watched, watched, tmp_path) == watched
+
+
+
+# Dataclasses in files that were mid-edit when this test came; each leaves the set once its
+# class has a docstring.
+UNDOCUMENTED_YET = {"neuronctl.ops.doctor.facts.Selection", "neuronctl.ops.install.apply.ApplyFailure",
+                    "neuronctl.probes.pyenv.InstalledDist", "neuronctl.probes.pyenv.PythonEnv",
+                    "neuronctl.probes.target_run.ScriptRun"}
+
+_DATACLASSES = """
+import dataclasses, importlib, inspect, json, pkgutil
+import neuronctl, neuronctl.backend, neuronctl.probes, neuronctl.resolvers
+roots = (neuronctl, neuronctl.backend, neuronctl.probes, neuronctl.resolvers)
+names = {m.name for r in roots for m in pkgutil.walk_packages(r.__path__, r.__name__ + ".")
+         if ".scripts" not in m.name}
+found = {}
+for name in sorted(names):
+    for cls in vars(importlib.import_module(name)).values():
+        if inspect.isclass(cls) and dataclasses.is_dataclass(cls) and cls.__module__ == name:
+            found[f"{name}.{cls.__qualname__}"] = cls.__doc__ or ""
+print(json.dumps(found))
+"""
+"""Every dataclass of every neuronctl module (probes/scripts run in the target, never imported
+here) -> its __doc__."""
+
+
+def test_every_dataclass_has_a_docstring_of_its_own(tmp_path):
+    """A dataclass without a class docstring gets one built with inspect.signature as the class
+    is created: a cost paid on every import of its module (76 of them on the install path)."""
+    done = subprocess.run([sys.executable, "-c", _DATACLASSES], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    docs: dict[str, str] = json.loads(done.stdout)
+    assert len(docs) > 100  # the walk reached resolvers/, probes/ and backend/ too
+    invented = {name for name, doc in docs.items()
+                if doc.startswith(name.rsplit(".", 1)[1] + "(")}
+    assert sorted(invented - UNDOCUMENTED_YET) == []

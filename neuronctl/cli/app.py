@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 @dataclass
 class App:
+    """What the commands of one invocation share: the global options, the config and manifest
+    read once, and the JSON document held for the error boundary."""
+
     verbose: int = 0
     quiet: bool = False
     color: bool = True

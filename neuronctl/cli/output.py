@@ -101,6 +101,8 @@ def emit_json(payload: dict[str, Any], *, failure: str | None = None,
 
 @dataclass(frozen=True)
 class HeldJson:
+    """A command's JSON document, held for the error boundary to write once the command ends."""
+
     document: dict[str, Any]
     failure: str | None = None
     hint: str | None = None

@@ -39,6 +39,8 @@ _HOST_CHARS = re.compile(r"[^A-Za-z0-9.-]+")
 
 @dataclass(frozen=True)
 class BundleRequest:
+    """What `neuronctl bundle` was asked: the archive, the interpreter and root to describe."""
+
     output: Path | None
     python: str
     sysroot: SysRoot = field(default_factory=SysRoot)
@@ -52,6 +54,8 @@ class BundleRequest:
 
 @dataclass(frozen=True)
 class ItemRecord:
+    """How one member of a bundle was gathered, as its index records it."""
+
     file: str
     title: str
     status: str
@@ -69,6 +73,8 @@ class ItemRecord:
 
 @dataclass(frozen=True)
 class BundleOutcome:
+    """The bundle written: its path, size, and each member's record."""
+
     path: Path
     size: int
     items: tuple[ItemRecord, ...]

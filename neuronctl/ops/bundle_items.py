@@ -49,6 +49,8 @@ class Unavailable(Exception):
 
 @dataclass(frozen=True)
 class Gathered:
+    """The text one bundle item gathered, where it came from, and whether it is whole."""
+
     text: str
     source: str
     note: str | None = None
@@ -59,6 +61,8 @@ class Gathered:
 
 @dataclass(frozen=True)
 class Context:
+    """What every bundle item gathers from: the root, the interpreter, how to run neuronctl."""
+
     root: SysRoot
     python: str
     neuronctl_argv: tuple[str, ...]
@@ -70,6 +74,8 @@ class Context:
 
 @dataclass(frozen=True)
 class Item:
+    """One member of a bundle: its file name, how it is gathered, its time and size caps."""
+
     name: str
     """The member's file name inside the archive."""
     title: str

@@ -36,6 +36,8 @@ FORMULA = "usd_per_million_tokens = (1e6 / tokens_per_s) * (usd_per_hour / 3600)
 
 @dataclass(frozen=True)
 class Price:
+    """One instance type's hourly price, its kind of rate and where it came from."""
+
     instance: str
     usd_per_hour: float
     rate: str
@@ -136,6 +138,8 @@ def cost_per_million_tokens(tokens_per_s: float, usd_per_hour: float) -> float:
 
 @dataclass(frozen=True)
 class Job:
+    """A job of a given size at one price: its tokens, hours and dollars."""
+
     tokens: float
     hours: float
     usd: float
@@ -155,6 +159,8 @@ def job_cost(tokens_per_s: float, usd_per_hour: float, *, tokens: float | None =
 
 @dataclass(frozen=True)
 class CostRow:
+    """What one instance type costs per million tokens (and per job) at the throughput given."""
+
     price: Price
     accelerators: int | None
     usd_per_million_tokens: float
@@ -176,6 +182,8 @@ class CostRow:
 
 @dataclass(frozen=True)
 class CostRequest:
+    """What `neuronctl cost` was asked: the throughput, instances, prices, job size."""
+
     tokens_per_s: float
     throughput_source: str
     instances: tuple[str, ...]
@@ -188,6 +196,8 @@ class CostRequest:
 
 @dataclass(frozen=True)
 class CostOutcome:
+    """The cost table for the throughput given, one row per instance type."""
+
     tokens_per_s: float
     throughput_source: str
     tokens: int | None

@@ -21,6 +21,8 @@ INDEX_ENV_PREFIX = "NEURONCTL_INDEX_"
 
 @dataclass(frozen=True)
 class _IndexSetting:
+    """One index the user named, and where (an env var, the config, --index) for its errors."""
+
     name: str
     url: str
     where: str

@@ -19,6 +19,8 @@ from neuronctl.resolvers.targets import parse_platform, parse_python
 
 @dataclass(frozen=True)
 class InitRequest:
+    """What `neuronctl init` was asked: the pyproject.toml and the stack to record."""
+
     pyproject: Path
     manifest: Manifest
     release: str | None = None
@@ -29,6 +31,8 @@ class InitRequest:
 
 @dataclass(frozen=True)
 class InitOutcome:
+    """What `neuronctl init` did to the pyproject.toml: created, the keys it set."""
+
     path: Path
     created: bool
     """The file did not exist before."""

@@ -44,6 +44,8 @@ class HostDevices:
 
 @dataclass(frozen=True)
 class LockChoice:
+    """The lock to install on this host (Neuron, CUDA or CPU), why, and what to warn about."""
+
     path: Path
     device: str
     """neuron, cuda or cpu: what the chosen lock is for."""

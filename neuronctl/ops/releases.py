@@ -16,6 +16,8 @@ from neuronctl.ops.reporter import Event, NullReporter, Reporter
 
 @dataclass(frozen=True)
 class ReleasesImport:
+    """An AWS release table converted to a neuronctl manifest, and where it was written."""
+
     source: Path
     manifest: Manifest
     text: str

@@ -17,6 +17,8 @@ EventKind = Literal["info", "note", "warning", "waiting", "step", "done"]
 
 @dataclass(frozen=True)
 class Event:
+    """One thing an operation tells the outside while it runs (the CLI renders, tests collect)."""
+
     kind: EventKind
     message: str
     data: Mapping[str, object] = field(default_factory=dict)

@@ -26,6 +26,8 @@ ScontrolRunner = Callable[[list[str], float], tuple[int, str, str]]
 
 @dataclass(frozen=True)
 class NodeState:
+    """A Slurm node's state and reason, as scontrol shows them."""
+
     state: str  # scontrol's State=, e.g. IDLE, IDLE+DRAIN, MIXED+DRAIN
     reason: str  # Reason= without scontrol's " [user@time]" suffix; "" when none
 
@@ -36,6 +38,8 @@ class NodeState:
 
 @dataclass(frozen=True)
 class DrainOutcome:
+    """What the doctor did to its Slurm node (drain, resume or nothing) and why."""
+
     node: str
     action: str  # "drain", "resume", "none"
     why: str

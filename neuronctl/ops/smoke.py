@@ -28,6 +28,8 @@ MODEL_SPEC = re.compile(rf"(?P<module>{_DOTTED}):(?P<factory>{_DOTTED})")
 
 @dataclass(frozen=True)
 class SmokeRequest:
+    """What `neuronctl smoke` was asked: the model, the device, the steps to run."""
+
     python: str
     """The target interpreter (already resolved: neuronctl.probes.pyenv.resolve_python)."""
     model: str | None = None
@@ -49,6 +51,8 @@ class SmokeRequest:
 
 @dataclass(frozen=True)
 class SmokeOutcome:
+    """A smoke run's report, with the exit code it means."""
+
     report: SmokeReport
 
     @property

@@ -42,6 +42,8 @@ LABEL_WIDTH = 28
 
 @dataclass(frozen=True)
 class LockedFile:
+    """One wheel a lock names: where to fetch it and the sha256 it must have."""
+
     package: str
     version: str
     filename: str
@@ -52,6 +54,8 @@ class LockedFile:
 
 @dataclass(frozen=True)
 class DownloadRequest:
+    """What `neuronctl download` was asked: the lock, the wheelhouse folder, the targets."""
+
     lock: Path
     dest: Path
     config: Config
@@ -62,6 +66,8 @@ class DownloadRequest:
 
 @dataclass(frozen=True)
 class FileOutcome:
+    """What `neuronctl download` did with one wheel: downloaded, already present, replaced."""
+
     file: LockedFile
     status: str
     """"downloaded", "present" (already there and verified) or "replaced" (there, unverified)."""
@@ -74,6 +80,8 @@ class FileOutcome:
 
 @dataclass(frozen=True)
 class DownloadOutcome:
+    """The wheelhouse filled, and what happened to each file."""
+
     dest: Path
     files: tuple[FileOutcome, ...]
 

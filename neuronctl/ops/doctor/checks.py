@@ -28,6 +28,8 @@ from neuronctl.ops.doctor.system_checks import SYSTEM_CHECKS
 
 @dataclass(frozen=True)
 class CheckSpec:
+    """One doctor check as listed: its stable id, title, function, level, the facts it reads."""
+
     id: str
     title: str
     run: Callable[[Facts], Outcome]

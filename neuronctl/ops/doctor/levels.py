@@ -19,6 +19,8 @@ LONG_CHECKS = ("device.probe", "model.smoke")
 
 @dataclass(frozen=True)
 class Level:
+    """One doctor level: what it runs and the time budgets it must fit in."""
+
     number: int
     what: str
     check_s: float

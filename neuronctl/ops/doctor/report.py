@@ -10,6 +10,8 @@ from neuronctl.ops.doctor.runner import CheckResult
 
 @dataclass(frozen=True)
 class DoctorReport:
+    """Every check's result from one doctor run, with the verdict and the environment seen."""
+
     checks: tuple[CheckResult, ...]
     strict: bool
     environment: dict[str, Any]

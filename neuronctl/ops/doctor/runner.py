@@ -26,6 +26,8 @@ class Outcome:
 
 @dataclass(frozen=True)
 class CheckResult:
+    """One check's result as reported: status, message, fix, details, time taken."""
+
     id: str
     title: str
     status: Status
@@ -42,6 +44,8 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class Check:
+    """One check ready to run: its function bound to the facts, and its own timeout."""
+
     id: str
     title: str
     run: Callable[[], Outcome]

@@ -90,6 +90,8 @@ def node_passed(result: NodeResult) -> bool:
 
 @dataclass
 class FleetReport:
+    """The fleet doctor's nodes grouped by stack fingerprint, with how each differs."""
+
     nodes: list[NodeResult]
     groups: list[tuple[dict[str, str], list[str]]]  # (fingerprint, node names), baseline first
     differences: dict[str, dict[str, tuple[str, str]]]  # node -> field -> (baseline, node's)

@@ -37,6 +37,8 @@ Runner = Callable[[list[str], float], "Completed"]
 
 @dataclass(frozen=True)
 class Completed:
+    """How the srun that ran the fleet doctor ended, its output decoded."""
+
     returncode: int | None  # None: killed at the time limit
     stdout: str
     stderr: str
@@ -44,6 +46,8 @@ class Completed:
 
 @dataclass(frozen=True)
 class FleetRequest:
+    """What `neuronctl fleet doctor` was asked: the nodes, the doctor level, the time limit."""
+
     nodes: int | None = None
     nodelist: str | None = None
     all_nodes: bool = False

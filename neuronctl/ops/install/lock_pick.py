@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class PickedLock:
+    """The lock chosen for this host's devices, read, with the facts the choice rested on."""
+
     choice: LockChoice
     lock: Pylock
     """The chosen lock, read and validated."""

@@ -17,6 +17,8 @@ if TYPE_CHECKING:  # only its fields' types: an install with --no-check never lo
 
 @dataclass(frozen=True)
 class InstallOutcome:
+    """What an install did (or, in a dry run, would do): its target, files, commands, doctor."""
+
     target: InstallTarget
     source: InstallSource
     choice: Choice

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class InstallRequest:
+    """What `neuronctl install` was asked, options parsed, for the operation to validate."""
+
     config: Config
     manifest: Callable[[], Manifest]
     """Loads the release manifest; the operation calls it once, when it first needs it."""

@@ -29,6 +29,8 @@ REQUIREMENTS = "requirements.txt"
 
 @dataclass(frozen=True)
 class EngineFile:
+    """One file the engine installs: its URL (credentials added only here) and its sha256."""
+
     name: str
     version: str
     filename: str

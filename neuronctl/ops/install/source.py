@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class InstallSource:
+    """The wheels an install puts in place, from a lock or a fresh resolution, and their stack."""
+
     wanted: tuple[Wanted, ...]
     release: str | None
     framework: Framework | None

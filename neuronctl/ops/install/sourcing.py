@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Sourced:
+    """An install's source with what fetching its files needs: the routing, the Fetcher, caches."""
+
     source: InstallSource
     routing: IndexRouting
     fetcher: Fetcher | None

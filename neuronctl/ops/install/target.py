@@ -17,6 +17,8 @@ from neuronctl.probes.pyenv import resolve_python
 
 @dataclass(frozen=True)
 class InstallTarget:
+    """The environment an install changes: an interpreter, or a venv it creates or reuses."""
+
     python: str
     """The interpreter to inspect: the target's own, or for a new venv the base it is made from."""
     venv: Path | None = None

@@ -14,6 +14,8 @@ from neuronctl.resolvers.targets import Target
 
 @dataclass(frozen=True)
 class LockOutcome:
+    """What `neuronctl lock` wrote (or checked): the stack, packages, routing, network use."""
+
     path: str
     """The lock's path, or "-" when it went to stdout."""
     fmt: str

@@ -38,6 +38,8 @@ STDOUT = "-"
 
 @dataclass(frozen=True)
 class StackRequest:
+    """The stack to lock: release plan, extra requirements, targets and index routing."""
+
     plan: StackPlan
     requirements: tuple[str, ...]
     targets: tuple[Target, ...]
@@ -59,6 +61,8 @@ class StackRequest:
 
 @dataclass(frozen=True)
 class LockRequest:
+    """What `neuronctl lock` was asked: the stack, where and how to write it, or --check."""
+
     stack: StackRequest
     output: str
     """The lock's path, or "-" for stdout."""

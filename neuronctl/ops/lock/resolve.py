@@ -21,6 +21,8 @@ from neuronctl.resolvers.stack_roots import root_requirements, version_filter
 
 @dataclass
 class Resolved:
+    """A fresh resolution for each target, its packages, and how their files were reached."""
+
     resolutions: list[Resolution]
     packages: list[LockedPackage]
     fetcher: Fetcher
