@@ -28,6 +28,8 @@ WATCHED = ("torch-neuronx", "neuronx-cc", "nki", "libneuronxla", "torch-neuron",
 
 @dataclass(frozen=True)
 class InstalledDist:
+    """A distribution installed in the target, as its .dist-info (or importlib.metadata) says."""
+
     name: str
     version: str
     requires: tuple[str, ...] = ()
@@ -41,6 +43,8 @@ class InstalledDist:
 
 @dataclass(frozen=True)
 class PythonEnv:
+    """The target interpreter and its environment, each field checked (see parse_inspection)."""
+
     python: str
     implementation: str
     executable: str

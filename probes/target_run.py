@@ -63,6 +63,8 @@ def script_path(name: str) -> str:
 
 @dataclass(frozen=True)
 class ScriptRun:
+    """What a target script left: its channel, the tails of its stdout and stderr, how it ended."""
+
     channel: bytes
     """What the script wrote on its private channel, at most the cap asked for."""
     channel_overflow: bool

@@ -32,6 +32,8 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Selection:
+    """The Neuron release the doctor judges against, and why that one."""
+
     release: Release
     reason: str
 

@@ -28,6 +28,8 @@ Runner = Callable[[Sequence[str]], Any]
 
 @dataclass(eq=False)  # not frozen: raising it sets its __traceback__
 class ApplyFailure(Exception):
+    """An apply that failed: the stage, the fault, and what the report of what changed needs."""
+
     stage: str
     error: FaultError
     venv_removed: Path | None = None
