@@ -213,7 +213,12 @@ def _report(args: argparse.Namespace, times: dict[str, list[float]], served: dic
         raw, ours = f"{scenario}: raw {engine}{raw_kind}", f"{scenario}: neuronctl ({engine})"
         if raw in med and ours in med:
             goal = f"  (target <= {target})" if target else ""
-            print(f"ratio {ours} / raw {engine}{raw_kind}: x{med[ours] / med[raw]:.2f}{goal}")
+            # Each run times the raw engine just before neuronctl: the ratio within a run is
+            # the fairer one on a host whose speed drifts between runs.
+            paired = sorted(o / r for o, r in zip(times[ours], times[raw], strict=True))
+            print(f"ratio {ours} / raw {engine}{raw_kind}: x{med[ours] / med[raw]:.2f} of the medians, "
+                  f"x{statistics.median(paired):.2f} run by run (x{paired[0]:.2f} to x{paired[-1]:.2f})"
+                  f"{goal}")
     for name in ("nothing to do: neuronctl (uv)", "nothing to do: neuronctl (uv) --no-check"):
         if name in med:
             print(f"{name}: {med[name]:.3f} s  (target <= 0.3 s)")
