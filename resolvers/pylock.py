@@ -36,7 +36,6 @@ from packaging.version import Version
 from neuronctl import __version__
 from neuronctl.errors import InputError
 from neuronctl.resolvers.targets import Target
-from neuronctl.resolvers.toml_emit import dumps
 from neuronctl.routing import redact_url
 from neuronctl.safety import checked_hashes, safe_filename
 from neuronctl.tomlfile import MAX_TOML_BYTES, loads_toml, read_toml
@@ -190,6 +189,8 @@ def build_pylock(packages: Sequence[LockedPackage], inputs: LockInputs, hash_of:
 
 def render_pylock(doc: Mapping[str, Any]) -> str:
     """The TOML text, after checking it is a valid PEP 751 lock and parses back to `doc`."""
+    from neuronctl.resolvers.toml_emit import dumps  # writing a lock only: install reads one
+
     text = dumps(doc, arrays_of_tables=("packages",))
     try:
         Pylock.from_dict(dict(doc))

@@ -59,11 +59,13 @@ def test_an_install_from_a_lock_loads_no_resolution_snapshot_doctor_or_system_re
     """What `install --lock L --no-check` with nothing to do never calls: the HTTP stack, the
     file snapshot (an existing environment's apply), the doctor, the system-package readers
     (hardware detection reads neuron-ls through probes.neuron_ls), the probe and smoke modules,
-    either engine (until one is chosen), the NVIDIA probe (until no Neuron device is seen)."""
+    either engine (until one is chosen), the NVIDIA probe (until no Neuron device is seen), the
+    TOML writer (a lock is read here, never written)."""
     watched = [*RESOLUTION_ONLY, *PROBE_AND_SMOKE_ONLY, *SYSTEM_READERS, *ENGINES,
                "neuronctl.backend.snapshot", "csv", "neuronctl.ops.doctor.report",
-               "neuronctl.ops.doctor.runner", "neuronctl.probes.nvidia"]
-    assert _loaded(INSTALL_PATH, watched, tmp_path) == []
+               "neuronctl.ops.doctor.runner", "neuronctl.probes.nvidia", "neuronctl.resolvers.toml_emit"]
+    reads_its_lock = [*INSTALL_PATH, "neuronctl.resolvers.pylock"]
+    assert _loaded(reads_its_lock, watched, tmp_path) == []
 
 
 def test_choosing_an_engine_loads_that_engine_only(tmp_path):
@@ -108,7 +110,7 @@ def test_every_watched_name_is_a_module_that_loads(tmp_path):
     watched = sorted({*RESOLUTION_ONLY, *PROBE_AND_SMOKE_ONLY, *SYSTEM_READERS, *ENGINES,
                       "neuronctl.backend.snapshot", "csv", "neuronctl.ops.doctor.report",
                       "neuronctl.ops.doctor.runner", "neuronctl.probes.nvidia",
-                      "xml.etree.ElementTree", "neuronctl.ops.slurm_node",
+                      "neuronctl.resolvers.toml_emit", "xml.etree.ElementTree", "neuronctl.ops.slurm_node",
                       "neuronctl.resolvers.pylock", "packaging.pylock"})
     assert _loaded(watched, watched, tmp_path) == watched
 
