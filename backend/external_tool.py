@@ -16,7 +16,7 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from neuronctl.errors import FaultError, TerminateSignal
 
@@ -49,13 +49,16 @@ def shown(argv: Sequence[str]) -> str:
 
 
 def run_engine(argv: Sequence[str], *, timeout: float = 1800.0,
-               environ: Mapping[str, str] | None = None, show: bool = False) -> str:
-    """Run `argv`; returns what it said (the tail, when `show` sent it to the terminal)."""
+               environ: Mapping[str, str] | None = None, show: bool = False,
+               started: Callable[[], None] | None = None) -> str:
+    """Run `argv`; returns what it said (the tail, when `show` sent it to the terminal).
+    `started` is called once it runs (work of the caller's that should not delay its start)."""
+    then = started or (lambda: None)
     try:
         if show:
-            code, said = _run_on_terminal(argv, timeout, clean_environment(environ, progress=True))
+            code, said = _run_on_terminal(argv, timeout, clean_environment(environ, progress=True), then)
         else:
-            code, said = _run_captured(argv, timeout, clean_environment(environ))
+            code, said = _run_captured(argv, timeout, clean_environment(environ), then)
     except subprocess.TimeoutExpired:
         raise FaultError(f"`{shown(argv)}` timed out after {timeout:g}s") from None
     except OSError as exc:
@@ -82,9 +85,11 @@ def _start(argv: Sequence[str], env: dict[str, str], out: int, err: int) -> subp
                             start_new_session=True)
 
 
-def _run_captured(argv: Sequence[str], timeout: float, env: dict[str, str]) -> tuple[int, str]:
+def _run_captured(argv: Sequence[str], timeout: float, env: dict[str, str],
+                  started: Callable[[], None]) -> tuple[int, str]:
     proc = _start(argv, env, subprocess.PIPE, subprocess.STDOUT)
     try:
+        started()
         out, _ = proc.communicate(timeout=timeout)
     except BaseException as exc:
         _stop(proc, exc)
@@ -92,7 +97,8 @@ def _run_captured(argv: Sequence[str], timeout: float, env: dict[str, str]) -> t
     return proc.returncode, out[-TAIL_BYTES:].decode("utf-8", errors="replace")
 
 
-def _run_on_terminal(argv: Sequence[str], timeout: float, env: dict[str, str]) -> tuple[int, str]:
+def _run_on_terminal(argv: Sequence[str], timeout: float, env: dict[str, str],
+                     started: Callable[[], None]) -> tuple[int, str]:
     import pty
     import select
 
@@ -105,6 +111,7 @@ def _run_on_terminal(argv: Sequence[str], timeout: float, env: dict[str, str]) -
     tail = bytearray()
     deadline = time.monotonic() + timeout
     try:
+        started()
         while True:
             left = deadline - time.monotonic()
             if left <= 0:

@@ -50,19 +50,26 @@ def _same_dirs(reported: Sequence[str], listed: Sequence[str]) -> bool:
 
 class HeldInspection:
     """`python`'s inspection (as the doctor asks for it: no wheel tags), its interpreter started
-    now, its distributions read at result(), after the install. `site_dirs`: where the install
-    puts packages (an existing environment's, from its inspection; a new venv's, from its
-    layout), listed now, before anything starts."""
+    by start() (once the engine runs: it is not in the engine's way as it starts), its
+    distributions read at result(), after the install. `site_dirs`: where the install puts
+    packages (an existing environment's, from its inspection; a new venv's, from its layout),
+    listed at once, before the engine starts."""
 
     def __init__(self, python: str, site_dirs: Sequence[str], timeout: float) -> None:
         self.python = python
         self.site_dirs = tuple(site_dirs)
         self.timeout = timeout
         self._before = startup_files(self.site_dirs)
-        self._held: Inspection | None = Inspection(python, timeout=timeout, tags=False, held=True)
+        self._held: Inspection | None = None
+        self._done = False
+
+    def start(self) -> None:
+        """Start the interpreter (once; not after result() or cancel())."""
+        if self._held is None and not self._done:
+            self._held = Inspection(self.python, timeout=self.timeout, tags=False, held=True)
 
     def result(self) -> PythonEnv:
-        held, self._held = self._held, None
+        held, self._held, self._done = self._held, None, True
         if held is not None and startup_files(self.site_dirs) == self._before:
             env = held.result()
             if _same_dirs(env.site_dirs, self.site_dirs):
@@ -73,6 +80,7 @@ class HeldInspection:
 
     def cancel(self) -> None:
         """The install failed, or no doctor follows: stop the interpreter (idempotent)."""
+        self._done = True
         if self._held is not None:
             self._held.cancel()
             self._held = None

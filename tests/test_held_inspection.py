@@ -39,6 +39,7 @@ def _held_and_up(venv: Path, log: Path, dirs: list[str] | None = None) -> HeldIn
     _starts_logged(venv, log)
     held = HeldInspection(str(venv / "bin" / "python"),
                           venv_site_dirs(str(venv)) if dirs is None else dirs, timeout=30)
+    held.start()
     _starts(log)
     return held
 
@@ -54,6 +55,7 @@ def test_it_starts_at_once_and_reads_what_the_install_put_there(tmp_path):
     log = tmp_path / "starts.log"
     _starts_logged(tmp_path / "venv", log)
     held = HeldInspection(str(py), venv_site_dirs(str(tmp_path / "venv")), timeout=30)
+    held.start()
     started = _starts(log)  # up before anything asked for its result
     pip_install(py, [build_wheel(tmp_path / "w", "late-arrival", "2.0")])
     after_install = _starts(log)
@@ -95,6 +97,7 @@ def test_cancel_ends_the_held_interpreter(tmp_path):
     log = tmp_path / "starts.log"
     _starts_logged(tmp_path / "venv", log)
     held = HeldInspection(str(py), venv_site_dirs(str(tmp_path / "venv")), timeout=30)
+    held.start()
     pid = _starts(log)[0]
     held.cancel()
     try:

@@ -68,6 +68,7 @@ class _Install:
         """Whether the engine's apply has started (it removes a new venv on failure itself)."""
         self.doctor_inspection: HeldInspection | None = None
         """The doctor's inspection of the target, started with the engine."""
+        self.applying_said = False
 
     @functools.cached_property
     def manifest(self) -> Manifest:
@@ -264,13 +265,11 @@ class _Install:
         if not show and files:  # the engine says nothing until it is done: say what it does
             self.reporter.emit(Event("note", f"{choice.engine.name} fetches {len(files)} file(s), "
                                              "each checked against its sha256, then installs"))
-        if self.request.check:  # the doctor loads while the engine works
-            self.reporter.emit(Event("step", "applying", {"step": "applying"}))
         try:
             apply(plan, target, choice.engine, files, sourced.routing.credentials(),
-                  run=ft.partial(run_engine, show=show), offline=self.request.offline,
-                  watch=None if target.new_venv else watch, early=early,
-                  engine_starting=ft.partial(self._hold_inspection, target, before))
+                  run=ft.partial(run_engine, show=show, started=self._engine_started),
+                  offline=self.request.offline, watch=None if target.new_venv else watch,
+                  early=early, engine_starting=ft.partial(self._hold_inspection, target, before))
         except ApplyFailure as failure:
             raise failure_error(failure, target, before, sourced.routing.url_for,
                                 wheelhouse=self.request.find_links, files=files) from None
@@ -285,10 +284,20 @@ class _Install:
         from neuronctl.probes.held_inspection import HeldInspection, venv_site_dirs
 
         dirs = venv_site_dirs(target.environment) if target.new_venv else before.site_dirs
-        try:
-            self.doctor_inspection = HeldInspection(target.final_python, dirs, self._doctor_timeout)
-        except (InputError, OSError):
-            self.doctor_inspection = None
+        self.doctor_inspection = HeldInspection(target.final_python, dirs, self._doctor_timeout)
+
+    def _engine_started(self) -> None:
+        """The engine runs: what the doctor needs starts now, not in its way as it starts (the
+        target's interpreter; the CLI loading the doctor's modules on a thread)."""
+        if not self.request.check or self.applying_said:
+            return
+        self.applying_said = True
+        if self.doctor_inspection is not None:
+            try:
+                self.doctor_inspection.start()
+            except (InputError, OSError):  # the doctor inspects it afterwards, and says why
+                self.doctor_inspection = None
+        self.reporter.emit(Event("step", "applying", {"step": "applying"}))
 
     @property
     def _doctor_timeout(self) -> float:
