@@ -116,12 +116,6 @@ def test_every_watched_name_is_a_module_that_loads(tmp_path):
 
 
 
-# Dataclasses in files that were mid-edit when this test came; each leaves the set once its
-# class has a docstring.
-UNDOCUMENTED_YET = {"neuronctl.ops.doctor.facts.Selection", "neuronctl.ops.install.apply.ApplyFailure",
-                    "neuronctl.probes.pyenv.InstalledDist", "neuronctl.probes.pyenv.PythonEnv",
-                    "neuronctl.probes.target_run.ScriptRun"}
-
 _DATACLASSES = """
 import dataclasses, importlib, inspect, json, pkgutil
 import neuronctl, neuronctl.backend, neuronctl.probes, neuronctl.resolvers
@@ -149,4 +143,4 @@ def test_every_dataclass_has_a_docstring_of_its_own(tmp_path):
     assert len(docs) > 100  # the walk reached resolvers/, probes/ and backend/ too
     invented = {name for name, doc in docs.items()
                 if doc.startswith(name.rsplit(".", 1)[1] + "(")}
-    assert sorted(invented - UNDOCUMENTED_YET) == []
+    assert sorted(invented) == []
