@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 
@@ -11,6 +10,8 @@ def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None
     """Write a temp file beside `path`, fsync it when `durable`, then rename it over `path`:
     readers see the old file or the new one, never half of either. An existing file keeps its
     permissions; a new one gets 0644. Nothing is left behind when writing fails."""
+    import tempfile  # not at import: most runs write nothing, and it brings shutil and random
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 from packaging.version import InvalidVersion, Version
 
 from neuronctl.chips import CHIP_IDS
+from neuronctl.data import bundled_text
 from neuronctl.errors import InputError
 from neuronctl.jsonfields import Fields
 
@@ -295,7 +295,7 @@ def load_manifest_file(path: Path) -> Manifest:
 
 
 def load_bundled_manifest() -> Manifest:
-    text = resources.files("neuronctl.data").joinpath("releases.json").read_text("utf-8")
+    text = bundled_text("releases.json")
     return parse_manifest(json.loads(text), "bundled manifest", origin="bundled")
 
 

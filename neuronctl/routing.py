@@ -8,12 +8,12 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from packaging.utils import canonicalize_name
 
+from neuronctl.data import bundled_text
 from neuronctl.errors import InputError
 from neuronctl.jsonfields import Fields
 from neuronctl.redact import MASK, redact
@@ -192,7 +192,7 @@ def parse_assignment(text: str, flag: str) -> tuple[str, str]:
 @functools.cache
 def load_default_routing() -> IndexRouting:
     """Parsed once per process: several doctor checks build fixes from it."""
-    data = json.loads(resources.files("neuronctl.data").joinpath("routing.json").read_text("utf-8"))
+    data = json.loads(bundled_text("routing.json"))
     top = Fields(data, "bundled routing")
     idx = top.obj("indexes")
     assert idx is not None
@@ -266,7 +266,7 @@ def cuda_variant_number(variant: str) -> int:
 @functools.cache
 def load_fallback_routing() -> dict[str, FallbackRouting]:
     """device -> its bundled fallback routing (parsed once per process)."""
-    data = json.loads(resources.files("neuronctl.data").joinpath("routing.json").read_text("utf-8"))
+    data = json.loads(bundled_text("routing.json"))
     section = Fields(data, "bundled routing").obj("fallbacks")
     assert section is not None
     out = {}

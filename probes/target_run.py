@@ -23,8 +23,6 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
 
 from neuronctl.errors import FaultError
 from neuronctl.redact import redact
@@ -54,11 +52,14 @@ def last_line(text: str) -> str:
 
 def script_path(name: str) -> str:
     """The file of a script shipped in neuronctl.probes.scripts (a real file in every install
-    neuronctl supports: wheels are unpacked, editable installs point at the source)."""
-    path = resources.files("neuronctl.probes.scripts").joinpath(name)
-    if not isinstance(path, Path):
+    neuronctl supports: wheels are unpacked, editable installs point at the source), found
+    beside the package's own file (importlib.resources would load zipfile to say the same)."""
+    from neuronctl.probes import scripts
+
+    path = os.path.join(os.path.dirname(os.path.abspath(scripts.__file__ or ".")), name)
+    if not os.path.isfile(path):
         raise FaultError(f"neuronctl's {name} is not a file on disk (installed as a zip?)")
-    return str(path)
+    return path
 
 
 @dataclass(frozen=True)

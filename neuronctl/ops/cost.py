@@ -13,10 +13,10 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from neuronctl.data import bundled_text
 from neuronctl.errors import InputError
 from neuronctl.probes.target_run import printable
 
@@ -112,7 +112,7 @@ def prices_from_config(table: Mapping[str, Any], source: str) -> tuple[Price, ..
 def load_bundled_prices(text: str | None = None) -> tuple[Price, ...]:
     """The bundled table (or `text` in its format), every row checked: source URL and date."""
     if text is None:
-        text = resources.files("neuronctl.data").joinpath("prices.json").read_text("utf-8")
+        text = bundled_text("prices.json")
     data = json.loads(text)
     rows = data.get("prices") if isinstance(data, dict) and data.get("schema") == 1 else None
     if not isinstance(rows, list):

@@ -5,8 +5,8 @@ pip takes no lock of its own; uv locks only while it runs, not across plan, appl
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +17,11 @@ def environment_lock(environment: str, cache_root: Path, on_wait: Callable[[], N
     """Hold the environment's lock (a file under the cache, so the environment itself is never
     touched); yields whether it had to wait. Where the cache cannot hold the lock file, installs
     go on unlocked rather than fail."""
-    path = cache_root / "locks" / f"{hashlib.sha256(environment.encode()).hexdigest()[:24]}.lock"
+    # The name only has to be the same for the same environment: two checksums of its path, not
+    # sha256 (hashlib loads OpenSSL, ~4 ms of an install with nothing to do). Two environments
+    # that shared a name would only take turns.
+    key = environment.encode()
+    path = cache_root / "locks" / f"{zlib.crc32(key):08x}{zlib.adler32(key):08x}.lock"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,6 +77,8 @@ def render(files: Sequence[EngineFile], input_name: str,
 def written(files: Sequence[EngineFile], input_name: str,
             credentials: Mapping[Origin, tuple[str, str]]) -> Iterator[Path]:
     """The engine's input for `files`, private to this user, removed afterwards."""
+    import tempfile  # only an install that runs an engine writes its input
+
     text = render(files, input_name, credentials)
     with tempfile.TemporaryDirectory(prefix="neuronctl-install-") as folder:  # mode 0700
         path = Path(folder) / input_name
