@@ -68,6 +68,28 @@ def test_an_install_from_a_lock_loads_no_resolution_snapshot_doctor_or_system_re
     assert _loaded(reads_its_lock, watched, tmp_path) == []
 
 
+# Loaded only where a file is written (tempfile), a seed wheel hashed (hashlib): not by reading
+# the bundled data, finding a probe script or taking the environment's turn.
+WRITERS_AND_HASHERS = ["tempfile", "hashlib", "zipfile", "importlib.resources"]
+
+
+def test_the_bundled_data_the_scripts_and_the_turn_load_no_tempfile_hashlib_or_zipfile(tmp_path):
+    """An install with nothing to do reads the bundled manifest and routing, runs a probe script
+    and takes the environment's turn; none of that loads tempfile, hashlib (OpenSSL) or
+    importlib.resources with zipfile (~15 ms of imports together)."""
+    run = ("from pathlib import Path\n"
+           "from neuronctl.manifest import load_bundled_manifest\n"
+           "from neuronctl.routing import load_default_routing, load_fallback_routing\n"
+           "from neuronctl.probes.target_run import script_path\n"
+           "from neuronctl.ops.install.env_mutex import environment_lock\n"
+           "load_bundled_manifest(); load_default_routing(); load_fallback_routing()\n"
+           "assert Path(script_path('inspect_env.py')).is_file()\n"
+           f"with environment_lock('/some/env', Path({str(tmp_path)!r}), lambda: None) as waited:\n"
+           "    assert waited is False\n"
+           f"assert len(list(Path({str(tmp_path)!r}, 'locks').glob('*.lock'))) == 1\n")
+    assert _loaded([*INSTALL_PATH, "neuronctl.resolvers.pylock"], WRITERS_AND_HASHERS, tmp_path, run) == []
+
+
 def test_choosing_an_engine_loads_that_engine_only(tmp_path):
     """--backend uv never loads pip's engine, --backend pip never uv's."""
     choose = ("from neuronctl.backend.choose import choose_backend\n"
@@ -111,7 +133,7 @@ def test_every_watched_name_is_a_module_that_loads(tmp_path):
                       "neuronctl.backend.snapshot", "csv", "neuronctl.ops.doctor.report",
                       "neuronctl.ops.doctor.runner", "neuronctl.probes.nvidia",
                       "neuronctl.resolvers.toml_emit", "xml.etree.ElementTree", "neuronctl.ops.slurm_node",
-                      "neuronctl.resolvers.pylock", "packaging.pylock"})
+                      "neuronctl.resolvers.pylock", "packaging.pylock", *WRITERS_AND_HASHERS})
     assert _loaded(watched, watched, tmp_path) == watched
 
 
