@@ -80,6 +80,16 @@ def test_no_holders_passes_and_no_nodes_skips(tmp_path: Path) -> None:
     assert check_device_holders(facts(tmp_path)).status == "pass"
 
 
+def test_without_device_nodes_no_process_is_looked_at(tmp_path: Path) -> None:
+    """No /dev/neuron* here: skipped before the /proc scan, which on a host without Neuron
+    devices (a laptop, a CI runner with thousands of processes) would read every fd table."""
+    holder_tree(tmp_path)  # processes whose fd links name /dev/neuron0 and 1 ...
+    for node in (tmp_path / "dev").glob("neuron*"):
+        node.unlink()  # ... which do not exist (read, the scan would warn about three holders)
+    outcome = check_device_holders(facts(tmp_path))
+    assert (outcome.status, outcome.details) == ("skip", ())
+
+
 def test_unreadable_fd_directory_is_counted_not_fatal(tmp_path: Path) -> None:
     (tmp_path / "proc" / "42").mkdir(parents=True)  # no fd/ directory: cannot be listed
     scan = find_device_holders(SysRoot(tmp_path))
