@@ -53,9 +53,7 @@ def _dist_folder(where: Path, name: str) -> None:
 def test_it_starts_at_once_and_reads_what_the_install_put_there(tmp_path):
     py = make_venv(tmp_path / "venv")
     log = tmp_path / "starts.log"
-    _starts_logged(tmp_path / "venv", log)
-    held = HeldInspection(str(py), venv_site_dirs(str(tmp_path / "venv")), timeout=30)
-    held.start()
+    held = _held_and_up(tmp_path / "venv", log)
     started = _starts(log)  # up before anything asked for its result
     pip_install(py, [build_wheel(tmp_path / "w", "late-arrival", "2.0")])
     after_install = _starts(log)
@@ -93,19 +91,11 @@ def test_site_dirs_it_was_not_told_of_mean_a_fresh_interpreter(tmp_path):
 
 
 def test_cancel_ends_the_held_interpreter(tmp_path):
-    py = make_venv(tmp_path / "venv")
+    make_venv(tmp_path / "venv")
     log = tmp_path / "starts.log"
-    _starts_logged(tmp_path / "venv", log)
-    held = HeldInspection(str(py), venv_site_dirs(str(tmp_path / "venv")), timeout=30)
-    held.start()
-    pid = _starts(log)[0]
+    held = _held_and_up(tmp_path / "venv", log)
     held.cancel()
-    try:
-        os.kill(pid, 0)
-        alive = True
-    except ProcessLookupError:
-        alive = False
-    assert not alive
+    assert not _alive(_starts(log)[0])
 
 
 def test_a_venvs_site_dirs_come_from_its_layout(tmp_path):
