@@ -53,7 +53,16 @@ def run_engine(argv: Sequence[str], *, timeout: float = 1800.0,
                started: Callable[[], None] | None = None) -> str:
     """Run `argv`; returns what it said (the tail, when `show` sent it to the terminal).
     `started` is called once it runs (work of the caller's that should not delay its start)."""
-    then = started or (lambda: None)
+
+    def then() -> None:
+        # The caller's extra work is not the engine's: its failure must not stop an engine that
+        # may be changing the environment (the caller does without what it would have made).
+        try:
+            if started is not None:
+                started()
+        except Exception:
+            pass
+
     try:
         if show:
             code, said = _run_on_terminal(argv, timeout, clean_environment(environ, progress=True), then)

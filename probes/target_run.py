@@ -56,7 +56,9 @@ def script_path(name: str) -> str:
     beside the package's own file (importlib.resources would load zipfile to say the same)."""
     from neuronctl.probes import scripts
 
-    path = os.path.join(os.path.dirname(os.path.abspath(scripts.__file__ or ".")), name)
+    if not scripts.__file__:  # a namespace package: never looked up in the working directory
+        raise FaultError("neuronctl's probe scripts are not installed as files")
+    path = os.path.join(os.path.dirname(os.path.abspath(scripts.__file__)), name)
     if not os.path.isfile(path):
         raise FaultError(f"neuronctl's {name} is not a file on disk (installed as a zip?)")
     return path
@@ -176,11 +178,16 @@ class TargetScript:
         with _live_guard:
             _live.add(self.proc)
 
-    def release(self) -> None:
-        """Close a held script's stdin: it goes on (idempotent; nothing for one not held)."""
-        if self.proc.stdin is not None and not self.proc.stdin.closed:
+    def release(self, token: bytes = b"go\n") -> None:
+        """Write `token` to a held script's stdin, then close it: it goes on, and can tell that
+        from its start-up code closing stdin (idempotent; nothing for one not held)."""
+        stdin = self.proc.stdin
+        if stdin is not None and not stdin.closed:
+            with contextlib.suppress(OSError):  # it died, or took the pipe: it will say so
+                stdin.write(token)
+                stdin.flush()
             with contextlib.suppress(OSError):
-                self.proc.stdin.close()
+                stdin.close()
 
     def collect(self, timeout: float, channel_cap: int = CHANNEL_CAP) -> ScriptRun:
         self.release()
@@ -241,10 +248,10 @@ class TargetScript:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=5)
             _live.discard(self.proc)
-        self.release()
-        for stream in (self.proc.stdout, self.proc.stderr):
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream is not None:
-                stream.close()
+                with contextlib.suppress(OSError):
+                    stream.close()
         with contextlib.suppress(OSError):
             os.close(self._channel_fd)
 

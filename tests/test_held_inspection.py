@@ -7,6 +7,7 @@ from a fresh interpreter instead. Real venvs, a real pip installing a real wheel
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -69,6 +70,7 @@ def test_a_pth_file_the_install_adds_is_read_as_a_new_interpreter_reads_it(tmp_p
     _dist_folder(tmp_path / "extra", "via-pth")
     (site_packages(tmp_path / "venv") / "extra.pth").write_text(str(tmp_path / "extra") + "\n")
     assert held.result().get("via-pth") is not None
+    assert len(_starts(tmp_path / "starts.log")) == 2  # a new interpreter answered
 
 
 def test_a_sitecustomize_the_install_adds_is_run_as_a_new_interpreter_runs_it(tmp_path):
@@ -78,6 +80,51 @@ def test_a_sitecustomize_the_install_adds_is_run_as_a_new_interpreter_runs_it(tm
     (site_packages(tmp_path / "venv") / "sitecustomize.py").write_text(
         f"import sys; sys.path.append({str(tmp_path / 'extra')!r})\n")
     assert held.result().get("via-customize") is not None
+    assert len(_starts(tmp_path / "starts.log")) == 2  # a new interpreter answered
+
+
+def test_a_folder_an_unchanged_pth_names_that_the_install_creates_is_added_as_at_a_new_start(tmp_path):
+    """site.py adds a .pth path line's folder only if it exists as the interpreter starts."""
+    make_venv(tmp_path / "venv")
+    (site_packages(tmp_path / "venv") / "later.pth").write_text(str(tmp_path / "later") + "\n")
+    held = _held_and_up(tmp_path / "venv", tmp_path / "starts.log")
+    _dist_folder(tmp_path / "later", "in-later")
+    assert held.result().get("in-later") is not None
+
+
+def test_a_module_an_unchanged_pth_imports_that_the_install_changes_is_run_as_at_a_new_start(tmp_path):
+    site = site_packages(make_venv(tmp_path / "venv").parent.parent)
+    (site / "hook.pth").write_text("import zz_hook\n")
+    (site / "zz_hook.py").write_text("")
+    held = _held_and_up(tmp_path / "venv", tmp_path / "starts.log")
+    _dist_folder(tmp_path / "extra", "via-hook")
+    (site / "zz_hook.py").write_text(f"import sys; sys.path.append({str(tmp_path / 'extra')!r})\n")
+    assert held.result().get("via-hook") is not None
+
+
+def test_start_up_code_that_closes_stdin_cannot_make_it_answer_before_the_install(tmp_path):
+    """A .pth that points stdin at /dev/null reads as a release: without neuronctl's token the
+    held interpreter reports nothing, and a new one answers."""
+    make_venv(tmp_path / "venv")
+    (site_packages(tmp_path / "venv") / "zz_stdin.pth").write_text(
+        "import os; os.dup2(os.open(os.devnull, os.O_RDONLY), 0)\n")
+    held = _held_and_up(tmp_path / "venv", tmp_path / "starts.log")
+    _wait_exited(_starts(tmp_path / "starts.log")[0])  # it took the EOF and went on at once
+    _dist_folder(site_packages(tmp_path / "venv"), "late-arrival")
+    assert held.result().get("late-arrival") is not None
+
+
+def _wait_exited(pid: int) -> None:
+    """Until `pid` has exited (a zombie, not yet reaped, counts)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text():
+                return
+        except OSError:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"pid {pid} still running")
 
 
 def test_site_dirs_it_was_not_told_of_mean_a_fresh_interpreter(tmp_path):
@@ -125,13 +172,30 @@ def test_an_install_into_an_existing_venv_starts_the_target_twice_and_its_doctor
     assert len(_starts(log)) == 2
 
 
+def _inspections_of(python: Path) -> list[int]:
+    """The inspection scripts running in `python` now, from /proc."""
+    found = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv[0] == str(python).encode() and any(a.endswith(b"inspect_env.py") for a in argv):
+            found.append(int(pid))
+    return found
+
+
 def test_a_failed_install_leaves_no_held_interpreter(cli, uni, locked, tmp_path):
     py = make_venv(tmp_path / "venv", find_python("3.12"))
-    log = tmp_path / "starts.log"
-    _starts_logged(tmp_path / "venv", log)
     last = next(e.filename for e in uni.pypi.projects["typing-extensions"] if "4.12.2" in e.filename)
-    uni.pypi.cut_after[last] = 300
+    uni.pypi.stall[f"/files/{last}"] = (2.0, 1000)  # the held interpreter is up by then ...
+    uni.pypi.cut_after[last] = 300  # ... and the engine fails
+    seen: list[int] = []
+    watch = threading.Thread(target=lambda: [seen.extend(_inspections_of(py)) or time.sleep(0.05)
+                                             for _ in range(40)], daemon=True)
+    watch.start()
     r = cli("install", "--lock", str(locked), "--python", str(py), "--backend", "uv")
+    watch.join()
     assert r.code == 1 and "install failed, nothing changed" in r.err, r.err
-    pids = _starts(log, at_least=2)
-    assert not any(_alive(pid) for pid in pids)
+    assert seen  # it was there while the engine ran
+    assert _inspections_of(py) == [] and not any(_alive(pid) for pid in set(seen))

@@ -292,15 +292,34 @@ def distributions(opts: "Dict[str, Any]", out: "Dict[str, Any]") -> None:
     out["reader"] = "importlib.metadata" if found is None else "dist-info scan"
 
 
-def wait_for_release() -> None:
+RELEASE = b"go\n"
+"""What neuronctl writes to a held inspection's stdin before closing it."""
+STALE = 3
+"""Exit status of a held inspection whose stdin closed without RELEASE (start-up code took or
+closed it): it reports nothing, and neuronctl asks a new interpreter."""
+
+
+def wait_for_release() -> bool:
     """Until stdin closes (neuronctl closes it after the install, or dies): everything else this
-    inspection reports is fixed for the life of the interpreter, the distributions are not."""
-    while True:
+    inspection reports is fixed for the life of the interpreter, the distributions are not.
+    True only where neuronctl's RELEASE came first."""
+    got = b""
+    while len(got) <= len(RELEASE):
         try:
-            if not os.read(0, 4096):
-                return
+            chunk = os.read(0, 64)
         except OSError:
-            return
+            return False
+        if not chunk:
+            return got == RELEASE
+        got += chunk
+    return False
+
+
+def forget_listings() -> None:
+    """importlib.metadata caches what it listed (keyed on mtimes, which one tick may not tell
+    apart): where start-up code used it before the install, it lists again."""
+    if "importlib.metadata" in sys.modules:
+        sys.modules["importlib"].invalidate_caches()
 
 
 def open_channel(argv: "List[str]") -> "IO[str]":
@@ -329,7 +348,9 @@ def main() -> int:
         if pip is not None:
             out["bundled_pip"] = pip
     if opts.get("hold"):
-        wait_for_release()
+        if not wait_for_release():
+            return STALE
+        forget_listings()
     if opts["packages"]:
         distributions(opts, out)
     channel.write(json.dumps(out) + "\n")

@@ -289,14 +289,15 @@ class _Install:
     def _engine_started(self) -> None:
         """The engine runs: what the doctor needs starts now, not in its way as it starts (the
         target's interpreter; the CLI loading the doctor's modules on a thread)."""
-        if not self.request.check or self.applying_said:
+        # Once, for the install's engine: not a venv's creation (which comes before the target
+        # is there), not the removal step after it.
+        if not self.request.check or self.applying_said or self.doctor_inspection is None:
             return
         self.applying_said = True
-        if self.doctor_inspection is not None:
-            try:
-                self.doctor_inspection.start()
-            except (InputError, OSError):  # the doctor inspects it afterwards, and says why
-                self.doctor_inspection = None
+        try:
+            self.doctor_inspection.start()
+        except (InputError, OSError):  # the doctor inspects it afterwards, and says why
+            self.doctor_inspection.cancel()
         self.reporter.emit(Event("step", "applying", {"step": "applying"}))
 
     @property
