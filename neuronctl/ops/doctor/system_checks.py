@@ -31,7 +31,8 @@ def _uses_dpkg(f: Facts) -> bool:
 
 def check_device_holders(f: Facts) -> Outcome:
     # Without device nodes nothing can hold one: the /proc scan (every process's fd table, long
-    # on a busy CI host or laptop) is for hosts that have them.
+    # on a busy CI host or laptop) is for hosts that have them. A process still holding a node
+    # since removed (the driver unloaded) is not named here; hardware.driver fails on that host.
     if not f.sysroot.glob("/dev", "neuron*"):
         return Outcome("skip", "no /dev/neuron* nodes: nothing to hold")
     from neuronctl.probes.system_facts import descends_from, find_device_holders

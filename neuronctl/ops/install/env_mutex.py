@@ -19,7 +19,9 @@ def environment_lock(environment: str, cache_root: Path, on_wait: Callable[[], N
     go on unlocked rather than fail."""
     # The name only has to be the same for the same environment: two checksums of its path, not
     # sha256 (hashlib loads OpenSSL, ~4 ms of an install with nothing to do). Two environments
-    # that shared a name would only take turns.
+    # that shared a name would only take turns. (Versions before this one named it by sha256:
+    # an older and a newer neuronctl installing into one environment at the same moment do not
+    # take turns; uv still locks the environment while it runs.)
     key = environment.encode()
     path = cache_root / "locks" / f"{zlib.crc32(key):08x}{zlib.adler32(key):08x}.lock"
     try:
