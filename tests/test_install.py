@@ -400,7 +400,8 @@ def test_interrupt_during_apply_reports_changes_and_restore_commands(uni, locked
 def test_stopping_during_a_slow_download_stops_at_once_and_leaves_nothing(uni, locked, tmp_path, signame,
                                                                           code, word, engine):
     """Ctrl-C, or a CI job's SIGTERM, while the engine fetches a large file: neuronctl passes the
-    signal on, the engine stops without waiting the download out, and the new venv is gone."""
+    signal on, the engine stops without waiting the download out, the doctor's inspection held
+    beside it ends too, and the new venv is gone."""
     import signal
     import sys
 
@@ -415,8 +416,14 @@ def test_stopping_during_a_slow_download_stops_at_once_and_leaves_nothing(uni, l
         """nki is coming in (the server sends it) into the venv made before the engine ran."""
         return uni.neuron.trickling.is_set() and (venv / "pyvenv.cfg").exists()
 
+    def held() -> bool:
+        """The doctor's inspection of the venv is up beside the engine (probes/held_inspection.py)."""
+        return subprocess.run(["pgrep", "-f", f"^{venv}/bin/python .*inspect_env.py"],
+                              capture_output=True, check=False).returncode == 0
+
     try:
         wait_until(midway, proc)
+        wait_until(held, proc)
         proc.send_signal(getattr(signal, signame))
         _, err = proc.communicate(timeout=15)  # far less than the 30 s the rest would take
     finally:
