@@ -33,6 +33,9 @@ EXIT_GRACE_S = 0.5
 """How long pipes are still read after the interpreter exits: enough for what it wrote before
 exiting, short enough that a grandchild holding a pipe open cannot stall us."""
 POLL_S = 0.1
+RELEASE = b"go\n"
+"""What a held script waits for on stdin before its stdin closes (inspect_env.py's RELEASE; the
+scripts import nothing of neuronctl's, so it is written there again)."""
 
 _live: set[subprocess.Popen[bytes]] = set()
 _live_guard = threading.Lock()
@@ -178,13 +181,13 @@ class TargetScript:
         with _live_guard:
             _live.add(self.proc)
 
-    def release(self, token: bytes = b"go\n") -> None:
-        """Write `token` to a held script's stdin, then close it: it goes on, and can tell that
+    def release(self) -> None:
+        """Write RELEASE to a held script's stdin, then close it: it goes on, and can tell that
         from its start-up code closing stdin (idempotent; nothing for one not held)."""
         stdin = self.proc.stdin
         if stdin is not None and not stdin.closed:
             with contextlib.suppress(OSError):  # it died, or took the pipe: it will say so
-                stdin.write(token)
+                stdin.write(RELEASE)
                 stdin.flush()
             with contextlib.suppress(OSError):
                 stdin.close()

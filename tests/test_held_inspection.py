@@ -145,6 +145,14 @@ def test_cancel_ends_the_held_interpreter(tmp_path):
     assert not _alive(_starts(log)[0])
 
 
+def test_neuronctl_releases_with_the_token_the_script_waits_for():
+    """The held script imports nothing of neuronctl's: the two copies of the token must agree."""
+    from neuronctl.probes import target_run
+    from neuronctl.probes.scripts import inspect_env
+
+    assert target_run.RELEASE == inspect_env.RELEASE
+
+
 def test_a_venvs_site_dirs_come_from_its_layout(tmp_path):
     make_venv(tmp_path / "venv")
     assert venv_site_dirs(str(tmp_path / "venv")) == [os.path.realpath(site_packages(tmp_path / "venv"))]

@@ -4,8 +4,9 @@
 argv: CHANNEL_FD OPTIONS_JSON. Writes a hello line, then the facts as one JSON line to the
 channel: the interpreter, its markers and wheel tags, its bundled pip wheel, and its installed
 distributions (read from plain .dist-info directories where that is all there is, else with
-importlib.metadata). Held (option "hold"), it reads the distributions only once its stdin
-closes: neuronctl starts it while an engine installs, so that its start-up is done by then.
+importlib.metadata). Held (option "hold"), it reads the distributions only once neuronctl
+releases it (RELEASE on stdin, then its end): neuronctl starts it while an engine installs, so
+that its start-up is done by then.
 """
 
 import json

@@ -291,7 +291,7 @@ class _Install:
         target's interpreter; the CLI loading the doctor's modules on a thread)."""
         # Once, for the install's engine: not a venv's creation (which comes before the target
         # is there), not the removal step after it.
-        if not self.request.check or self.applying_said or self.doctor_inspection is None:
+        if self.applying_said or self.doctor_inspection is None:  # None: --no-check
             return
         self.applying_said = True
         try:
@@ -328,5 +328,5 @@ class _Install:
         facts = Facts(python=target.final_python, sysroot=self.sysroot, manifest=self.manifest,
                       release=source.release, device=device, timeout=limit, lock=source.lock,
                       hardware=hardware, pylock=self.pylock, env=unchanged,
-                      inspection=None if unchanged is not None else self.doctor_inspection)
+                      inspection=self.doctor_inspection)
         return run_doctor(facts, ids, False, limit)
