@@ -36,6 +36,9 @@ def test_progress_bars_are_labelled_by_name_and_version_and_fit_80_columns(monke
 
     monkeypatch.setattr(install_downloads, "download_verified", slow_download)
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    # rich draws no live bars on TERM=dumb (or unknown): this screen is a terminal that draws,
+    # whatever TERM the tests happen to run under.
+    monkeypatch.setenv("TERM", "xterm-256color")
     screen = io.StringIO()
     console = Console(file=screen, force_terminal=True, width=80, color_system=None)
     wanted = [_wanted("torch-neuronx", "2.14.3.0", LONG),
@@ -113,12 +116,18 @@ def test_a_piped_or_no_color_install_has_no_colour(cli, monkeypatch):
 
 
 def test_a_beta_release_is_noted_once_on_stderr(cli, tmp_path):
-    r = cli("install", "--release", "2.33.0", "--venv", str(tmp_path / "v"), "--dry-run", "--offline")
+    from wheels import find_python
+
+    # The venv's base by its path: the autouse isolation moves HOME, so "~/.pyenv" would not
+    # find it where neither PYENV_ROOT nor a python3.12 on PATH says where Pythons are.
+    base = ("--venv-python", find_python("3.12"))
+    r = cli("install", "--release", "2.33.0", "--venv", str(tmp_path / "v"), *base, "--dry-run",
+            "--offline")
     notes = [line for line in r.err.splitlines() if "beta" in line]
     assert notes == ["note: Neuron 2.33.0 is a beta release (choose another with --release; "
                      "`neuronctl releases` lists them)"], r.err
     for quiet in (("--json",), ()):
         args = ("-q",) if not quiet else ()
-        r = cli(*args, "install", "--release", "2.33.0", "--venv", str(tmp_path / "v"), "--dry-run",
-                "--offline", *quiet)
+        r = cli(*args, "install", "--release", "2.33.0", "--venv", str(tmp_path / "v"), *base,
+                "--dry-run", "--offline", *quiet)
         assert "beta" not in r.err, r.err

@@ -5,7 +5,6 @@ Each run imports torch (seconds on 2 cores), so the models are tiny and the step
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 
@@ -265,11 +264,12 @@ def test_script_without_make_is_bad_input(tmp_path):
     assert [e.kind for e in reporter.events] == ["step", "done"]
 
 
-def test_a_target_without_torch(cli):
-    bare = subprocess.run(["bash", "-c", "$(pyenv prefix 3.12.1)/bin/python3.12 -c "
-                                         "'import sys; print(sys.executable)'"],
-                          capture_output=True, text=True, check=True).stdout.strip()
-    result, doc = smoke_json(cli, "--python", bare)
+def test_a_target_without_torch(cli, tmp_path):
+    # A fresh venv (found by path, not by pyenv on PATH) holds no torch whatever its base has.
+    from wheels import find_python, make_venv
+
+    bare = make_venv(tmp_path / "bare", find_python("3.12"))
+    result, doc = smoke_json(cli, "--python", str(bare))
     assert result.code == 1
     assert doc["smoke"]["outcome"] == "no-torch" and doc["smoke"]["stage"] == "import"
 

@@ -51,10 +51,15 @@ def build_wheel(outdir: Path, name: str, version: str, *, requires: tuple[str, .
 
 
 def find_python(minor: str) -> str:
-    """A real interpreter of that version: pyenv's, since the bare shims fail unselected."""
-    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
-    candidates = sorted(glob.glob(f"{root}/versions/{minor}.*/bin/python{minor}"))
-    candidates += sorted(glob.glob(f"/root/.pyenv/versions/{minor}.*/bin/python{minor}"))
+    """A real interpreter of that version: pyenv's, since the bare shims fail unselected. Found
+    by path, never by pyenv on PATH, and in the real user's home: the autouse isolation points
+    HOME at a temporary folder, so "~" is not where the Pythons are."""
+    import pwd
+
+    roots = [os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv"),
+             os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".pyenv"), "/root/.pyenv"]
+    candidates = [c for root in dict.fromkeys(roots)
+                  for c in sorted(glob.glob(f"{root}/versions/{minor}.*/bin/python{minor}"))]
     candidates += [f"/usr/bin/python{minor}", f"/usr/local/bin/python{minor}"]
     for c in candidates:
         if os.path.exists(c):
