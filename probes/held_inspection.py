@@ -5,15 +5,23 @@ an install needs one: started while the engine works, it has done all that by th
 is done and only reads the distributions then (~5 ms). That answer is the one a fresh interpreter
 would give unless the install changed what an interpreter does as it starts: site.py reads the
 .pth files in the site directories, adds the folders their path lines name (those that exist),
-runs their import lines, and imports sitecustomize and usercustomize. So before the engine
-starts, these are listed: each .pth file, each folder its path lines name (whether it exists),
-the files of the top-level modules its import lines name, and the customize modules. After the
-engine they are listed again; where anything differs, where the interpreter's site directories
-are not the ones listed, or where the held interpreter fails in any way (its start-up code took
-its stdin, say), a fresh interpreter is asked.
+executes every line that starts with `import ` or `import\t` (any code: `__import__('x')` after
+a `;` is as much an import as `import x`), and imports sitecustomize and usercustomize.
 
-Not seen (start-up code that reaches beyond those files): a module that a .pth import line or a
-customize module imports in turn, and paths computed rather than written in a .pth.
+So before the engine starts, these are listed: each .pth file, each folder its path lines name
+(whether it exists), the customize modules, and for the executable lines, which are not parsed
+as imports but read as opaque code, every top-level module in the site directories whose name
+appears anywhere in such a line (as an identifier or inside a string), present or not. A .pth
+too long or unreadable to list this way makes the site directories' own listings count (so any
+install into them does). After the engine they are listed again; where anything differs, where
+the interpreter's site directories are not the ones listed, where a module the held interpreter
+loaded as it started changed since it started (inspect_env.py checks this itself: what the
+executable lines imported in turn, by whatever name they computed), or where the held
+interpreter fails in any way (its start-up code took its stdin, say), a fresh interpreter is
+asked.
+
+Not seen: a start-up import by a name computed at run time (not written in the line) that
+failed as the held interpreter started and that the install then makes importable.
 """
 
 from __future__ import annotations
@@ -28,9 +36,13 @@ from neuronctl.probes.pyenv import Inspection, PythonEnv
 Entry = tuple[str, int, int, int, int]
 StartupFiles = frozenset[Entry]
 PTH_READ_CAP = 256 * 1024
-"""A .pth longer than this is listed by its stat alone (site.py reads it whole; nobody writes one
-this long except to be slow)."""
-_IMPORTED = re.compile(r"import[ \t]+([A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_][\w.]*)*)")
+"""A .pth longer than this is not read (site.py reads it whole; nobody writes one this long
+except to be slow): its code is not known, so any change to the site directories counts."""
+_WORD = re.compile(r"\w+")
+"""What may name a module in an executable .pth line: any identifier, and any word inside a
+string (`__import__('_distutils_hack')`, `importlib.import_module("x")`)."""
+_EXECUTABLE = ("import ", "import\t")
+"""site.py exec()s a .pth line that starts with one of these (after skipping '#' lines)."""
 
 
 def startup_files(dirs: Sequence[str]) -> StartupFiles:
@@ -38,41 +50,66 @@ def startup_files(dirs: Sequence[str]) -> StartupFiles:
     ctime (a rewrite changes one of them); a missing path, or one that cannot be read, is listed
     as such, so that its appearing counts too."""
     found: set[Entry] = set()
+    words: set[str] = set()
+    opaque = False
+    listings: dict[str, list[str]] = {}
     for folder in dirs:
         try:
             with os.scandir(folder) as entries:
-                for entry in entries:
-                    if entry.name.startswith(("sitecustomize", "usercustomize")):
-                        found.add(_stat(entry.path))
-                    elif entry.name.endswith(".pth"):
-                        found.add(_stat(entry.path))
-                        found.update(_pth_reads(folder, entry.path))
+                names = listings[folder] = [entry.name for entry in entries]
         except OSError:
             found.add((folder, -1, -1, -1, -1))
+            continue
+        for name in names:
+            path = os.path.join(folder, name)
+            if name.startswith(("sitecustomize", "usercustomize")):
+                found.add(_stat(path))
+            elif name.endswith(".pth"):
+                found.add(_stat(path))
+                opaque |= not _pth_reads(folder, path, found, words)
+    for folder, names in listings.items():
+        if opaque:  # a .pth whose code could not be read: any change to the folder counts
+            found.add(_stat(folder))
+        found.update(_importable(folder, names, words))
     return frozenset(found)
 
 
-def _pth_reads(folder: str, pth: str) -> Iterator[Entry]:
-    """What a .pth file makes site.py look at: whether the folders of its path lines exist (what
-    is in them is read after the install anyway), and the files of the top-level modules its
-    import lines name (looked for in its own site directory)."""
+def _pth_reads(folder: str, pth: str, found: set[Entry], words: set[str]) -> bool:
+    """What a .pth file makes site.py look at, added to `found`: whether the folders of its path
+    lines exist (what is in them is read after the install anyway); and the words of its
+    executable lines, added to `words`. False where it cannot be read (so not known)."""
     try:
         with open(pth, "rb") as fh:  # site.py follows a symlink: so does this
             data = fh.read(PTH_READ_CAP + 1)
-    except OSError:
-        return
+    except OSError:  # gone since the listing is known; one that cannot be read is not
+        return not os.path.lexists(pth)
     if len(data) > PTH_READ_CAP:
-        return
-    for line in data.decode("utf-8", errors="replace").splitlines():
-        if line.startswith(("import ", "import\t")):
-            for match in _IMPORTED.finditer(line):
-                for name in match.group(1).split(","):
-                    top = name.strip().split(".")[0]
-                    yield _stat(os.path.join(folder, top + ".py"))
-                    yield _stat(os.path.join(folder, top, "__init__.py"))
-        elif line.strip() and not line.startswith("#"):
+        return False
+    # site.py reads it as text with universal newlines (utf-8-sig first: a BOM is no character
+    # of the first line); str.splitlines would also split at \x0b, \x1c, \x85 and the like.
+    text = data.decode("utf-8-sig", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+    for line in text.split("\n"):
+        if line.startswith("#") or not line.strip():
+            continue
+        if line.startswith(_EXECUTABLE):
+            words.update(_WORD.findall(line))
+        else:
             path = os.path.join(folder, line.rstrip())
-            yield (path, int(_stat(path)[1] >= 0), 0, 0, 0)
+            found.add((path, int(_stat(path)[1] >= 0), 0, 0, 0))
+    return True
+
+
+def _importable(folder: str, names: Sequence[str], words: set[str]) -> Iterator[Entry]:
+    """For each word of an executable line: what in `folder` an import of it would find (a
+    module file, a package folder and its __init__.py, an extension module `word.*.so`), or
+    that nothing is there, so that one appearing counts."""
+    folded = {word.casefold() for word in words}  # a case-insensitive disk finds `Hack` for hack
+    for name in names:
+        if name.split(".", 1)[0].casefold() in folded:
+            path = os.path.join(folder, name)
+            yield _stat(path)
+            if os.path.isdir(path):
+                yield _stat(os.path.join(path, "__init__.py"))
 
 
 def _stat(path: str) -> Entry:

@@ -9,10 +9,18 @@ releases it (RELEASE on stdin, then its end): neuronctl starts it while an engin
 that its start-up is done by then.
 """
 
-import json
-import os
 import sys
-import sysconfig
+import time
+
+# What the interpreter's start-up loaded (site, and whatever the .pth files' code imported, by
+# any name, in turn), taken before this script's own imports: held, it checks these files did not
+# change while it waited.
+AT_START = list(sys.modules.items())
+SCRIPT_START = time.time()
+
+import json  # noqa: E402
+import os  # noqa: E402
+import sysconfig  # noqa: E402
 
 # Annotations are strings and typing is not imported when it runs: this starts twice per install,
 # and typing (like csv and platform, which bring re and enum) costs more than the inspection.
@@ -297,7 +305,8 @@ RELEASE = b"go\n"
 """What neuronctl writes to a held inspection's stdin before closing it."""
 STALE = 3
 """Exit status of a held inspection whose stdin closed without RELEASE (start-up code took or
-closed it): it reports nothing, and neuronctl asks a new interpreter."""
+closed it), or whose start-up modules changed while it waited: it reports nothing, and neuronctl
+asks a new interpreter."""
 
 
 def wait_for_release() -> bool:
@@ -313,6 +322,37 @@ def wait_for_release() -> bool:
         if not chunk:
             return got == RELEASE
         got += chunk
+    return False
+
+
+def started_at() -> float:
+    """A moment before this interpreter started (wall clock: what file ctimes are), from /proc;
+    never later than this script's start, and 10 s before it where /proc cannot say."""
+    try:
+        with open("/proc/self/stat") as fh:
+            ticks = int(fh.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as fh:
+            uptime = float(fh.read().split()[0])
+        age = uptime - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        age = 10.0
+    # ctimes come from a clock that may lag by a tick, and /proc counts in ticks: the margin
+    # keeps a change just after the start from looking older than it.
+    return min(time.time() - max(age, 0.0), SCRIPT_START) - 0.05
+
+
+def start_up_changed(since: float) -> bool:
+    """Whether a file of a module loaded as this interpreter started was changed (or removed)
+    since `since`: start-up code may then run differently in a new interpreter."""
+    for name, module in AT_START:
+        path = getattr(module, "__file__", None)
+        if name == "__main__" or not isinstance(path, str):
+            continue
+        try:
+            if os.stat(path).st_ctime > since:
+                return True
+        except OSError:
+            return True
     return False
 
 
@@ -349,7 +389,8 @@ def main() -> int:
         if pip is not None:
             out["bundled_pip"] = pip
     if opts.get("hold"):
-        if not wait_for_release():
+        since = started_at()
+        if not wait_for_release() or start_up_changed(since):
             return STALE
         forget_listings()
     if opts["packages"]:
