@@ -13,12 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from neuronctl.chips import CHIP_IDS
 from neuronctl.data import bundled_text
 from neuronctl.errors import InputError
 from neuronctl.jsonfields import Fields
+from neuronctl.provenance import Source, check_date, check_url
 
 MANIFEST_SCHEMA = 1
 MAX_JSON_BYTES = 64 << 20
@@ -78,6 +80,14 @@ class Release:
     frameworks: tuple[Framework, ...] = ()
     artifacts: tuple[Artifact, ...] = ()
     notes: tuple[str, ...] = ()
+    constraints: Mapping[str, str] = field(default_factory=dict)
+    """Packages whose pin AWS has not published: name -> the constraint AWS's install recipe
+    gives ("==2.*"; "" for unpinned). Resolved from the index, never guessed."""
+    sources: Mapping[str, str] = field(default_factory=dict)
+    """Value key (see neuronctl.provenance) -> source id in the manifest's sources table."""
+    unpublished: tuple[str, ...] = ()
+    """Value keys the data holds as not published (null in the file), e.g.
+    "frameworks.2.9.0.2.15.32035.chips"."""
 
     @property
     def key(self) -> Version:
@@ -106,6 +116,16 @@ class Release:
         versions = self.packages.get(name)
         return versions[0] if versions else None
 
+    def unpublished_pins(self) -> tuple[str, ...]:
+        """The stack's packages (Python and system) whose version AWS has not published."""
+        missing = tuple(name for name in SYSTEM_PACKAGES if name not in self.system)
+        return (*self.constraints, *missing)
+
+    @property
+    def complete(self) -> bool:
+        """Whether the whole stack's versions are published (a release to default to)."""
+        return not self.unpublished_pins()
+
     def to_json(self) -> dict[str, Any]:
         return {
             "version": self.version,
@@ -117,10 +137,21 @@ class Release:
             "chips": list(self.chips),
             "packages": {k: list(v) for k, v in self.packages.items()},
             "system": dict(self.system),
-            "frameworks": [f.to_json() for f in self.frameworks],
-            "artifacts": [a.to_json() for a in self.artifacts],
+            "frameworks": [self._nulled(f"frameworks.{f.torch_neuronx}", f.to_json())
+                           for f in self.frameworks],
+            "artifacts": [self._nulled(f"artifacts.{a.name}=={a.version}", a.to_json())
+                          for a in self.artifacts],
             "notes": list(self.notes),
+            **({"unpublished": dict(self.constraints)} if self.constraints else {}),
+            **({"sources": dict(self.sources)} if self.sources else {}),
         }
+
+    def _nulled(self, base: str, doc: dict[str, Any]) -> dict[str, Any]:
+        """A value the data holds as not published is written back as null, never as []."""
+        for key in ("chips", "python"):
+            if f"{base}.{key}" in self.unpublished:
+                doc[key] = None
+        return doc
 
 
 @dataclass(frozen=True)
@@ -131,6 +162,10 @@ class Manifest:
     source: str
     origin: str = "bundled"
     generated_from: Mapping[str, str] = field(default_factory=dict)
+    sources: Mapping[str, Source] = field(default_factory=dict)
+    """Source id -> where a value came from (URL, date read)."""
+    compiled: str | None = None
+    """The ISO date the data was compiled (read its sources); None where not recorded."""
 
     def __post_init__(self) -> None:
         ordered = tuple(sorted(self.releases, key=lambda r: r.key, reverse=True))
@@ -141,7 +176,15 @@ class Manifest:
         return self.releases[0]
 
     def latest_with_backend(self, backend: str) -> Release | None:
-        return next((r for r in self.releases if r.backend == backend), None)
+        """The newest release of `backend` whose whole stack is published (a partly published
+        one is used only when asked for by --release)."""
+        return next((r for r in self.releases if r.backend == backend and r.complete), None)
+
+    @property
+    def default(self) -> Release:
+        """The release used without --release: the newest fully published native one."""
+        return (self.latest_with_backend("native")
+                or next((r for r in self.releases if r.complete), self.latest))
 
     def find(self, version: str) -> Release | None:
         try:
@@ -174,8 +217,12 @@ class Manifest:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"schema": MANIFEST_SCHEMA}
+        if self.compiled:
+            out["compiled"] = self.compiled
         if self.generated_from:
             out["generated_from"] = dict(self.generated_from)
+        if self.sources:
+            out["sources"] = {k: s.to_json() for k, s in self.sources.items()}
         out["releases"] = [r.to_json() for r in self.releases]
         return out
 
@@ -196,6 +243,60 @@ def _check_chips(values: Iterable[str], fields: Fields, key: str) -> tuple[str, 
     return chips
 
 
+def _nullable_texts(f: Fields, key: str, unpublished: list[str], value_key: str) -> tuple[str, ...]:
+    """A list the data may hold as null: not published (recorded under `value_key`)."""
+    if key in f.data and f.data[key] is None:
+        unpublished.append(value_key)
+        return ()
+    return tuple(f.texts(key, required=False))
+
+
+def _parse_frameworks(f: Fields, unpublished: list[str]) -> tuple[Framework, ...]:
+    frameworks = []
+    for fw in f.objects("frameworks", required=False):
+        fw_backend = fw.req_text("backend")
+        if fw_backend not in ("native", "xla"):
+            raise fw.fail("backend", f"expected native or xla, got {fw_backend!r}")
+        tnx = _check_version(fw.req_text("torch_neuronx"), fw, "torch_neuronx")
+        base = f"frameworks.{tnx}"
+        frameworks.append(Framework(
+            backend="native" if fw_backend == "native" else "xla",
+            torch=_check_version(fw.req_text("torch"), fw, "torch"),
+            torch_neuronx=tnx,
+            chips=_check_chips(_nullable_texts(fw, "chips", unpublished, f"{base}.chips"), fw,
+                               "chips"),
+            python=_nullable_texts(fw, "python", unpublished, f"{base}.python"),
+        ))
+    return tuple(frameworks)
+
+
+def _parse_artifacts(f: Fields, unpublished: list[str]) -> tuple[Artifact, ...]:
+    out = []
+    for a in f.objects("artifacts", required=False):
+        name, version = a.req_text("name"), a.req_text("version")
+        base = f"artifacts.{name}=={version}"
+        out.append(Artifact(name, version,
+                            _check_chips(_nullable_texts(a, "chips", unpublished, f"{base}.chips"),
+                                         a, "chips"),
+                            _nullable_texts(a, "python", unpublished, f"{base}.python")))
+    return tuple(out)
+
+
+def _parse_constraints(f: Fields) -> dict[str, str]:
+    table = f.obj("unpublished", required=False)
+    if table is None:
+        return {}
+    out = {}
+    for name in table:
+        spec = table.req_text(name)
+        try:
+            SpecifierSet(spec)
+        except InvalidSpecifier:
+            raise table.fail(name, f"{spec[:40]!r} is not a version constraint") from None
+        out[name] = spec
+    return out
+
+
 def _parse_release(f: Fields) -> Release:
     version = _check_version(f.req_text("version"), f, "version")
     backend = f.req_text("backend")
@@ -209,24 +310,11 @@ def _parse_release(f: Fields) -> Release:
     system_f = f.obj("system")
     assert system_f is not None
     system = {name: system_f.req_text(name) for name in system_f}
-    frameworks = []
-    for fw in f.objects("frameworks", required=False):
-        fw_backend = fw.req_text("backend")
-        if fw_backend not in ("native", "xla"):
-            raise fw.fail("backend", f"expected native or xla, got {fw_backend!r}")
-        frameworks.append(Framework(
-            backend="native" if fw_backend == "native" else "xla",
-            torch=_check_version(fw.req_text("torch"), fw, "torch"),
-            torch_neuronx=_check_version(fw.req_text("torch_neuronx"), fw, "torch_neuronx"),
-            chips=_check_chips(fw.texts("chips"), fw, "chips"),
-            python=tuple(fw.texts("python")),
-        ))
-    artifacts = tuple(
-        Artifact(a.req_text("name"), a.req_text("version"),
-                 _check_chips(a.texts("chips", required=False), a, "chips"),
-                 tuple(a.texts("python", required=False)))
-        for a in f.objects("artifacts", required=False)
-    )
+    unpublished: list[str] = []
+    frameworks = _parse_frameworks(f, unpublished)
+    artifacts = _parse_artifacts(f, unpublished)
+    sources_f = f.obj("sources", required=False)
+    date = f.text("date", required=False)
     return Release(
         version=version,
         backend=backend,  # type: ignore[arg-type]
@@ -236,11 +324,36 @@ def _parse_release(f: Fields) -> Release:
         packages=packages,
         system=system,
         status=f.text("status", required=False, default="ga") or "ga",
-        date=f.text("date", required=False),
-        frameworks=tuple(frameworks),
+        date=check_date(date, f"{f.where}: {f.path}.date") if date else None,
+        frameworks=frameworks,
         artifacts=artifacts,
         notes=tuple(f.texts("notes", required=False)),
+        constraints=_parse_constraints(f),
+        sources={k: sources_f.req_text(k) for k in sources_f} if sources_f else {},
+        unpublished=tuple(unpublished),
     )
+
+
+def _parse_sources(top: Fields) -> dict[str, Source]:
+    table = top.obj("sources", required=False)
+    if table is None:
+        return {}
+    out = {}
+    for sid in table:
+        entry = table.obj(sid)
+        assert entry is not None
+        where = f"{top.where}: sources.{sid}"
+        out[sid] = Source(sid, check_url(entry.req_text("url"), f"{where}.url"),
+                          check_date(entry.req_text("read"), f"{where}.read"),
+                          entry.text("title", required=False) or "")
+    return out
+
+
+def _check_source_ids(releases: list[Release], sources: Mapping[str, Source], top: Fields) -> None:
+    for i, release in enumerate(releases):
+        for key, sid in release.sources.items():
+            if sid not in sources:
+                raise top.fail(f"releases[{i}].sources.{key}", f"unknown source {sid!r}")
 
 
 def reject_duplicates(releases: list[Release], top: Fields, field_pattern: str) -> None:
@@ -265,7 +378,11 @@ def parse_manifest(data: object, source: str, origin: str = "file") -> Manifest:
     reject_duplicates(releases, top, "releases[{}].version")
     gen = top.obj("generated_from", required=False)
     generated = {k: str(gen.data[k]) for k in gen} if gen else {}
-    return Manifest(tuple(releases), source, origin, generated)
+    sources = _parse_sources(top)
+    _check_source_ids(releases, sources, top)
+    compiled = top.text("compiled", required=False)
+    return Manifest(tuple(releases), source, origin, generated, sources,
+                    check_date(compiled, f"{source}: compiled") if compiled else None)
 
 
 def read_json_file(path: Path) -> object:

@@ -8,8 +8,9 @@ def test_releases_table(cli):
     r = cli("releases")
     assert r.code == 0, r.err
     lines = [line for line in r.out.splitlines() if "2." in line]
-    assert "2.33.0" in lines[0] and "native" in lines[0] and "beta" in lines[0]
-    assert r.out.index("2.33.0") < r.out.index("2.32.0") < r.out.index("2.18.0")
+    assert "2.34.0" in lines[0] and "native" in lines[0] and "beta" in lines[0]
+    assert r.out.index("2.34.0") < r.out.index("2.33.1") < r.out.index("2.33.0") \
+        < r.out.index("2.32.0") < r.out.index("2.18.0")
 
 
 def test_releases_json(cli):
@@ -20,7 +21,7 @@ def test_releases_json(cli):
     first = data["releases"][0]
     for key in ("version", "backend", "torch", "python", "chips", "packages", "system"):
         assert key in first
-    assert first["version"] == "2.33.0"
+    assert first["version"] == "2.34.0"
     assert [x["version"] for x in data["releases"]][-1] == "2.18.0"
 
 
@@ -34,7 +35,7 @@ def test_releases_show(cli):
     assert text.code == 0 and "no torch-neuronx" in text.out and "2.27.5334.0" in text.out
 
 
-@pytest.mark.parametrize("version", ["2.34.0", "9.9", "not-a-version"])
+@pytest.mark.parametrize("version", ["2.35.0", "9.9", "not-a-version"])
 def test_releases_show_unknown_exits_2_with_nearest(cli, version):
     r = cli("releases", "show", version)
     assert r.code == 2

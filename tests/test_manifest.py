@@ -57,10 +57,10 @@ def test_importer_spot_checks_against_facts(imported):
         assert set(release.chips) <= {"inf1", "inf2", "trn1", "trn2", "trn3"}
 
 
-def test_bundled_covers_2_18_to_2_33():
+def test_bundled_covers_2_18_to_2_34():
     bundled = load_bundled_manifest()
     versions = [r.version for r in bundled.releases]
-    assert versions[0] == "2.33.0"
+    assert versions[0] == "2.34.0" and "2.33.1" in versions and "2.22.1" in versions
     assert versions[-1] == "2.18.0"
     assert versions == sorted(versions, key=Version, reverse=True)
 
@@ -68,7 +68,7 @@ def test_bundled_covers_2_18_to_2_33():
 def test_bundled_matches_aws_manifest_where_both_cover(imported):
     bundled = load_bundled_manifest()
     overlap = [r for r in bundled.releases if imported.find(r.version)]
-    assert len(overlap) == 27
+    assert len(overlap) == 27  # 2.22.1 is not in AWS's master manifest (RELEASE-FACTS section 4)
     for mine in overlap:
         theirs = imported.get(mine.version)
         assert mine.backend == theirs.backend, mine.version
@@ -112,7 +112,7 @@ def test_manifest_roundtrip(imported):
         (lambda d: d["releases"][2].update(chips=["trn9"]), r"releases\[2\]\.chips: unknown chip"),
         (lambda d: d["releases"][0]["packages"].update(nki=[7]), r"releases\[0\]\.packages\.nki\[0\]"),
         (lambda d: d["releases"][3].update(version="x.y"), r"releases\[3\]\.version: 'x.y' is not"),
-        (lambda d: d["releases"].append(dict(d["releases"][0])), r"duplicate release 2.33.0"),
+        (lambda d: d["releases"].append(dict(d["releases"][0])), r"duplicate release 2.34.0"),
     ],
 )
 def test_bad_neuronctl_manifest(mutate, message):

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.output import emit_json
 from neuronctl.manifest import Manifest, Release
+
+if TYPE_CHECKING:
+    from neuronctl.provenance import ValueEntry
 
 MANIFEST_OPTION = click.option(
     "--manifest", "manifest_path", type=click.Path(path_type=Path, dir_okay=False),
@@ -24,6 +28,30 @@ def _lines(versions: tuple[str, ...]) -> str:
     return "\n".join(versions) if versions else "-"
 
 
+def _status(manifest: Manifest, r: Release) -> str:
+    """The release's label (ga, beta) and where it stands (default, partial: partly
+    published), one a line so the column stays narrow."""
+    parts = [r.status]
+    if not r.complete:
+        parts.append("partial")
+    if r is manifest.default:
+        parts.append("default")
+    return "\n".join(parts)
+
+
+def default_reason(manifest: Manifest) -> str:
+    """Why the default release is the default, naming the newer ones that are not."""
+    d = manifest.default
+    newer = [r for r in manifest.releases if r.key > d.key]
+    text = f"default release: {d.version}, the newest whose whole stack is published"
+    if newer:
+        text += "; " + "; ".join(
+            f"{r.version} is not ({', '.join(r.unpublished_pins()) or 'no native stack'}"
+            f"{' not published' if r.unpublished_pins() else ''}; use it with --release "
+            f"{r.version})" for r in newer)
+    return text
+
+
 def _release_table(manifest: Manifest, title: str) -> None:
     from rich.table import Table
     from rich.text import Text
@@ -31,21 +59,21 @@ def _release_table(manifest: Manifest, title: str) -> None:
     rows = []
     for r in manifest.releases:
         own = tuple(f.torch_neuronx for f in r.frameworks if f.backend == r.backend)
-        # Status is shown only where it is news (beta, deprecated...), beside the version.
-        version = r.version if r.status == "ga" else f"{r.version} ({r.status})"
-        rows.append((version, r.date or "unknown", r.backend, _lines(r.torch), _lines(own),
-                     _lines(r.packages.get("neuronx-cc", ())),
+        rows.append((r.version, r.date or "unknown", _status(manifest, r), r.backend,
+                     _lines(r.torch), _lines(own),
+                     _lines(r.packages.get("neuronx-cc", ())) if "neuronx-cc" not in r.constraints
+                     else "not published",
                      f"{r.python[0]}-{r.python[-1]}" if r.python else "-", _short(r.chips)))
     table = Table(title=Text(title), title_justify="left")
-    for col in ("release", "date", "backend", "torch", "torch-neuronx", "neuronx-cc", "python",
-                "chips"):
+    for col in ("release", "date", "status", "backend", "torch", "torch-neuronx", "neuronx-cc",
+                "python", "chips"):
         # One version a line keeps every column as narrow as its longest version, so the table
         # fits 120 columns without cutting any; narrower terminals fold rather than truncate.
         table.add_column(col, overflow="fold")
     styles = {"native": "green", "xla": "yellow", "none": "dim"}
     for row in rows:
         cells = [Text(c) for c in row]
-        cells[2].stylize(styles.get(row[2], ""))
+        cells[3].stylize(styles.get(row[3], ""))
         table.add_row(*cells)
     get_app().console().print(table)
 
@@ -101,25 +129,75 @@ def releases(ctx: click.Context, as_json: bool, manifest_path: Path | None) -> i
         return 0
     manifest = get_app().manifest(manifest_path)
     if as_json:
-        emit_json({"manifest": manifest.source,
+        emit_json({"manifest": manifest.source, "data": data_in_use(manifest),
+                   "default": {"version": manifest.default.version,
+                               "reason": default_reason(manifest)},
                    "releases": [r.to_json() for r in manifest.releases]})
     else:
         _release_table(manifest, f"Neuron releases ({manifest.source})")
+        if not get_app().quiet:
+            console = get_app().console()
+            from rich.text import Text
+
+            # Folded to the terminal's width like the table; never cut.
+            console.print(Text(default_reason(manifest)), overflow="fold")
+            console.print(Text(data_line(manifest)), overflow="fold")
     return 0
+
+
+def data_in_use(manifest: Manifest) -> dict[str, str | None]:
+    """Which release data is in use, where it came from and when."""
+    return {"origin": manifest.origin, "source": manifest.source, "compiled": manifest.compiled,
+            "from": manifest.generated_from.get("fetched_from"),
+            "fetched": manifest.generated_from.get("fetched")}
+
+
+def data_line(manifest: Manifest) -> str:
+    d = data_in_use(manifest)
+    when = f", compiled {d['compiled']}" if d["compiled"] else ", compile date not recorded"
+    fetched = f", fetched from {d['from']} on {d['fetched']}" if d["from"] else ""
+    return f"release data: {d['origin']} ({d['source']}{fetched}{when})"
 
 
 @releases.command("show")
 @click.argument("version")
 @click.option("--json", "as_json", is_flag=True, help="Versioned JSON output.")
+@click.option("--sources", "with_sources", is_flag=True,
+              help="Each value with its source (URL, date read), or \"not published\".")
 @MANIFEST_OPTION
-def show(version: str, as_json: bool, manifest_path: Path | None) -> int:
+def show(version: str, as_json: bool, with_sources: bool, manifest_path: Path | None) -> int:
     """Show one release in full."""
-    release = get_app().manifest(manifest_path).get(version)
+    from neuronctl.provenance import value_entries
+
+    manifest = get_app().manifest(manifest_path)
+    release = manifest.get(version)
+    entries = value_entries(release, manifest.sources) if with_sources else None
     if as_json:
-        emit_json({"release": release.to_json()})
+        doc: dict[str, object] = {"release": release.to_json()}
+        if entries is not None:
+            doc["values"] = [e.to_json() for e in entries]
+        emit_json(doc)
+    elif entries is not None:
+        _sources_table(release, entries)
     else:
         _release_detail(release)
+        if release is not manifest.default and not release.complete:
+            click.echo(f"note: not published: {', '.join(release.unpublished_pins())} "
+                       f"(resolved from the index where AWS's recipe gives a constraint); the "
+                       f"default release is {manifest.default.version}")
     return 0
+
+
+def _sources_table(release: Release, entries: list[ValueEntry]) -> None:
+    """One value a line with its source, so a value and its source are read (and grepped)
+    together."""
+    from rich.text import Text
+
+    console = get_app().console()
+    console.print(Text(f"Neuron {release.version}: each value and its source"))
+    for e in entries:
+        where = f"source: {e.source.cite()}" if e.source else "no source: not published"
+        console.print(Text(f"{e.key} = {e.value}  [{where}]"), soft_wrap=True)
 
 
 @releases.command("import")
