@@ -32,6 +32,8 @@ _SECRET_SUBSTRINGS = ("token", "secret", "passw", "passphrase", "credential", "c
 # whole or as its end: "key" as a substring would catch "keyboard".
 _SECRET_PARTS = frozenset({"key", "session", "sessionid", "pass", "pwd", "sig", "sas"})
 _NAME_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+# "tokenizer", "tokenize", "TOKENIZERS_PARALLELISM": about text tokens, not credentials.
+_NOT_SECRET = re.compile(r"(?i)tokeniz")
 
 
 # name=value where the name says it holds a secret: "?token=abc", "--password=x", "API_KEY=y", and
@@ -51,21 +53,44 @@ def is_secret_name(name: str) -> bool:
     """True when a variable, option or field name says its value is a secret: TOKEN, SECRET,
     PASSWORD, PASSWD, PASSPHRASE, KEY (and *_KEY, *_APIKEY, *KEY), AUTH*, CREDENTIAL, COOKIE,
     SESSION, SIGNATURE, PRIVATE."""
-    lowered = name.lower()
+    lowered = _NOT_SECRET.sub("", name.lower())
     if any(word in lowered for word in _SECRET_SUBSTRINGS):
         return True
     singular = lowered.removesuffix("s")
     if singular.endswith(tuple(_SECRET_PARTS)):  # "XSESSIONS", "deploykey": glued to a prefix
         return True
-    parts = [p.lower().removesuffix("s") for p in _NAME_PARTS.findall(name)]
+    parts = [p.lower().removesuffix("s") for p in _NAME_PARTS.findall(_NOT_SECRET.sub(" ", name))]
     return any(p in _SECRET_PARTS or p.endswith("key") for p in parts)
+
+
+# What a path's last part follows: "/etc/", "./", "~/", "~/x/", "../a/b/", from a word's start.
+_PATH_BEFORE = re.compile(r"(?<![^\s'\"(=:])(?:(?:~|\.\.?)?(?:/[^\s/'\"]+)+|~|\.\.?)/\Z")
+
+
+def _names_a_secret(text: str, name: re.Match[str]) -> bool:
+    """Whether an assignment's name says its value is a secret, judged by the text's structure:
+    a dotted name by its last part ("tool.index.token" is a key, "tokenizer_test.py" and
+    "password.txt" are files), and a colon after a path ("/etc/passwd: not executable") or
+    after an option ("Invalid value for '--tokens': '2e9'") is a message about that file or
+    option, never a key and its value."""
+    word = name["name"]
+    if not is_secret_name(word.rsplit(".", 1)[-1] if "." in word.strip(".") else word):
+        return False
+    if name["sep"] == ":":
+        if word.startswith("--") and not text[max(0, name.start() - 16):name.start()].rstrip(
+                ).endswith(("{", ",")):
+            return False  # an option named in a message, not a mapping's key ({'--token': 'x'})
+        if not (name["open"] or name["close"]) and _PATH_BEFORE.search(
+                text, max(0, name.start() - 256), name.start()):
+            return False
+    return True
 
 
 def _mask_assignments(text: str) -> str:
     out: list[str] = []
     done = 0
     for name in _ASSIGNED_NAME.finditer(text):
-        if name.start() < done or not is_secret_name(name["name"]):
+        if name.start() < done or not _names_a_secret(text, name):
             continue
         value = _ASSIGNED_VALUE.match(text, name.end())
         if value is None:
@@ -87,8 +112,31 @@ def _mask_assignments(text: str) -> str:
     return "".join(out)
 
 
+# netrc's fields (`machine H login U password P account A`, one line or one pair a line): the
+# values of login, password and account are masked. An entry is found where `machine NAME` or
+# `default` starts one (in a message quoting a netrc line too); a line made only of netrc pairs
+# is one on its own ("  password hunter2"). Possessive runs keep both linear.
+_NETRC_KEY = r"(?:machine|login|password|account|port)"
+_NETRC_ENTRY = re.compile(r"(?<![\w.\-])(?:machine[ \t]++\S++|default)"
+                          rf"(?:[ \t]++{_NETRC_KEY}[ \t]++\S++)++")
+_NETRC_LINE = re.compile(rf"(?m)^[ \t]*+(?:{_NETRC_KEY}[ \t]++\S++|default)"
+                         rf"(?:[ \t]++(?:{_NETRC_KEY}[ \t]++\S++|default))*+[ \t]*+$")
+_NETRC_SECRET = re.compile(r"(?<!\S)(?P<key>login|password|account)(?P<gap>[ \t]++)\S++")
+
+
+def _mask_netrc(text: str) -> str:
+    if not any(word in text for word in ("login", "password", "account")):
+        return text  # the common case: nothing netrc-like, no regular expression run
+
+    def fields(found: re.Match[str]) -> str:
+        return _NETRC_SECRET.sub(lambda m: f"{m['key']}{m['gap']}{MASK}", found[0])
+
+    return _NETRC_LINE.sub(fields, _NETRC_ENTRY.sub(fields, text))
+
+
 def redact(text: str) -> str:
-    """`text` with URL credentials, authorization tokens and secret-named assignments masked.
+    """`text` with URL credentials, authorization tokens, netrc fields and secret-named
+    assignments masked.
     Never raises; anything that is not a str is turned into one first."""
     if not isinstance(text, str):
         text = str(text)
@@ -96,4 +144,4 @@ def redact(text: str) -> str:
     text = _BARE_USERINFO.sub(f"{MASK}@", text)
     text = _AUTH_HEADER.sub(lambda m: f"{m['name']}{MASK}", text)
     text = _AUTH_SCHEME.sub(lambda m: f"{m['scheme']}{m['sep']}{MASK}", text)
-    return _mask_assignments(text)
+    return _mask_assignments(_mask_netrc(text))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,6 +34,29 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
+class TokenCount(click.ParamType):
+    """A whole number of tokens from 1 to MAX_JOB_TOKENS, also in e-notation ("2e9", "1.5E6"):
+    read as a decimal, never through a float, so "2e9" is exactly 2000000000 and "2.5e0" (not
+    whole) or "1e400" (out of range) are refused rather than rounded."""
+
+    name = "tokens"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = decimal.Decimal(value)
+        else:
+            text = str(value).strip()
+            try:
+                number = decimal.Decimal(text) if len(text) <= 40 else decimal.Decimal("nan")
+            except decimal.InvalidOperation:
+                number = decimal.Decimal("nan")
+        if not number.is_finite() or number != number.to_integral_value() \
+                or not 1 <= number <= MAX_JOB_TOKENS:
+            self.fail(f"{str(value)[:40]!r} is not a whole number of tokens from 1 to "
+                      f"{MAX_JOB_TOKENS:,} (2000000000 or 2e9)", param, ctx)
+        return int(number)
+
+
 @click.command()
 @click.option("--from", "from_file", type=click.Path(path_type=Path, dir_okay=False),
               help="A `neuronctl smoke --json` (or -o) report: its tokens/s.")
@@ -41,8 +65,8 @@ if TYPE_CHECKING:
               help="Instance type to cost (repeatable; default: this host's and every priced one).")
 @click.option("--price", "prices", multiple=True, metavar="TYPE=USD_PER_HOUR[:ACCELERATORS]",
               help="Hourly price (and accelerator count) of an instance type (repeatable).")
-@click.option("--tokens", type=click.IntRange(min=1, max=MAX_JOB_TOKENS),
-              help="A job of this many tokens.")
+@click.option("--tokens", type=TokenCount(), metavar="COUNT",
+              help="A job of this many tokens (2000000000 or 2e9).")
 @click.option("--hours", type=click.FloatRange(min=0, max=MAX_JOB_HOURS, min_open=True),
               help="A job of this many hours.")
 @click.option("--prices", "list_prices", is_flag=True,

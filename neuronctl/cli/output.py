@@ -74,7 +74,13 @@ def json_document(payload: dict[str, Any], command: str | None) -> dict[str, Any
 
 
 def dump_json(document: dict[str, Any]) -> str:
-    return json.dumps(document, indent=2, sort_keys=False) + "\n"
+    """The one place neuronctl's JSON documents become text (stdout and -o files): strict JSON,
+    so a NaN or an infinity is an error here, never the `NaN`/`Infinity` no JSON parser takes.
+    The operations refuse such numbers where they enter; this is the last line."""
+    try:
+        return json.dumps(document, indent=2, sort_keys=False, allow_nan=False) + "\n"
+    except ValueError as exc:  # NaN/Infinity, or a circular reference: our bug, not input
+        raise NeuronctlError(f"internal error: the JSON document cannot be written: {exc}") from None
 
 
 def to_json_text(payload: dict[str, Any]) -> str:
@@ -91,8 +97,9 @@ def emit_json(payload: dict[str, Any], *, failure: str | None = None,
     ctx = click.get_current_context(silent=True)
     app = ctx.find_object(App) if ctx is not None else None
     document = json_document(payload, command_name(ctx))
+    text = dump_json(document)  # raises here, inside the command, if it cannot be JSON
     if app is None or not app.holds_json:
-        click.echo(dump_json(document), nl=False)
+        click.echo(text, nl=False)
         return
     if app.json_held is not None:  # a second document: the first is not lost, nor merged into it
         click.echo(dump_json(app.json_held.document), nl=False)

@@ -233,6 +233,21 @@ def _price_for(instance: str, request: CostRequest, bundled: Sequence[Price]) ->
                      hint="bundled prices, each with its source: neuronctl cost --prices")
 
 
+def _check_finite(row: CostRow, request: CostRequest) -> None:
+    """Every number a row shows is finite and a job's is above 0: a throughput as small as
+    1e-320 passes its own check but makes the cost per token infinite (and --json print
+    Infinity, which no JSON parser takes)."""
+    numbers = [row.usd_per_million_tokens, row.usd_per_million_tokens_all]
+    for job in (row.job, row.job_all):
+        if job is not None:
+            numbers += [job.tokens, job.hours, job.usd]
+    if all(n is None or (math.isfinite(n) and n >= 0) for n in numbers):
+        return
+    given = f"{request.tokens_per_s!r} tokens/s"
+    raise InputError(f"{request.throughput_source}: {given} at {row.price.instance}'s price gives costs "
+                     "out of range (not a finite number); give a throughput of a realistic size")
+
+
 def estimate(request: CostRequest, bundled: Sequence[Price], host: str | None = None,
              host_source: str | None = None) -> CostOutcome:
     """One row per instance type: `request.instances`, else `host` and every --price/config
@@ -258,6 +273,8 @@ def estimate(request: CostRequest, bundled: Sequence[Price], host: str | None = 
             cost_per_million_tokens(scaled, rate) if scaled else None, job,
             job_cost(scaled, rate, tokens=request.tokens, hours=request.hours)
             if scaled and job is not None else None))
+    for row in rows:
+        _check_finite(row, request)
     return CostOutcome(request.tokens_per_s, request.throughput_source, request.tokens,
                        request.hours, tuple(rows), None if request.instances else host,
                        None if request.instances else host_source)
