@@ -50,7 +50,7 @@ def test_cuda_fallback_lock_holds_the_cuda_torch_its_nvidia_deps_and_no_neuron_p
                                                                                       cuda_wheels):
     r = cli("lock", *cu.index_flags(), "--python", "3.12", "--fallback", "cuda")
     assert r.code == 0, r.err
-    assert "torch 2.14.0+cu130, cuda fallback of Neuron 2.33.0" in r.out and "pylock.cuda.toml" in r.out
+    assert "torch 2.14.0+cu130, cuda fallback of Neuron 2.33.1" in r.out and "pylock.cuda.toml" in r.out
     assert not Path("pylock.toml").exists()  # the fallback goes beside it, never over it
     lock = load_pylock(Path("pylock.cuda.toml"))  # packaging.pylock validates it
     got = pins(lock)
@@ -91,8 +91,13 @@ def test_fallback_check_and_the_neuron_lock_beside_it(cli, cu):
     assert "--fallback=cuda=cu128" in r.err  # the refresh command keeps the flag
     r = cli("lock", *flags, "--check", "-o", "pylock.cuda.toml")
     assert r.code == 1 and "it is a cuda fallback lock; check it with --fallback cuda" in r.err
+    # -o names the Neuron lock; the fallback is checked where it was written, beside it.
     r = cli("lock", *flags, "--fallback", "cuda", "--check", "-o", "pylock.toml")
+    assert r.code == 0 and "pylock.cuda.toml: up to date" in r.out
+    Path("pylock.cuda.toml").write_bytes(Path("pylock.toml").read_bytes())
+    r = cli("lock", *flags, "--fallback", "cuda", "--check")
     assert r.code == 1 and "it is a Neuron lock; check it with no --fallback" in r.err
+    assert cli("lock", *flags, "--fallback", "cuda").code == 0
     # The Neuron lock beside it still checks clean: the fallback changed nothing of it.
     assert cli("lock", *flags).code == 0 and cli("lock", *flags, "--check").code == 0
 
@@ -195,7 +200,8 @@ def test_latest_and_the_requirements_export_work_for_a_fallback_lock(cli, cu):
     flags = [*cu.index_flags(), "--python", "3.12", "--fallback", "cuda", "--latest"]
     r = cli("lock", *flags, "-o", "requirements.txt")
     assert r.code == 0, r.err  # --latest: ==2.14.*,>=2.14.0 and the +cu130 label, not >=2.14.0+cu130
-    text = Path("requirements.txt").read_text()
+    assert not Path("requirements.txt").exists()  # beside the export -o names, never over it
+    text = Path("requirements.cuda.txt").read_text()
     assert text.startswith("# neuronctl ") and "torch 2.14.0+cu130, cuda fallback of Neuron 2.33.0" in text
     assert "torch @ " in text and "%2Bcu130" in text and "%2Bcu128" not in text and "torch-neuronx" not in text
     assert cli("lock", *flags, "-o", "requirements.txt", "--check").code == 0

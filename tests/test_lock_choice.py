@@ -135,9 +135,12 @@ def test_a_driver_too_old_for_the_variant_warns():
     assert driver_warning("550.144.03", "cu999", {"cu130": "580"}) is None
 
 
-def test_a_fallback_lock_named_on_the_command_line_is_used_as_given():
+def test_a_fallback_lock_named_on_the_command_line_is_used_where_the_hardware_or_device_says():
     given = Path("pylock.cuda.toml")
-    assert choose_lock(given, set(), HostDevices(16)).path == given
+    assert choose_lock(given, set(), GPU).path == given
+    assert choose_lock(given, set(), HostDevices(16), "cuda").path == given
+    with pytest.raises(InputError, match="16 Neuron device"):  # issue 22, item 9
+        choose_lock(given, set(), HostDevices(16))
     with pytest.raises(InputError, match="is the CUDA fallback lock"):
         choose_lock(given, set(), HostDevices(16), "neuron")
 

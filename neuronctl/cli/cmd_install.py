@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 @click.option("--device", type=click.Choice(["auto", "neuron", "cuda", "cpu"]), default="auto",
               show_default=True, help="With --lock: which lock to install. auto: the Neuron lock where "
               "there are Neuron devices, else pylock.cuda.toml beside it where there is an NVIDIA "
-              "GPU; neuron, cuda, cpu: that lock.")
+              "GPU; neuron, cuda, cpu: that lock. A lock recording a fallback device installs "
+              "only where the hardware has that device, or with --device naming it.")
 @click.option("--dry-run", is_flag=True, help="Print the plan, the engine commands and the files "
               "they install; change nothing.")
 @click.option("-y", "--yes", is_flag=True, help="Confirm removals (legacy XLA packages) without asking.")

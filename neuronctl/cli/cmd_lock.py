@@ -40,7 +40,8 @@ class _StderrNotes:
 @click.option("--platform", "platforms", multiple=True, metavar="TAG",
               help="Target platform tag (repeatable; default manylinux_2_28_x86_64).")
 @click.option("-o", "--output", metavar="FILE", help="Lock file (default: config `lock`, else pylock.toml; "
-              "- for stdout).")
+              "- for stdout). With --fallback it names the Neuron lock, and the fallback lock goes "
+              "beside it as pylock.DEVICE.toml, never over it.")
 @click.option("--format", "fmt", type=click.Choice(["pylock", "requirements"]),
               help="pylock (PEP 751) or a pip requirements file with --hash (default: by file name).")
 @click.option("--check", is_flag=True, help="Exit 1 if the lock no longer matches the request.")

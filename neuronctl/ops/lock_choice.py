@@ -10,6 +10,11 @@ command that makes it). `auto`: Neuron devices -> the Neuron lock; else an NVIDI
 lock -> the CUDA lock; else the Neuron lock (an environment prepared for a Neuron host, as
 without fallbacks). A CUDA lock whose variant needs a newer driver than the host has is still
 chosen, with a warning: its torch installs and runs, only without the GPU.
+
+A fallback lock given to --lock (by its name, or by what it records: a CUDA lock copied over
+pylock.toml is still a CUDA lock) is installed only where the hardware calls for its device
+(HostDevices.device: Neuron devices -> neuron, else an NVIDIA driver -> cuda, else cpu) or where
+--device names it; elsewhere it is bad input, one line saying how to insist.
 """
 
 from __future__ import annotations
@@ -40,6 +45,21 @@ class HostDevices:
     def nvidia(self) -> str:
         where = f" (from {self.nvidia_source})" if self.nvidia_source else ""
         return f"NVIDIA driver {self.nvidia_driver}{where}"
+
+    @property
+    def device(self) -> str:
+        """What the hardware calls for: neuron (Neuron devices), else cuda (an NVIDIA driver),
+        else cpu."""
+        if self.neuron_devices > 0:
+            return "neuron"
+        return "cuda" if self.nvidia_driver is not None else "cpu"
+
+    @property
+    def found(self) -> str:
+        """What the probes found, as the reasons say it."""
+        if self.neuron_devices > 0:
+            return f"{self.neuron_devices} Neuron device(s)"
+        return self.nvidia if self.nvidia_driver is not None else "no Neuron device and no NVIDIA GPU"
 
 
 @dataclass(frozen=True)
@@ -76,6 +96,22 @@ def lock_device(path: Path) -> str:
     return "neuron"
 
 
+def recorded_device(path: Path, tool: Mapping[str, object] | None,
+                    fallback: Mapping[str, str] | None) -> str:
+    """What a lock is for by what it records: its [tool.neuronctl] `fallback` device (`tool`: that
+    table, None for a lock neuronctl did not make, whose name says; `fallback`: the table as
+    resolvers.pylock.fallback_of validated it). A fallback lock copied to pylock.toml is still
+    that fallback; a name that says another device than the lock records is bad input."""
+    named = lock_device(path)
+    if tool is None:
+        return named
+    recorded = fallback["device"] if fallback else "neuron"
+    if named not in ("neuron", recorded):
+        raise InputError(f"{path}: named as {_KIND[named]}, but its [tool.neuronctl] records "
+                         f"{_KIND[recorded]}; rename it, or make it again with neuronctl lock")
+    return recorded
+
+
 def present_fallbacks(main: Path) -> frozenset[str]:
     """The devices whose fallback lock exists beside `main`."""
     return frozenset(d for d in FALLBACK_DEVICES if fallback_lock_path(main, d).is_file())
@@ -106,26 +142,35 @@ def _missing(main: Path, device: str, why: str) -> InputError:
                            + (f" -o {path}" if path.parent != Path(".") else ""))
 
 
-def _given_fallback(main: Path, device: str) -> LockChoice:
-    """A fallback lock named on the command line is installed as given."""
-    named = lock_device(main)
+def _given_fallback(main: Path, named: str, host: HostDevices, device: str,
+                    cuda_variant: str | None, min_driver: Mapping[str, str] | None) -> LockChoice:
+    """A fallback lock named on the command line (or recorded as one in a lock named otherwise)
+    is installed where the hardware calls for that device, or where --device names it; anywhere
+    else it is refused, since a Neuron host would get CUDA torch and nvidia-* without a word."""
     if device not in ("auto", named):
         raise InputError(f"--device {device}: {main} is {_KIND[named]}",
                          hint=f"pass the Neuron lock (pylock.toml) to choose by --device, or drop "
                               f"--device to install {main}")
-    return LockChoice(main, named, f"{_KIND[named]}, named on the command line")
+    if device == "auto" and host.device != named:
+        raise InputError(f"{main} is {_KIND[named]}, but this host has {host.found}: pass "
+                         f"--device {named} to install it here anyway")
+    why = f"--device {device}" if device != "auto" else host.found
+    warnings = _cuda_warnings(host, cuda_variant, min_driver) if named == "cuda" else ()
+    return LockChoice(main, named, f"{_KIND[named]}, named on the command line; {why}", warnings)
 
 
 def choose_lock(main: Path, present: Collection[str], host: HostDevices, device: str = "auto", *,
-                cuda_variant: str | None = None,
+                main_device: str | None = None, cuda_variant: str | None = None,
                 min_driver: Mapping[str, str] | None = None) -> LockChoice:
-    """The lock to install for `main` (the Neuron lock named by --lock) on this host.
-    `cuda_variant`: the CUDA lock's variant (its [tool.neuronctl] fallback, resolvers.pylock.
-    fallback_of); `min_driver`: variant -> oldest driver (default: the bundled table)."""
+    """The lock to install for `main` (the lock named by --lock) on this host. `main_device`: what
+    main records it is for (recorded_device; default: what its name says); `cuda_variant`: the
+    CUDA lock's variant (its [tool.neuronctl] fallback, resolvers.pylock.fallback_of);
+    `min_driver`: variant -> oldest driver (default: the bundled table)."""
     if device not in DEVICES:
         raise InputError(f"--device {device!r}: expected one of {', '.join(DEVICES)}")
-    if lock_device(main) != "neuron":
-        return _given_fallback(main, device)
+    named = main_device or lock_device(main)
+    if named != "neuron":
+        return _given_fallback(main, named, host, device, cuda_variant, min_driver)
     if device != "auto":
         return _chosen(main, present, host, device, f"--device {device}", cuda_variant, min_driver)
     if host.neuron_devices > 0:
@@ -150,18 +195,21 @@ def _chosen(main: Path, present: Collection[str], host: HostDevices, device: str
         return LockChoice(main, "neuron", f"{why}: {_KIND['neuron']}")
     if device not in present:
         raise _missing(main, device, why)
-    warnings: list[str] = []
+    warnings = _cuda_warnings(host, cuda_variant, min_driver) if device == "cuda" else ()
+    variant = f", {cuda_variant}" if device == "cuda" and cuda_variant else ""
+    return LockChoice(fallback_lock_path(main, device), device,
+                      f"{why}: {_KIND[device]}{variant}", warnings)
+
+
+def _cuda_warnings(host: HostDevices, cuda_variant: str | None,
+                   min_driver: Mapping[str, str] | None) -> tuple[str, ...]:
+    """Why torch from a CUDA lock will not see a GPU on this host, if it will not."""
+    if host.nvidia_driver is None:
+        return ("no NVIDIA driver found on this host: torch will not see a GPU here "
+                "(fine when preparing an environment for another host)",)
     if min_driver is None:
         from neuronctl.routing import load_fallback_routing
 
         min_driver = load_fallback_routing()["cuda"].min_driver
-    if device == "cuda":
-        if host.nvidia_driver is None:
-            warnings.append("no NVIDIA driver found on this host: torch will not see a GPU here "
-                            "(fine when preparing an environment for another host)")
-        else:
-            old = driver_warning(host.nvidia_driver, cuda_variant, min_driver)
-            warnings += [old] if old else []
-    variant = f", {cuda_variant}" if device == "cuda" and cuda_variant else ""
-    return LockChoice(fallback_lock_path(main, device), device,
-                      f"{why}: {_KIND[device]}{variant}", tuple(warnings))
+    old = driver_warning(host.nvidia_driver, cuda_variant, min_driver)
+    return (old,) if old else ()

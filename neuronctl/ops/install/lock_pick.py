@@ -8,7 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from neuronctl.ops.lock_choice import HostDevices, LockChoice, choose_lock, present_fallbacks
+from neuronctl.ops.lock_choice import (
+    HostDevices,
+    LockChoice,
+    choose_lock,
+    present_fallbacks,
+    recorded_device,
+)
 from neuronctl.probes.hardware import HardwareReport
 from neuronctl.probes.sysroot import SysRoot
 
@@ -54,19 +60,32 @@ def _nvidia(sysroot: SysRoot) -> NvidiaFacts:
 
 def pick_lock(main: Path, device: str, hardware: HardwareReport, sysroot: SysRoot) -> PickedLock:
     """The lock to install for `--lock main` and `--device device` on the host `hardware`
-    describes, read; bad input (exit 2) for a fallback lock that is asked for and absent."""
-    from neuronctl.resolvers.pylock import fallback_of, load_pylock
+    describes, read; bad input (exit 2) for a fallback lock that is asked for and absent, and
+    for a lock recording a fallback device the hardware does not call for (unless --device names
+    it): what a lock is for is what it records, not only its name."""
+    from neuronctl.resolvers.pylock import load_pylock
 
     present = present_fallbacks(main)
     count = neuron_devices(hardware)
     nvidia = _nvidia(sysroot) if count == 0 or device == "cuda" else None
     host = HostDevices(count, nvidia.driver if nvidia else None, nvidia.source if nvidia else None)
-    choice = choose_lock(main, present, host, device)
-    lock = load_pylock(choice.path)
+    given = load_pylock(main)
+    given_device, variant = _recorded(main, given)
+    choice = choose_lock(main, present, host, device, main_device=given_device, cuda_variant=variant)
+    if choice.path == main:
+        return PickedLock(choice, given, nvidia, present)
+    lock = load_pylock(choice.path)  # pylock.DEVICE.toml beside main
+    _, variant = _recorded(choice.path, lock)  # bad input where it records another device
     if choice.device == "cuda":  # again, now that the lock's CUDA variant is known (its warning)
-        variant = (fallback_of(lock, str(choice.path)) or {}).get("variant")
-        choice = choose_lock(main, present, host, device, cuda_variant=variant)
-    elif choice.device != "neuron":
-        fallback_of(lock, str(choice.path))  # a forged fallback table is bad input
+        choice = choose_lock(main, present, host, device, main_device=given_device,
+                             cuda_variant=variant)
     return PickedLock(choice, lock, nvidia, present)
 
+
+def _recorded(path: Path, lock: Pylock) -> tuple[str, str | None]:
+    """What a read lock records it is for, and its CUDA variant (a forged table is bad input)."""
+    from neuronctl.resolvers.pylock import fallback_of, neuronctl_table
+
+    fallback = fallback_of(lock, str(path))
+    device = recorded_device(path, neuronctl_table(lock), fallback)
+    return device, (fallback or {}).get("variant")

@@ -129,39 +129,74 @@ def build_request(config: Config, manifest: Manifest, *, release: str | None, to
     return StackRequest(plan, reqs, targets, build_routing(config, index_flags, route_flags, base=base))
 
 
-def fallback_path(main: str, device: str) -> str:
-    """A fallback lock's place beside the main lock: PEP 751's named form, pylock.cuda.toml
-    (requirements.cuda.txt beside a requirements export)."""
+_KIND = {"cuda": "the CUDA fallback lock", "cpu": "the CPU fallback lock"}
+
+
+def fallback_path(main: str, device: str, fmt: LockFormat = "pylock", *,
+                  where: str | None = None) -> str:
+    """Where a fallback lock goes: beside `main` (what -o or config `lock` names), under its own
+    name and never over the Neuron lock. A pylock is PEP 751's named form, pylock.cuda.toml (the
+    name `install --lock` looks for beside any pylock.toml or pylock.NAME.toml); a requirements
+    export takes the device before its suffix, requirements.cuda.txt. A name that is already the
+    device's is kept; the other fallback device's name is bad input (`where`: how to name main)."""
+    if main == STDOUT:
+        return main
     path = Path(main)
-    if main.endswith(".txt"):
-        return str(path.with_name(f"{path.name[:-4]}.{device}.txt"))
-    return str(path.with_name(f"pylock.{device}.toml"))
+    if fmt == "pylock":
+        taken = {f"pylock.{d}.toml": d for d in FALLBACK_DEVICES if d != device}
+        name = f"pylock.{device}.toml"
+    else:
+        stem, dot, suffix = path.name.rpartition(".")
+        if not dot:
+            stem, suffix = path.name, ""
+        other = next((d for d in FALLBACK_DEVICES if d != device and stem.endswith(f".{d}")), None)
+        taken = {path.name: other} if other else {}
+        for d in FALLBACK_DEVICES:
+            stem = stem.removesuffix(f".{d}")
+        name = f"{stem}.{device}{dot}{suffix}"
+    if path.name in taken:
+        raise InputError(f"{where or main}: that is {_KIND[taken[path.name]]}'s name; a {device} "
+                         f"fallback lock is written as {name}")
+    return str(path.with_name(name))
 
 
 def lock_output(config: Config, output: str | None, fmt: str | None,
-                fallback: str | None = None) -> tuple[str, LockFormat]:
-    """Where the lock goes (-o, else config `lock`, else pylock.toml; a fallback lock beside that
-    as pylock.DEVICE.toml) and its format (--format, else by the file name); a pylock file must
-    be named as PEP 751 says."""
-    main = config.get("lock") or "pylock.toml"
-    out = output or (fallback_path(main, fallback) if fallback else main)
+                fallback: str | None = None, *, check: bool = False) -> tuple[str, LockFormat]:
+    """Where the lock goes and its format (--format, else by the file name). The Neuron lock: -o,
+    else config `lock`, else pylock.toml, named as PEP 751 says and never a fallback lock's name
+    (install would take it for the GPU's); a fallback lock beside that path (fallback_path)."""
+    main = output or config.get("lock") or "pylock.toml"
+    where = f"-o {main}" if output else f"config `lock` {main}"
     if fmt not in (None, "pylock", "requirements"):
         raise InputError(f"--format {fmt!r}: expected pylock or requirements")
-    by_name = "requirements" if out.endswith(".txt") else "pylock"
+    by_name = "requirements" if main.endswith(".txt") else "pylock"
     chosen: LockFormat = "requirements" if (fmt or by_name) == "requirements" else "pylock"
-    if chosen == "pylock" and out != STDOUT:
+    if main == STDOUT:
+        return main, chosen
+    if Path(main).expanduser().is_dir():
+        raise InputError(f"{where}: that is a directory; name the lock file in it "
+                         f"(e.g. {Path(main) / 'pylock.toml'})")
+    if chosen == "pylock":
         from packaging.pylock import is_valid_pylock_path
 
-        if not is_valid_pylock_path(Path(out)):
-            raise InputError(f"-o {out}: PEP 751 lock files are named pylock.toml or pylock.NAME.toml "
+        if not is_valid_pylock_path(Path(main)):
+            raise InputError(f"{where}: PEP 751 lock files are named pylock.toml or pylock.NAME.toml "
                              "(use --format requirements for a requirements file)")
+        named = next((d for d in FALLBACK_DEVICES if Path(main).name == f"pylock.{d}.toml"), None)
+        if named and not fallback and not check:
+            raise InputError(f"{where}: that is {_KIND[named]}'s name, which `install --lock` picks "
+                             f"for that device; write the Neuron lock as pylock.toml or "
+                             f"pylock.NAME.toml, or the fallback with --fallback {named}")
+    out = fallback_path(main, fallback, chosen, where=where) if fallback else main
+    if out != main and Path(out).expanduser().is_dir():
+        raise InputError(f"{where}: the fallback lock's place {out} is a directory")
     return out, chosen
 
 
 def build_lock_request(stack: StackRequest, config: Config, *, output: str | None, fmt: str | None,
                        check: bool, offline: bool, timeout: float) -> LockRequest:
     device = stack.plan.fallback.device if stack.plan.fallback else None
-    out, chosen = lock_output(config, output, fmt, device)
+    out, chosen = lock_output(config, output, fmt, device, check=check)
     if check and out == STDOUT:
         raise InputError("--check needs a lock file, not -o -")
     return LockRequest(stack, out, chosen, check, offline, timeout)
