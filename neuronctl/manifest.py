@@ -21,6 +21,7 @@ from neuronctl.data import bundled_text
 from neuronctl.errors import InputError
 from neuronctl.jsonfields import Fields
 from neuronctl.provenance import Source, check_date, check_url
+from neuronctl.rules import Rule, parse_rules
 
 MANIFEST_SCHEMA = 1
 MAX_JSON_BYTES = 64 << 20
@@ -166,6 +167,13 @@ class Manifest:
     """Source id -> where a value came from (URL, date read)."""
     compiled: str | None = None
     """The ISO date the data was compiled (read its sources); None where not recorded."""
+    rules: tuple[Rule, ...] = ()
+    """The documented rules (support windows, OS, driver/runtime), each with its source."""
+
+    def cite(self, source_id: str) -> str:
+        """A source id as a user reads it: its URL and the date it was read."""
+        found = self.sources.get(source_id)
+        return found.cite() if found else source_id
 
     def __post_init__(self) -> None:
         ordered = tuple(sorted(self.releases, key=lambda r: r.key, reverse=True))
@@ -223,6 +231,8 @@ class Manifest:
             out["generated_from"] = dict(self.generated_from)
         if self.sources:
             out["sources"] = {k: s.to_json() for k, s in self.sources.items()}
+        if self.rules:
+            out["rules"] = [r.to_json() for r in self.rules]
         out["releases"] = [r.to_json() for r in self.releases]
         return out
 
@@ -382,7 +392,8 @@ def parse_manifest(data: object, source: str, origin: str = "file") -> Manifest:
     _check_source_ids(releases, sources, top)
     compiled = top.text("compiled", required=False)
     return Manifest(tuple(releases), source, origin, generated, sources,
-                    check_date(compiled, f"{source}: compiled") if compiled else None)
+                    check_date(compiled, f"{source}: compiled") if compiled else None,
+                    parse_rules(top, sources))
 
 
 def read_json_file(path: Path) -> object:

@@ -42,10 +42,19 @@ def write(root: Path, path: str, text: str) -> Path:
     return p
 
 
-def build_host(root: Path, chip: str, *, devices: int = 2, driver: str | None = "2.31.7.0",
-               runtime: str | None = "2.35.30.0", dkms_pkg: str | None = None,
+UBUNTU_26_04 = ('PRETTY_NAME="Ubuntu 26.04 LTS"\nNAME="Ubuntu"\nVERSION_ID="26.04"\n'
+                'VERSION="26.04 LTS"\nID=ubuntu\nID_LIKE=debian\n')
+UBUNTU_24_04 = ('PRETTY_NAME="Ubuntu 24.04.3 LTS"\nNAME="Ubuntu"\nVERSION_ID="24.04"\n'
+                'VERSION="24.04.3 LTS (Noble Numbat)"\nID=ubuntu\nID_LIKE=debian\n')
+
+
+def build_host(root: Path, chip: str, *, devices: int = 2, driver: str | None = "2.31.8.0",
+               runtime: str | None = "2.35.33.0", dkms_pkg: str | None = None,
                sysfs: bool = True, pci: bool = True, dev_nodes: bool = True,
-               dmi: bool = True, neuron_ls: bool = True, lnc: int = 2) -> Path:
+               dmi: bool = True, neuron_ls: bool = True, lnc: int = 2,
+               os_release: str | None = UBUNTU_26_04) -> Path:
+    """A host set up with the default release (2.33.1: driver 2.31.8.0, runtime 2.35.33.0) on
+    Ubuntu 26.04, the one OS its TorchNeuron wheels are for."""
     pci_id, arch, short, name, _cores, instance, nc = CHIP_FACTS[chip]
     root.mkdir(parents=True, exist_ok=True)
     for i in range(devices):
@@ -67,12 +76,14 @@ def build_host(root: Path, chip: str, *, devices: int = 2, driver: str | None = 
     write(root, "/sys/bus/pci/devices/0000:00:05.0/device", "0xec20\n")
     if driver and (sysfs or pci):
         write(root, "/sys/module/neuron/version", f"{driver}\n")
+    if os_release:
+        write(root, "/etc/os-release", os_release)
     if dmi:
         write(root, "/sys/class/dmi/id/product_name", f"{instance}\n")
         write(root, "/sys/class/dmi/id/sys_vendor", "Amazon EC2\n")
     if runtime:
         write(root, "/var/lib/dpkg/status", DPKG_TEMPLATE.format(
-            dkms=dkms_pkg or driver or "2.31.7.0", runtime=runtime, tools="2.33.38.0"))
+            dkms=dkms_pkg or driver or "2.31.8.0", runtime=runtime, tools="2.33.38.0"))
     if neuron_ls and driver:
         listing = [{"neuron_device": i, "bdf": f"{0xcc + i:02x}:00.0", "cpu_affinity": "0-47",
                     "numa_node": "0", "connected_to": [1], "nc_count": nc,

@@ -30,7 +30,7 @@ def test_native_stack_on_trn2_is_clean(cli, stacks, trn2):
     assert data["summary"]["verdict"] == "pass"
     assert {c["status"] for c in checks.values()} == {"pass"}
     assert "device.probe" not in checks and "lock.drift" not in checks
-    assert data["environment"]["release"]["version"] == "2.33.0"
+    assert data["environment"]["release"]["version"] == "2.33.1"
     assert data["environment"]["hardware"]["chip"] == "trn2"
     for c in data["checks"]:
         assert set(c) >= {"id", "title", "status", "message", "fix", "duration_ms"}
@@ -62,7 +62,7 @@ def test_legacy_stack_on_trn2_fails_with_fix(cli, stacks, trn2):
     legacy = checks["packages.legacy-xla"]
     assert legacy["status"] == "fail"
     # The legacy venv is Python 3.11, which native TorchNeuron does not support: a new venv.
-    assert legacy["fix"].endswith(" install --release 2.33.0 --torch 2.14 --venv .venv-neuron "
+    assert legacy["fix"].endswith(" install --release 2.33.1 --torch 2.14 --venv .venv-neuron "
                                   "--venv-python 3.12 --yes")
     assert checks["packages.torch-neuronx"]["fix"] == legacy["fix"]
     assert len(legacy["details"]) == 5
@@ -90,7 +90,7 @@ def test_placeholders_fail(cli, stacks, trn2):
     assert checks["packages.placeholders"]["status"] == "fail"
     # The install replaces placeholders in one step (they are removed when moving to native).
     assert checks["packages.placeholders"]["fix"].endswith(
-        f" install --release 2.33.0 --torch 2.14 --python {stacks['placeholder']} --yes")
+        f" install --release 2.33.1 --torch 2.14 --python {stacks['placeholder']} --yes")
     assert "PyPI placeholder" in checks["packages.torch-neuronx"]["message"]
 
 
@@ -202,7 +202,7 @@ def test_github_format_and_step_summary(cli, stacks, trn2, tmp_path, monkeypatch
     errors = [line for line in r.out.splitlines() if line.startswith("::error ")]
     assert any(line.startswith("::error title=neuronctl packages.legacy-xla::") for line in errors)
     assert all("\n" not in line for line in errors)
-    assert any("%0Afix: " in line and "neuronctl install --release 2.33.0" in line for line in errors)
+    assert any("%0Afix: " in line and "neuronctl install --release 2.33.1" in line for line in errors)
     text = summary.read_text()
     assert text.startswith("earlier step\n## neuronctl doctor")
     assert "| :x: | `packages.legacy-xla` |" in text

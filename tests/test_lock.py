@@ -55,7 +55,7 @@ def test_lock_pins_the_release_each_package_from_its_own_index(cli, uni, wheels)
     assert neuron_files and all(rng for _, rng in neuron_files)
     toml = read_toml(Path("pylock.toml"), "lock")
     tool = toml["tool"]["neuronctl"]
-    assert tool["release"] == "2.33.0" and tool["pins"]["torch-neuronx"] == "2.14.3.0"
+    assert tool["release"] == "2.33.1" and tool["pins"]["torch-neuronx"] == "2.14.3.0"
     assert tool["routes"]["torch"] == "pytorch-cpu" and tool["routes"]["nki"] == "neuron"
     assert toml["lock-version"] == "1.0" and toml["created-by"] == "neuronctl"
 
@@ -183,7 +183,7 @@ def test_check_reports_drift(cli, uni, tmp_path):
     from neuronctl.manifest import load_bundled_manifest
 
     data = load_bundled_manifest().to_json()
-    rel = next(x for x in data["releases"] if x["version"] == "2.33.0")
+    rel = next(x for x in data["releases"] if x["version"] == "2.33.1")
     rel["packages"]["nki"] = ["0.7.1"]
     Path("m.json").write_text(json.dumps(data))
     r = cli("--manifest", "m.json", "lock", *uni.index_flags(), "--python", "3.12", "--check")
@@ -308,7 +308,7 @@ def test_garbled_html_page_is_a_clear_failure(cli, uni):
     uni.torch.corrupt_page["torch"] = "<html><body><a href='/files/torch-2.14.0%2Bcpu-cp3"
     r = cli("lock", *uni.index_flags(), "--python", "3.12")
     assert r.code == 1 and "Traceback" not in r.err
-    assert "torch==2.14.0 (from Neuron release 2.33.0)" in r.err
+    assert "torch==2.14.0 (from Neuron release 2.33.1)" in r.err
     assert f"index pytorch-cpu ({uni.urls['pytorch-cpu']}): none that fit" in r.err
     assert Path("pylock.toml").read_text() == "old\n"
 

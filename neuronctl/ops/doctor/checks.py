@@ -6,12 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from neuronctl.ops.doctor.checks_hardware import (
-    check_chip,
-    check_device,
-    check_driver_and_kernel,
-    check_runtime,
-)
+from neuronctl.ops.doctor.checks_hardware import check_chip, check_device, check_driver_and_kernel
 from neuronctl.ops.doctor.checks_lock import check_lock
 from neuronctl.ops.doctor.checks_model import check_model
 from neuronctl.ops.doctor.checks_packages import (
@@ -21,6 +16,7 @@ from neuronctl.ops.doctor.checks_packages import (
     check_python,
     check_torch_neuronx,
 )
+from neuronctl.ops.doctor.checks_rules import check_host_os, check_lifecycle, check_runtime_compat
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.runner import Outcome
 from neuronctl.ops.doctor.system_checks import SYSTEM_CHECKS
@@ -49,10 +45,12 @@ CHECKS: tuple[CheckSpec, ...] = (
     CheckSpec("packages.legacy-xla", "Legacy XLA stack", check_legacy, gathers=HARDWARE),
     CheckSpec("packages.placeholders", "PyPI placeholder packages", check_placeholders),
     CheckSpec("packages.coherence", "Package versions agree", check_coherence, gathers=HARDWARE),
+    CheckSpec("packages.lifecycle", "Support windows", check_lifecycle, gathers=HARDWARE),
     CheckSpec("packages.system", *_SYSTEM["packages.system"]),
+    CheckSpec("host.os", "Operating system", check_host_os),
     CheckSpec("hardware.chip", "Chip generation", check_chip, gathers=HARDWARE),
     CheckSpec("hardware.driver", "Neuron driver", check_driver_and_kernel, gathers=HARDWARE),
-    CheckSpec("runtime.compat", "Neuron runtime", check_runtime, gathers=HARDWARE),
+    CheckSpec("runtime.compat", "Neuron runtime", check_runtime_compat, gathers=HARDWARE),
     CheckSpec("device.access", *_SYSTEM["device.access"]),
     CheckSpec("device.holders", *_SYSTEM["device.holders"]),
     CheckSpec("device.probe", "Device probe", check_device, level=2,

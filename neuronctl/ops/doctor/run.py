@@ -4,6 +4,7 @@ post-install doctor reuses (with the hardware and lock it already holds, given t
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -92,9 +93,15 @@ def _packages_section(facts: Facts) -> dict[str, Any]:
             for name in STACK_PACKAGES}
 
 
+def _distributions_section(facts: Facts) -> dict[str, Any]:
+    """Every installed distribution, name -> version: `fleet doctor` compares the whole set."""
+    return {name: dist.version for name, dist in sorted(facts.env.distributions.items())}
+
+
 SECTIONS: tuple[tuple[str, str, Callable[[Facts], dict[str, Any]]], ...] = (
     ("python", "env", _python_section),
     ("packages", "env", _packages_section),
+    ("distributions", "env", _distributions_section),
     ("release", "selection", _release_section),
     ("hardware", "hardware", _hardware_section),
 )
@@ -125,7 +132,11 @@ def run_doctor(facts: Facts, ids: list[str], strict: bool, limit: float,
     facts.planned = frozenset().union(*(specs[i].gathers for i in ids))
     checks = [Check(i, specs[i].title, functools.partial(specs[i].run, facts), budget.limit(i))
               for i in ids]
-    return DoctorReport(tuple(run_checks(checks, budget.total_s)), strict, _environment(facts),
+    environment = _environment(facts)
+    notes = release_notes(facts)
+    if notes:
+        environment["notes"] = notes
+    return DoctorReport(tuple(run_checks(checks, budget.total_s)), strict, environment,
                         level, budget.total_s if level else None)
 
 
@@ -194,4 +205,23 @@ def doctor(request: DoctorRequest, reporter: Reporter | None = None) -> DoctorRe
                   compile_tier=request.compile_tier or request.level >= 3, lock=request.lock,
                   environ=request.environ, pylock=pylock, model=model,
                   long_timeout=budget.inner(budget.long_s))
+    for note in release_notes(facts):
+        reporter.emit(Event("note", note))
     return run_doctor(facts, ids, request.strict, budget.check_s, budget, request.level)
+
+
+def release_notes(facts: Facts, today: dt.date | None = None) -> list[str]:
+    """Informational lines, never a warning or a failure: release data over 45 days old, and a
+    partly published release's pins that are not published (the report's environment.notes)."""
+    from neuronctl.ops.doctor.checks_rules import stale_note
+
+    notes = []
+    note = stale_note(facts.manifest.compiled, today or dt.date.today())
+    if note:
+        notes.append(note)
+    release = facts.manifest.find(facts.requested_release) if facts.requested_release else None
+    if release is not None and not release.complete:
+        notes.append(f"Neuron {release.version} is partly published: "
+                     f"{', '.join(release.unpublished_pins())} not published; those are judged "
+                     "against the index, not pinned versions")
+    return notes

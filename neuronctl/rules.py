@@ -1,0 +1,175 @@
+"""The documented rules of the Neuron stack, kept as data (releases.json `rules`), evaluated by
+pure functions: support windows (a package line, chip, Python or PyTorch line a release no longer
+supports), OS rules, and the driver/runtime/dkms rules AWS states. Every rule carries AWS's words
+and its source; a fact that is not known (None) never breaks a rule.
+
+A rule breaks when its release range holds the release, every `when` condition holds, and some
+`need` condition does not (a rule without `need` forbids what `when` describes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from neuronctl.jsonfields import Fields
+
+RuleKind = Literal["support", "os", "runtime"]
+KINDS: tuple[str, ...] = ("support", "os", "runtime")
+LIST_KEYS = ("backend", "chips", "python", "torch", "packages", "os")
+SPEC_KEYS = ("driver", "runtime")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One documented rule: where it applies, what it needs, AWS's words and the source id."""
+
+    id: str
+    kind: RuleKind
+    says: str
+    source: str
+    releases: str = ""
+    when: Mapping[str, Any] = field(default_factory=dict)
+    need: Mapping[str, Any] = field(default_factory=dict)
+    severity: Literal["fail", "warn"] = "fail"
+
+    def to_json(self) -> dict[str, Any]:
+        def plain(table: Mapping[str, Any]) -> dict[str, Any]:
+            return {k: list(v) if isinstance(v, tuple) else v for k, v in table.items()}
+
+        return {"id": self.id, "kind": self.kind, "releases": self.releases,
+                "when": plain(self.when), "need": plain(self.need), "says": self.says,
+                "source": self.source, "severity": self.severity}
+
+
+@dataclass(frozen=True)
+class Situation:
+    """What is known of a combination: the release and, where known, the rest."""
+
+    release: str
+    backend: str | None = None
+    chip: str | None = None
+    python: str | None = None
+    """The Python line, "3.12"."""
+    torch: str | None = None
+    """The PyTorch line, "2.14"."""
+    packages: frozenset[str] | None = None
+    os: str | None = None
+    """"ubuntu 24.04": os-release ID and VERSION_ID."""
+    driver: str | None = None
+    runtime: str | None = None
+
+
+def _fact(s: Situation, key: str) -> Any:
+    return s.chip if key == "chips" else getattr(s, key)
+
+
+def _holds(key: str, want: Any, have: Any) -> bool | None:
+    """Whether one condition holds; None where the fact is unknown."""
+    if have is None:
+        return None
+    if key in SPEC_KEYS:
+        try:
+            return Version(have) in SpecifierSet(want)
+        except InvalidVersion:
+            return None
+    if key == "packages":
+        return bool(set(want) & set(have))
+    if key == "os":  # "ubuntu" holds for every Ubuntu, "ubuntu 24.04" for that one
+        return any(have == w or have.startswith(f"{w} ") for w in want)
+    return have in want
+
+
+def broken(rule: Rule, s: Situation) -> bool:
+    """Whether `s` breaks `rule`: a rule whose facts are not all known does not break."""
+    try:
+        if rule.releases and Version(s.release) not in SpecifierSet(rule.releases):
+            return False
+    except InvalidVersion:
+        return False
+    for key, want in rule.when.items():
+        if _holds(key, want, _fact(s, key)) is not True:
+            return False
+    if not rule.need:
+        return True
+    return any(_holds(key, want, _fact(s, key)) is False for key, want in rule.need.items())
+
+
+def broken_rules(rules: Iterable[Rule], s: Situation, kinds: Iterable[str] = KINDS) -> list[Rule]:
+    wanted = set(kinds)
+    return [r for r in rules if r.kind in wanted and broken(r, s)]
+
+
+def describe(rule: Rule, cite: str) -> str:
+    """A broken rule as a user reads it: AWS's words and where they are."""
+    return f"{rule.says} [{rule.id}; source: {cite}]"
+
+
+def _conditions(f: Fields, key: str) -> dict[str, Any]:
+    table = f.obj(key, required=False)
+    if table is None:
+        return {}
+    out: dict[str, Any] = {}
+    for name in table:
+        if name in LIST_KEYS:
+            out[name] = tuple(table.texts(name))
+        elif name in SPEC_KEYS:
+            spec = table.req_text(name)
+            try:
+                SpecifierSet(spec)
+            except InvalidSpecifier:
+                raise table.fail(name, f"{spec[:40]!r} is not a version range") from None
+            out[name] = spec
+        else:
+            raise table.fail(name, f"unknown condition (known: {', '.join(LIST_KEYS + SPEC_KEYS)})")
+    return out
+
+
+def parse_rules(top: Fields, sources: Mapping[str, object]) -> tuple[Rule, ...]:
+    out = []
+    seen: set[str] = set()
+    for f in top.objects("rules", required=False):
+        rule_id, kind, source = f.req_text("id"), f.req_text("kind"), f.req_text("source")
+        if kind not in KINDS:
+            raise f.fail("kind", f"expected one of {', '.join(KINDS)}, got {kind!r}")
+        if source not in sources:
+            raise f.fail("source", f"unknown source {source!r}")
+        if rule_id in seen:
+            raise f.fail("id", f"duplicate rule {rule_id!r}")
+        seen.add(rule_id)
+        releases = f.text("releases", required=False) or ""
+        try:
+            SpecifierSet(releases)
+        except InvalidSpecifier:
+            raise f.fail("releases", f"{releases[:40]!r} is not a version range") from None
+        severity = f.text("severity", required=False) or "fail"
+        if severity not in ("fail", "warn"):
+            raise f.fail("severity", f"expected fail or warn, got {severity!r}")
+        out.append(Rule(rule_id, kind, f.req_text("says"), source, releases,  # type: ignore[arg-type]
+                        _conditions(f, "when"), _conditions(f, "need"),
+                        "fail" if severity == "fail" else "warn"))
+    return tuple(out)
+
+
+def enforce(rules: Iterable[Rule], situations: Iterable[Situation], cite: Callable[[str], str],
+            *, allow: bool, what: str) -> list[str]:
+    """lock's and install's check: a combination a fail-severity rule forbids is an InputError
+    (exit 2) naming the rule and its source, unless `allow` (--allow-unsupported); returns the
+    lines to show as notes (warn-severity rules, and the rules --allow-unsupported overrode)."""
+    from neuronctl.errors import InputError
+
+    found: dict[str, Rule] = {}
+    for s in situations:
+        for rule in broken_rules(rules, s):
+            found.setdefault(rule.id, rule)
+    forbidding = [r for r in found.values() if r.severity == "fail"]
+    if forbidding and not allow:
+        raise InputError(f"{what}: " + "; ".join(describe(r, cite(r.source)) for r in forbidding),
+                         hint="--allow-unsupported proceeds where you know better (a source "
+                              "build, a container with another OS)")
+    return [("allowed (--allow-unsupported): " if r.severity == "fail" else "")
+            + describe(r, cite(r.source)) for r in found.values()]
