@@ -11,8 +11,8 @@ Trn2 both say NDv3.
 
 from __future__ import annotations
 
-import json
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -26,7 +26,7 @@ from neuronctl.chips import (
     get_chip,
 )
 from neuronctl.probes.dpkg import installed_system_packages
-from neuronctl.probes.neuron_ls import NEURON_LS_FORMS, parse_neuron_ls_json
+from neuronctl.probes.neuron_ls import NEURON_LS_FORMS, load_json, parse_neuron_ls_json
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.tools import (
     SYSROOT_TOOLS_REFUSED,
@@ -109,9 +109,23 @@ class HardwareReport:
         return data
 
 
+MAX_COUNT = 65536
+"""The largest core count, device number or NeuronCore config taken from the machine: a bigger
+one is not a fact about any Neuron host (and sums of them would be unbounded)."""
+_RUNTIME_VERSION = re.compile(r"[0-9][0-9A-Za-z.+~-]{0,63}")
+
+
+def _count(value: object) -> int | None:
+    """An integer in 0..MAX_COUNT from JSON (bool is not one)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) \
+        and 0 <= value <= MAX_COUNT else None
+
+
 def _int(text: str | None) -> int | None:
+    if text is None or len(text.strip()) > 6:  # past MAX_COUNT's digits: not a count
+        return None
     try:
-        return int(text) if text is not None else None
+        return _count(int(text))
     except ValueError:
         return None
 
@@ -167,10 +181,7 @@ def parse_neuron_ls(stdout: str) -> list[dict[str, Any]] | None:
 
 def _neuron_ls_top(stdout: str) -> dict[str, Any]:
     """The new form's instance-wide scalar fields (none in the old form)."""
-    try:
-        data = json.loads(stdout)
-    except (json.JSONDecodeError, RecursionError):
-        return {}
+    data = load_json(stdout)
     if not isinstance(data, dict):
         return {}
     return {k: v for k, v in data.items() if isinstance(v, (str, int, float)) and len(k) < 100}
@@ -329,13 +340,13 @@ def _cores(ev: HardwareEvidence, ls_devices: list[dict[str, Any]] | None, chip: 
     cores, source = None, None
     lnc = _int(ev.logical_nc_config_env)
     if ls_devices:
-        counts = [d.get("nc_count") for d in ls_devices]
-        if all(isinstance(c, int) for c in counts):
-            cores, source = sum(counts), "neuron-ls nc_count"  # type: ignore[arg-type]
+        counts = [_count(d.get("nc_count")) for d in ls_devices]
+        if all(c is not None for c in counts):
+            cores, source = sum(c or 0 for c in counts), "neuron-ls nc_count"
         cfg = ls_devices[0].get("logical_neuroncore_config")
         if cfg is None and ev.neuron_ls is not None:  # the new form says it once, at the top
             cfg = _neuron_ls_top(ev.neuron_ls.stdout).get("logical_neuroncore_config")
-        lnc = cfg if isinstance(cfg, int) else _int(str(cfg)) if cfg is not None else lnc
+        lnc = _count(cfg) if isinstance(cfg, int) else _int(cfg) if isinstance(cfg, str) else lnc
     sysfs = ev.sysfs_devices
     if cores is None and sysfs and all(s.core_count is not None for s in sysfs):
         cores, source = sum(s.core_count or 0 for s in sysfs), "sysfs core_count"
@@ -354,8 +365,9 @@ def _runtime(ev: HardwareEvidence,
     found: tuple[str | None, str | None] = (None, None)
     for entry in ls_devices or []:
         for proc in entry.get("neuron_processes") or []:
-            if isinstance(proc, dict) and proc.get("neuron_runtime_version"):
-                found = str(proc["neuron_runtime_version"]), "neuron-ls"
+            version = proc.get("neuron_runtime_version") if isinstance(proc, dict) else None
+            if isinstance(version, str) and _RUNTIME_VERSION.fullmatch(version):
+                found = version, "neuron-ls"
     return found
 
 

@@ -15,9 +15,11 @@ import os
 import platform
 import re
 import shutil
+import tempfile
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import distro
@@ -28,6 +30,9 @@ from neuronctl.probes.tools import run_capped
 TOOL_TIMEOUT_S = 5.0
 OUTPUT_CAP = 64 * 1024
 VALUE_CAP = 512
+RELEASE_FILE_CAP = 64 * 1024
+MAX_ETC_ENTRIES = 256
+_RELEASE_NAME = re.compile(r"\w{1,64}[-_](?:release|version)")  # distro's own pattern, bounded
 COMPILERS: Mapping[str, tuple[str, str]] = {
     # name: (command, collect_env's pattern on its output)
     "gcc": ("gcc", r"gcc (.*)"),
@@ -155,13 +160,39 @@ def cpu_from_cpuinfo(text: str) -> CpuFacts:
         flags=_flags(first.get("flags") or first.get("Features")), source="/proc/cpuinfo")
 
 
+def _release_files(root: SysRoot) -> dict[str, bytes]:
+    """The files `distro` reads (os-release, debian_version, /etc/*-release), each through the
+    root's contained, bounded reader: `distro` itself follows a link out of a captured tree and
+    reads a whole file."""
+    names = ["etc/os-release", "usr/lib/os-release", "etc/debian_version"]
+    names += [f"etc/{p.name}" for pattern in ("*release", "*version")
+              for p in root.glob("/etc", pattern)[:MAX_ETC_ENTRIES] if _RELEASE_NAME.fullmatch(p.name)]
+    found = {}
+    for name in dict.fromkeys(names):
+        data = root.read_bytes("/" + name, RELEASE_FILE_CAP)
+        if data is not None:
+            found[name] = data
+    return found
+
+
 def _distribution(root: SysRoot) -> tuple[str | None, str | None, str | None]:
     try:
-        info = distro.LinuxDistribution(include_lsb=False, include_uname=False,
-                                        include_oslevel=False, root_dir=str(root.root))
-        return _shown(info.name(pretty=True)), _shown(info.id()), _shown(info.version())
+        if root.is_host:
+            return _distro_of(str(root.root))
+        with tempfile.TemporaryDirectory(prefix="neuronctl-release-") as private:
+            for name, data in _release_files(root).items():
+                path = Path(private, name)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
+            return _distro_of(private)
     except (OSError, UnicodeError, ValueError):
         return None, None, None
+
+
+def _distro_of(root_dir: str) -> tuple[str | None, str | None, str | None]:
+    info = distro.LinuxDistribution(include_lsb=False, include_uname=False,
+                                    include_oslevel=False, root_dir=root_dir)
+    return _shown(info.name(pretty=True)), _shown(info.id()), _shown(info.version())
 
 
 def _cpu(root: SysRoot, timeout: float) -> tuple[CpuFacts, str]:

@@ -20,7 +20,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from neuronctl.probes.sysroot import SysRoot, read_regular_text
+from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.tools import Runner, run_tool
 
 SYS_MODULE = "/sys/module/nvidia/version"
@@ -52,7 +52,7 @@ class NvidiaFacts:
 
 def _read_head(root: SysRoot, absolute: str) -> str | None:
     """The first MAX_READ bytes of a file as text; None when absent or unreadable."""
-    return read_regular_text(root.path(absolute), MAX_READ)
+    return root.read_text(absolute, MAX_READ)  # kept to the root: a link out of it is absent
 
 
 def _plain_version(text: str) -> str | None:

@@ -27,7 +27,8 @@ _CONTAINER_CGROUP = re.compile(r"docker|kubepods|containerd|libpod|podman|lxc|cr
 
 def read_bounded(path: Path, limit: int = MAX_SMALL_FILE) -> str | None:
     """At most `limit` bytes of a regular file as text, or None when it cannot be read or is
-    not a regular file (a FIFO or a device in a captured tree)."""
+    not a regular file (a FIFO or a device). For files that are not the inspected system's (a
+    config): what a sysroot holds is read with SysRoot.read_text, which keeps to the root."""
     return read_regular_text(path, limit)
 
 
@@ -100,8 +101,8 @@ def _held_devices(fd_dir: Path) -> tuple[list[str], bool]:
     return sorted(found, key=lambda d: int(d[len("/dev/neuron"):])), True
 
 
-def _command(proc: Path, fields: dict[str, str]) -> str:
-    raw = read_bounded(proc / "cmdline", MAX_CMDLINE) or ""
+def _command(root: SysRoot, proc: Path, fields: dict[str, str]) -> str:
+    raw = root.read_text(proc / "cmdline", MAX_CMDLINE) or ""
     words = [w for w in raw.split("\0") if w]
     text = " ".join(words) if words else f"[{fields.get('Name', '?')}]"
     return "".join(c if c.isprintable() else "?" for c in text)[:200]
@@ -110,6 +111,8 @@ def _command(proc: Path, fields: dict[str, str]) -> str:
 def find_device_holders(root: SysRoot) -> HolderScan:
     """Processes with /dev/neuron* open, from /proc/<pid>/fd links, cmdline and status."""
     proc_root = root.path("/proc")
+    if not root.inside(proc_root):  # a captured /proc linked to this machine's: not that system
+        return HolderScan((), 0)
     try:
         pids = sorted(int(p.name) for p in proc_root.iterdir()
                       if p.name.isascii() and p.name.isdigit() and len(p.name) <= 10)[:MAX_PIDS]
@@ -118,18 +121,20 @@ def find_device_holders(root: SysRoot) -> HolderScan:
     holders, unreadable = [], 0
     for pid in pids:
         proc = proc_root / str(pid)
+        if not root.inside(proc / "fd"):  # /proc/<pid> linked out of the tree (to /proc/self)
+            continue
         devices, listed = _held_devices(proc / "fd")
         if not listed:
             unreadable += proc.is_dir()
             continue
         if not devices:
             continue
-        fields = _status_fields(read_bounded(proc / "status"))
+        fields = _status_fields(root.read_text(proc / "status", MAX_SMALL_FILE))
         ppid_text = fields.get("PPid", "")
         ppid = int(ppid_text) if ppid_text.isascii() and ppid_text.isdigit() and len(ppid_text) <= 10 \
             else None
         parent_gone = ppid not in (None, 0) and not (proc_root / str(ppid)).is_dir()
-        holders.append(DeviceHolder(pid, _command(proc, fields), tuple(devices),
+        holders.append(DeviceHolder(pid, _command(root, proc, fields), tuple(devices),
                                     fields.get("State"), ppid, parent_gone))
     return HolderScan(tuple(holders), unreadable)
 
@@ -232,7 +237,7 @@ def container_evidence(root: SysRoot) -> tuple[tuple[str, ...], bool]:
     """Why this looks like a container (/.dockerenv, /run/.containerenv, /proc/1/cgroup), and
     whether Kubernetes runs it."""
     evidence = [f for f in ("/.dockerenv", "/run/.containerenv") if root.exists(f)]
-    cgroup = read_bounded(root.path("/proc/1/cgroup")) or ""
+    cgroup = root.read_text("/proc/1/cgroup", MAX_SMALL_FILE) or ""
     match = _CONTAINER_CGROUP.search(cgroup)
     if match:
         evidence.append(f"/proc/1/cgroup mentions {match.group(0)}")
@@ -245,7 +250,7 @@ def _host_device_count(root: SysRoot) -> int:
     if sysfs:
         return len(sysfs)
     pci = [d for d in root.glob("/sys/bus/pci/devices", "*")
-           if (read_bounded(d / "vendor", 64) or "").strip().lower() == "0x1d0f"]
+           if (root.read(d / "vendor", 64) or "").lower() == "0x1d0f"]
     return len(pci)
 
 
@@ -284,7 +289,7 @@ def descends_from(root: SysRoot, pid: int, ancestor: int) -> bool:
     for _ in range(64):
         if pid == ancestor:
             return True
-        fields = _status_fields(read_bounded(root.path(f"/proc/{pid}/status")))
+        fields = _status_fields(root.read_text(f"/proc/{pid}/status", MAX_SMALL_FILE))
         parent = fields.get("PPid", "")
         if not (parent.isascii() and parent.isdigit() and len(parent) <= 10) or int(parent) in (0, pid):
             return False

@@ -13,7 +13,6 @@ from typing import Any
 from neuronctl.probes.dpkg import STATUS_FILE, parse_dpkg_status
 from neuronctl.probes.neuron_ls import NEURON_LS_FORMS, parse_neuron_ls_json
 from neuronctl.probes.sysroot import SysRoot
-from neuronctl.probes.system_facts import read_bounded
 from neuronctl.probes.tools import Runner, run_tool
 
 MAX_DPKG_STATUS = 32 * 1024 * 1024
@@ -58,12 +57,12 @@ def _rpm_packages(root: SysRoot, runner: Runner) -> dict[str, str] | None:
 
 
 def _libnrt_claims(root: SysRoot, package: str) -> tuple[str, ...]:
-    text = read_bounded(root.path(f"/var/lib/dpkg/info/{package}.list"), MAX_LIST_FILE) or ""
+    text = root.read_text(f"/var/lib/dpkg/info/{package}.list", MAX_LIST_FILE) or ""
     return tuple(line for line in text.splitlines() if "/libnrt.so" in line)
 
 
 def read_system_packages(root: SysRoot, runner: Runner = run_tool) -> SystemPackages:
-    text = read_bounded(root.path(STATUS_FILE), MAX_DPKG_STATUS)
+    text = root.read_text(STATUS_FILE, MAX_DPKG_STATUS)
     dpkg = parse_dpkg_status(text) if text else {}
     rpm = _rpm_packages(root, runner)
     packages = {**(rpm or {}), **dpkg}

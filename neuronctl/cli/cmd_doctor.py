@@ -11,6 +11,7 @@ import click
 from neuronctl.cli.app import get_app, paint
 from neuronctl.cli.common import (
     DEVICE_CHOICE,
+    check_sysroot,
     python_option,
     sysroot_option,
     timeout_value,
@@ -91,7 +92,7 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
         skip=skip + tuple(config.list("skip")),
         timeout=None if timeout is None and config_timeout is None
         else timeout_value(timeout, config_timeout, 60.0),
-        sysroot=sysroot, model=config.get("model"),
+        sysroot=check_sysroot(sysroot), model=config.get("model"),
         model_origin=f"config model ({config.source or 'pyproject.toml'})",
         model_cwd=config.base_dir)
     started, clock = time.time(), time.perf_counter()

@@ -52,6 +52,9 @@ def timeout_value(value: float | None, config_value: Any, default: float) -> flo
 
 
 def check_sysroot(path: Path | None) -> Path | None:
-    if path is not None and not path.is_dir():
-        raise InputError(f"--sysroot {path}: no such directory")
+    """--sysroot as given, after the root it or NEURONCTL_SYSROOT names is validated (exit 2
+    before anything runs); SysRoot.from_env is the one place that decides what a root is."""
+    from neuronctl.probes.sysroot import SysRoot
+
+    SysRoot.from_env(path)
     return path

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from neuronctl.errors import NeuronctlError
-from neuronctl.probes.sysroot import SysRoot, read_regular_bytes
+from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.system_facts import (
     find_device_holders,
     read_bounded,
@@ -129,9 +129,9 @@ def _live_only(ctx: Context, what: str) -> None:
 
 
 def _command(argv: Sequence[str], timeout: float, ok_codes: tuple[int, ...] = (0,),
-             environ: Mapping[str, str] | None = None) -> Gathered:
+             environ: Mapping[str, str] | None = None, shown: str | None = None) -> Gathered:
     code, out, err = run_limited(argv, timeout, environ)
-    shown = " ".join(Path(argv[0]).name if i == 0 else a for i, a in enumerate(argv))
+    shown = shown or " ".join(Path(argv[0]).name if i == 0 else a for i, a in enumerate(argv))
     if code in ok_codes:
         return Gathered(out, shown, None if code == 0 else f"exit {code}")
     if out.strip():
@@ -144,7 +144,8 @@ def neuronctl_item(*args: str, ok_codes: tuple[int, ...] = (0,)) -> Callable[[Co
     def gather(ctx: Context, timeout: float) -> Gathered:
         argv = [*ctx.neuronctl_argv, *args, "--python", ctx.python]
         environ = {**ctx.environ, "NO_COLOR": "1", "NEURONCTL_SYSROOT": str(ctx.root.root)}
-        return _command(argv, timeout, ok_codes, environ)
+        shown = " ".join(["neuronctl", *args, "--python", ctx.python])  # not the boot code
+        return _command(argv, timeout, ok_codes, environ, shown)
     return gather
 
 
@@ -186,7 +187,7 @@ def gather_kernel_log(ctx: Context, timeout: float) -> Gathered:
         except Unavailable as exc:
             tried.append(f"dmesg: {exc.reason}")
     for log in KERNEL_LOGS:
-        data = read_regular_bytes(ctx.root.path(log), MAX_LOG_TAIL, tail=True)
+        data = ctx.root.read_bytes(log, MAX_LOG_TAIL, tail=True)  # kept to the root
         if data is None:
             tried.append(f"{log}: absent, unreadable or not a regular file")
             continue
@@ -279,5 +280,18 @@ ITEMS: tuple[Item, ...] = (
 )
 
 
+# `python -m neuronctl` puts the working directory first on sys.path, so a ./neuronctl/ there
+# (a checkout, a hostile repository) would run instead and its output be bundled as collected.
+# -P does that only from Python 3.11, and -I also drops PYTHONPATH, which a neuronctl run from a
+# source tree needs: so the child drops the working directory's entry itself, before importing
+# anything of ours. The working directory stays (config discovery reads ./pyproject.toml).
+NO_CWD_BOOT = ("import sys\n"
+               "if sys.path and sys.path[0] in ('', '.'): del sys.path[0]\n"
+               "from neuronctl.cli.main import main\n"
+               "main()\n")
+
+
 def this_neuronctl(global_args: Sequence[str] = ()) -> tuple[str, ...]:
-    return (sys.executable, "-m", "neuronctl", *global_args)
+    """How the env and doctor items run this neuronctl: its interpreter, never importing from
+    the working directory."""
+    return (sys.executable, "-c", NO_CWD_BOOT, *global_args)

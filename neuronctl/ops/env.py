@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from neuronctl._version import __version__
-from neuronctl.errors import InputError
 from neuronctl.probes.hardware import HardwareReport, detect_hardware
 from neuronctl.probes.host_facts import HostFacts, gather_host_facts
 from neuronctl.probes.pyenv import Inspection, PythonEnv, torch_build
@@ -193,9 +192,7 @@ def collect_env(python: str | None, sysroot: Path | None, environ: Mapping[str, 
                 timeout: float = TORCH_TIMEOUT_S) -> EnvReport:
     """Inspect the interpreter, run torch's collect_env in it, read the host and the machine,
     all at once, each once; `timeout` bounds the torch script (from its start)."""
-    if sysroot is not None and not sysroot.is_dir():
-        raise InputError(f"--sysroot {sysroot}: no such directory")
-    root = SysRoot.from_env(sysroot)
+    root = SysRoot.from_env(sysroot)  # validates --sysroot and NEURONCTL_SYSROOT (exit 2)
     given = environ is not None
     environ = os.environ if environ is None else environ
     inspection = Inspection(python)  # the interpreters start while the machine is read

@@ -10,7 +10,12 @@ from neuronctl.manifest import Release
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.fixes import apt_install, install_fix, public, shell_join
 from neuronctl.ops.doctor.runner import Outcome
-from neuronctl.ops.doctor.system_checks import check_driver_kernel, with_kernel_check
+from neuronctl.ops.doctor.system_checks import (
+    check_driver_kernel,
+    driver_load_fix,
+    package_install,
+    with_kernel_check,
+)
 
 
 def check_chip(f: Facts) -> Outcome:
@@ -65,13 +70,14 @@ def check_driver(f: Facts) -> Outcome:
     want = release.system.get("aws-neuronx-dkms")
     if not hw.present:
         return Outcome("skip", "no Neuron hardware: no driver to check")
-    fix = f"{apt_install('aws-neuronx-dkms', want)} && sudo modprobe neuron"
+    fix = f"{package_install(f, 'aws-neuronx-dkms', want)} && sudo modprobe neuron"
     if hw.driver_version is None:
         if hw.dev_nodes and not hw.sysfs_devices and not hw.pci_devices:
             return Outcome("warn", f"{len(hw.dev_nodes)} /dev/neuron* node(s) but no driver sysfs "
                                    "(inside a container?); driver version unknown: read it on the "
                                    "host", "cat /sys/module/neuron/version")
-        return Outcome("fail", "Neuron devices present but the neuron driver is not loaded", fix)
+        return Outcome("fail", "Neuron devices present but the neuron driver is not loaded",
+                       driver_load_fix(f, want))
     details = [f"loaded module: {hw.driver_version}"]
     pkg = hw.system_packages.get("aws-neuronx-dkms")
     if pkg:

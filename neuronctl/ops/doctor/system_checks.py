@@ -63,22 +63,66 @@ def check_device_holders(f: Facts) -> Outcome:
 
 # ---------------------------------------------------------------- hardware.driver: the kernel
 
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) if p.isdigit() else -1 for p in version.split("."))
+
+
 def _dkms_version(state: KernelModuleState, f: Facts) -> str:
+    """The aws-neuronx version to build: the installed package's when DKMS holds it, else the
+    newest DKMS holds, else the package's or the release's."""
+    from neuronctl.probes.system_facts import safe_component
     from neuronctl.probes.system_packages import read_system_packages
 
     versions = [v for name, v in state.dkms_versions() if name == "aws-neuronx"]
+    packaged = safe_component(read_system_packages(f.sysroot).packages.get("aws-neuronx-dkms"))
+    if packaged is not None and (packaged in versions or not versions):
+        return packaged
     if versions:
-        return versions[-1]
-    packaged = read_system_packages(f.sysroot).packages.get("aws-neuronx-dkms")
-    return packaged or f.selection.release.system.get("aws-neuronx-dkms", "<version>")
+        return max(versions, key=_version_key)
+    return safe_component(f.selection.release.system.get("aws-neuronx-dkms")) or "<version>"
 
 
-def _rebuild_fix(f: Facts, kernel: str, version: str) -> str:
-    headers = (["sudo", "apt-get", "install", "-y", f"linux-headers-{kernel}"] if _uses_dpkg(f)
-               else ["sudo", "yum", "install", "-y", f"kernel-devel-{kernel}"])
-    steps = [headers, ["sudo", "dkms", "install", "-m", "aws-neuronx", "-v", version, "-k", kernel],
-             ["sudo", "modprobe", "neuron"]]
-    return " && ".join(shlex.join(s) for s in steps)
+def _package_tool(f: Facts) -> list[str]:
+    if _uses_dpkg(f):
+        return ["sudo", "apt-get", "install", "-y"]
+    # AL2023 has dnf only under that name on minimal images; AL2 and older RHEL have yum.
+    dnf = f.sysroot.exists("/usr/bin/dnf") or not f.sysroot.exists("/usr/bin/yum")
+    return ["sudo", "dnf" if dnf else "yum", "install", "-y"]
+
+
+def package_install(f: Facts, package: str, version: str | None) -> str:
+    """Install one system package (at `version`, any build) with the host's package manager."""
+    pin = (f"{package}={version}*" if _uses_dpkg(f) else f"{package}-{version}*") if version \
+        else package
+    return shlex.join([*_package_tool(f), pin])
+
+
+def _rebuild_fix(f: Facts, kernel: str | None, version: str) -> str:
+    """Headers for the running kernel, the DKMS build for it, and the module loaded: installing
+    the package again is a no-op when that version is installed. Without a known kernel
+    (`uname -r` on the inspected machine) the shell asks it."""
+    header = "linux-headers-" if _uses_dpkg(f) else "kernel-devel-"
+    quoted = shlex.quote(kernel) if kernel else '"$(uname -r)"'
+    headers = shlex.join(_package_tool(f)) + " " + (shlex.quote(header + kernel) if kernel
+                                                     else f'"{header}$(uname -r)"')
+    build = shlex.join(["sudo", "dkms", "install", "-m", "aws-neuronx", "-v", version, "-k"])
+    return f"{headers} && {build} {quoted} && sudo modprobe neuron"
+
+
+def driver_load_fix(f: Facts, want: str | None) -> str:
+    """What loads a Neuron driver that is not loaded: `modprobe` where a module is built for the
+    running kernel, the DKMS rebuild for that kernel where the package is installed (a kernel
+    upgraded without one), else the package for the release."""
+    from neuronctl.probes.system_facts import read_kernel_modules
+    from neuronctl.probes.system_packages import read_system_packages
+
+    state = read_kernel_modules(f.sysroot)
+    if state.module_for_running_kernel:
+        return "sudo modprobe neuron"
+    if state.dkms.get("aws-neuronx") is not None \
+            or read_system_packages(f.sysroot).packages.get("aws-neuronx-dkms"):
+        return _rebuild_fix(f, state.kernel, _dkms_version(state, f))
+    return f"{package_install(f, 'aws-neuronx-dkms', want)} && sudo modprobe neuron"
 
 
 def check_driver_kernel(f: Facts) -> Outcome:
@@ -228,8 +272,11 @@ def with_kernel_check(driver: Outcome, kernel: Outcome) -> Outcome:
     first, its fix), the other's message follows, the details of both are kept."""
     if kernel.status == "skip":
         return Outcome(driver.status, driver.message, driver.fix, driver.details + kernel.details)
-    first, second = ((kernel, driver) if _SEVERITY[kernel.status] > _SEVERITY[driver.status]
-                     else (driver, kernel))
+    # A tie of failures is the kernel's: a driver not loaded because no module fits the running
+    # kernel is fixed by the rebuild, not by installing the package again.
+    kernel_first = _SEVERITY[kernel.status] > _SEVERITY[driver.status] \
+        or kernel.status == driver.status == "fail"
+    first, second = (kernel, driver) if kernel_first else (driver, kernel)
     return Outcome(first.status, f"{first.message}; {second.message}", first.fix or second.fix,
                    driver.details + kernel.details)
 
