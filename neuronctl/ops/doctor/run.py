@@ -132,12 +132,12 @@ def run_doctor(facts: Facts, ids: list[str], strict: bool, limit: float,
     facts.planned = frozenset().union(*(specs[i].gathers for i in ids))
     checks = [Check(i, specs[i].title, functools.partial(specs[i].run, facts), budget.limit(i))
               for i in ids]
-    environment = _environment(facts)
+    results = tuple(run_checks(checks, budget.total_s))
+    environment = _environment(facts)  # after the checks: it reads only what they gathered
     notes = release_notes(facts)
     if notes:
         environment["notes"] = notes
-    return DoctorReport(tuple(run_checks(checks, budget.total_s)), strict, environment,
-                        level, budget.total_s if level else None)
+    return DoctorReport(results, strict, environment, level, budget.total_s if level else None)
 
 
 @dataclass(frozen=True)
