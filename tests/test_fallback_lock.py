@@ -202,6 +202,6 @@ def test_latest_and_the_requirements_export_work_for_a_fallback_lock(cli, cu):
     assert r.code == 0, r.err  # --latest: ==2.14.*,>=2.14.0 and the +cu130 label, not >=2.14.0+cu130
     assert not Path("requirements.txt").exists()  # beside the export -o names, never over it
     text = Path("requirements.cuda.txt").read_text()
-    assert text.startswith("# neuronctl ") and "torch 2.14.0+cu130, cuda fallback of Neuron 2.33.0" in text
+    assert text.startswith("# neuronctl ") and "torch 2.14.0+cu130, cuda fallback of Neuron 2.33.1" in text
     assert "torch @ " in text and "%2Bcu130" in text and "%2Bcu128" not in text and "torch-neuronx" not in text
     assert cli("lock", *flags, "-o", "requirements.txt", "--check").code == 0

@@ -68,6 +68,16 @@ def test_a_fallback_lock_goes_beside_the_lock_o_names_never_over_it(cli, cu, tmp
     assert r.code == 1 and "it is a cuda fallback lock; check it with --fallback cuda" in r.err
 
 
+def test_a_link_in_the_fallback_lock_place_is_replaced_not_written_through(cli, cu):
+    flags = [*cu.index_flags(), "--python", "3.12"]
+    assert cli("lock", *flags).code == 0
+    neuron = Path("pylock.toml").read_bytes()
+    Path("pylock.cuda.toml").symlink_to("pylock.toml")
+    assert cli("lock", *flags, "--fallback", "cuda").code == 0
+    assert Path("pylock.toml").read_bytes() == neuron
+    assert not Path("pylock.cuda.toml").is_symlink() and b"cu130" in Path("pylock.cuda.toml").read_bytes()
+
+
 def test_a_config_named_lock_keeps_its_place_too(cli, cu):
     flags = [*cu.index_flags(), "--python", "3.12"]
     Path("locks").mkdir()
@@ -88,6 +98,7 @@ def test_a_config_named_lock_keeps_its_place_too(cli, cu):
     (["-o", "requirements.cpu.txt", "--fallback", "cuda"], "written as requirements.cuda.txt"),
     (["-o", "pylock.cuda.toml"], "-o pylock.cuda.toml: that is the CUDA fallback lock's name"),
     (["-o", "pylock.cpu.toml"], "or the fallback with --fallback cpu"),
+    (["-o", "pylock.CUDA.toml"], "that is the CUDA fallback lock's name"),  # one file on macOS
     (["-o", "locks"], "-o locks: that is a directory; name the lock file in it (e.g. locks/pylock.toml)"),
     (["-o", "locks", "--fallback", "cuda"], "-o locks: that is a directory"),
     (["-o", "pylock.toml", "--fallback", "cuda"], "the fallback lock's place pylock.cuda.toml is a "
@@ -111,6 +122,12 @@ def test_fallback_path_names():
     assert fallback_path("req.cuda.txt", "cuda", "requirements") == "req.cuda.txt"
     assert fallback_path("reqs", "cpu", "requirements") == "reqs.cpu"
     assert fallback_path("-", "cuda") == "-"
+    assert fallback_path("R.CUDA.txt", "cuda", "requirements") == "R.CUDA.txt"
+    with pytest.raises(InputError, match=re.escape("the CPU fallback lock's name; a cuda fallback "
+                                                   "lock is written as R.cuda.txt")):
+        fallback_path("R.Cpu.txt", "cuda", "requirements")
+    with pytest.raises(InputError, match="the CPU fallback lock's name"):
+        fallback_path("pylock.CPU.toml", "cuda")
     with pytest.raises(InputError, match="the CUDA fallback lock's name"):
         fallback_path("x/pylock.cuda.toml", "cpu")
 

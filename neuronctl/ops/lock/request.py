@@ -149,14 +149,17 @@ def fallback_path(main: str, device: str, fmt: LockFormat = "pylock", *,
         stem, dot, suffix = path.name.rpartition(".")
         if not dot:
             stem, suffix = path.name, ""
-        other = next((d for d in FALLBACK_DEVICES if d != device and stem.endswith(f".{d}")), None)
-        taken = {path.name: other} if other else {}
-        for d in FALLBACK_DEVICES:
-            stem = stem.removesuffix(f".{d}")
+        ends = next((d for d in FALLBACK_DEVICES if stem.lower().endswith(f".{d}")), None)
+        if ends == device:
+            return main
+        taken = {path.name: ends} if ends else {}
+        stem = stem[:-len(ends) - 1] if ends else stem
         name = f"{stem}.{device}{dot}{suffix}"
-    if path.name in taken:
-        raise InputError(f"{where or main}: that is {_KIND[taken[path.name]]}'s name; a {device} "
-                         f"fallback lock is written as {name}")
+    # Case-blind: on a case-insensitive disk pylock.CUDA.toml is pylock.cuda.toml.
+    taken = {k.lower(): v for k, v in taken.items()}
+    if path.name.lower() in taken:
+        raise InputError(f"{where or main}: that is {_KIND[taken[path.name.lower()]]}'s name; a "
+                         f"{device} fallback lock is written as {name}")
     return str(path.with_name(name))
 
 
@@ -182,7 +185,8 @@ def lock_output(config: Config, output: str | None, fmt: str | None,
         if not is_valid_pylock_path(Path(main)):
             raise InputError(f"{where}: PEP 751 lock files are named pylock.toml or pylock.NAME.toml "
                              "(use --format requirements for a requirements file)")
-        named = next((d for d in FALLBACK_DEVICES if Path(main).name == f"pylock.{d}.toml"), None)
+        named = next((d for d in FALLBACK_DEVICES if Path(main).name.lower() == f"pylock.{d}.toml"),
+                     None)
         if named and not fallback and not check:
             raise InputError(f"{where}: that is {_KIND[named]}'s name, which `install --lock` picks "
                              f"for that device; write the Neuron lock as pylock.toml or "
