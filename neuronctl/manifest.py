@@ -22,6 +22,7 @@ from neuronctl.errors import InputError
 from neuronctl.jsonfields import Fields
 from neuronctl.provenance import Source, check_date, check_url
 from neuronctl.rules import Rule, parse_rules
+from neuronctl.safety import open_regular
 
 MANIFEST_SCHEMA = 1
 MAX_JSON_BYTES = 64 << 20
@@ -398,7 +399,7 @@ def parse_manifest(data: object, source: str, origin: str = "file") -> Manifest:
 
 def read_json_file(path: Path) -> object:
     try:
-        with path.open("rb") as fh:  # bounded: a FIFO or /dev/zero must not read forever
+        with open_regular(path) as fh:  # a regular file (not a FIFO, /dev/stdin), bounded
             data = fh.read(MAX_JSON_BYTES + 1)
         if len(data) > MAX_JSON_BYTES:
             raise InputError(f"{path}: larger than {MAX_JSON_BYTES >> 20} MB; not a manifest")

@@ -4,12 +4,18 @@ checked here before it can name a file or be trusted as a digest.
 Every path neuronctl builds from such text goes through `safe_filename` (one path component,
 a conservative alphabet) and `contained` (resolved, then checked to stay inside its root), and
 every hash through `checked_hash` (a known algorithm, exactly the right number of hex digits).
+Every file a user or a config names (a lock, a manifest, a config) is opened by `open_regular`:
+a regular file or nothing.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from neuronctl.errors import InputError
 
@@ -64,3 +70,41 @@ def contained(root: Path, *parts: str) -> Path:
     if path != base and not path.is_relative_to(base):
         raise InputError(f"{'/'.join(parts)[:120]!r} would leave {root}")
     return path
+
+
+class NotRegularFile(OSError):
+    """A named file that is not a regular file (a FIFO, /dev/stdin, a device, a socket): read,
+    it could block forever or never end. An OSError, so that every reader's "cannot read"
+    message names it; its text is the reason alone."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a plain file")
+
+
+def open_regular(path: Path | str) -> BinaryIO:
+    """`path` opened for reading in binary, only where it is (after its links) a regular file:
+    anything else is refused before it is opened (opening a device can act on it) and, should it
+    be swapped in between, after (O_NONBLOCK: opening a FIFO cannot wait for a writer), as a
+    NotRegularFile. A directory is an IsADirectoryError, a link loop the OSError stat gives."""
+    st = os.stat(path)
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    if not stat.S_ISREG(st.st_mode):
+        raise NotRegularFile(errno.EINVAL, f"{_kind(st.st_mode)}, not a regular file", str(path))
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(errno.EINVAL, f"{_kind(mode)}, not a regular file", str(path))
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise

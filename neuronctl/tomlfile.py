@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from neuronctl.errors import InputError
+from neuronctl.safety import open_regular
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -18,9 +19,10 @@ MAX_TOML_BYTES = 64 << 20
 
 
 def read_toml(path: Path, what: str) -> dict[str, Any]:
-    """The parsed file; `what` names it in the error ("config file", "lock file")."""
+    """The parsed file; `what` names it in the error ("config file", "lock file"). A FIFO, a
+    device or /dev/stdin is refused unread (see safety.open_regular)."""
     try:
-        with path.open("rb") as fh:
+        with open_regular(path) as fh:
             raw = fh.read(MAX_TOML_BYTES + 1)
     except FileNotFoundError:
         raise InputError(f"{path}: no such {what}") from None

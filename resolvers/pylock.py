@@ -37,7 +37,7 @@ from neuronctl import __version__
 from neuronctl.errors import InputError
 from neuronctl.resolvers.targets import Target
 from neuronctl.routing import redact_url
-from neuronctl.safety import checked_hashes, safe_filename
+from neuronctl.safety import checked_hashes, open_regular, safe_filename
 from neuronctl.tomlfile import MAX_TOML_BYTES, loads_toml, read_toml
 
 if TYPE_CHECKING:  # not at run time: reading a lock (install --lock) needs no resolver
@@ -340,7 +340,7 @@ def read_recorded(path: Path, fmt: str) -> RecordedLock:
 
 def _requirements_lines(path: Path) -> list[str]:
     try:
-        with path.open("rb") as fh:
+        with open_regular(path) as fh:
             raw = fh.read(MAX_TOML_BYTES + 1)
     except FileNotFoundError:
         raise InputError(f"{path}: no such lock file") from None
