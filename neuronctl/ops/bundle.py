@@ -103,18 +103,31 @@ def _dropped(match: re.Match[str]) -> str:
     return f"[neuronctl: {len(match[0])} characters dropped]"
 
 
+MAX_HOST_NAME = 253
+"""A DNS name's longest form. Only such names go into the host pattern: matching a name costs
+up to its length at every position of the text, so a 400 KB "hostname" from a captured
+/etc/hostname made the pattern quadratic, holding the GIL for minutes past every item's limit."""
+_HOST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")
+
+
 class Scrubber:
     """redact() plus, when asked, the host's names; blobs dropped first."""
 
     def __init__(self, names: Sequence[str]) -> None:
         # A name takes the domain after it along: the short name from a captured /etc/hostname
         # must not leave the FQDN's domain behind.
+        hosts = [n for n in names if _HOST_NAME.fullmatch(n)]
         self.pattern = (re.compile("|".join(rf"(?<![A-Za-z0-9-]){re.escape(n)}"
                                             r"(?:\.[A-Za-z0-9-]+)*(?![A-Za-z0-9-])"
-                                            for n in names), re.IGNORECASE) if names else None)
+                                            for n in hosts), re.IGNORECASE) if hosts else None)
+        # Anything else named as this host (too long, or not a DNS name) is masked as it is, by
+        # str.replace: linear in the text and the name whatever they hold.
+        self.literals = sorted({n for n in names if n and n not in hosts}, key=len, reverse=True)
 
     def __call__(self, text: str) -> str:
         text = redact(_LONG_WORD.sub(_dropped, _LONG_TOKEN.sub(_dropped, text)))
+        for name in self.literals:
+            text = text.replace(name, HOST_MASK)
         return self.pattern.sub(HOST_MASK, text) if self.pattern else text
 
 
