@@ -147,7 +147,7 @@ def test_drain_reads_scontrol_and_updates_with_a_clean_reason() -> None:
     assert outcome.action == "drain"
     assert calls[-1] == ["scontrol", "update", "NodeName=n1", "State=DRAIN",
                          "Reason=neuronctl: runtime.compat"]
-    shown = parse_show_node("   State=IDLE+DRAIN ThreadsPerCore=1\n"
+    shown = parse_show_node("NodeName=n1 Arch=x86_64\n   State=IDLE+DRAIN ThreadsPerCore=1\n"
                             "   Reason=neuronctl: runtime.compat [root@2026-11-30T12:00:00]\n")
     assert shown.drained and shown.reason == "neuronctl: runtime.compat"
 

@@ -84,12 +84,14 @@ def test_another_driver_is_drift_with_exactly_that_difference(cli, slurm: SlurmC
     code, doc = fleet_json(cli)
     assert code == 1
     assert doc["drift"]["baseline"]["nodes"] == ["node1"]
-    assert doc["drift"]["differences"] == {
-        "node2": {"driver": {"baseline": "2.31.7.0", "node": "2.30.1.0"}}}
+    # the driver, and the checks that warn about it (any difference is drift)
+    differences = doc["drift"]["differences"]
+    assert list(differences) == ["node2"] and set(differences["node2"]) == {"driver", "warned_checks"}
+    assert differences["node2"]["driver"] == {"baseline": "2.31.7.0", "node": "2.30.1.0"}
     text = cli("fleet", "doctor", "--level", "1")
     assert text.code == 1 and "node2: differs: driver: 2.31.7.0 -> 2.30.1.0" in text.out
     markdown = cli("fleet", "doctor", "--level", "1", "--format", "markdown")
-    assert "| :warning: drift | `node2` | differs: driver: 2.31.7.0 -> 2.30.1.0 |" in markdown.out
+    assert "| :warning: drift | `node2` | `differs: driver: 2.31.7.0 -> 2.30.1.0;" in markdown.out
 
 
 def test_a_leftover_legacy_package_is_drift_and_a_failing_node(cli, slurm: SlurmCluster,
@@ -101,8 +103,10 @@ def test_a_leftover_legacy_package_is_drift_and_a_failing_node(cli, slurm: Slurm
     code, doc = fleet_json(cli, "--nodelist", "node[1-2]", "--python", sys.executable,
                            "--remote-command", f"{sys.executable} -m neuronctl")
     assert code == 1
-    assert doc["drift"]["differences"] == {
-        "node2": {"failed_checks": {"baseline": "none", "node": "packages.legacy-xla"}}}
+    assert doc["drift"]["differences"]["node2"]["failed_checks"] == {
+        "baseline": "none", "node": "packages.legacy-xla"}
+    assert doc["drift"]["packages"] == {
+        "node2": {"torch-xla": {"baseline": "(not installed)", "node": "2.9.0"}}}
     assert doc["drift"]["failing"] == ["node2"]
     node2 = next(n for n in doc["nodes"] if n["node"] == "node2")
     legacy = next(c for c in node2["doctor"]["checks"] if c["id"] == "packages.legacy-xla")

@@ -7,11 +7,13 @@ import json
 import shlex
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import click
 
+from neuronctl.cli.app import paint, terminal_text
 from neuronctl.cli.common import timeout_value
 from neuronctl.cli.fleet_report import (
     render_json_payload,
@@ -24,12 +26,19 @@ from neuronctl.cli.output import emit_json, to_json_text, write_atomic
 from neuronctl.errors import InputError
 from neuronctl.ops.doctor.levels import LEVELS, RUN_MARGIN_S
 from neuronctl.ops.fleet.aggregate import aggregate
-from neuronctl.ops.fleet.srun import LEVEL_ARGS, FleetRequest, fleet_doctor
+from neuronctl.ops.fleet.srun import LEVEL_ARGS, FleetRequest, default_remote, fleet_doctor
 
 FORMATS = ("text", "json", "junit", "markdown")
 NPD_CONDITION = "NeuronStackProblem"
 # What NPD runs on each node: the quick level, one line of output (the verdict), no colour.
 NPD_DOCTOR_ARGS: tuple[str, ...] = ("doctor", *LEVEL_ARGS[1], "-q", "--no-color")
+# Where NPD's timeout is short, each check gets what is left after the run's margin and 5 s for
+# the interpreter to start and exit; below 5 s a check is a time-out, not a result.
+NPD_START_S = 5.0
+NPD_MIN_CHECK_S = 5.0
+NPD_MIN_TIMEOUT = int(NPD_MIN_CHECK_S + RUN_MARGIN_S + NPD_START_S)
+# Environments made to be thrown away: a path in one is gone (or another program) on the nodes.
+EPHEMERAL_PARTS = (("uv", "archive-v0"), ("uv", "builds-v0"), ("pipx", ".cache"))
 
 
 @click.group()
@@ -39,8 +48,9 @@ def fleet() -> None:
 
 def _remote_command(value: str | None) -> list[str]:
     if value is None:
-        # The same Python and neuronctl on every node: the shared filesystem every Slurm cluster has.
-        return [sys.executable, "-m", "neuronctl"]
+        # The same Python and neuronctl on every node: the shared filesystem every Slurm cluster
+        # has; never a neuronctl/ in the directory srun runs the tasks in.
+        return default_remote(sys.executable)
     try:
         argv = shlex.split(value)
     except ValueError as exc:
@@ -64,7 +74,8 @@ def _remote_command(value: str | None) -> list[str]:
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the report in --format to FILE; the text report still goes to stdout.")
 @click.option("--remote-command", metavar="CMD",
-              help="How to run neuronctl on the nodes [this Python -m neuronctl].")
+              help="How to run neuronctl on the nodes [this Python, importing neuronctl from "
+                   "its installation, never from the working directory].")
 def fleet_doctor_command(nodes: int | None, nodelist: str | None, all_nodes: bool,
                          partition: str | None, level: int, python: str | None,
                          timeout: float | None, fmt: str | None, as_json: bool,
@@ -102,10 +113,10 @@ def npd_config(path: str, interval: float, timeout: float, max_output: int) -> d
     to max_output_length for the condition's message."""
     # Level 1 ends within its own budget; where NPD allows less, a per-check limit that makes
     # the whole run end before NPD kills it (which NPD would read as Unknown, not as a result).
-    quick = LEVELS[1]
     limit_args: list[str] = []
-    if timeout < quick.total_s + 10:
-        limit_args = ["--timeout", f"{max(1.0, timeout - RUN_MARGIN_S - 5):g}"]
+    per_check = npd_check_limit(timeout)
+    if per_check is not None:
+        limit_args = ["--timeout", f"{per_check:g}"]
     return {
         "plugin": "custom",
         "pluginConfig": {"invoke_interval": _duration(interval), "timeout": _duration(timeout),
@@ -121,6 +132,35 @@ def npd_config(path: str, interval: float, timeout: float, max_output: int) -> d
     }
 
 
+def npd_check_limit(timeout: float) -> float | None:
+    """Each check's --timeout where NPD's `timeout` is under level 1's budget; None where the
+    level's own fits. InputError where not even NPD_MIN_CHECK_S a check would fit."""
+    if timeout >= LEVELS[1].total_s + NPD_START_S + RUN_MARGIN_S:
+        return None
+    if timeout < NPD_MIN_TIMEOUT:
+        raise InputError(f"--timeout {timeout:g}: too short for the doctor's level 1, which needs "
+                         f"at least {NPD_MIN_TIMEOUT} s under NPD ({NPD_MIN_CHECK_S:g} s a check, "
+                         f"{RUN_MARGIN_S + NPD_START_S:g} s to start and finish)")
+    return timeout - RUN_MARGIN_S - NPD_START_S
+
+
+def ephemeral_reason(path: str) -> str | None:
+    """Why `path` will not be there on the nodes (a temporary directory, uvx's or pipx run's
+    cache), or None."""
+    resolved = Path(path).resolve(strict=False)
+    temps = {Path(p).resolve(strict=False) for p in
+             (tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm")}
+    for temp in temps:
+        if resolved.is_relative_to(temp):
+            return f"it is under the temporary directory {temp}"
+    parts = [p.lower() for p in resolved.parts]
+    for first, second in EPHEMERAL_PARTS:
+        for i, part in enumerate(parts[:-1]):
+            if first in part and parts[i + 1] == second:
+                return f"it is in {first}'s cache of throw-away environments"
+    return None
+
+
 def _default_neuronctl() -> str:
     beside = Path(sys.executable).parent / "neuronctl"
     return str(beside) if beside.is_file() else (shutil.which("neuronctl") or str(beside))
@@ -132,7 +172,9 @@ def _default_neuronctl() -> str:
 @click.option("--interval", type=click.IntRange(10, 86400), default=300, show_default=True,
               help="Seconds between runs.")
 @click.option("--timeout", type=click.IntRange(5, 3600), default=120, show_default=True,
-              help="Seconds before NPD kills a run (its result is then Unknown).")
+              help=f"Seconds before NPD kills a run (its result is then Unknown); at least "
+                   f"{NPD_MIN_TIMEOUT}. Under {int(LEVELS[1].total_s + NPD_START_S + RUN_MARGIN_S)}"
+                   " each check's --timeout is cut to fit (said on stderr).")
 @click.option("--max-output-length", type=click.IntRange(20, 4096), default=200,
               show_default=True, help="Characters of output NPD keeps as the message.")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
@@ -144,8 +186,22 @@ def npd_config_command(tool: str | None, interval: int, timeout: int, max_output
     if not path.startswith("/"):
         raise InputError(f"--path {path!r}: NPD runs a plugin by absolute path")
     text = json.dumps(npd_config(path, interval, timeout, max_output_length), indent=2) + "\n"
+    per_check = npd_check_limit(timeout)
+    if per_check is not None and per_check < LEVELS[1].check_s:
+        _warn(f"--timeout {timeout}: NPD's limit is under level 1's {LEVELS[1].total_s:g} s "
+              f"budget; the doctor runs with --timeout {per_check:g} (each check {per_check:g} s, "
+              f"not {LEVELS[1].check_s:g} s)")
+    why = ephemeral_reason(path)
+    if why is not None:
+        _warn(f"{'--path' if tool else 'neuronctl'} {path}: {why}; the nodes need a neuronctl that "
+              "stays (install it on them or on a shared filesystem and give --path)")
     if output is not None:
         write_atomic(output, text)
     else:
         click.echo(text, nl=False)
     return 0
+
+
+def _warn(text: str) -> None:
+    click.echo(f"{paint('neuronctl: warning:', 'yellow', err=True)} {terminal_text(text, None)}",
+               err=True)

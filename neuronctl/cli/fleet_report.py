@@ -3,6 +3,7 @@ markdown (for $GITHUB_STEP_SUMMARY)."""
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
@@ -10,6 +11,7 @@ from neuronctl.cli.app import terminal_text
 from neuronctl.ops.fleet.aggregate import FleetReport, NodeResult, failed_check_ids, fingerprint
 
 SHOWN_NAMES = 20  # a text line names at most this many nodes; JSON always names them all
+SHOWN_PACKAGES = 10  # a text line names at most this many differing packages; JSON all of them
 
 
 def _names(names: list[str]) -> str:
@@ -22,13 +24,27 @@ def _facts(fp: dict[str, str]) -> str:
     return ", ".join(f"{k} {v}" for k, v in fp.items())
 
 
+def _packages(diff: dict[str, tuple[str, str]]) -> str:
+    shown = ", ".join(f"{name} {b} -> {v}" for name, (b, v) in list(diff.items())[:SHOWN_PACKAGES])
+    more = len(diff) - SHOWN_PACKAGES
+    return shown + (f" (+{more} more)" if more > 0 else "")
+
+
+def _drift(report: FleetReport, node: str) -> str:
+    diff = report.differences.get(node, {})
+    parts = [f"{k}: {b} -> {v}" for k, (b, v) in diff.items() if k != "failed_checks"]
+    if report.packages.get(node):
+        parts.append(f"packages: {_packages(report.packages[node])}")
+    return "; ".join(parts)
+
+
 def node_status(report: FleetReport, result: NodeResult) -> tuple[str, str]:
     """(pass|drift|fail|no-answer, one line saying why)."""
     if result.document is None:
         return "no-answer", terminal_text(result.error or "no answer")
     failed = failed_check_ids(result.document)
     diff = report.differences.get(result.node, {})
-    drift = "; ".join(f"{k}: {b} -> {v}" for k, (b, v) in diff.items() if k != "failed_checks")
+    drift = _drift(report, result.node)
     if result.node in report.failing:
         return "fail", "failed: " + (", ".join(failed) or "doctor verdict fail") + (
             f"; differs: {drift}" if drift else "")
@@ -88,7 +104,15 @@ def render_junit(report: FleetReport) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text from a node as one GitHub-flavoured markdown table cell that renders as that text
+    and nothing else: a code span (no links, images, HTML, emphasis or autolinks inside), its
+    fence longer than any run of backticks in it, line breaks made spaces (a row is one line),
+    and each `|` escaped, with the backslashes before it doubled (`\\|` would end the cell)."""
+    flat = "".join(ch if ch.isprintable() else " " for ch in text)
+    flat = re.sub(r"(\\*)\|", lambda m: m.group(1) * 2 + "\\|", flat)
+    fence = "`" * (max((len(run) for run in re.findall("`+", flat)), default=0) + 1)
+    pad = " " if flat.startswith(("`", " ")) or flat.endswith(("`", " ")) else ""
+    return f"{fence}{pad}{flat}{pad}{fence}" if flat else ""
 
 
 def render_markdown(report: FleetReport) -> str:
@@ -97,10 +121,10 @@ def render_markdown(report: FleetReport) -> str:
     rows = ["## neuronctl fleet doctor", "", f"**{verdict_line(report)}**", ""]
     if report.groups:
         rows += ["| baseline | value |", "| --- | --- |"]
-        rows += [f"| {_cell(k)} | `{_cell(v)}` |" for k, v in report.groups[0][0].items()]
+        rows += [f"| {k} | {_cell(v)} |" for k, v in report.groups[0][0].items()]  # k: ours
         rows.append("")
     rows += ["| status | node | detail |", "| --- | --- | --- |"]
     for result in report.nodes:
         status, why = node_status(report, result)
-        rows.append(f"| {icon[status]} {status} | `{_cell(result.node)}` | {_cell(why)} |")
+        rows.append(f"| {icon[status]} {status} | {_cell(result.node)} | {_cell(why)} |")
     return "\n".join(rows) + "\n\n"

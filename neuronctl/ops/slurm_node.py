@@ -17,8 +17,12 @@ from neuronctl.errors import FaultError, InputError
 
 REASON_PREFIX = "neuronctl:"
 MAX_REASON_CHARS = 200
-NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-CHECK_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+# Matched with fullmatch: `$` would also match before a trailing newline.
+NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+CHECK_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+# A reason neuronctl wrote, and only that (drain_reason, cut at MAX_REASON_CHARS): a drain whose
+# reason merely starts with "neuronctl:" is another admin's, and never resumed.
+OUR_REASON = re.compile(r"neuronctl: (?:doctor failed|[a-z0-9][a-z0-9._-]*(?:,[a-z0-9][a-z0-9._-]*)*,?)")
 
 # (argv, seconds) -> (exit code, stdout, stderr)
 ScontrolRunner = Callable[[list[str], float], tuple[int, str, str]]
@@ -46,12 +50,12 @@ class DrainOutcome:
 
 
 def drain_reason(failed_ids: list[str]) -> str:
-    ids = [i for i in failed_ids if CHECK_ID.match(i)] or ["doctor failed"]
+    ids = [i for i in failed_ids if CHECK_ID.fullmatch(i)] or ["doctor failed"]
     return f"{REASON_PREFIX} {','.join(ids)}"[:MAX_REASON_CHARS]
 
 
 def decide(state: NodeState, failed: bool, failed_ids: list[str]) -> tuple[str, str]:
-    ours = state.reason.startswith(REASON_PREFIX)
+    ours = len(state.reason) <= MAX_REASON_CHARS and OUR_REASON.fullmatch(state.reason) is not None
     if failed:
         wanted = drain_reason(failed_ids)
         if state.drained and not ours:
@@ -66,14 +70,69 @@ def decide(state: NodeState, failed: bool, failed_ids: list[str]) -> tuple[str, 
     return "none", "healthy and not drained"
 
 
-def parse_show_node(text: str) -> NodeState:
-    state = re.search(r"\bState=(\S+)", text)
-    # Reason= runs to the end of its line, with " [user@time]" appended by slurmctld.
-    reason = re.search(r"\bReason=(.*?)(?: \[[^\]]*\])?\s*$", text, flags=re.M)
-    if state is None:
-        raise FaultError("scontrol show node: no State= in its output")
-    value = reason.group(1).strip() if reason else ""
-    return NodeState(state.group(1), "" if value == "(null)" else value)
+# `scontrol show node NAME` (Slurm 22.05-24.x) prints one record: "NodeName=NAME k=v ..." at
+# column 0, then field lines indented by exactly three spaces, each holding space-separated
+# KEY=VALUE tokens, except the free-text fields below, whose value is the rest of the line.
+# slurmctld indents a multi-line Reason's further lines deeper; Comment and Extra (set by any
+# admin) and the node's features are printed raw, so their text can hold a line that looks like
+# "   State=IDLE" or "   Reason=neuronctl: ...". A record in which State or Reason appears twice,
+# or a second record, is therefore refused, never guessed at.
+FREE_TEXT = ("OS", "Reason", "Comment", "Extra")
+FIELD_INDENT = "   "
+MAX_SHOW_CHARS = 1 << 20
+STATE = re.compile(r"[A-Z0-9_]+(?:[*~#!%$@^-]*)(?:\+[A-Z0-9_]+[*~#!%$@^-]*)*")
+SUFFIX = re.compile(r" \[[^\s\[\]]*@[^\s\[\]]*\]$")  # slurmctld's " [user@time]"
+
+
+class ShowNodeError(FaultError):
+    """`scontrol show node` printed something that is not one unambiguous node record."""
+
+
+def _fields(text: str, node: str | None) -> tuple[list[tuple[str, str]], list[str]]:
+    """The record's (key, value) pairs in order, and the Reason's continuation lines."""
+    lines = text.split("\n")
+    while lines and lines[-1] == "":
+        lines.pop()
+    if not lines or not lines[0].startswith("NodeName="):
+        raise ShowNodeError("scontrol show node: output does not start with NodeName=")
+    pairs: list[tuple[str, str]] = []
+    continuation: list[str] = []
+    for number, line in enumerate(lines):
+        if number and line.startswith(FIELD_INDENT + " ") and pairs and pairs[-1][0] == "Reason":
+            continuation.append(line.strip())
+            continue
+        if number and not line.startswith(FIELD_INDENT):
+            raise ShowNodeError(f"scontrol show node: line {number + 1} is not a field of one node "
+                                "record (a second record, or text that looks like one)")
+        body = line[len(FIELD_INDENT):] if number else line
+        key, eq, value = body.partition("=")
+        if eq and key in FREE_TEXT:
+            pairs.append((key, value))
+            continue
+        for token in body.split():
+            key, eq, value = token.partition("=")
+            pairs.append((key, value) if eq else ("", token))
+    if node is not None and pairs[0] != ("NodeName", node):
+        raise ShowNodeError(f"scontrol show node {node}: the record is for {pairs[0][1]!r}")
+    return pairs, continuation
+
+
+def parse_show_node(text: str, node: str | None = None) -> NodeState:
+    """The node's State= and Reason= as `scontrol show node` prints them; ShowNodeError where
+    the record is not exactly one node's or names State or Reason other than once."""
+    if len(text) > MAX_SHOW_CHARS:
+        raise ShowNodeError(f"scontrol show node: output over {MAX_SHOW_CHARS} characters")
+    pairs, continuation = _fields(text, node)
+    states = [v for k, v in pairs if k == "State"]
+    reasons = [v for k, v in pairs if k == "Reason"]
+    if len(states) != 1 or len(reasons) > 1:
+        raise ShowNodeError(f"scontrol show node: {len(states)} State= and {len(reasons)} Reason= "
+                            "fields; one record has one State and at most one Reason")
+    if not STATE.fullmatch(states[0]):
+        raise ShowNodeError(f"scontrol show node: State={states[0][:80]!r} is not a Slurm state")
+    reason = SUFFIX.sub("", reasons[0].rstrip()) if reasons else ""
+    reason = "\n".join([reason, *continuation]) if continuation else reason
+    return NodeState(states[0], "" if reason == "(null)" else reason)
 
 
 def scontrol(argv: list[str], limit: float) -> tuple[int, str, str]:
@@ -97,12 +156,12 @@ def this_node() -> str:
 def apply_slurm_drain(report_failed_ids: list[str], failed: bool, node: str | None,
                       runner: ScontrolRunner = scontrol) -> DrainOutcome:
     name = node or this_node()
-    if not NODE_NAME.match(name):
+    if not NODE_NAME.fullmatch(name):
         raise InputError(f"slurm node name {name!r}: not a valid node name")
     code, out, err = runner(["scontrol", "show", "node", name], 15.0)
     if code != 0:
         raise FaultError(f"scontrol show node {name}: {(err.strip() or out.strip())[:300]}")
-    action, why = decide(parse_show_node(out), failed, report_failed_ids)
+    action, why = decide(parse_show_node(out, name), failed, report_failed_ids)
     if action == "drain":
         argv = ["scontrol", "update", f"NodeName={name}", "State=DRAIN", f"Reason={why}"]
     elif action == "resume":

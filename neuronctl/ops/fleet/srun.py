@@ -3,6 +3,7 @@
 Each task prints a begin marker naming its node (`$SLURMD_NODENAME`), the doctor's document, then
 an end marker with the doctor's exit code; `srun --label` prefixes every line with the task id,
 so interleaved lines from many nodes are told apart by task id, and the marker names the node.
+The step's output is read as it streams (stream.py), each node's kept up to MAX_DOC_BYTES.
 """
 
 from __future__ import annotations
@@ -10,21 +11,32 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from neuronctl.errors import FaultError, InputError
 from neuronctl.ops.fleet.aggregate import NodeResult
+from neuronctl.ops.fleet.stream import (
+    MARK,
+    MAX_DOC_BYTES,
+    NODE_NAME,
+    Streamed,
+    parse_step,
+    stream_step,
+)
 from neuronctl.probes.tools import run_capped
 
-MARK = "@@neuronctl-fleet"
-MAX_DOC_BYTES = 4 * 1024 * 1024  # a doctor document is ~10 KB; anything far bigger is not one
-MAX_OUTPUT_BYTES = 1024 * MAX_DOC_BYTES // 16  # 256 MiB over the whole step, for 1,000+ nodes
-NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+__all__ = ["MARK", "Completed", "FleetRequest", "fleet_doctor", "parse_step", "srun_argv"]
+MAX_OUTPUT_BYTES = 16 * 1024 * 1024  # sinfo's output (one short line a node, 100,000+ nodes)
 LAUNCH_FAILED = re.compile(r"^srun: error: .* on node ([A-Za-z0-9._-]+)", flags=re.M)
-LABELLED = re.compile(r"^ *(\d+): ?(.*)$", flags=re.M)
+# How each node runs neuronctl by default: this Python, with the node's working directory (the
+# directory srun was started from) dropped from sys.path before anything is imported, so a
+# ./neuronctl/ or ./runpy.py there is never run. `-I` would also drop PYTHONPATH and the user's
+# site-packages (where neuronctl may be installed); `-P` needs Python 3.11. The working directory
+# itself stays: the project's pyproject.toml [tool.neuronctl] is still read.
+NEUTRAL_MAIN = ("import sys; sys.path[:1] == [''] and sys.path.pop(0); import runpy; "
+                "runpy.run_module('neuronctl', run_name='__main__', alter_sys=True)")
 # Slurm node states in which a node cannot run the step (a `*` suffix: not responding).
 UNAVAILABLE = ("down", "drain", "drng", "fail", "maint", "unk", "futr", "npc", "pow", "boot",
                "resv")
@@ -33,6 +45,7 @@ UNAVAILABLE = ("down", "drain", "drng", "fail", "maint", "unk", "futr", "npc", "
 LEVEL_ARGS: dict[int, tuple[str, ...]] = {1: ("--level", "1"), 2: ("--level", "2")}
 
 Runner = Callable[[list[str], float], "Completed"]
+StepRunner = Callable[[list[str], float], Streamed]
 
 
 @dataclass(frozen=True)
@@ -56,6 +69,11 @@ class FleetRequest:
     python: str | None = None
     timeout: float = 120.0
     remote_command: Sequence[str] = ()
+
+
+def default_remote(python: str) -> list[str]:
+    """`python` running neuronctl without importing anything from the node's working directory."""
+    return [python, "-c", NEUTRAL_MAIN]
 
 
 def remote_doctor(request: FleetRequest, default_command: Sequence[str]) -> list[str]:
@@ -88,8 +106,8 @@ def srun_argv(request: FleetRequest, nodes: list[str] | None, remote: list[str])
 
 
 def run_bounded(argv: list[str], limit: float) -> Completed:
-    """Run with a deadline; at it, srun gets SIGTERM (it cancels the step), then SIGKILL. Output
-    is read in chunks up to MAX_OUTPUT_BYTES per stream; past that the step is killed."""
+    """Run with a deadline (sinfo); at it, SIGTERM, then SIGKILL. Output is read in chunks up
+    to MAX_OUTPUT_BYTES per stream; past that the command is killed."""
     try:
         done = run_capped(argv, limit, MAX_OUTPUT_BYTES, term_grace=5.0)
     except FileNotFoundError as exc:
@@ -99,6 +117,24 @@ def run_bounded(argv: list[str], limit: float) -> Completed:
         raise FaultError(f"{argv[0]} wrote over {MAX_OUTPUT_BYTES} bytes; not read")
     return Completed(None if done.timed_out else done.returncode,
                      done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace"))
+
+
+def run_step(argv: list[str], limit: float) -> Streamed:
+    """The srun step, read as it streams: a node over MAX_DOC_BYTES is that node's error."""
+    try:
+        return stream_step(argv, limit)
+    except FileNotFoundError as exc:
+        raise FaultError(f"{argv[0]}: not found on PATH",
+                         hint="run on a Slurm login node (srun, sinfo and scontrol on PATH)") from exc
+
+
+def _step_through(runner: Runner) -> StepRunner:
+    """A runner that returns the step's whole output (tests): read the same way."""
+    def step(argv: list[str], limit: float) -> Streamed:
+        done = runner(argv, limit)
+        return Streamed(done.returncode, parse_step(done.stdout), done.stderr)
+
+    return step
 
 
 def check_request(request: FleetRequest) -> None:
@@ -130,7 +166,7 @@ def node_states(request: FleetRequest, runner: Runner) -> dict[str, str]:
     states: dict[str, str] = {}
     for line in done.stdout.splitlines()[:200_000]:
         parts = line.split()
-        if len(parts) == 2 and NODE_NAME.match(parts[0]):
+        if len(parts) == 2 and NODE_NAME.fullmatch(parts[0]):
             states[parts[0]] = parts[1]
     if not states:
         raise InputError("no Slurm nodes match " + (f"--nodelist {request.nodelist}"
@@ -152,48 +188,6 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def _exit_code(marker: str, code_text: str) -> int | None:
-    # str.isdigit() is true for "²" and other non-ASCII digits that int() refuses.
-    ok = marker and code_text.isascii() and code_text.isdigit() and len(code_text) <= 3
-    return int(code_text) if ok else None
-
-
-def parse_step(out: str) -> dict[str, tuple[str, int | None, str | None]]:
-    """node -> (the text between its markers, the doctor's exit code or None if it never ended,
-    an error when the output for that node cannot be trusted).
-
-    Markers are matched at line starts only: a JSON document has no raw newline inside a string,
-    so nothing a node's document says can pass for a marker. A task is one node: a task that
-    names a second node, or a node named by two tasks, is someone printing another node's
-    markers, and neither result is believed."""
-    by_task: dict[str, list[str]] = defaultdict(list)
-    for task, text in LABELLED.findall(out):  # "  12: text", as srun --label writes it
-        by_task[task].append(text)
-    found: dict[str, tuple[str, int | None, str | None]] = {}
-    claimed_by: dict[str, set[str]] = defaultdict(set)
-    conflicting: set[str] = set()
-    for task, lines in by_task.items():
-        blob = "\n" + "\n".join(lines)
-        first: str | None = None
-        for chunk in blob.split(f"\n{MARK} begin ")[1:]:
-            node, _, rest = chunk.partition("\n")
-            node = node.strip()
-            if not NODE_NAME.match(node):
-                continue
-            claimed_by[node].add(task)
-            first = first or node
-            if node != first:
-                conflicting |= {node, first}
-            body, marker, tail = ("\n" + rest).partition(f"\n{MARK} end {node} ")
-            found[node] = (body.strip("\n"), _exit_code(marker, tail.split("\n", 1)[0].strip()),
-                           None)
-    conflicting |= {node for node, tasks in claimed_by.items() if len(tasks) > 1}
-    for node in conflicting:
-        tasks = ", ".join(sorted(claimed_by[node], key=int))
-        found[node] = ("", None, f"conflicting output for node {node} (srun tasks {tasks})")
-    return found
-
-
 def read_document(node: str, text: str, code: int | None) -> NodeResult:
     if len(text.encode()) > MAX_DOC_BYTES:
         return NodeResult(node, error=f"output over {MAX_DOC_BYTES} bytes")
@@ -211,7 +205,7 @@ def read_document(node: str, text: str, code: int | None) -> NodeResult:
     return NodeResult(node, document=doc, exit_code=code)
 
 
-def _missing_reason(node: str, done: Completed, request: FleetRequest) -> str:
+def _missing_reason(node: str, done: Streamed, request: FleetRequest) -> str:
     if done.returncode is None:
         return f"no answer within --timeout {request.timeout:g}s"
     mentions = [line.strip() for line in done.stderr.splitlines() if node in line and "error" in line]
@@ -221,8 +215,11 @@ def _missing_reason(node: str, done: Completed, request: FleetRequest) -> str:
 
 
 def fleet_doctor(request: FleetRequest, default_command: Sequence[str],
-                 runner: Runner = run_bounded) -> list[NodeResult]:
-    """Every chosen node's NodeResult: a document, or the reason there is none."""
+                 runner: Runner = run_bounded, step: StepRunner | None = None) -> list[NodeResult]:
+    """Every chosen node's NodeResult: a document, or the reason there is none. `runner` runs
+    sinfo; `step` the srun step (by default streamed, or through `runner` when one is given)."""
+    if step is None:
+        step = run_step if runner is run_bounded else _step_through(runner)
     check_request(request)
     results: dict[str, NodeResult] = {}
     targets: list[str] | None = None
@@ -234,14 +231,12 @@ def fleet_doctor(request: FleetRequest, default_command: Sequence[str],
     if targets == []:
         return list(results.values())
     argv = srun_argv(request, targets, remote_doctor(request, default_command))
-    done = runner(argv, request.timeout + 10)
-    if len(done.stdout) > MAX_OUTPUT_BYTES:
-        raise FaultError(f"srun wrote over {MAX_OUTPUT_BYTES} bytes; not read")
-    for node, (text, code, error) in parse_step(done.stdout).items():
+    done = step(argv, request.timeout + 10)
+    for node, (text, code, error) in done.parsed.items():
         results[node] = (NodeResult(node, error=error) if error is not None
                          else read_document(node, text, code))
     # With --nodes, Slurm picked the nodes: the ones that failed to launch are named in srun's errors.
-    named = {m for m in LAUNCH_FAILED.findall(done.stderr) if NODE_NAME.match(m)}
+    named = {m for m in LAUNCH_FAILED.findall(done.stderr) if NODE_NAME.fullmatch(m)}
     for node in sorted(set(targets or []) | named):
         if node not in results:
             results[node] = NodeResult(node, error=_missing_reason(node, done, request))
