@@ -20,16 +20,31 @@ Backend = Literal["native", "xla", "placeholder", "unknown"]
 FIRST_NATIVE_LINE = (2, 13)
 LAST_XLA_LINE = (2, 9)
 
-# Versions of the PyPI placeholder projects (their import raises "WRONG PACKAGE").
+# Versions of the PyPI placeholder projects (their import raises "WRONG PACKAGE. Please install
+# the package from Neuron Repository - pip.repos.neuron.amazonaws.com"; transformers-neuronx's
+# points to its GitHub install instructions). A doctor flags each if found installed.
 PLACEHOLDERS: dict[str, tuple[str, ...]] = {
     "torch-neuronx": ("1.0",),
     "neuronx-cc": ("1.0", "1.0.post1"),
     "nki": ("0.0.1",),
     "libneuronxla": ("1.0",),
     "torch-neuron": ("1.0",),
-    "neuron-cc": ("1.0",),
+    "neuron-cc": ("1.0", "1.0.post1"),
+    "jax-neuron": ("1.0",),
+    "jaxlib-neuronx": ("1.0",),
+    "neuronx-hwm": ("1.0",),
+    "tensorflow-neuronx": ("1.0",),
+    "tensorboard-neuron": ("1.0",),
+    "tensorboard-plugin-neuronx": ("1.0",),
+    "libtorch-neuronx-lite": ("0.0.1",),
+    "transformers-neuronx": ("0.1",),
 }
-
+PLACEHOLDER_SOURCES: dict[str, str] = {
+    # Each project's pypi.org page (read 2026-12-01). torch-neuronx, neuronx-cc, nki,
+    # libneuronxla and torch-neuron: NEURON-FACTS (public PyPI placeholders whose import raises
+    # "WRONG PACKAGE"); no page of theirs was in the copies read for RELEASE-FACTS section 8.
+    name: f"https://pypi.org/project/{name}/" for name in PLACEHOLDERS
+}
 
 @dataclass(frozen=True)
 class TorchNeuronxVersion:

@@ -102,10 +102,46 @@ class HardwareReport:
     def present(self) -> bool:
         return bool(self.pci_devices or self.sysfs_devices or self.dev_nodes or self.chip)
 
+    @property
+    def cores_kind(self) -> str | None:
+        """What `neuron_cores` counts: neuron-ls's nc_count is logical NeuronCores (at its LNC),
+        sysfs core_count and the chip table physical ones."""
+        if self.neuron_cores is None:
+            return None
+        return "logical" if self.neuron_cores_source == "neuron-ls nc_count" else "physical"
+
+    @property
+    def physical_cores(self) -> int | None:
+        if self.neuron_cores is None or self.chip is None:
+            return self.neuron_cores if self.cores_kind == "physical" else None
+        if self.cores_kind == "physical":
+            return self.neuron_cores
+        return get_chip(self.chip).physical_cores(self.neuron_cores, self.logical_nc_config)
+
+    @property
+    def logical_cores(self) -> int | None:
+        if self.neuron_cores is None or self.chip is None:
+            return self.neuron_cores if self.cores_kind == "logical" else None
+        if self.cores_kind == "logical":
+            return self.neuron_cores
+        return get_chip(self.chip).logical_cores(self.neuron_cores, self.logical_nc_config)
+
+    def cores_text(self) -> str | None:
+        """Physical and logical NeuronCores, each as such, with the LNC setting."""
+        if self.neuron_cores is None:
+            return None
+        phys, logical = self.physical_cores, self.logical_cores
+        parts = [f"{phys} physical" if phys is not None else "physical unknown",
+                 f"{logical} logical" if logical is not None else "logical unknown"]
+        lnc = f" at LNC={self.logical_nc_config}" if self.logical_nc_config else ""
+        return f"NeuronCores: {', '.join(parts)}{lnc} (from {self.neuron_cores_source})"
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["present"] = self.present
         data["supports"] = get_chip(self.chip).supports() if self.chip else None
+        data.update(neuron_cores_kind=self.cores_kind, physical_cores=self.physical_cores,
+                    logical_cores=self.logical_cores)
         return data
 
 

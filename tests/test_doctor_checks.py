@@ -54,9 +54,11 @@ def nothing_is_probed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_every_check_has_direct_tests_here() -> None:
     # packages.system, device.access, device.holders and hardware.driver's kernel half have
-    # theirs in test_system_checks.py (over fixture sysroots)
+    # theirs in test_system_checks.py (over fixture sysroots); host.os, packages.lifecycle and
+    # runtime.compat's rules in test_release_rules.py
     assert set(CHECK_IDS) == {"python.version", "packages.torch-neuronx", "packages.legacy-xla",
                               "packages.placeholders", "packages.coherence", "packages.system",
+                              "packages.lifecycle", "host.os",
                               "hardware.chip", "hardware.driver", "runtime.compat",
                               "device.access", "device.holders", "device.probe", "model.smoke",
                               "lock.drift"}
@@ -211,7 +213,7 @@ def test_chip_skip_without_hardware() -> None:
 
 def test_chip_pass_trn2() -> None:
     out = check_chip(facts(hardware=machine("trn2", instance_type="trn2.48xlarge")))
-    assert out.status == "pass" and out.message.startswith("trn2 (Trainium2), 2 device(s), 16 NeuronCores")
+    assert out.status == "pass" and out.message.startswith("trn2 (Trainium2), 2 device(s), NeuronCores: 16 physical, logical unknown")
     assert "trn2.48xlarge" in out.message and "native TorchNeuron yes" in out.message
 
 

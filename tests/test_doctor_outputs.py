@@ -33,7 +33,7 @@ def test_prometheus_textfile_from_a_real_run(cli, stacks, tmp_path: Path) -> Non
     info = families["neuronctl_doctor_stack_info"].samples[0].labels
     assert (info["torch_neuronx"], info["nki"], info["neuronx_cc"]) == \
         ("2.14.3.0", "0.7.0", "2.28.7631.0+6f180f47")
-    assert (info["tools"], info["driver"], info["chip"]) == ("2.33.38.0", "2.31.7.0", "trn2")
+    assert (info["tools"], info["driver"], info["chip"]) == ("2.33.38.0", "2.31.8.0", "trn2")
     assert info["failed_checks"] == "none"
     assert families["neuronctl_doctor_failed"].samples[0].value == 0
     stamp = families["neuronctl_doctor_last_run_timestamp_seconds"].samples[0].value

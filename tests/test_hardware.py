@@ -33,8 +33,8 @@ def test_chip_generations_from_captured_trees(tmp_path, chip, cores, lnc):
     assert report.neuron_cores == cores and report.neuron_cores_source == "neuron-ls nc_count"
     assert report.logical_nc_config == lnc
     assert report.instance_type.startswith(chip) and report.instance_type_source == "DMI product_name"
-    assert report.driver_version == "2.31.7.0"
-    assert report.runtime_version == "2.35.30.0" and report.runtime_source == "dpkg"
+    assert report.driver_version == "2.31.8.0"
+    assert report.runtime_version == "2.35.33.0" and report.runtime_source == "dpkg"
     assert report.tools_version == "2.33.38.0"
     # the deinstalled package and the ENA card are not counted
     assert "aws-neuronx-collectives" not in report.system_packages
@@ -151,8 +151,8 @@ def test_imds_gives_instance_type_when_dmi_lacks_it(tmp_path, imds_server, cli, 
     hw = json.loads(r.out)["hardware"]
     assert hw["instance_type"] == "trn2u.48xlarge"
     assert hw["instance_type_source"].startswith("IMDSv2 at http://127.0.0.1:")
-    assert hw["chip"] == "trn2" and hw["supports"] == {"native_torch": True, "fp8": False,
-                                                       "mxfp8": False}
+    assert hw["chip"] == "trn2" and hw["supports"] == {"native_torch": True, "ocp_fp8": False,
+                                                       "mxfp8": False, "cfp8": True, "fp8": False}
 
 
 def test_detect_text_and_env_sysroot(tmp_path, cli, monkeypatch):
@@ -160,5 +160,5 @@ def test_detect_text_and_env_sysroot(tmp_path, cli, monkeypatch):
     monkeypatch.setenv("NEURONCTL_SYSROOT", str(root))
     r = cli("detect")
     assert r.code == 0
-    assert "trn3 (Trainium3)" in r.out and "16 (neuron-ls nc_count)" in r.out
+    assert "trn3 (Trainium3)" in r.out and "32 physical, 16 logical at LNC=2 (from neuron-ls nc_count)" in r.out
     assert cli("detect", "--sysroot", str(tmp_path / "missing")).code == 2

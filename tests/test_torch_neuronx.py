@@ -59,8 +59,12 @@ def test_placeholders():
 
 
 def test_chip_support():
-    assert get_chip("trn3").supports() == {"native_torch": True, "fp8": True, "mxfp8": True}
-    assert get_chip("TRN2").supports() == {"native_torch": True, "fp8": False, "mxfp8": False}
+    # OCP FP8 and MX formats are Trn3's; Trn1/Trn2 have cFP8; "fp8" is the old key (= ocp_fp8)
+    assert get_chip("trn3").supports() == {"native_torch": True, "ocp_fp8": True, "mxfp8": True,
+                                           "cfp8": None, "fp8": True}
+    assert get_chip("TRN2").supports() == {"native_torch": True, "ocp_fp8": False, "mxfp8": False,
+                                           "cfp8": True, "fp8": False}
+    assert get_chip("trn1").supports()["cfp8"] is True and get_chip("trn2").fp8 is False
     for chip in ("trn1", "inf2", "inf1"):
         assert get_chip(chip).native_torch is False
     with pytest.raises(InputError, match="unknown chip"):

@@ -25,8 +25,7 @@ def print_hardware(report: HardwareReport) -> None:
     else:
         grid.add_row("chip", Text(f"{report.chip} ({report.chip_name})" if report.chip else "unknown"))
     rows = [("devices", report.device_count or None),
-            ("NeuronCores", f"{report.neuron_cores} ({report.neuron_cores_source})"
-             if report.neuron_cores else None),
+            ("NeuronCores", (report.cores_text() or "").removeprefix("NeuronCores: ") or None),
             ("logical NC config", report.logical_nc_config),
             ("instance type", f"{report.instance_type} ({report.instance_type_source})"
              if report.instance_type else None),

@@ -33,13 +33,12 @@ def check_chip(f: Facts) -> Outcome:
                        details + hw.conflicts)
     chip = get_chip(hw.chip)
     caps = chip.supports()
+    cfp8 = {True: "yes", False: "no", None: "not published"}[caps["cfp8"]]
     summary = (f"{chip.id} ({chip.name}), {hw.device_count} device(s)"
-               + (f", {hw.neuron_cores} NeuronCores ({hw.neuron_cores_source})" if hw.neuron_cores
-                  else "")
-               + (f", LNC={hw.logical_nc_config}" if hw.logical_nc_config else "")
+               + (f", {hw.cores_text()}" if hw.neuron_cores else "")
                + (f", {hw.instance_type}" if hw.instance_type else "")
                + f"; native TorchNeuron {'yes' if caps['native_torch'] else 'no'}, "
-               f"FP8/MXFP8 {'yes' if caps['fp8'] else 'no'}")
+               f"OCP FP8/MXFP8 {'yes' if caps['ocp_fp8'] else 'no'}, cFP8 {cfp8}")
     if hw.conflicts:
         return Outcome("warn", f"{summary}; signals disagree: {'; '.join(hw.conflicts)}", None,
                        details)

@@ -29,7 +29,9 @@ def check_chip(hardware: HardwareReport, framework: Framework | None) -> str | N
     Neuron hardware at all (an environment prepared for another host), else None."""
     if framework is None:
         return None
-    if hardware.present and hardware.chip and hardware.chip not in framework.chips:
+    # No chips: AWS has not published them (2.33's legacy line); nothing to refuse on.
+    if hardware.present and hardware.chip and framework.chips \
+            and hardware.chip not in framework.chips:
         raise InputError(f"this host has {hardware.chip}; the {framework.backend} torch-neuronx "
                          f"{framework.torch_neuronx} runs on {', '.join(framework.chips)}",
                          hint="pick a release line for this chip (see `neuronctl releases`)")
