@@ -161,7 +161,9 @@ class SysRoot:
         return None if text is None else text.strip()
 
     def exists(self, absolute: str) -> bool:
-        return self.path(absolute).exists()
+        """Whether `absolute` exists inside the root (a link out of it does not count: a
+        captured /.dockerenv linked to this machine's says nothing about that system)."""
+        return self.path(absolute).exists() if self.is_host else self._contained(absolute) is not None
 
     def inside(self, path: Path) -> bool:
         """Whether `path`, links followed, stays inside the root (always, for this host)."""

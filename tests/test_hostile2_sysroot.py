@@ -304,3 +304,14 @@ def test_driver_package_missing_is_still_installed(tmp_path: Path) -> None:
     assert outcome.status == "fail"
     assert outcome.fix is not None and outcome.fix.startswith("sudo apt-get install -y ")
     assert "aws-neuronx-dkms=" in outcome.fix and outcome.fix.endswith("sudo modprobe neuron")
+
+
+def test_existence_checks_stay_inside_the_tree(tmp_path: Path) -> None:
+    root = tree(tmp_path)
+    marker = host_file(tmp_path, "dockerenv", "")
+    link(root, "/.dockerenv", marker)
+    link(root, "/var/run/secrets/kubernetes.io", marker.parent)
+    assert not SysRoot(root).exists("/.dockerenv")
+    assert container_evidence(SysRoot(root)) == ((), False)
+    write(root, "/run/.containerenv", "")
+    assert container_evidence(SysRoot(root)) == (("/run/.containerenv",), False)
