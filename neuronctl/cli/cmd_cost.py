@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import decimal
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
-class TokenCount(click.ParamType):
+class TokenCount(click.ParamType[int, Any]):
     """A whole number of tokens from 1 to MAX_JOB_TOKENS, also in e-notation ("2e9", "1.5E6"):
     read as a decimal, never through a float, so "2e9" is exactly 2000000000 and "2.5e0" (not
     whole) or "1e400" (out of range) are refused rather than rounded."""

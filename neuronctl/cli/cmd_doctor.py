@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from neuronctl.cli.app import get_app, paint
+from neuronctl.cli.app import get_app, paint, terminal_text
 from neuronctl.cli.common import (
     DEVICE_CHOICE,
     check_sysroot,
@@ -150,7 +150,7 @@ def _render(report: DoctorReport, fmt: str, output: Path | None, drained: dict[s
 def _print_drain(drained: dict[str, str]) -> None:
     said = {"drain": "drained", "resume": "resumed", "none": "left as it is",
             "error": "not changed"}[drained["action"]]
-    line = f"slurm: node {drained['node']} {said}: {drained['why']}"
+    line = terminal_text(f"slurm: node {drained['node']} {said}: {drained['why']}", None)
     if drained["action"] == "error":
         click.echo(f"{paint('neuronctl: error:', 'red', err=True)} {line}", err=True)
     else:
@@ -165,5 +165,6 @@ def _append_step_summary(path: Path, report: DoctorReport) -> None:
             fh.write(render_markdown_summary(report))
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        click.echo(f"{paint('neuronctl: warning:', 'yellow', err=True)} GITHUB_STEP_SUMMARY {path}: "
+        click.echo(f"{paint('neuronctl: warning:', 'yellow', err=True)} GITHUB_STEP_SUMMARY "
+                   f"{terminal_text(str(path), None)}: "
                    f"{reason}; step summary not written", err=True)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from neuronctl.cli.app import get_app
+from neuronctl.cli.app import get_app, terminal_text
 from neuronctl.cli.output import emit_json
 from neuronctl.manifest import Manifest, Release
 
@@ -220,9 +220,11 @@ def import_(path: Path, as_json: bool, output: Path | None) -> int:
     else:
         _release_table(outcome.manifest, f"Imported from {path}")
         if outcome.written is not None and not quiet:
-            click.echo(f"wrote {len(outcome.manifest.releases)} releases to {outcome.written}; "
-                       f"use it with: neuronctl --manifest {shlex.quote(str(outcome.written))} releases")
+            written = terminal_text(str(outcome.written), None)
+            click.echo(f"wrote {len(outcome.manifest.releases)} releases to {written}; use it with: "
+                       f"neuronctl --manifest {terminal_text(shlex.quote(str(outcome.written)), None)} "
+                       "releases")
     if outcome.written is None and not quiet:
         click.echo(f"note: nothing was written; to save the converted manifest: neuronctl releases "
-                   f"import {shlex.quote(str(path))} -o neuron.json", err=True)
+                   f"import {terminal_text(shlex.quote(str(path)), None)} -o neuron.json", err=True)
     return 0

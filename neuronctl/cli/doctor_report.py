@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from neuronctl._version import __version__
+from neuronctl.cli.app import safe_chars, terminal_text
 from neuronctl.cli.output import to_json_text
 from neuronctl.ops.doctor.report import DoctorReport
 
@@ -23,15 +25,26 @@ def render_json(report: DoctorReport, extra: dict[str, Any] | None = None) -> st
     return to_json_text(json_payload(report, extra))
 
 
+def _line(text: str) -> str:
+    """A check's text (a sysroot's, a manifest's, an interpreter's) as one safe line."""
+    return terminal_text(text, None)
+
+
 def render_plain(report: DoctorReport) -> str:
     """The text report without colour or layout, for a file (-o with --format text)."""
-    lines = [f"{c.status.upper():4}  {c.id}: {c.message}" + (f"\n      fix: {c.fix}" if c.fix else "")
-             for c in report.checks]
+    lines = [f"{c.status.upper():4}  {c.id}: {_line(c.message)}"
+             + (f"\n      fix: {_line(c.fix)}" if c.fix else "") for c in report.checks]
     return "\n".join([*lines, report.verdict_line()]) + "\n"
 
 
 def render_junit(report: DoctorReport) -> str:
     import xml.etree.ElementTree as ET  # only --format junit writes XML
+
+    # ElementTree escapes markup but writes any character it is given: a NUL, an ESC or a lone
+    # surrogate from a check's text makes a file no XML parser reads. safe_chars leaves only
+    # newlines and printable characters, all of them allowed in XML 1.0.
+    def xml(text: str) -> str:
+        return safe_chars(text, lines=True)
 
     s = report.summary()
     suites = ET.Element("testsuites", name="neuronctl doctor", tests=str(s["total"]),
@@ -44,13 +57,13 @@ def render_junit(report: DoctorReport) -> str:
     for c in report.checks:
         case = ET.SubElement(suite, "testcase", classname=f"neuronctl.doctor.{c.id.split('.')[0]}",
                              name=c.id, time=f"{c.duration_ms / 1000:.3f}")
-        body = c.message + (f"\nfix: {c.fix}" if c.fix else "") + "".join(
-            f"\n  {d}" for d in c.details)
+        body = xml(c.message + (f"\nfix: {c.fix}" if c.fix else "") + "".join(
+            f"\n  {d}" for d in c.details))
         if c.status == "fail" or (c.status == "warn" and report.strict):
-            el = ET.SubElement(case, "failure", message=c.message, type=c.status)
+            el = ET.SubElement(case, "failure", message=xml(c.message), type=c.status)
             el.text = body
         elif c.status == "skip":
-            ET.SubElement(case, "skipped", message=c.message)
+            ET.SubElement(case, "skipped", message=xml(c.message))
         else:
             out = ET.SubElement(case, "system-out")
             out.text = ("WARNING: " if c.status == "warn" else "") + body
@@ -59,10 +72,14 @@ def render_junit(report: DoctorReport) -> str:
 
 
 def _escape_data(text: str) -> str:
+    """A workflow command's message, by GitHub's rules (actions/toolkit's escapeData): '%', CR
+    and LF percent-encoded, so no value ends the command or starts another (::add-mask::,
+    ::stop-commands::) on a line of its own."""
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def _escape_property(text: str) -> str:
+    """A property's value (title=...): also ':' and ',', which end a property (escapeProperty)."""
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
@@ -72,20 +89,42 @@ def render_github(report: DoctorReport) -> str:
         if c.status not in ("fail", "warn"):
             continue
         level = "error" if c.status == "fail" or report.strict else "warning"
-        message = c.message + (f"\nfix: {c.fix}" if c.fix else "")
+        # Each text is one safe line first (GitHub's log shows ANSI colours and acts on none of
+        # the rest); the one newline kept is ours, between the message and its fix.
+        message = _line(c.message) + (f"\nfix: {_line(c.fix)}" if c.fix else "")
         lines.append(f"::{level} title={_escape_property(f'neuronctl {c.id}')}::"
                      f"{_escape_data(message)}")
     lines.append(f"neuronctl doctor: {report.verdict_line()}")
     return "\n".join(lines) + "\n"
 
 
+# Markdown that would make a link, an image, HTML, emphasis, a heading or code of a check's text,
+# or end its table cell. CommonMark lets any ASCII punctuation be backslash-escaped.
+_MARKDOWN = re.compile(r"([\\`*_\[\]<>!|~#&{}()])")
+
+
+def _md_text(text: str) -> str:
+    return _MARKDOWN.sub(r"\\\1", _line(text))
+
+
+def _md_code(text: str) -> str:
+    """`text` as a code span: fenced with one backtick more than its longest run (backslashes
+    do nothing inside code), '|' still escaped, as GitHub's tables need even there."""
+    line = _line(text).replace("|", "\\|")
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", line)), default=0) + 1)
+    pad = " " if line.startswith("`") or line.endswith("`") else ""
+    return f"{fence}{pad}{line}{pad}{fence}"
+
+
 def render_markdown_summary(report: DoctorReport) -> str:
+    """The step summary: every check's text escaped, so none can add a link, an image, HTML
+    or a line (a CR ended a table row: GitHub reads it as a line break)."""
     icon = {"pass": ":white_check_mark:", "warn": ":warning:", "fail": ":x:", "skip": ":fast_forward:"}
     rows = ["## neuronctl doctor", "", f"**{report.verdict_line()}**", "",
             "| status | check | message | fix |", "| --- | --- | --- | --- |"]
     for c in report.checks:
-        cells = [icon[c.status], f"`{c.id}`", c.message, f"`{c.fix}`" if c.fix else ""]
-        rows.append("| " + " | ".join(x.replace("|", "\\|").replace("\n", " ") for x in cells) + " |")
+        cells = [icon[c.status], _md_code(c.id), _md_text(c.message), _md_code(c.fix) if c.fix else ""]
+        rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows) + "\n\n"
 
 
@@ -101,6 +140,7 @@ def print_text(report: DoctorReport, console: Any, *, verbose: int, quiet: bool)
         table.add_column("check")
         table.add_column("result", overflow="fold")
         for c in report.checks:
+            # The console makes every segment safe (cli/app.py); Text keeps [markup] as it is.
             text = Text(c.message)
             if c.fix and c.status in ("fail", "warn"):
                 text.append("\nfix: ", style="bold").append(c.fix)

@@ -35,7 +35,10 @@ def plan_lines(plan: Plan, *, verbose: int, color: bool) -> list[str]:
             continue
         versions = c.new if c.old is None else (c.old if c.new is None else f"{c.old} -> {c.new}")
         where = redact_url(c.wanted.url) if c.wanted else c.why
-        rows.append((c.action, c.name, versions or "", where))
+        # A lock's names, versions and URLs are data: one safe line each, so no cursor move or
+        # screen clear in them can rewrite the plan being reviewed.
+        rows.append((c.action, terminal_text(c.name, None), terminal_text(versions or "", None),
+                     terminal_text(where, None)))
     name_w = max([len(r[1]) for r in rows] + [7])
     ver_w = max([len(r[2]) for r in rows] + [7])
     lines = []
@@ -47,9 +50,9 @@ def plan_lines(plan: Plan, *, verbose: int, color: bool) -> list[str]:
 
 def print_plan(plan: Plan, source: InstallSource, target: InstallTarget, choice: Choice,
                *, verbose: int, color: bool = False) -> None:
-    click.echo(f"target: {target.describe()}")
-    click.echo(f"source: {source.describe}")
-    click.echo(f"engine: {choice.engine.name} ({choice.reason})")
+    click.echo(f"target: {terminal_text(target.describe(), None)}")
+    click.echo(f"source: {terminal_text(source.describe, None)}")
+    click.echo(f"engine: {choice.engine.name} ({terminal_text(choice.reason, None)})")
     for line in plan_lines(plan, verbose=verbose, color=color):
         click.echo(line, color=color)
     kept = sum(1 for c in plan.changes if c.action == "keep")
@@ -59,12 +62,12 @@ def print_plan(plan: Plan, source: InstallSource, target: InstallTarget, choice:
 def print_commands(commands: tuple[tuple[str, ...], ...], requirements: tuple[str, ...] = ()) -> None:
     click.echo("dry run: nothing changed. The engine would run:")
     for argv in commands:
-        click.echo(f"  {shown(argv)}")
+        click.echo(f"  {terminal_text(shown(argv), None)}")
     if requirements:
         click.echo("the files it installs (written privately for it; it fetches each from its URL "
                    "and checks its sha256):")
         for line in requirements:
-            click.echo(f"  {line}")
+            click.echo(f"  {terminal_text(line, None)}")
 
 
 STATUS_COLOURS = {"pass": "green", "warn": "yellow", "fail": "red", "skip": "blue"}
@@ -78,6 +81,7 @@ def print_doctor(report: DoctorReport, python: str, *, color: bool, quiet: bool)
         return click.style(text, fg=STATUS_COLOURS[status], bold=True) if color else text
 
     if not quiet:
+        python = terminal_text(python, None)
         click.echo(f"doctor on {python} (neuronctl doctor --python {python} for every check's result):")
         for status in ("pass", "skip"):
             ids = [c.id for c in report.checks if c.status == status]

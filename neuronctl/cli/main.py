@@ -15,10 +15,9 @@ from typing import Any
 import click
 
 from neuronctl._version import __version__
-from neuronctl.cli.app import App, allow_colour, paint
+from neuronctl.cli.app import App, TerminalStream, allow_colour, paint, terminal_text
 from neuronctl.cli.output import JsonError, command_name, error_kind, finish_json
 from neuronctl.errors import EXIT_FAILED, EXIT_USAGE, Interrupted, NeuronctlError, TerminateSignal
-from neuronctl.redact import redact
 
 # name -> (module, attribute, one-line help shown by `neuronctl --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -181,25 +180,31 @@ def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool,
 
 def _error(kind: str, message: str, hint: str | None = None) -> JsonError:
     # The single error boundary: whatever an exception's text carries (a URL with credentials
-    # from a library's message, a token), it passes redact() before anyone sees it.
-    click.echo(f"{paint('neuronctl: error:', 'red', err=True)} {redact(message)}", err=True)
+    # from a library's message, a token; a path or a value with escape sequences or newlines),
+    # it is one line through the terminal sanitiser, redacted, before anyone sees it.
+    click.echo(f"{paint('neuronctl: error:', 'red', err=True)} {terminal_text(message, None)}",
+               err=True)
     if hint:
-        click.echo(f"hint: {redact(hint)}", err=True)
+        click.echo(f"hint: {terminal_text(hint, None)}", err=True)
     return JsonError.of(kind, message, hint)
 
 
 def _traceback() -> None:
     import traceback
 
-    click.echo(redact(traceback.format_exc()).rstrip("\n"), err=True)
+    click.echo(terminal_text(traceback.format_exc(), None, lines=True).rstrip("\n"), err=True)
 
 
 def _click_error(exc: click.ClickException, app: App, args: list[str]) -> JsonError:
     import io
 
-    shown = io.StringIO()  # click quotes the offending value back: redact that too
+    # click quotes the offending value back: that is made one safe line, redacted, before
+    # click lays out its usage lines around it.
+    message = terminal_text(exc.format_message(), None)
+    exc.format_message = lambda: message  # type: ignore[method-assign]
+    shown = io.StringIO()
     exc.show(file=shown)
-    click.echo(redact(shown.getvalue()), err=True, nl=False)
+    click.echo(terminal_text(shown.getvalue(), None, lines=True), err=True, nl=False)
     ctx = exc.ctx if isinstance(exc, click.UsageError) else None
     hint = None
     if ctx is not None and ctx.parent is not None:  # the command is known (not 'No such command')
@@ -228,7 +233,7 @@ def _invoke(args: list[str], app: App) -> tuple[int, JsonError | None]:
     except KeyboardInterrupt as signal:
         stopped = Interrupted.caused_by(signal)
         return stopped.exit_code, _error(error_kind(stopped), stopped.message)
-    except BrokenPipeError:
+    except BrokenPipeError:  # written past the guard (a binary stream): the command did not end
         app.holds_json = app.json_wanted = False  # stdout is gone: nothing more to write there
         app.json_held = None
         return EXIT_FAILED, None
@@ -244,13 +249,17 @@ def run(argv: list[str] | None = None) -> int:
     --format json) leaves exactly one JSON document on stdout, whether it succeeded or failed."""
     args = list(sys.argv[1:] if argv is None else argv)
     app = App(holds_json=True)
-    code, error = _invoke(args, app)
-    document = finish_json(app.json_held, app.json_wanted, app.command, code, error)
-    if document is not None:
-        try:
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = TerminalStream(sys.stdout), TerminalStream(sys.stderr)
+    try:
+        code, error = _invoke(args, app)
+        document = finish_json(app.json_held, app.json_wanted, app.command, code, error)
+        if document is not None:
             click.echo(document, nl=False)
-        except BrokenPipeError:
-            return code or EXIT_FAILED
+        sys.stdout.flush()  # a reader gone away shows here, in the guard, not at exit
+        sys.stderr.flush()
+    finally:
+        sys.stdout, sys.stderr = streams
     return code
 
 
@@ -277,11 +286,16 @@ def main() -> None:
     # time from the last atexit handler to process exit). Nothing of ours runs at exit: files are
     # written atomically and closed, worker pools are shut down, and a doctor check that timed out
     # is meant to be left behind, not waited for.
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (BrokenPipeError, OSError):
-        code = code or EXIT_FAILED
+    # A reader that closed the pipe early (`neuronctl doctor | head -3`) is not a failure: the
+    # exit code stays the command's own, as the verdict it computed (git and pip leave quietly
+    # on EPIPE too). Output that could not be written for any other reason (a full disk) is.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BrokenPipeError:
+            pass
+        except OSError:
+            code = code or EXIT_FAILED
     os._exit(code)
 
 

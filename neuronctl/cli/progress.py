@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from neuronctl.cli.app import terminal_text
 from neuronctl.ops.reporter import Event
 
 if TYPE_CHECKING:
@@ -43,12 +44,12 @@ class CliReporter:
             handler = self._steps.get(str(event.data.get("step", "")))
             if handler is not None:
                 handler(event)
-        elif event.kind in ("note", "warning"):
-            click.echo(f"{event.kind}: {event.message}", err=True)
+        elif event.kind in ("note", "warning"):  # messages name files, URLs, packages: data
+            click.echo(f"{event.kind}: {terminal_text(event.message, None, lines=True)}", err=True)
         elif event.kind == "waiting":
-            click.echo(event.message, err=True)
+            click.echo(terminal_text(event.message, None, lines=True), err=True)
         else:
-            click.echo(event.message)
+            click.echo(terminal_text(event.message, None, lines=True))
 
     def progress(self, key: str, label: str, done: int, total: int | None) -> None:
         if not self._bars_wanted:
@@ -63,7 +64,7 @@ class CliReporter:
 
     def finished(self, key: str, message: str) -> None:
         if not self._bars_wanted:
-            click.echo(message, err=True)
+            click.echo(terminal_text(message, None, lines=True), err=True)
 
     def _start_bars(self) -> Progress:
         from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
