@@ -11,11 +11,14 @@ from pathlib import Path
 
 import pytest
 from sysroots import build_cpu_host, build_host
+from wheels import find_python
 
 from neuronctl.errors import InputError
 from neuronctl.ops.lock.request import fallback_path
 from neuronctl.ops.lock_choice import HostDevices, choose_lock
 
+# By path: with HOME moved by the isolation, "3.12" is found only where PYENV_ROOT or PATH says.
+PY312 = find_python("3.12")
 NEURON_HOST = HostDevices(2)
 GPU_HOST = HostDevices(0, "580.65.06", "/sys/module/nvidia/version")
 BARE_HOST = HostDevices(0)
@@ -143,7 +146,7 @@ def test_a_cuda_lock_over_pylock_toml_is_refused_on_a_neuron_host(cli, cu, tmp_p
     Path("pylock.cuda.toml").rename("pylock.toml")
     trn2 = build_host(tmp_path / "trn2", "trn2")
     venv = tmp_path / "v"
-    base = ("--venv", str(venv), "--venv-python", "3.12", "--dry-run", "--sysroot", str(trn2),
+    base = ("--venv", str(venv), "--venv-python", PY312, "--dry-run", "--sysroot", str(trn2),
             "--backend", "uv")
     r = cli("install", "--lock", "pylock.toml", *base)
     line = one_error_line(r.err)
@@ -168,7 +171,7 @@ def test_a_cuda_lock_over_pylock_toml_is_refused_on_a_neuron_host(cli, cu, tmp_p
 def test_a_cpu_lock_goes_to_a_host_with_no_accelerator_only(cli, cu, tmp_path):
     flags = [*cu.index_flags(), "--python", "3.12"]
     assert cli("lock", *flags, "--fallback", "cpu").code == 0
-    base = ("--venv", str(tmp_path / "v"), "--venv-python", "3.12", "--dry-run", "--backend", "uv")
+    base = ("--venv", str(tmp_path / "v"), "--venv-python", PY312, "--dry-run", "--backend", "uv")
     cpu = build_cpu_host(tmp_path / "cpu")
     r = cli("install", "--lock", "pylock.cpu.toml", *base, "--sysroot", str(cpu))
     assert r.code == 0 and "no Neuron device and no NVIDIA GPU" in r.err, r.err
@@ -186,7 +189,7 @@ def test_a_lock_whose_name_and_record_disagree_is_bad_input(cli, cu, tmp_path):
     assert cli("lock", *flags).code == 0
     Path("pylock.cuda.toml").write_bytes(Path("pylock.toml").read_bytes())
     gpu = nvidia_host(tmp_path / "gpu")
-    base = ("--venv", str(tmp_path / "v"), "--venv-python", "3.12", "--dry-run", "--sysroot", str(gpu))
+    base = ("--venv", str(tmp_path / "v"), "--venv-python", PY312, "--dry-run", "--sysroot", str(gpu))
     r = cli("install", "--lock", "pylock.toml", *base)
     assert r.code == 2 and one_error_line(r.err) == (
         "neuronctl: error: pylock.cuda.toml: named as the CUDA fallback lock, but its "
