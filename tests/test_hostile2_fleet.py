@@ -54,10 +54,13 @@ import json, sys
 out = sys.stdout.buffer
 doc = json.dumps({"schema": 1, "summary": {"verdict": "pass"}, "checks": []}).encode()
 out.write(b"1: @@neuronctl-fleet begin b\\n1: " + doc + b"\\n1: \\n1: @@neuronctl-fleet end b 0\\n")
-out.write(b"0: @@neuronctl-fleet begin a\\n" + (b"" if MODE == "lines" else b"0: "))
-line = b"0: " + b"x" * 65533 + b"\\n" if MODE == "lines" else b"y" * 65536
+out.write(b"0: @@neuronctl-fleet begin a\\n" + (b"0: " if MODE == "one-line" else b""))
+line = b"y" * 65536 if MODE == "one-line" else b"0: " + b"x" * 65533 + b"\\n"
+flood = sys.stderr.buffer if MODE == "stderr" else out
 for _ in range(300 * 16):  # 300 MiB from node a
-    out.write(line)
+    flood.write(line)
+if MODE == "stderr":
+    out.write(b"0: " + doc + b"\\n")
 out.write(b"\\n0: \\n0: @@neuronctl-fleet end a 0\\n")
 """
 
@@ -72,7 +75,7 @@ print(json.dumps({"grew": peak - before, "results": {r.node: [r.error, r.documen
 """
 
 
-@pytest.mark.parametrize("mode", ["lines", "one-line"])
+@pytest.mark.parametrize("mode", ["lines", "one-line", "stderr"])
 def test_a_node_printing_300_mib_is_that_nodes_error_within_bounded_memory(
         tmp_path: Path, mode: str) -> None:
     """The fleet doctor runs in a child whose PATH has an `srun` that floods for node a; the
@@ -88,7 +91,8 @@ def test_a_node_printing_300_mib_is_that_nodes_error_within_bounded_memory(
                           text=True, timeout=300, check=False, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     got = json.loads(done.stdout)
-    assert got["results"] == {"a": ["output over 4 MiB", False], "b": [None, True]}
+    a = [None, True] if mode == "stderr" else ["output over 4 MiB", False]
+    assert got["results"] == {"a": a, "b": [None, True]}
     assert got["grew"] < 64 * 1024 * 1024, got
 
 
