@@ -117,15 +117,18 @@ def _mask_assignments(text: str) -> str:
 # `default` starts one (in a message quoting a netrc line too); a line made only of netrc pairs
 # is one on its own ("  password hunter2"). Possessive runs keep both linear.
 _NETRC_KEY = r"(?:machine|login|password|account|port)"
-_NETRC_ENTRY = re.compile(r"(?<![\w.\-])(?:machine[ \t]++\S++|default)"
-                          rf"(?:[ \t]++{_NETRC_KEY}[ \t]++\S++)++")
-_NETRC_LINE = re.compile(rf"(?m)^[ \t]*+(?:{_NETRC_KEY}[ \t]++\S++|default)"
-                         rf"(?:[ \t]++(?:{_NETRC_KEY}[ \t]++\S++|default))*+[ \t]*+$")
-_NETRC_SECRET = re.compile(r"(?<!\S)(?P<key>login|password|account)(?P<gap>[ \t]++)\S++")
+# A value: a double-quoted token (netrc allows spaces and escapes in one) or a run of non-space.
+_NETRC_VALUE = r'(?:"(?:[^"\\\n]|\\.)*+"|\S++)'
+_NETRC_ENTRY = re.compile(rf"(?i)(?<![\w.\-])(?:machine[ \t]++{_NETRC_VALUE}|default)"
+                          rf"(?:[ \t]++{_NETRC_KEY}[ \t]++{_NETRC_VALUE})++")
+_NETRC_LINE = re.compile(rf"(?im)^[ \t]*+(?:{_NETRC_KEY}[ \t]++{_NETRC_VALUE}|default)"
+                         rf"(?:[ \t]++(?:{_NETRC_KEY}[ \t]++{_NETRC_VALUE}|default))*+[ \t]*+$")
+_NETRC_SECRET = re.compile(rf"(?i)(?<!\S)(?P<key>login|password|account)(?P<gap>[ \t]++){_NETRC_VALUE}")
 
 
 def _mask_netrc(text: str) -> str:
-    if not any(word in text for word in ("login", "password", "account")):
+    lowered = text.lower()
+    if not any(word in lowered for word in ("login", "password", "account")):
         return text  # the common case: nothing netrc-like, no regular expression run
 
     def fields(found: re.Match[str]) -> str:

@@ -62,6 +62,8 @@ def test_tokens_accepts_e_notation_that_is_a_whole_number(cli):
     "default login QZXuser password QZXpass",
     "Invalid requirement: 'machine h login QZXuser password QZXpass'",
     "ERROR: line 1: machine h login QZXuser password QZXpass port 443",
+    'machine h login "QZX user" password "QZX \\" pass"', "MACHINE h LOGIN QZXuser PASSWORD QZXpass",
+    "machine a login QZXa password QZXb machine b login QZXc password QZXd",
 ])
 def test_netrc_fields_are_masked(text):
     out = redact(text)
