@@ -31,6 +31,7 @@ def init(release: str | None, torch: str | None, pythons: tuple[str, ...],
     elif not outcome.written:
         click.echo(f"{outcome.path}: [tool.neuronctl] already up to date")
     elif not app.quiet:
-        click.echo(f"{'created' if outcome.created else 'updated'} {outcome.path}: "
+        through = f" (through the link {outcome.link})" if outcome.link else ""
+        click.echo(f"{'created' if outcome.created else 'updated'} {outcome.path}{through}: "
                    f"[tool.neuronctl] " + ", ".join(outcome.changed))
     return 0

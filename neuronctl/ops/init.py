@@ -1,9 +1,17 @@
 """`init` as an operation: write or update [tool.neuronctl] in a pyproject.toml with tomlkit,
 leaving every byte outside that table as it was (comments, key order, formatting), and inside it
-every key init does not set."""
+every key init does not set.
+
+A pyproject.toml that is a symbolic link is edited at its target only where that target is a
+regular file inside the project's folder (a monorepo's shared file); a link out of the project
+(a dotfiles repo, someone's home, /etc), a dangling link and a link loop are refused (exit 2):
+`init` never writes a file the user did not name in the project they ran it in.
+"""
 
 from __future__ import annotations
 
+import errno
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +23,8 @@ from neuronctl.manifest import Manifest
 from neuronctl.ops.reporter import Event, NullReporter, Reporter
 from neuronctl.resolvers.stack_plan import pick_release, plan_stack
 from neuronctl.resolvers.targets import parse_platform, parse_python
+from neuronctl.safety import open_regular
+from neuronctl.tomlfile import MAX_TOML_BYTES
 
 
 @dataclass(frozen=True)
@@ -34,10 +44,13 @@ class InitOutcome:
     """What `neuronctl init` did to the pyproject.toml: created, the keys it set."""
 
     path: Path
+    """The file written (a link's target, where pyproject.toml is a link)."""
     created: bool
     """The file did not exist before."""
     changed: tuple[str, ...]
     """Each key set, as `key = value` (empty: the table already said all this)."""
+    link: Path | None = None
+    """The pyproject.toml named, where it is a link to `path`."""
 
     @property
     def written(self) -> bool:
@@ -45,13 +58,14 @@ class InitOutcome:
 
     def to_json(self) -> dict[str, Any]:
         return {"path": str(self.path), "created": self.created, "written": self.written,
-                "changed": list(self.changed)}
+                "changed": list(self.changed), "link": None if self.link is None else str(self.link)}
 
 
 def init_project(request: InitRequest, reporter: Reporter | None = None) -> InitOutcome:
     """Bring the pyproject's [tool.neuronctl] to the request; bad input changes nothing."""
     reporter = reporter or NullReporter()
-    path = request.pyproject
+    link = request.pyproject if request.pyproject.is_symlink() else None
+    path = _destination(request.pyproject)
     doc = _load(path)
     before = doc.as_string()
     table = _table(doc, path)
@@ -59,14 +73,12 @@ def init_project(request: InitRequest, reporter: Reporter | None = None) -> Init
     changed = tuple(f"{key} = {value!r}" for key, value in _updates(request, current).items()
                     if _set(table, key, value))
     after = doc.as_string()
-    existed = path.exists()
+    existed = os.path.lexists(path)
     if after == before and existed:
         reporter.emit(Event("done", f"{path}: [tool.neuronctl] already up to date"))
-        return InitOutcome(path, created=False, changed=())
-    # A symlinked pyproject.toml (a shared one, a dotfiles repo) is edited where it lives; the
-    # atomic rename would otherwise replace the link with a copy.
-    write_text_atomic(path.resolve() if path.is_symlink() else path, after)
-    outcome = InitOutcome(path, created=not existed, changed=changed)
+        return InitOutcome(path, created=False, changed=(), link=link)
+    write_text_atomic(path, after)  # a link's target, checked: the rename leaves the link a link
+    outcome = InitOutcome(path, created=not existed, changed=changed, link=link)
     reporter.emit(Event("done", f"{'created' if outcome.created else 'updated'} {path}",
                         {"changed": list(changed)}))
     return outcome
@@ -107,14 +119,41 @@ def _set(table: Any, key: str, value: Any) -> bool:
     return True
 
 
+def _destination(pyproject: Path) -> Path:
+    """The file init writes for `pyproject`: itself, or where it is a link, the link's target,
+    if that is a regular file inside the project's folder; InputError otherwise."""
+    if not pyproject.is_symlink():
+        return pyproject
+    try:
+        target = Path(os.path.realpath(pyproject, strict=True))
+    except FileNotFoundError:
+        raise InputError(f"{pyproject}: a symbolic link to {os.readlink(pyproject)!r}, which does not "
+                         "exist; refusing to create a file through it") from None
+    except OSError as exc:
+        reason = "a loop of symbolic links" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
+        raise InputError(f"{pyproject}: {reason}; refusing to write through it") from None
+    project = Path(os.path.realpath(pyproject.parent))
+    if not target.is_relative_to(project):
+        raise InputError(f"{pyproject}: a symbolic link to {target}, outside the project {project}; "
+                         "refusing to write through it",
+                         hint="run init where that file lives, or replace the link with a file")
+    if not target.is_file():
+        raise InputError(f"{pyproject}: a symbolic link to {target}, which is not a regular file")
+    return target
+
+
 def _load(path: Path) -> Any:
     import tomlkit
     from tomlkit.exceptions import ParseError
 
-    if not path.exists():
+    if not os.path.lexists(path):
         return tomlkit.document()
     try:
-        return tomlkit.parse(path.read_text("utf-8"))
+        with open_regular(path) as fh:  # a FIFO named pyproject.toml must not hang init
+            raw = fh.read(MAX_TOML_BYTES + 1)
+        if len(raw) > MAX_TOML_BYTES:
+            raise InputError(f"{path}: larger than {MAX_TOML_BYTES >> 20} MiB; not a pyproject.toml")
+        return tomlkit.parse(raw.decode("utf-8"))
     except ParseError as exc:
         raise InputError(f"{path}: invalid TOML: {exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
