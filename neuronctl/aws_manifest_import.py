@@ -28,6 +28,7 @@ from neuronctl.manifest import (
     ReleaseBackend,
     reject_duplicates,
 )
+from neuronctl.provenance import check_url
 from neuronctl.torch_neuronx import classify
 
 # The Python packages of the PyTorch-on-Neuron stack that a release pins.
@@ -153,6 +154,10 @@ def convert_n2(data: object, source: str) -> Manifest:
     if "schema" in top.data and "releases" in top.data:
         raise InputError(f"{source}: already in neuronctl's manifest format; use it with "
                          "--manifest directly")
+    for i, repo in enumerate(top.objects("repos_n2", required=False)):
+        url = repo.text("repo_url", required=False)
+        if url is not None:  # never used to fetch, but a URL field: refused like every other
+            check_url(url, f"{source}: repos_n2[{i}].repo_url")
     releases = [convert_release(r) for r in top.objects("neuron_releases")]
     if not releases:
         raise top.fail("neuron_releases", "no releases")

@@ -1,5 +1,6 @@
-"""Where neuronctl keeps its cache (index pages, metadata, the install mutex's lock files): a core
-module of its own so that taking an install's turn loads nothing of the HTTP stack."""
+"""Where neuronctl keeps its cache (index pages, metadata, the install mutex's lock files) and its
+user data (the release data `releases update` stores): a core module of its own so that taking an
+install's turn loads nothing of the HTTP stack."""
 
 from __future__ import annotations
 
@@ -13,4 +14,12 @@ def user_cache_dir() -> Path:
     if explicit:
         return Path(explicit).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "neuronctl"
+
+
+def user_data_dir() -> Path:
+    """$XDG_DATA_HOME/neuronctl, else ~/.local/share/neuronctl: where `releases update` keeps
+    the release data it fetched."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local",
+                                                           "share")
     return Path(base) / "neuronctl"

@@ -18,6 +18,7 @@ SCHEMA: dict[str, tuple[tuple[type, ...], str]] = {
     "platform": ((str, list), "a platform tag or a list of them"),
     "with": ((list,), "a list of requirement strings"),
     "manifest": ((str,), "a path to a neuronctl manifest"),
+    "manifest_url": ((str,), "the URL `neuronctl releases update` fetches release data from"),
     "backend": ((str,), "one of auto, pip, uv"),
     "indexes": ((dict,), "a table of index name = URL"),
     "routes": ((dict,), "a table of package = index name"),

@@ -419,6 +419,21 @@ def read_json_file(path: Path) -> object:
         raise InputError(f"{path}: JSON nested too deeply to be a manifest") from None
 
 
+def decode_json(data: bytes, where: str) -> object:
+    """Bytes from elsewhere (a fetched manifest) as JSON, bounded as a file is."""
+    if len(data) > MAX_JSON_BYTES:
+        raise InputError(f"{where}: larger than {MAX_JSON_BYTES >> 20} MB; not a manifest")
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError(f"{where}: not UTF-8 text; not a manifest") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{where}: invalid JSON at line {exc.lineno} column {exc.colno}: "
+                         f"{exc.msg}") from None
+    except RecursionError:
+        raise InputError(f"{where}: JSON nested too deeply to be a manifest") from None
+
+
 def load_manifest_file(path: Path) -> Manifest:
     return parse_manifest(read_json_file(path), str(path), origin="file")
 
@@ -428,5 +443,29 @@ def load_bundled_manifest() -> Manifest:
     return parse_manifest(json.loads(text), "bundled manifest", origin="bundled")
 
 
+def stored_manifest_path() -> Path:
+    """Where `releases update` stores the release data it fetched."""
+    from neuronctl.cache_dir import user_data_dir
+
+    return user_data_dir() / "releases.json"
+
+
+def load_default_manifest() -> Manifest:
+    """The release data used without --manifest: what `releases update` stored, unless the
+    bundled data is newer (a newer neuronctl's); else the bundled data."""
+    bundled = load_bundled_manifest()
+    path = stored_manifest_path()
+    if not path.is_file():
+        return bundled
+    try:
+        stored = parse_manifest(read_json_file(path), str(path), origin="stored")
+    except InputError as exc:
+        raise InputError(str(exc), hint=f"run `neuronctl releases update` again, or remove {path} "
+                                        "to use the bundled data") from None
+    if (stored.compiled or "") < (bundled.compiled or ""):
+        return bundled
+    return stored
+
+
 def load_manifest(path: Path | None) -> Manifest:
-    return load_manifest_file(path) if path is not None else load_bundled_manifest()
+    return load_manifest_file(path) if path is not None else load_default_manifest()

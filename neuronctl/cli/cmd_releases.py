@@ -228,3 +228,53 @@ def import_(path: Path, as_json: bool, output: Path | None) -> int:
         click.echo(f"note: nothing was written; to save the converted manifest: neuronctl releases "
                    f"import {terminal_text(shlex.quote(str(path)), None)} -o neuron.json", err=True)
     return 0
+
+
+@releases.command("update")
+@click.option("--from", "source", metavar="URL|FILE",
+              help="Where to fetch the manifest (default: config `manifest_url`, "
+                   "NEURONCTL_MANIFEST_URL, else AWS's n2-manifest.json on GitHub).")
+@click.option("--accept-changes", is_flag=True,
+              help="Apply the values that differ from the data in use (listed as conflicts).")
+@click.option("--json", "as_json", is_flag=True, help="Versioned JSON summary.")
+def update(source: str | None, accept_changes: bool, as_json: bool) -> int:
+    """Fetch newer release data, merge it into the data in use and store it for later runs."""
+    import os
+
+    from neuronctl.manifest import load_default_manifest, stored_manifest_path
+    from neuronctl.ops.releases import DEFAULT_MANIFEST_URL, update_releases
+
+    app = get_app()
+    url = (source or os.environ.get("NEURONCTL_MANIFEST_URL") or app.config().get("manifest_url")
+           or DEFAULT_MANIFEST_URL)
+    store = stored_manifest_path()
+    outcome = update_releases(load_default_manifest(), url, accept=accept_changes, store=store)
+    if as_json:
+        emit_json(outcome.to_json())
+        return 0
+    m = outcome.merge
+    lines = [f"fetched {terminal_safe(url)}"]
+    lines += [f"added: {v}" for v in m.added]
+    lines += [f"filled (was not published): {c.describe()}" for c in m.filled]
+    verb = "applied" if m.applied_conflicts else "not applied"
+    lines += [f"conflict ({verb}): {c.describe()}" for c in m.conflicts]
+    if m.dropped:
+        lines.append(f"not in the fetched manifest (kept): {', '.join(m.dropped)}")
+    if m.older_skipped:
+        lines.append(f"{m.older_skipped} release(s) older than the data in use: not added")
+    if outcome.stored is not None:
+        lines.append(f"stored {outcome.releases} releases in {outcome.stored}; used from now on "
+                     "(--manifest still overrides it)")
+    else:
+        lines.append("nothing new: nothing was written")
+    if m.conflicts and not m.applied_conflicts:
+        lines.append(f"{len(m.conflicts)} value(s) differ from the data in use; to take the "
+                     "fetched ones: neuronctl releases update --accept-changes")
+    for line in lines:
+        click.echo(terminal_safe(line))
+    return 0
+
+
+def terminal_safe(text: str) -> str:
+    """Text from a fetched manifest as it may be printed: control characters made spaces."""
+    return "".join(ch if ch.isprintable() else " " for ch in text)

@@ -1,17 +1,31 @@
-"""`releases import` as an operation: AWS's n2-manifest.json, read (bounded) and converted to
-neuronctl's manifest format, written atomically where asked."""
+"""`releases import` and `releases update` as operations: AWS's n2-manifest.json (or a neuronctl
+manifest), read (bounded) and converted to neuronctl's manifest format; `import` writes it where
+asked, `update` merges it into the data in use and stores that in the user data directory."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 from neuronctl.atomic import write_text_atomic
 from neuronctl.aws_manifest_import import convert_n2
-from neuronctl.manifest import Manifest, read_json_file
+from neuronctl.errors import FaultError, InputError
+from neuronctl.manifest import (
+    MAX_JSON_BYTES,
+    Manifest,
+    decode_json,
+    parse_manifest,
+    read_json_file,
+)
 from neuronctl.ops.reporter import Event, NullReporter, Reporter
+from neuronctl.provenance import check_url
+from neuronctl.release_merge import Merge, check_merged, merge
+from neuronctl.routing import redact_url
 
 
 @dataclass(frozen=True)
@@ -47,4 +61,98 @@ def import_aws_manifest(source: Path, write_to: Path | None = None,
     return ReleasesImport(source, manifest, text, write_to)
 
 
-__all__ = ["ReleasesImport", "import_aws_manifest"]
+
+
+# ------------------------------------------------------------------------------ releases update
+
+DEFAULT_MANIFEST_URL = ("https://raw.githubusercontent.com/aws-neuron/aws-neuron-sdk/master/"
+                        "src/helperscripts/n2-manifest.json")
+FETCH_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class ReleasesUpdate:
+    """What `releases update` fetched, found and stored."""
+
+    source: str
+    merge: Merge
+    stored: Path | None
+    """Where the merged data was written (None: nothing changed, nothing written)."""
+    releases: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "stored": str(self.stored) if self.stored else None,
+                "releases": self.releases, **self.merge.to_json()}
+
+
+def _fetch_url(url: str, timeout: float) -> bytes:
+    """GET a manifest: bounded in size (the manifest limit) and time (`timeout` in all)."""
+    import time
+
+    import requests
+
+    deadline = time.monotonic() + timeout
+    try:
+        with requests.get(url, stream=True, timeout=(min(timeout, 10.0), timeout),
+                          headers={"Accept": "application/json"}) as resp:
+            if resp.status_code != 200:
+                raise FaultError(f"{redact_url(url)}: HTTP {resp.status_code}; nothing was changed")
+            check_url(resp.url, f"{redact_url(url)} redirected to")
+            chunks, size = [], 0
+            for chunk in resp.iter_content(1 << 16):
+                size += len(chunk)
+                if size > MAX_JSON_BYTES:
+                    raise InputError(f"{redact_url(url)}: larger than {MAX_JSON_BYTES >> 20} MB; "
+                                     "not a manifest")
+                if time.monotonic() > deadline:
+                    raise FaultError(f"{redact_url(url)}: not fetched within {timeout:g} s; "
+                                     "nothing was changed")
+                chunks.append(chunk)
+            return b"".join(chunks)
+    except requests.RequestException as exc:
+        raise FaultError(f"{redact_url(url)}: cannot fetch: {type(exc).__name__}; nothing was "
+                         "changed") from None
+
+
+def fetch_manifest(source: str, timeout: float = FETCH_TIMEOUT_S) -> Manifest:
+    """A manifest from a URL (http, https, file) or a path, read through the same bounded,
+    checked loader as every manifest; AWS's n2 format is converted as `releases import` does."""
+    scheme = urlsplit(source).scheme.lower()
+    if "://" in source or (scheme and len(scheme) > 1):
+        check_url(source, "releases update --from")
+        if scheme == "file":
+            path = Path(url2pathname(urlsplit(source).path))
+            data: object = read_json_file(path)
+        else:
+            data = decode_json(_fetch_url(source, timeout), redact_url(source))
+    else:
+        data = read_json_file(Path(source))
+    where = redact_url(source)
+    if isinstance(data, dict) and "neuron_releases" in data:
+        return convert_n2(data, where)
+    return parse_manifest(data, where, origin="fetched")
+
+
+def update_releases(in_use: Manifest, source: str, *, accept: bool, store: Path,
+                    today: dt.date | None = None, timeout: float = FETCH_TIMEOUT_S,
+                    reporter: Reporter | None = None) -> ReleasesUpdate:
+    """Fetch `source`, merge it into the data in use (release_merge) and store the result
+    atomically at `store`, which is used from then on. Bad input anywhere: nothing is written."""
+    reporter = reporter or NullReporter()
+    fetched = fetch_manifest(source, timeout)
+    day = (today or dt.date.today()).isoformat()
+    is_url = "://" in source
+    address = redact_url(source) if is_url else Path(source).resolve().as_uri()
+    result = merge(in_use, fetched, accept=accept, source_url=address, today=day)
+    merged = check_merged(result.data, str(store))
+    if not result.changed:
+        return ReleasesUpdate(source, result, None, len(in_use.releases))
+    store.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(store, json.dumps(result.data, indent=1) + "\n")
+    reporter.emit(Event("done", f"stored {len(merged.releases)} releases in {store}",
+                        {"path": str(store)}))
+    return ReleasesUpdate(source, result, store, len(merged.releases))
+
+
+__all__ = ["DEFAULT_MANIFEST_URL", "ReleasesImport", "ReleasesUpdate", "fetch_manifest",
+           "import_aws_manifest", "update_releases"]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from neuronctl.ops.doctor.checks_hardware import check_runtime
 from neuronctl.ops.doctor.facts import Facts
-from neuronctl.ops.doctor.runner import Outcome
+from neuronctl.ops.doctor.runner import Outcome, Status
 from neuronctl.rules import Rule, Situation, broken_rules, describe
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def _outcome(f: Facts, rules: list[Rule], ok: str, details: tuple[str, ...] = ()
     if not rules:
         return Outcome("pass", ok, None, details)
     words = [describe(r, f.manifest.cite(r.source)) for r in rules]
-    status = "fail" if any(r.severity == "fail" for r in rules) else "warn"
+    status: Status = "fail" if any(r.severity == "fail" for r in rules) else "warn"
     return Outcome(status, "; ".join(words), None, (*details, *words))
 
 
