@@ -46,6 +46,12 @@ class Engine(Protocol):
         ...
 
     @property
+    def rereads_local_files(self) -> bool:
+        """Whether the engine opens a local file again after it checked its hash (pip does), so
+        that it must be given private, verified copies (ops/install/private_copy.py)."""
+        ...
+
+    @property
     def has_offline_cache(self) -> bool:
         """Whether the engine keeps downloaded files itself, so that --offline can install a
         lock's http(s) files it fetched before (uv does; pip here runs with --no-cache-dir)."""

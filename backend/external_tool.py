@@ -15,16 +15,19 @@ import os
 import re
 import signal
 import subprocess
-import time
 from collections.abc import Callable, Mapping, Sequence
 
+from neuronctl.backend.engine_watch import Limits, Watch
 from neuronctl.errors import FaultError, TerminateSignal
 
 DROPPED_PREFIXES = ("PIP_", "UV_")
-DROPPED = frozenset({"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONUSERBASE"})
+DROPPED = frozenset({"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONUSERBASE",
+                     "PYTHONSTARTUP", "PYTHONINSPECT"})
 KEPT = frozenset({"UV_CACHE_DIR", "UV_LINK_MODE"})
 """Where uv keeps its cache and how it links files: no index can come in through these."""
 TAIL_BYTES = 64 << 10
+POLL_S = 0.25
+"""How often a running engine's limits are checked while it says nothing."""
 STOP_GRACE = 10.0
 """Seconds an engine gets to stop after the forwarded signal before it is killed."""
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -33,7 +36,10 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 def clean_environment(environ: Mapping[str, str] | None = None, *, progress: bool = False) -> dict[str, str]:
     env = {k: v for k, v in (os.environ if environ is None else environ).items()
            if (k in KEPT or not k.startswith(DROPPED_PREFIXES)) and k not in DROPPED}
-    env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1",
+    # PYTHONSAFEPATH (3.11+): no directory of the caller's first on a Python engine's sys.path,
+    # nor on its children's (venv's ensurepip); the empty working directory covers 3.10.
+    env.update(PYTHONSAFEPATH="1",
+               PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1",
                UV_NO_CONFIG="1", UV_PYTHON_DOWNLOADS="never",
                # uv reads a pylock.toml as a preview feature; this says it is meant (no warning).
                UV_PREVIEW_FEATURES="pylock")
@@ -48,11 +54,21 @@ def shown(argv: Sequence[str]) -> str:
     return " ".join(shlex.quote(a) for a in argv)
 
 
+class Stalled(Exception):
+    """The engine ran past one of its limits (engine_watch.Watch says which)."""
+
+
 def run_engine(argv: Sequence[str], *, timeout: float = 1800.0,
                environ: Mapping[str, str] | None = None, show: bool = False,
-               started: Callable[[], None] | None = None) -> str:
+               started: Callable[[], None] | None = None, limits: Limits | None = None) -> str:
     """Run `argv`; returns what it said (the tail, when `show` sent it to the terminal).
-    `started` is called once it runs (work of the caller's that should not delay its start)."""
+    `started` is called once it runs (work of the caller's that should not delay its start).
+    `limits`: how long it may run and go without progress (default: `timeout` in all).
+    It runs in an empty private directory: a Python engine (`python -m pip`, `-m venv`, which
+    runs `-m ensurepip`) puts its working directory first on sys.path, and the caller's may hold
+    a ./pip/ of someone else's."""
+    import shutil
+    import tempfile
 
     def then() -> None:
         # The caller's extra work is not the engine's: its failure must not stop an engine that
@@ -63,15 +79,21 @@ def run_engine(argv: Sequence[str], *, timeout: float = 1800.0,
         except Exception:
             pass
 
+    bounds = limits or Limits(timeout)
+    env = clean_environment(environ, progress=show)
     try:
-        if show:
-            code, said = _run_on_terminal(argv, timeout, clean_environment(environ, progress=True), then)
-        else:
-            code, said = _run_captured(argv, timeout, clean_environment(environ), then)
-    except subprocess.TimeoutExpired:
-        raise FaultError(f"`{shown(argv)}` timed out after {timeout:g}s") from None
+        cwd = tempfile.mkdtemp(prefix="neuronctl-engine-")  # mode 0700, empty
+    except OSError as exc:
+        raise FaultError(f"cannot make a working directory for {argv[0]}: {exc.strerror or exc}") from None
+    try:
+        runner = _run_on_terminal if show else _run_captured
+        code, said = runner(argv, bounds, env, then, cwd)
+    except Stalled as exc:
+        raise FaultError(f"`{shown(argv)}` {exc}") from None
     except OSError as exc:
         raise FaultError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
+    finally:
+        shutil.rmtree(cwd, ignore_errors=True)
     if code != 0:
         lines = failure_lines(said)
         told = f": {' | '.join(lines)}" if lines else ""
@@ -89,55 +111,84 @@ def failure_lines(said: str, most: int = 4) -> list[str]:
     return [ln[:300] for ln in chosen]
 
 
-def _start(argv: Sequence[str], env: dict[str, str], out: int, err: int) -> subprocess.Popen[bytes]:
+def _start(argv: Sequence[str], env: dict[str, str], out: int, err: int,
+           cwd: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
-                            start_new_session=True)
+                            cwd=cwd, start_new_session=True)
 
 
-def _run_captured(argv: Sequence[str], timeout: float, env: dict[str, str],
-                  started: Callable[[], None]) -> tuple[int, str]:
-    proc = _start(argv, env, subprocess.PIPE, subprocess.STDOUT)
+def _pump(proc: subprocess.Popen[bytes], fd: int, watch: Watch, sink: Callable[[bytes], None]) -> None:
+    """Read the engine's output from `fd` until it ends and the engine exits, checking its limits
+    (Stalled when one is reached)."""
+    import select
+
+    while True:
+        why = watch.due()
+        if why is not None:
+            raise Stalled(why)
+        ready, _, _ = select.select([fd], [], [], max(min(watch.left(), POLL_S), 0.0))
+        if not ready:
+            continue
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:  # EIO: every writer closed the terminal's end; the engine is done
+            break
+        if not chunk:
+            break
+        watch.output(len(chunk))
+        sink(chunk)
+    while True:  # its output has ended; it may still be running (a child it left behind)
+        why = watch.due()
+        if why is not None:
+            raise Stalled(why)
+        try:
+            proc.wait(timeout=max(min(watch.left(), POLL_S), 0.01))
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _run_captured(argv: Sequence[str], limits: Limits, env: dict[str, str],
+                  started: Callable[[], None], cwd: str) -> tuple[int, str]:
+    proc = _start(argv, env, subprocess.PIPE, subprocess.STDOUT, cwd)
+    assert proc.stdout is not None
+    tail = bytearray()
+
+    def keep(chunk: bytes) -> None:
+        tail.extend(chunk)
+        del tail[:-TAIL_BYTES]
+
     try:
         started()
-        out, _ = proc.communicate(timeout=timeout)
+        _pump(proc, proc.stdout.fileno(), Watch(proc.pid, limits), keep)
     except BaseException as exc:
         _stop(proc, exc)
         raise
-    return proc.returncode, out[-TAIL_BYTES:].decode("utf-8", errors="replace")
+    finally:
+        proc.stdout.close()
+    return proc.returncode, tail.decode("utf-8", errors="replace")
 
 
-def _run_on_terminal(argv: Sequence[str], timeout: float, env: dict[str, str],
-                     started: Callable[[], None]) -> tuple[int, str]:
+def _run_on_terminal(argv: Sequence[str], limits: Limits, env: dict[str, str],
+                     started: Callable[[], None], cwd: str) -> tuple[int, str]:
     import pty
-    import select
 
     master, slave = pty.openpty()
     _copy_window_size(slave)
     try:
-        proc = _start(argv, env, slave, slave)
+        proc = _start(argv, env, slave, slave, cwd)
     finally:
         os.close(slave)
     tail = bytearray()
-    deadline = time.monotonic() + timeout
+
+    def show(chunk: bytes) -> None:
+        os.write(2, chunk)
+        tail.extend(chunk)
+        del tail[:-TAIL_BYTES]
+
     try:
         started()
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise subprocess.TimeoutExpired(list(argv), timeout)
-            ready, _, _ = select.select([master], [], [], min(left, 1.0))
-            if not ready:
-                continue
-            try:
-                chunk = os.read(master, 1 << 16)
-            except OSError:  # EIO: every writer closed its end; the engine is done
-                break
-            if not chunk:
-                break
-            os.write(2, chunk)
-            tail += chunk
-            del tail[:-TAIL_BYTES]
-        proc.wait(timeout=max(deadline - time.monotonic(), 1.0))
+        _pump(proc, master, Watch(proc.pid, limits), show)
     except BaseException as exc:
         _stop(proc, exc)
         raise

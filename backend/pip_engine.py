@@ -31,6 +31,10 @@ class PipEngine:
         return "requirements.txt"
 
     @property
+    def rereads_local_files(self) -> bool:
+        return True  # it hashes a file: requirement, then opens the path again to install it
+
+    @property
     def has_offline_cache(self) -> bool:
         return False
 

@@ -37,6 +37,10 @@ class UvEngine:
         return "pylock.toml"
 
     @property
+    def rereads_local_files(self) -> bool:
+        return False  # it hashes a local wheel as it unpacks it, from one open file
+
+    @property
     def has_offline_cache(self) -> bool:
         return True
 

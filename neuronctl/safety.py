@@ -72,6 +72,28 @@ def contained(root: Path, *parts: str) -> Path:
     return path
 
 
+URL_SCHEMES = ("http", "https", "file")
+MAX_URL = 8192
+
+
+def checked_url(url: object, where: str, schemes: tuple[str, ...] = URL_SCHEMES) -> str:
+    """`url` when it is one plain http(s) or file: URL (or `schemes`); else InputError naming
+    `where`. A URL goes into an engine's input (a requirements line, a lock) and into messages:
+    whitespace or a control character in it could start a new line or option there (`\\n-r
+    ~/.netrc`), or move the cursor of the terminal showing it, so any such character is refused,
+    never stripped (urllib drops tabs and newlines silently, so the check runs on the raw text)."""
+    if not isinstance(url, str):
+        raise InputError(f"{where}: the URL is not a string")
+    if len(url) > MAX_URL:
+        raise InputError(f"{where}: a URL of {len(url):,} characters (at most {MAX_URL:,})")
+    if any(ch.isspace() or not ch.isprintable() for ch in url):
+        raise InputError(f"{where}: the URL {ascii(url)[:120]} holds whitespace or control characters")
+    scheme, colon, _ = url.partition(":")
+    if not colon or scheme.lower() not in schemes:
+        raise InputError(f"{where}: the URL {ascii(url)[:120]} is not {'/'.join(schemes)}")
+    return url
+
+
 class NotRegularFile(OSError):
     """A named file that is not a regular file (a FIFO, /dev/stdin, a device, a socket): read,
     it could block forever or never end. An OSError, so that every reader's "cannot read"

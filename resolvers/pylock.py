@@ -37,7 +37,7 @@ from neuronctl import __version__
 from neuronctl.errors import InputError
 from neuronctl.resolvers.targets import Target
 from neuronctl.routing import redact_url
-from neuronctl.safety import checked_hashes, open_regular, safe_filename
+from neuronctl.safety import checked_hashes, checked_url, open_regular, safe_filename
 from neuronctl.tomlfile import MAX_TOML_BYTES, loads_toml, read_toml
 
 if TYPE_CHECKING:  # not at run time: reading a lock (install --lock) needs no resolver
@@ -254,8 +254,14 @@ def _check_files(pkg: Package, where: str) -> None:
     for label, dist in files:
         checked_hashes(dist.hashes, f"{where}: {label}")
         safe_filename(dist.filename, f"{where}: {label}")
+        if dist.url is not None:  # it goes into the engine's input: one plain http(s)/file URL
+            checked_url(dist.url, f"{where}: {label}")
     if pkg.archive is not None:
         checked_hashes(pkg.archive.hashes, f"{where}: archive")
+        if pkg.archive.url is not None:
+            checked_url(pkg.archive.url, f"{where}: archive")
+    if pkg.index is not None:
+        checked_url(pkg.index, f"{where}: index")
 
 
 def neuronctl_table(lock: Pylock) -> dict[str, Any] | None:

@@ -36,7 +36,7 @@ from packaging.utils import (
 from neuronctl.errors import InputError
 from neuronctl.resolvers.http_fetch import Fetcher
 from neuronctl.routing import file_url_path, redact_url
-from neuronctl.safety import checked_hashes, contained, safe_filename
+from neuronctl.safety import checked_hashes, checked_url, contained, safe_filename
 
 ACCEPT = simple.ACCEPT_SUPPORTED
 API_MAJOR = 1
@@ -170,13 +170,16 @@ def _checked_file(raw: dict[str, Any], where: str, page_url: str, local: bool) -
 
 
 def _checked_url(page_url: str, link: str, local: bool, where: str) -> str:
+    # The link as written: urljoin silently drops the tabs and newlines a link may hide.
+    if any(ch.isspace() or not ch.isprintable() for ch in link):
+        raise InputError(f"{where}: the link {ascii(link)[:120]} holds whitespace or control characters")
     try:
         url = urljoin(page_url, link)
         scheme = urlsplit(url).scheme.lower()
     except ValueError:
         raise InputError(f"{where}: unreadable link {link[:80]!r}") from None
     if scheme in ("http", "https") or (scheme == "file" and local):
-        return url
+        return checked_url(url, where)
     raise InputError(f"{where}: link to a {scheme or 'relative'}: URL; an index page may only link "
                      "to http(s) files (file: only from a file: index)")
 

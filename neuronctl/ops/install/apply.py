@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from neuronctl.backend.engine import Engine
+from neuronctl.backend.engine_watch import Limits, install_limits
 from neuronctl.backend.external_tool import run_engine
 from neuronctl.backend.plan import Plan
-from neuronctl.errors import FaultError, Interrupted
+from neuronctl.errors import FaultError, InputError, Interrupted, NeuronctlError
 from neuronctl.ops.install.requirements import EngineFile, written
 from neuronctl.ops.install.target import InstallTarget
 from neuronctl.routing import Origin
@@ -23,7 +24,11 @@ from neuronctl.routing import Origin
 if TYPE_CHECKING:  # only an existing environment's apply takes a snapshot (the caller's `watch`)
     from neuronctl.backend.snapshot import Snapshot
 
-Runner = Callable[[Sequence[str]], Any]
+Runner = Callable[..., Any]
+"""Runs an argv (run_engine's signature: `limits` by keyword)."""
+STEP_LIMIT_S = 1800.0
+"""The overall limit of a step that fetches nothing (a venv's creation, a removal); each also
+stops after --timeout without progress."""
 
 
 @dataclass(eq=False)  # not frozen: raising it sets its __traceback__
@@ -31,7 +36,8 @@ class ApplyFailure(Exception):
     """An apply that failed: the stage, the fault, and what the report of what changed needs."""
 
     stage: str
-    error: FaultError
+    error: NeuronctlError
+    """A FaultError or an interrupt; an InputError for a local file that is not the locked one."""
     venv_removed: Path | None = None
     files_before: Snapshot | None = None
     """The existing environment's files just before the engine ran (None: not taken)."""
@@ -102,17 +108,19 @@ class EarlyVenv:
     would otherwise come after the plan): `ready()` before the engine installs into it,
     `abandon()` where the install stops before that (the venv goes again: nothing changed)."""
 
-    def __init__(self, target: InstallTarget, engine: Engine, run: Runner = run_engine) -> None:
+    def __init__(self, target: InstallTarget, engine: Engine, run: Runner = run_engine, *,
+                 timeout: float = 30.0) -> None:
         assert target.new_venv and target.venv is not None
         self.target = target
         self._error: BaseException | None = None
+        self._limits = Limits(STEP_LIMIT_S, timeout)
         self._thread = threading.Thread(target=self._make, name="neuronctl-venv", daemon=True,
                                         args=(engine.create_venv(target.python, target.venv), run))
         self._thread.start()
 
     def _make(self, argv: list[str], run: Runner) -> None:
         try:
-            run(argv)
+            run(argv, limits=self._limits)
         except BaseException as exc:  # handed to ready(), in the thread that installs
             self._error = exc
 
@@ -128,15 +136,37 @@ class EarlyVenv:
             _remove_new_venv(self.target)
 
 
+def _run_steps(plan: Plan, requirements: Path, target: InstallTarget, engine: Engine, run: Runner,
+               files: Sequence[EngineFile], offline: bool, timeout: float,
+               before: Snapshot | None, uv_lock: Path | None) -> None:
+    step = Limits(STEP_LIMIT_S, timeout)
+    for stage, argv in apply_steps(plan, requirements, target, engine, offline=offline,
+                                   installs=bool(files)):
+        limits = install_limits((f.size for f in files), timeout) if stage == "install" else step
+        try:
+            run(argv, limits=limits)
+        except FaultError as exc:
+            _drop_uv_lock(uv_lock)
+            raise ApplyFailure(stage, exc, _remove_new_venv(target), before) from None
+        except KeyboardInterrupt as signal:  # the engine may have changed things: report them
+            _drop_uv_lock(uv_lock)
+            raise ApplyFailure(stage, Interrupted.caused_by(signal), _remove_new_venv(target),
+                               before) from None
+
+
 def apply(plan: Plan, target: InstallTarget, engine: Engine, files: Sequence[EngineFile],
           credentials: Mapping[Origin, tuple[str, str]], *, run: Runner = run_engine,
           watch: Callable[[], Snapshot] | None = None, offline: bool = False,
-          early: EarlyVenv | None = None, engine_starting: Callable[[], None] | None = None) -> None:
+          early: EarlyVenv | None = None, engine_starting: Callable[[], None] | None = None,
+          timeout: float = 30.0, local_label: Callable[[Path], str] = str) -> None:
     """Create a new venv (at its final path; `early`: wait for the one being made) or list an
     existing environment's files (`watch`), then let the engine fetch, verify and install
     `files` (pip rolls its own upgrades back if that step fails), then remove. A new venv is
     removed again if anything fails. `engine_starting` is called once the target exists, just
-    before the engine runs."""
+    before the engine runs. `timeout` (--timeout) bounds each step: no progress for that long
+    stops it, and the install step also stops at a limit from its files' sizes (engine_watch).
+    `local_label` names a local file in the error when it is not the locked one."""
+    step = Limits(STEP_LIMIT_S, timeout)
     try:
         if target.new_venv:
             assert target.venv is not None
@@ -144,7 +174,7 @@ def apply(plan: Plan, target: InstallTarget, engine: Engine, files: Sequence[Eng
                 if early is not None:
                     early.ready()
                 else:
-                    run(engine.create_venv(target.python, target.venv))
+                    run(engine.create_venv(target.python, target.venv), limits=step)
             except FaultError as exc:
                 raise ApplyFailure("create venv", exc, _remove_new_venv(target)) from None
         # Without the before-state no failure could be reported truthfully: do not start.
@@ -152,18 +182,14 @@ def apply(plan: Plan, target: InstallTarget, engine: Engine, files: Sequence[Eng
         if engine_starting is not None:
             engine_starting()
         uv_lock = _new_uv_lock(target, engine)
-        with written(files, engine.input_name, credentials) as requirements:
-            for stage, argv in apply_steps(plan, requirements, target, engine, offline=offline,
-                                           installs=bool(files)):
-                try:
-                    run(argv)
-                except FaultError as exc:
-                    _drop_uv_lock(uv_lock)
-                    raise ApplyFailure(stage, exc, _remove_new_venv(target), before) from None
-                except KeyboardInterrupt as signal:  # the engine may have changed things: report them
-                    _drop_uv_lock(uv_lock)
-                    raise ApplyFailure(stage, Interrupted.caused_by(signal), _remove_new_venv(target),
-                                       before) from None
+        try:
+            with written(files, engine.input_name, credentials,
+                         private_copies=local_label if engine.rereads_local_files else None
+                         ) as requirements:
+                _run_steps(plan, requirements, target, engine, run, files, offline, timeout,
+                           before, uv_lock)
+        except InputError as exc:  # a local file that is not the locked one: the engine never ran
+            raise ApplyFailure("install", exc, _remove_new_venv(target), before) from None
     except ApplyFailure:
         raise
     except BaseException:

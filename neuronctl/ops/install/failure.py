@@ -31,6 +31,8 @@ def _refused(failure: ApplyFailure, wheelhouse: Path | None,
              files: Sequence[EngineFile]) -> InputError | None:
     """A wheelhouse file the engine was given that is not the locked file, when the engine failed
     installing (not when it was interrupted: nothing is hashed then)."""
+    if isinstance(failure.error, InputError):  # the private copy's check named it already
+        return failure.error
     if wheelhouse is None or failure.stage != "install" or isinstance(failure.error, Interrupted):
         return None
     from neuronctl.ops.install.wheelhouse_source import mismatched

@@ -15,12 +15,22 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from neuronctl.errors import InputError
 from neuronctl.routing import Origin, redact_url, url_origin
+from neuronctl.safety import checked_hash, checked_url, safe_filename
+
+_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,200}[A-Za-z0-9])?")
+_VERSION = re.compile(r"[A-Za-z0-9.+!_-]{1,100}")
+URL_SAFE = "!#$&'()*+,/:;=?@[]-._~%"
+"""RFC 3986's reserved and unreserved characters (letters and digits are always kept) and '%':
+anything else in a URL is percent-encoded for the engine. `{` and `}` are among the rest, so no
+`${NAME}` reaches pip, which would put that environment variable's value into the URL."""
 
 PYLOCK = "pylock.toml"
 REQUIREMENTS = "requirements.txt"
@@ -36,9 +46,30 @@ class EngineFile:
     url: str
     """Where the engine fetches it (an http(s) or file:// URL, without credentials)."""
     sha256: str
+    size: int | None = None
+    """Its size where the lock or the index says (bounds the engine's time: see apply.py)."""
+
+    def __post_init__(self) -> None:
+        # Every value here goes into the engine's input: none may start a line or an option
+        # there (a URL's "\n-r ~/.netrc", a name's " --index-url ..."), whatever checked it before.
+        where = f"{str(self.name)[:80]!r} {str(self.version)[:40]}"
+        if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
+            raise InputError(f"{where}: not a valid package name for the engine")
+        if not isinstance(self.version, str) or not _VERSION.fullmatch(self.version):
+            raise InputError(f"{where}: not a valid version for the engine")
+        safe_filename(self.filename, where)
+        checked_url(self.url, where)
+        checked_hash("sha256", self.sha256, where)
+
+
+def engine_url(url: str) -> str:
+    """The URL as the engine is given it: checked (one plain http(s)/file URL) and with every
+    character outside RFC 3986 percent-encoded (the same URL to any server)."""
+    return quote(checked_url(url, "engine input"), safe=URL_SAFE)
 
 
 def _with_credentials(url: str, credentials: Mapping[Origin, tuple[str, str]]) -> str:
+    url = engine_url(url)
     origin = url_origin(url)
     found = credentials.get(origin) if origin is not None else None
     if found is None:
@@ -75,12 +106,19 @@ def render(files: Sequence[EngineFile], input_name: str,
 
 @contextlib.contextmanager
 def written(files: Sequence[EngineFile], input_name: str,
-            credentials: Mapping[Origin, tuple[str, str]]) -> Iterator[Path]:
-    """The engine's input for `files`, private to this user, removed afterwards."""
+            credentials: Mapping[Origin, tuple[str, str]], *,
+            private_copies: Callable[[Path], str] | None = None) -> Iterator[Path]:
+    """The engine's input for `files`, private to this user, removed afterwards.
+    `private_copies`: local files are verified copies in that private folder (private_copy.py:
+    for an engine that opens a file again after it checked it), named in errors by this."""
     import tempfile  # only an install that runs an engine writes its input
 
-    text = render(files, input_name, credentials)
     with tempfile.TemporaryDirectory(prefix="neuronctl-install-") as folder:  # mode 0700
+        if private_copies:
+            from neuronctl.ops.install.private_copy import private_copies as copies
+
+            files = copies(files, Path(folder) / "files", private_copies)
+        text = render(files, input_name, credentials)
         path = Path(folder) / input_name
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

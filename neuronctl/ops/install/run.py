@@ -118,7 +118,7 @@ class _Install:
         if target.new_venv and not r.dry_run:  # made while the install is planned
             from neuronctl.ops.install.apply import EarlyVenv
 
-            early = EarlyVenv(target, choice.engine)
+            early = EarlyVenv(target, choice.engine, timeout=r.timeout)
         try:
             return self._install(choice, target, seed, inspection, early)
         except BaseException:
@@ -233,8 +233,9 @@ class _Install:
 
             wheel = target.seed_pip
             version = str(parse_wheel_filename(wheel.name)[1])
-            digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-            files.append(EngineFile("pip", version, wheel.name, wheel.resolve().as_uri(), digest))
+            data = wheel.read_bytes()
+            files.append(EngineFile("pip", version, wheel.name, wheel.resolve().as_uri(),
+                                    hashlib.sha256(data).hexdigest(), len(data)))
         return files
 
     def _check_offline(self, choice: Choice, files: list[EngineFile]) -> None:
@@ -257,6 +258,7 @@ class _Install:
         from neuronctl.backend.snapshot import Snapshot, existing_dirs, take
         from neuronctl.ops.install.apply import ApplyFailure, apply
         from neuronctl.ops.install.failure import failure_error
+        from neuronctl.ops.install.wheelhouse_source import local_label
 
         def watch() -> Snapshot:  # an existing environment: the one inspected before
             return take(existing_dirs(before.site_dirs))
@@ -269,7 +271,9 @@ class _Install:
             apply(plan, target, choice.engine, files, sourced.routing.credentials(),
                   run=ft.partial(run_engine, show=show, started=self._engine_started),
                   offline=self.request.offline, watch=None if target.new_venv else watch,
-                  early=early, engine_starting=ft.partial(self._hold_inspection, target, before))
+                  early=early, engine_starting=ft.partial(self._hold_inspection, target, before),
+                  timeout=self.request.timeout,
+                  local_label=ft.partial(local_label, self.request.find_links))
         except ApplyFailure as failure:
             raise failure_error(failure, target, before, sourced.routing.url_for,
                                 wheelhouse=self.request.find_links, files=files) from None

@@ -55,7 +55,8 @@ class Sourced:
         for w in wanted:
             if w.sha256 is None:
                 raise InputError(f"{w.filename[:80]}: no sha256; neuronctl installs only verified files")
-            files.append(EngineFile(w.name, w.version, w.filename, self.file_url(w), w.sha256))
+            files.append(EngineFile(w.name, w.version, w.filename, self.file_url(w), w.sha256,
+                                    w.size))
         return files
 
     def write_lock(self, path: Path | None) -> Path | None:

@@ -59,7 +59,9 @@ def find_interpreter(version: str, environ: Mapping[str, str] | None = None) -> 
         try:
             import subprocess
 
-            ok = subprocess.run([found, "-c", "pass"], capture_output=True, timeout=10,
+            # Run from "/" as the engine runs it (from a directory of its own), not from the
+            # caller's: a pyenv shim picks its version by the working directory's .python-version.
+            ok = subprocess.run([found, "-c", "pass"], capture_output=True, timeout=10, cwd="/",
                                 check=False).returncode == 0
         except (OSError, subprocess.SubprocessError):
             ok = False

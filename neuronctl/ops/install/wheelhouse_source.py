@@ -33,6 +33,14 @@ def _where(folder: Path, name: str) -> str:
     return f"--find-links {folder}: {name}"
 
 
+def local_label(folder: Path | None, path: Path) -> str:
+    """How a local file is named in an error: `--find-links DIR: NAME` for one of the
+    wheelhouse's, else its path."""
+    if folder is not None and path.parent == folder.resolve():
+        return _where(folder, path.name)
+    return str(path)
+
+
 def _path(folder: Path, filename: str) -> Path:
     return contained(folder, safe_filename(filename, f"--find-links {folder}"))
 
@@ -84,12 +92,30 @@ def from_wheelhouse(source: InstallSource, folder: Path, *, offline: bool,
                    describe=f"{source.describe} from the wheelhouse {folder}")
 
 
+class NotRegularError(OSError):
+    """A wheelhouse path that is no longer a regular file (a FIFO would block its reader)."""
+
+
+def _sha256_regular(path: Path) -> str:
+    import hashlib
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularError(path)
+        digest = hashlib.sha256()
+        while block := os.read(fd, 1 << 20):
+            digest.update(block)
+        return digest.hexdigest()
+    finally:
+        os.close(fd)
+
+
 def mismatched(folder: Path, files: Sequence[EngineFile]) -> InputError | None:
     """After the engine failed: the first of `files` that came from the wheelhouse `folder` and
     is not the file the lock names (hashed now, only on this path), as the error naming it; None
     when each is the locked file (the engine failed for another reason)."""
-    from neuronctl.resolvers.download import sha256_file
-
     for file in files:
         try:
             path = _path(folder, file.filename)
@@ -99,7 +125,9 @@ def mismatched(folder: Path, files: Sequence[EngineFile]) -> InputError | None:
             continue
         where = _where(folder, path.name)
         try:
-            got = sha256_file(path)
+            got = _sha256_regular(path)
+        except NotRegularError:
+            return InputError(f"{where} is not a file", hint=REFETCH)
         except OSError as exc:
             return InputError(f"{where}: cannot read it: {exc.strerror or exc}", hint=REFETCH)
         if got != file.sha256:
