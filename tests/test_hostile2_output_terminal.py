@@ -122,6 +122,22 @@ def test_plan_lines_show_a_locks_values_harmless():
         assert not acts_on_a_terminal(shown), shown
 
 
+def test_the_env_dump_shows_a_variables_escapes_harmless(cli, monkeypatch):
+    """A renderer that prints raw (the env dump's markdown) is covered by the stream itself."""
+    monkeypatch.setenv("NEURON_CC_FLAGS", f"--model-type=transformer{EVIL}")
+    r = cli("env")
+    assert r.code == 0, r.err
+    assert "--model-type=transformer" in r.out and not acts_on_a_terminal(r.out + r.err)
+
+
+def test_prometheus_labels_hold_no_escape(cli, evil_host, tmp_path):
+    out = tmp_path / "neuronctl.prom"
+    r = cli("doctor", "--sysroot", str(evil_host), "--no-device-probe", "--format", "prometheus",
+            "-o", str(out))
+    assert r.code in (0, 1), r.err
+    assert not acts_on_a_terminal(out.read_text())
+
+
 def _on_a_pty(args: list[str]) -> tuple[int, str]:
     import pty
 
@@ -163,6 +179,20 @@ def test_the_stream_backstop_passes_colours_only_on_a_terminal(tmp_path):
         guarded.write(f"\x1b[31mours\x1b[0m{EVIL}\tand a tab\n")
     written = (tmp_path / "f").read_text()
     assert not acts_on_a_terminal(written) and "ours" in written and "\t" in written
+
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen = Terminal()
+    TerminalStream(screen).write(f"\x1b[31m\x1b[1mours\x1b[0m \x1b[8mhidden \x1b[7mreversed {EVIL}")
+    shown = screen.getvalue()
+    assert shown.startswith("\x1b[31m\x1b[1mours\x1b[0m")  # click.style's codes pass on a terminal
+    rest = shown.removeprefix("\x1b[31m\x1b[1mours\x1b[0m")
+    assert "\x1b[8m" not in rest and "\x1b[7m" not in rest and "\x1b]52" not in rest
+    assert "\x1b[2J" not in rest and "\x07" not in rest and "\r" not in rest
 
 
 # Items 13 and 14: the GitHub and JUnit renderings on hostile check text.

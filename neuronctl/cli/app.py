@@ -133,8 +133,10 @@ def _safe_console() -> type[Console]:
     return SafeConsole
 
 
-# A colour or bold (SGR: ESC [ numbers m), the one escape sequence neuronctl writes through click.
-_SGR = re.compile(r"\x1b\[[0-9;]{0,32}m")
+# What click.style writes for neuronctl (a reset, bold, dim, a foreground colour): the only
+# escape sequences the stream passes, so data that slipped past a renderer can at most colour
+# text, never hide it (conceal, reverse, background), blink it or move anything.
+_SGR = re.compile(r"\x1b\[(?:0|1|2|22|3[0-79]|9[0-7])?m")
 
 
 class _PipeState:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry, Gauge, Info, generate_latest, write_to_textfile
 
+from neuronctl.cli.app import safe_chars
 from neuronctl.errors import FaultError, InputError
 from neuronctl.ops.doctor.report import DoctorReport
 from neuronctl.ops.fleet.aggregate import fingerprint as document_fingerprint
@@ -43,7 +44,9 @@ def _registry(report: DoctorReport, fingerprint: dict[str, str], started: float,
           registry=registry).set(1 if report.failed else 0)
     stack = Info(f"{PREFIX}_stack", "The Neuron stack fingerprint fleet doctor groups nodes by.",
                  registry=registry)
-    stack.info({_label_name(k): v for k, v in sorted(fingerprint.items())})
+    # Label values come from the sysroot and the interpreter: prometheus_client escapes '\\',
+    # '"' and newlines; the rest of what a terminal or a log viewer acts on goes here.
+    stack.info({_label_name(k): safe_chars(str(v)) for k, v in sorted(fingerprint.items())})
     Gauge(f"{PREFIX}_last_run_timestamp_seconds", "When the doctor run started (Unix time).",
           registry=registry).set(started)
     Gauge(f"{PREFIX}_duration_seconds", "How long the doctor run took.",
