@@ -87,11 +87,11 @@ def test_another_driver_is_drift_with_exactly_that_difference(cli, slurm: SlurmC
     # the driver, and the checks that warn about it (any difference is drift)
     differences = doc["drift"]["differences"]
     assert list(differences) == ["node2"] and set(differences["node2"]) == {"driver", "warned_checks"}
-    assert differences["node2"]["driver"] == {"baseline": "2.31.7.0", "node": "2.30.1.0"}
+    assert differences["node2"]["driver"] == {"baseline": "2.31.8.0", "node": "2.30.1.0"}
     text = cli("fleet", "doctor", "--level", "1")
-    assert text.code == 1 and "node2: differs: driver: 2.31.7.0 -> 2.30.1.0" in text.out
+    assert text.code == 1 and "node2: differs: driver: 2.31.8.0 -> 2.30.1.0" in text.out
     markdown = cli("fleet", "doctor", "--level", "1", "--format", "markdown")
-    assert "| :warning: drift | `node2` | `differs: driver: 2.31.7.0 -> 2.30.1.0;" in markdown.out
+    assert "| :warning: drift | `node2` | `differs: driver: 2.31.8.0 -> 2.30.1.0;" in markdown.out
 
 
 def test_a_leftover_legacy_package_is_drift_and_a_failing_node(cli, slurm: SlurmCluster,
