@@ -25,12 +25,14 @@ def test_pci_addresses_print_as_they_are(cli, trn2):
 
 
 def test_one_warning_is_singular(cli, tmp_path):
+    (tmp_path / "sys").mkdir()  # an empty machine is still a root: sys/ (issue 22, item 11)
     r = cli("doctor", "--no-device-probe", "--only", "python", "--python", sys.executable,
             "--sysroot", str(tmp_path))
     assert "1 warning," in r.out and "1 warnings" not in r.out
 
 
 def test_global_options_work_after_the_command(cli, tmp_path):
+    (tmp_path / "sys").mkdir()  # an empty machine is still a root: sys/ (issue 22, item 11)
     quiet = cli("doctor", "-q", "--no-device-probe", "--sysroot", str(tmp_path))
     assert quiet.code in (0, 1)
     assert quiet.out.count("\n") == 1 and "healthy" in quiet.out  # only the verdict
@@ -45,7 +47,7 @@ def test_did_you_mean_for_commands_and_check_ids(cli):
     assert r.code == 2 and "Did you mean 'doctor'?" in r.err
     r = cli("doctor", "--only", "pyton.version")
     assert r.code == 2 and "did you mean 'python.version'?" in r.err
-    assert "groups: python, packages, hardware, runtime, device, model, lock" in r.err
+    assert "groups: python, packages, host, hardware, runtime, device, model, lock" in r.err
     helped = cli("doctor", "--help").out
     assert "groups: python, packages" in " ".join(helped.split())
 
@@ -65,6 +67,7 @@ def test_releases_table_never_cuts_a_version(columns, monkeypatch, tmp_path):
 
 def test_step_summary_in_a_missing_directory_is_a_warning(cli, tmp_path, monkeypatch):
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "missing" / "summary.md"))
+    (tmp_path / "sys").mkdir()  # an empty machine is still a root: sys/ (issue 22, item 11)
     r = cli("doctor", "--format", "github", "--no-device-probe", "--sysroot", str(tmp_path))
     plain = cli("doctor", "--json", "--no-device-probe", "--sysroot", str(tmp_path))
     assert r.code == json.loads(plain.out)["summary"]["exit_code"]
