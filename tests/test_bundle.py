@@ -49,6 +49,7 @@ def write(root: Path, path: str, text: str) -> Path:
 
 def sysroot(tmp_path: Path) -> Path:
     root = tmp_path / "sysroot"
+    (root / "sys").mkdir(parents=True)  # an empty machine is still a root: sys/ (issue 22, item 11)
     write(root, "/opt/aws/neuron/bin/neuron-ls", NEURON_LS).chmod(0o755)
     write(root, "/etc/hostname", HOST.split(".", maxsplit=1)[0] + "\n")
     write(root, "/var/lib/dpkg/status", "Package: aws-neuronx-dkms\nStatus: install ok installed\n"
@@ -179,6 +180,7 @@ def test_items_fail_alone_at_their_limit_cap_and_errors(tmp_path: Path) -> None:
 def _bundle_cli(tmp_path: Path, out: Path, preexec: Callable[[], None] | None = None
                 ) -> subprocess.CompletedProcess[str]:
     root = tmp_path / "noisy-root"
+    (root / "sys").mkdir(parents=True)  # an empty machine is still a root: sys/ (issue 22, item 11)
     # ~200 kB that does not compress: the archive is bigger than any limit set below.
     write(root, "/var/log/kern.log", "".join(f"neuron: {os.urandom(32).hex()}\n"
                                              for _ in range(3000)))

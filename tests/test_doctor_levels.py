@@ -104,6 +104,7 @@ def test_level_1_never_imports_torch_in_the_target(slow_torch: Path, tmp_path: P
 def test_level_2_probe_of_a_hanging_torch_times_out_and_leaves_nothing(slow_torch: Path,
                                                                        tmp_path: Path) -> None:
     marker = tmp_path / "torch-imported"
+    (tmp_path / "sys").mkdir()  # an empty machine is still a root: sys/ (issue 22, item 11)
     env = {**os.environ, "SLOW_TORCH_MARKER": str(marker)}
     done, took = neuronctl("doctor", "--level", "2", "--only", "device.probe", "--timeout", "4",
                            "--json", "--python", str(slow_torch), "--sysroot", str(tmp_path),
@@ -166,6 +167,7 @@ def test_conflicting_level_flags_are_exit_2(cli, args: tuple[str, ...], message:
     ((), 2), (("--no-device-probe",), 1), (("--compile",), 3), (("--level", "3"), 3),
 ])
 def test_the_older_flags_are_levels(cli, tmp_path: Path, args: tuple[str, ...], level: int) -> None:
+    (tmp_path / "sys").mkdir()  # an empty machine is still a root: sys/ (issue 22, item 11)
     r = cli("doctor", "--json", "--only", "python", *args, "--sysroot", str(tmp_path))
     assert r.code in (0, 1), r.err
     summary = json.loads(r.out)["summary"]
@@ -173,6 +175,7 @@ def test_the_older_flags_are_levels(cli, tmp_path: Path, args: tuple[str, ...], 
 
 
 def test_level_3_without_a_model_skips_saying_how_to_set_one(cli, tmp_path: Path) -> None:
+    (tmp_path / "sys").mkdir()  # an empty machine is still a root: sys/ (issue 22, item 11)
     r = cli("doctor", "--level", "3", "--only", "model", "--json", "--sysroot", str(tmp_path))
     (check,) = json.loads(r.out)["checks"]
     assert (check["id"], check["status"], check["message"]) == ("model.smoke", "skip", NO_MODEL)
@@ -191,6 +194,7 @@ def make():
 def test_level_3_runs_the_configured_model_with_real_torch(cli, isolated_env: Path) -> None:
     (isolated_env / "tiny.py").write_text(textwrap.dedent(MODEL))
     (isolated_env / "pyproject.toml").write_text('[tool.neuronctl]\nmodel = "tiny:make"\n')
+    (isolated_env / "sys").mkdir(exist_ok=True)  # an empty machine is still a root: sys/ (issue 22, item 11)
     r = cli("doctor", "--level", "3", "--only", "model", "--device", "cpu", "--json",
             "--sysroot", str(isolated_env))
     assert r.code == 0, r.out + r.err

@@ -43,6 +43,7 @@ def test_bad_requests_are_refused_before_anything_is_gathered(
 
 def test_the_reporter_hears_the_chosen_checks(no_hardware_reads: None, tmp_path: Path) -> None:
     reporter = CollectingReporter()
+    (tmp_path / "sys").mkdir()  # an empty machine is still a root: sys/ (issue 22, item 11)
     minor = f"{sys.version_info.major}.{sys.version_info.minor}"
     release = next(r.version for r in MANIFEST.releases if minor in r.python and r.frameworks)
     report = doctor(DoctorRequest(manifest=MANIFEST, only=("python",), release=release,

@@ -51,6 +51,7 @@ def test_prometheus_needs_a_prom_file_and_runs_nothing_without_one(cli, args) ->
 def test_slurm_drain_where_slurm_cannot_be_reached_fails_and_says_why(
         cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no scontrol
+    (tmp_path / "sys").mkdir()  # an empty machine is still a root: sys/ (issue 22, item 11)
     monkeypatch.setenv("SLURMD_NODENAME", "node7")
     r = cli("doctor", "--level", "1", "--only", "python", "--slurm-drain", "--json",
             "--sysroot", str(tmp_path))

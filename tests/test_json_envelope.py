@@ -57,7 +57,7 @@ def assert_error_line(r: Result, doc: dict[str, Any]) -> None:
 @pytest.fixture
 def empty_root() -> Path:
     root = Path(EMPTY)
-    root.mkdir()
+    (root / "sys").mkdir(parents=True)  # an empty machine is still a root: sys/ (issue 22, item 11)
     return root
 
 
