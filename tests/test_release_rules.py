@@ -181,3 +181,19 @@ def test_lock_and_install_refuse_what_a_rule_forbids_unless_allowed():
     xla = M.get("2.31.0").default_framework()
     notes = check_stack_rules(M, "2.31.0", xla, ["3.11"], what="lock")  # warn: a note, no refusal
     assert len(notes) == 1 and "no longer supported for training" in notes[0]
+
+
+def test_coherence_says_a_pin_is_not_published_and_judges_by_the_recipe():
+    from neuronctl.ops.doctor.checks_packages import check_coherence
+
+    env = python_env("3.12.3", {"torch": "2.14.0+cpu", "torch-neuronx": "2.14.3.1",
+                                "neuronx-cc": "2.29.1.0", "nki": "0.8.0"})
+    out = check_coherence(facts(env=env, release="2.34.0"))
+    assert out.status == "pass", out
+    assert any("neuronx-cc 2.29.1.0: Neuron 2.34.0 does not publish its pin; within AWS's recipe, "
+               "neuronx-cc==2.*" in d for d in out.details)
+    assert any("nki (unpinned)" in d for d in out.details)
+    old = python_env("3.12.3", {"torch": "2.14.0+cpu", "torch-neuronx": "2.14.3.1",
+                                "neuronx-cc": "1.24.0.0"})
+    out = check_coherence(facts(env=old, release="2.34.0"))
+    assert out.status == "warn" and "outside AWS's recipe for Neuron 2.34.0" in out.message

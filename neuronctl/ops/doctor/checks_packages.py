@@ -142,6 +142,25 @@ def check_placeholders(f: Facts) -> Outcome:
                    install_fix(f))
 
 
+def _unpublished_pin(name: str, version: str, release: Release) -> tuple[Status, str]:
+    """A package whose pin AWS has not published: judged against the constraint of AWS's
+    install recipe, and said to be so."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    spec = release.constraints[name]
+    shown = f"{name}{spec}" if spec else f"{name} (unpinned)"
+    try:
+        fits = Version(version) in SpecifierSet(spec)
+    except InvalidVersion:
+        fits = False
+    if fits:
+        return "pass", (f"{name} {version}: Neuron {release.version} does not publish its pin; "
+                        f"within AWS's recipe, {shown}")
+    return "warn", (f"{name} {version} is outside AWS's recipe for Neuron {release.version} "
+                    f"({shown}; its pin is not published)")
+
+
 def check_coherence(f: Facts) -> Outcome:
     env, release = f.env, f.selection.release
     findings: list[tuple[Status, str]] = []
@@ -164,6 +183,9 @@ def check_coherence(f: Facts) -> Outcome:
         if dist is None or dist.wrong_package:
             continue
         pinned = release.packages.get(name, ())
+        if not pinned and name in release.constraints:
+            findings.append(_unpublished_pin(name, dist.version, release))
+            continue
         if not pinned:
             continue
         if public(dist.version) in {public(v) for v in pinned}:
