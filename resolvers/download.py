@@ -1,5 +1,11 @@
 """Download a distribution into the content-addressed wheel cache, verified against its sha256
 and size; a file that fails verification is never left where a later step could use it.
+
+Below the cache root (which may itself be a link: ~/.cache on another disk) every folder is a
+real one, made here, and a symbolic link where a folder or the file should be is never followed:
+a folder that is a link is refused (a link planted in a shared wheelhouse would put files, or the
+sweep of stale partial files, outside it), a file name that is a link is replaced, as a rename
+replaces it, never written through.
 """
 
 from __future__ import annotations
@@ -7,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -49,7 +56,49 @@ def cached_wheel_path(cache_root: Path, sha256: str, filename: str) -> Path:
     result is refused unless it stays inside the cache."""
     digest = checked_hash("sha256", sha256, filename[:80] if isinstance(filename, str) else "file")
     name = safe_filename(filename, "wheel file name")
-    return contained(cache_root / "wheels", digest[:2], digest, name)
+    # The folder is resolved and checked; the name (one safe component) is not resolved: a link
+    # there is an entry to replace, not a place to write.
+    return contained(cache_root / "wheels", digest[:2], digest) / name
+
+
+def real_folder(root: Path, folder: Path) -> Path:
+    """`folder` (inside `root`) with every folder below `root` a real directory, made where
+    missing; one that is a symbolic link or not a directory is refused (InputError)."""
+    base = Path(os.path.abspath(root))
+    base.mkdir(parents=True, exist_ok=True)
+    path = base
+    for part in _below(base, folder):
+        path = path / part
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path)
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            raise InputError(f"{path}: a symbolic link or not a folder; neuronctl writes only into "
+                             "real folders there (remove it)")
+    return path
+
+
+def _below(base: Path, folder: Path) -> tuple[str, ...]:
+    try:
+        return Path(os.path.abspath(folder)).relative_to(base).parts
+    except ValueError:  # resolved through a link out of the root
+        raise InputError(f"{folder}: outside {base} (a symbolic link on the way?); refusing to "
+                         "write there") from None
+
+
+def _regular_in_real_folders(root: Path, path: Path) -> bool:
+    """A regular file at `path` itself (a link to one is not), every folder between `root` and
+    it a real directory (a cached copy found through a link is not the cache's)."""
+    base = Path(os.path.abspath(root.resolve()))
+    try:
+        parts = Path(os.path.abspath(path)).relative_to(base).parts
+        folder = base
+        for part in parts[:-1]:
+            folder = folder / part
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                return False
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def _check(filename: str, url: str, got_sha: str, got_size: int, sha256: str | None,
@@ -82,10 +131,10 @@ class _Staging:
 
     def __init__(self, cache_root: Path, filename: str) -> None:
         self.filename = filename
-        self.wheels = cache_root / "wheels"
+        self.root = cache_root.resolve()
+        self.wheels = self.root / "wheels"
         with self._cache_faults():
-            staging = self.wheels / "partial"
-            staging.mkdir(parents=True, exist_ok=True)
+            staging = real_folder(self.root, self.wheels / "partial")  # swept: never a link
             _sweep_stale(staging)
             fd, name = tempfile.mkstemp(prefix=f"{filename}.", dir=staging)
         self.path = Path(name)
@@ -115,8 +164,8 @@ class _Staging:
 
     def move_to(self, final: Path) -> None:
         with self._cache_faults():
-            final.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(self.path, final)
+            real_folder(self.root, final.parent)
+            os.replace(self.path, final)  # a link at `final` is replaced, its target untouched
 
     def discard(self) -> None:
         with contextlib.suppress(OSError):
@@ -138,7 +187,7 @@ def download_verified(fetcher: Fetcher, url: str, filename: str, cache_root: Pat
     if sha256 is not None:
         sha256 = checked_hash("sha256", sha256, where)
         final = cached_wheel_path(cache_root, sha256, filename)
-        if final.is_file():
+        if _regular_in_real_folders(cache_root, final):
             got = sha256_file(final)
             if got == sha256:
                 if progress:

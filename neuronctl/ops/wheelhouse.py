@@ -7,12 +7,15 @@ whatever host the lock fits finds its own pick there; with targets (Python, plat
 of the packages for those targets whose tags fit one of them (every fitting wheel, not only the
 best, since a host's own tags choose among them at install time).
 
-How: each file is streamed into a hidden staging folder inside DIR (`.neuronctl-partial`),
+How: each file is streamed into a hidden staging folder inside DIR (`.neuronctl-partial`, a real
+folder: a link there is refused),
 verified against the lock's sha256 and size, and only then renamed to DIR/<file name> (same file
 system: atomic). A file already at its final name is verified and skipped; one that fails
 verification is replaced by a verified download. Nothing unverified ever has a final name, so a
 run stopped by Ctrl-C or SIGTERM leaves DIR usable and the next run resumes where it stopped.
-File names come from the lock: each is checked by safe_filename and placed with contained().
+File names come from the lock: each is checked by safe_filename (one plain component). A file
+name in DIR that is a symbolic link is never followed: unverified, it is replaced by the verified
+file (a rename replaces the link, not its target).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from neuronctl.errors import FaultError, InputError
 from neuronctl.ops.reporter import Event, Reporter
-from neuronctl.safety import checked_hash, contained, safe_filename
+from neuronctl.safety import checked_hash, safe_filename
 
 if TYPE_CHECKING:
     from packaging.pylock import Pylock
@@ -227,12 +230,21 @@ def download(request: DownloadRequest, reporter: Reporter) -> DownloadOutcome:
 
 
 def _prepare(dest: Path) -> Path:
+    """DIR, made if absent (a link to a folder is followed: the user named it), and its staging
+    folder, a real one: a link there would put every download, and the sweep of stale partial
+    files, outside DIR."""
+    from neuronctl.resolvers.download import real_folder
+
     try:
         dest.mkdir(parents=True, exist_ok=True)
-        (dest / STAGING).mkdir(exist_ok=True)
+        resolved = dest.resolve()
     except OSError as exc:
         raise InputError(f"-d {dest}: cannot make it a directory: {exc.strerror or exc}") from None
-    return dest.resolve()
+    try:
+        real_folder(resolved, resolved / STAGING)
+    except OSError as exc:
+        raise InputError(f"-d {dest}: cannot make {STAGING} in it: {exc.strerror or exc}") from None
+    return resolved
 
 
 def shared_file_mode() -> int:
@@ -253,8 +265,8 @@ def _fetch_one(file: LockedFile, dest: Path, fetcher: Any, reporter: Reporter,
                abandon: threading.Event, mode: int) -> FileOutcome:
     from neuronctl.resolvers.download import download_verified
 
-    final = contained(dest, file.filename)
-    present = final.exists()
+    final = dest / safe_filename(file.filename, file.package)  # not resolved: a link there is
+    present = os.path.lexists(final)  # replaced by the verified file, never written through
     if present and verified(file, final):
         reporter.finished(file.filename, f"{file.filename}: already there, sha256 ok")
         return FileOutcome(file, "present")
