@@ -80,9 +80,17 @@ class LockInputs:
     indexes: Mapping[str, str] = field(default_factory=dict)
     fallback: Mapping[str, str] | None = None
     """A fallback lock's {"device": "cuda", "variant": "cu130"}; None for the Neuron lock."""
+    unpublished: Mapping[str, str] = field(default_factory=dict)
+    """Packages whose pin the release does not publish: name -> the recipe's constraint they
+    were resolved from the index within (recorded as such)."""
 
     def to_tool(self) -> dict[str, Any]:
         tool = self._common()
+        if self.unpublished:
+            tool["resolved-from-index"] = {
+                name: f"pin not published by Neuron {self.release}; resolved from the index "
+                      f"within {name}{spec or ' (unpinned)'}"
+                for name, spec in sorted(self.unpublished.items())}
         if self.fallback is not None:
             del tool["torch-neuronx"]  # a fallback lock holds no Neuron package
             tool["fallback"] = dict(self.fallback)

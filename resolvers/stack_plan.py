@@ -3,7 +3,7 @@ pure manifest logic, shared by lock, install and init (and cheap to import)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from packaging.version import InvalidVersion
 
@@ -26,6 +26,9 @@ class StackPlan:
     """name -> the manifest's version."""
     fallback: Fallback | None = None
     """Set for a fallback lock: the same torch for another device, no Neuron packages."""
+    unpublished: dict[str, str] = field(default_factory=dict)
+    """name -> the constraint AWS's install recipe gives, for a pin the release does not
+    publish (2.34.0's neuronx-cc==2.*, nki unpinned): resolved from the index within it."""
 
 
 @dataclass(frozen=True)
@@ -74,11 +77,14 @@ def select_framework(release: Release, torch: str | None) -> Framework:
 def plan_stack(release: Release, torch: str | None, latest: bool) -> StackPlan:
     fw = select_framework(release, torch)
     pins = {"torch": fw.torch, "torch-neuronx": fw.torch_neuronx}
+    unpublished = {}
     for name in STACK_PACKAGES:
         version = release.package_version(name)
         if version:
             pins[name] = version
-    return StackPlan(release, fw, latest, pins)
+        elif name in release.constraints:
+            unpublished[name] = release.constraints[name]
+    return StackPlan(release, fw, latest, pins, unpublished=unpublished)
 
 
 def plan_fallback(release: Release, torch: str | None, latest: bool, fallback: Fallback) -> StackPlan:

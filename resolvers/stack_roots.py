@@ -32,6 +32,11 @@ def root_requirements(plan: StackPlan, extra: Sequence[str]) -> list[Req]:
         spec = (f"=={_line(version, 2)}.*,>={Version(version).public}" if plan.latest
                 else f"=={version}")
         roots.append(Req.parse(f"{name}{spec}", source))
+    for name, constraint in plan.unpublished.items():
+        # No published pin: the newest build the index has within AWS's recipe constraint.
+        roots.append(Req.parse(f"{name}{constraint}",
+                               f"{source} (pin not published; AWS's recipe: "
+                               f"{name}{constraint or ' unpinned'})"))
     for text in extra:
         try:
             req = Req.parse(text, "--with")
