@@ -145,3 +145,15 @@ def test_unknown_source_id_and_bad_constraint_are_refused():
     data["releases"][0]["unpublished"]["nki"] = "==2.*\n--index-url x"
     with pytest.raises(InputError, match=r"unpublished\.nki: .* is not a version constraint"):
         parse_manifest(data, "m.json")
+
+
+def test_show_sources_lists_the_rules_of_the_release_with_theirs(cli):
+    out = cli("releases", "show", "2.33.1", "--sources").out
+    rule = next(line for line in out.splitlines()
+                if line.startswith("rule os.torchneuron-wheels-ubuntu-26.04"))
+    assert "Ubuntu 26.04 only" in rule and "quickstart-torch-neuron.html (read 2026-12-01)" in rule
+    assert "rule support.xla-inference-trn2-trn3-ended-2.34" not in out  # 2.34's, not 2.33.1's
+    doc = json.loads(cli("releases", "show", "2.34.0", "--sources", "--json").out)
+    ids = {r["id"] for r in doc["rules"]}
+    assert "support.xla-inference-trn2-trn3-ended-2.34" in ids
+    assert all("(read 2026-12-01)" in r["source"] for r in doc["rules"])

@@ -14,6 +14,7 @@ from neuronctl.manifest import Manifest, Release
 
 if TYPE_CHECKING:
     from neuronctl.provenance import ValueEntry
+    from neuronctl.rules import Rule
 
 MANIFEST_OPTION = click.option(
     "--manifest", "manifest_path", type=click.Path(path_type=Path, dir_okay=False),
@@ -176,9 +177,12 @@ def show(version: str, as_json: bool, with_sources: bool, manifest_path: Path | 
         doc: dict[str, object] = {"release": release.to_json()}
         if entries is not None:
             doc["values"] = [e.to_json() for e in entries]
+            doc["rules"] = [{**r.to_json(), "source": manifest.cite(r.source)}
+                            for r in _rules_for(manifest, release)]
         emit_json(doc)
     elif entries is not None:
         _sources_table(release, entries)
+        _rules_lines(manifest, release)
     else:
         _release_detail(release)
         if release is not manifest.default and not release.complete:
@@ -186,6 +190,23 @@ def show(version: str, as_json: bool, with_sources: bool, manifest_path: Path | 
                        f"(resolved from the index where AWS's recipe gives a constraint); the "
                        f"default release is {manifest.default.version}")
     return 0
+
+
+def _rules_for(manifest: Manifest, release: Release) -> list[Rule]:
+    from packaging.specifiers import SpecifierSet
+
+    return [r for r in manifest.rules
+            if not r.releases or release.key in SpecifierSet(r.releases)]
+
+
+def _rules_lines(manifest: Manifest, release: Release) -> None:
+    """The documented rules whose release range holds this release, each with its source."""
+    from rich.text import Text
+
+    console = get_app().console()
+    for rule in _rules_for(manifest, release):
+        console.print(Text(f"rule {rule.id} ({rule.kind}, {rule.severity}): {rule.says}  "
+                           f"[source: {manifest.cite(rule.source)}]"), soft_wrap=True)
 
 
 def _sources_table(release: Release, entries: list[ValueEntry]) -> None:
