@@ -231,3 +231,52 @@ def test_newer_bundled_data_wins_over_an_older_store(data_home):
     old["compiled"] = "2026-12-02"
     store.write_text(json.dumps(old))
     assert load_default_manifest().origin == "stored"
+
+
+def test_a_trickling_server_cannot_hold_the_fetch(tmp_path):
+    """One byte every 0.2 s: the fetch ends at its deadline, not when the body does."""
+    import time
+
+    from neuronctl.errors import FaultError
+    from neuronctl.ops.releases import update_releases
+
+    class Trickle(QuietHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            self.send_response(200)
+            self.send_header("Content-Length", "100000")
+            self.end_headers()
+            try:
+                for _ in range(200):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.2)
+            except OSError:
+                pass
+
+    with serving(Trickle) as url:
+        start = time.monotonic()
+        with pytest.raises(FaultError, match="not fetched within 1.5 s"):
+            update_releases(BUNDLED, f"{url}/slow.json", accept=False,
+                            store=tmp_path / "releases.json", timeout=1.5)
+        assert time.monotonic() - start < 4
+    assert not (tmp_path / "releases.json").exists()
+
+
+def test_a_compressed_body_is_refused(cli, site):
+    state, url = site
+
+    class Gzip(QuietHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            import gzip
+
+            body = gzip.compress(_ours())
+            self.send_response(200)
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    with serving(Gzip) as gz:
+        r = cli("releases", "update", "--from", f"{gz}/m.json")
+    assert r.code == 2 and "Content-Encoding 'gzip'" in r.err
+    assert not stored_manifest_path().exists()

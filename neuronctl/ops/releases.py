@@ -86,32 +86,43 @@ class ReleasesUpdate:
 
 
 def _fetch_url(url: str, timeout: float) -> bytes:
-    """GET a manifest: bounded in size (the manifest limit) and time (`timeout` in all)."""
+    """GET a manifest: bounded in size (the manifest limit) and in time (`timeout` in all: one
+    socket read at a time, so a server trickling bytes cannot hold it); no content encoding (a
+    compressed body could be a bomb)."""
     import time
 
     import requests
+    import urllib3
 
     deadline = time.monotonic() + timeout
+    shown = redact_url(url)
     try:
-        with requests.get(url, stream=True, timeout=(min(timeout, 10.0), timeout),
-                          headers={"Accept": "application/json"}) as resp:
+        with requests.get(url, stream=True, timeout=(min(timeout, 10.0), min(timeout, 10.0)),
+                          headers={"Accept": "application/json",
+                                   "Accept-Encoding": "identity"}) as resp:
             if resp.status_code != 200:
-                raise FaultError(f"{redact_url(url)}: HTTP {resp.status_code}; nothing was changed")
-            check_url(resp.url, f"{redact_url(url)} redirected to")
+                raise FaultError(f"{shown}: HTTP {resp.status_code}; nothing was changed")
+            check_url(resp.url, f"{shown} redirected to")
+            if resp.headers.get("Content-Encoding", "identity").lower() != "identity":
+                raise InputError(f"{shown}: served with Content-Encoding "
+                                 f"{resp.headers['Content-Encoding'][:40]!r}; expected none")
             chunks, size = [], 0
-            for chunk in resp.iter_content(1 << 16):
+            while chunk := resp.raw.read1(1 << 16):
                 size += len(chunk)
                 if size > MAX_JSON_BYTES:
-                    raise InputError(f"{redact_url(url)}: larger than {MAX_JSON_BYTES >> 20} MB; "
-                                     "not a manifest")
+                    raise InputError(f"{shown}: larger than {MAX_JSON_BYTES >> 20} MB; not a "
+                                     "manifest")
                 if time.monotonic() > deadline:
-                    raise FaultError(f"{redact_url(url)}: not fetched within {timeout:g} s; "
-                                     "nothing was changed")
+                    raise FaultError(f"{shown}: not fetched within {timeout:g} s; nothing was "
+                                     "changed")
                 chunks.append(chunk)
             return b"".join(chunks)
     except requests.RequestException as exc:
-        raise FaultError(f"{redact_url(url)}: cannot fetch: {type(exc).__name__}; nothing was "
-                         "changed") from None
+        raise FaultError(f"{shown}: cannot fetch: {type(exc).__name__}; nothing was changed") \
+            from None
+    except (OSError, urllib3.exceptions.HTTPError) as exc:  # read1's errors, below requests
+        raise FaultError(f"{shown}: cannot fetch: {type(exc).__name__}; nothing was changed") \
+            from None
 
 
 def fetch_manifest(source: str, timeout: float = FETCH_TIMEOUT_S) -> Manifest:
