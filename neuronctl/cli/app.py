@@ -84,6 +84,7 @@ def allow_colour(allowed: bool) -> None:
 
 _PLAIN = re.compile(r"[\x20-\x7e]*")
 _PLAIN_LINES = re.compile(r"[\x20-\x7e\n]*")
+_PLAIN_STREAM = re.compile(r"[\x20-\x7e\n\t]*")  # what the stream passes untouched (JSON, tables)
 
 
 def safe_chars(text: str, *, lines: bool = False, keep_width: bool = False,
@@ -164,10 +165,6 @@ class TerminalStream:
     def unfiltered(self) -> TerminalStream:
         return TerminalStream(self._stream, filtered=False, state=self._state)
 
-    @property
-    def wrapped(self) -> IO[str]:
-        return self._stream
-
     def write(self, text: str) -> int:
         if not isinstance(text, str):  # bytes: the TypeError a text stream raises
             return self._stream.write(text)
@@ -189,7 +186,7 @@ class TerminalStream:
             self._closed()
 
     def _safe(self, text: str) -> str:
-        if _PLAIN_LINES.fullmatch(text):
+        if _PLAIN_STREAM.fullmatch(text):
             return text
         if not _is_tty(self._stream):
             return safe_chars(text, lines=True, tabs=True)
