@@ -1,0 +1,160 @@
+"""The planner, pure: a release, an OS target and the target's facts in, ordered steps out. Each
+step has an id, a title, why it is there, the shell commands that do it and a shell check that
+says it is already done (run before the commands, so a re-run skips what is done). The plan is
+refused (InputError, exit 2) where a documented rule forbids the combination, unless
+--allow-unsupported."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from neuronctl.errors import InputError
+from neuronctl.manifest import Release
+from neuronctl.ops.setup.repos import APT_REPO, KEY_FINGERPRINT, SOURCES, YUM_REPO, OsTarget
+from neuronctl.probes.setup_facts import SetupFacts
+from neuronctl.rules import Rule, Situation, enforce
+
+SYSTEM_PACKAGES = ("aws-neuronx-dkms", "aws-neuronx-runtime-lib", "aws-neuronx-collectives",
+                   "aws-neuronx-tools")
+USER_SPACE = SYSTEM_PACKAGES[1:]
+OCI_HOOK = "aws-neuronx-oci-hook"
+FINGERPRINT = re.compile(r"[0-9A-F]{40}")
+_URL = re.compile(r"(https?|file)://[A-Za-z0-9._~:/?#\[\]@!&()*+,;=%-]{1,400}")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the plan: what it does, why, how, and how to tell it is done already."""
+
+    id: str
+    title: str
+    why: str
+    commands: tuple[str, ...]
+    check: str | None
+    """A shell condition that holds when the step is done (None: the step always runs)."""
+    satisfied: bool | None = None
+    """What the facts say now: True done, False to do, None not known before it runs."""
+    blocked: str | None = None
+    """Why the step must not run now (processes holding /dev/neuron*)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "why": self.why,
+                "commands": list(self.commands), "check": self.check,
+                "satisfied": self.satisfied, "blocked": self.blocked}
+
+
+@dataclass(frozen=True)
+class SetupRequest:
+    """What to plan: the release, the OS, the target's facts and the user's choices."""
+
+    release: Release
+    target: OsTarget
+    facts: SetupFacts
+    repo: str | None = None
+    key_fingerprint: str = KEY_FINGERPRINT
+    with_python: bool = False
+    venv: str = ""
+    allow_unsupported: bool = False
+    chip: str | None = None
+
+
+@dataclass(frozen=True)
+class SetupPlan:
+    """The ordered steps for one release on one target, and what the script's variables hold."""
+
+    release: str
+    target: OsTarget
+    repo: str
+    key_fingerprint: str
+    packages: dict[str, str]
+    """Package -> pinned upstream version ("" where the bundled data pins none)."""
+    steps: tuple[Step, ...]
+    variables: dict[str, str]
+    facts: SetupFacts
+    notes: tuple[str, ...] = ()
+    sources: dict[str, str] = field(default_factory=lambda: dict(SOURCES))
+
+    @property
+    def driver(self) -> str:
+        return self.packages["aws-neuronx-dkms"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"release": self.release, "os": self.target.id, "family": self.target.family,
+                "repo": self.repo, "key_fingerprint": self.key_fingerprint,
+                "packages": dict(self.packages), "steps": [s.to_json() for s in self.steps],
+                "variables": dict(self.variables), "facts": self.facts.to_json(),
+                "notes": list(self.notes), "sources": dict(self.sources)}
+
+
+def check_repo_url(url: str, where: str) -> str:
+    """A repository URL that goes into a shell script and an apt line: http(s) or file, plain
+    characters only (no quote, dollar, backquote, backslash or space), bounded."""
+    if not _URL.fullmatch(url):
+        raise InputError(f"{where}: {url[:80]!r} is not a plain http(s):// or file:// URL",
+                         hint="a mirror's URL without spaces, quotes, $ or backslashes")
+    return url.rstrip("/")
+
+
+def check_fingerprint(value: str, where: str) -> str:
+    fpr = value.replace(" ", "").upper()
+    if not FINGERPRINT.fullmatch(fpr):
+        raise InputError(f"{where}: {value[:60]!r} is not a 40-digit OpenPGP fingerprint")
+    return fpr
+
+
+def _pins(release: Release) -> dict[str, str]:
+    missing = [p for p in SYSTEM_PACKAGES if not release.system.get(p)]
+    if missing:
+        raise InputError(f"Neuron {release.version} has no published version of "
+                         f"{', '.join(missing)} in the release data: nothing to pin",
+                         hint="plan a release whose system packages are published, e.g. "
+                              "--release 2.33.1 (`neuronctl releases` lists them)")
+    return {p: release.system[p] for p in SYSTEM_PACKAGES}
+
+
+def _refuse(req: SetupRequest, pins: dict[str, str], rules: Sequence[Rule],
+            cite: Callable[[str], str]) -> list[str]:
+    """The documented rules over what this plan would install (exit 2 unless allowed)."""
+    framework = req.release.default_framework() if req.with_python else None
+    chip = req.chip or req.facts.chip
+    situation = Situation(req.release.version, backend=framework.backend if framework else None,
+                          chip=chip, os=req.target.rule_os, driver=pins["aws-neuronx-dkms"],
+                          runtime=pins["aws-neuronx-runtime-lib"],
+                          torch=".".join(framework.torch.split(".")[:2]) if framework else None)
+    notes = enforce(rules, [situation], cite, allow=req.allow_unsupported,
+                    what=f"setup of Neuron {req.release.version} on {req.target.id}"
+                         + (f" ({chip})" if chip else ""))
+    if req.facts.in_container:
+        if not req.allow_unsupported:
+            raise InputError("this root is a container: the driver belongs to the host",
+                             hint="plan the host (setup on it, or --sysroot), build images with "
+                                  "`neuronctl setup --dockerfile`, or --allow-unsupported")
+        notes.append("allowed (--allow-unsupported): planning inside a container")
+    return notes
+
+
+def make_plan(req: SetupRequest, rules: Sequence[Rule], cite: Callable[[str], str]) -> SetupPlan:
+    """The plan, or InputError before anything runs."""
+    from neuronctl.ops.setup import steps as build
+
+    pins = _pins(req.release)
+    notes = _refuse(req, pins, rules, cite)
+    family = req.target.family
+    repo = check_repo_url(req.repo, "--repo") if req.repo else (APT_REPO if family == "apt" else YUM_REPO)
+    fpr = check_fingerprint(req.key_fingerprint, "--key-fingerprint")
+    packages = dict(pins)
+    if req.facts.container_host:
+        packages[OCI_HOOK] = ""
+        notes.append(f"{OCI_HOOK}: a container runtime is on this host; the bundled data pins no "
+                     "version of it for this release, so the repository's newest is installed")
+    f = req.facts
+    if f.known and not (req.target.codename or f.codename) and family == "apt":
+        raise InputError(f"{req.target.id}: no VERSION_CODENAME in os-release: the apt suite is "
+                         "not known")
+    variables = build.variables(req, repo, fpr)
+    steps = build.steps(req, packages, notes)
+    return SetupPlan(req.release.version, req.target, repo, fpr, packages, tuple(steps),
+                     variables, f, tuple(notes))

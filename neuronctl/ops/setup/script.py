@@ -1,0 +1,144 @@
+"""A plan as a POSIX sh script (`set -eu`, each step guarded by its check, so a re-run skips
+what is done and continues where a failure stopped), and as plain text. apply.py runs each step
+through the same preamble, so what `--yes` runs is what the script says."""
+
+from __future__ import annotations
+
+import shlex
+
+from neuronctl.ops.setup.plan import SetupPlan, Step
+
+_APT_HELPERS = r"""
+installed() {
+  # shellcheck disable=SC2016
+  dpkg-query --root="${SETUP_ROOT:-/}" -W -f='${db:Status-Status} ${Version}\n' "$1" 2>/dev/null \
+    | sed -n 's/^installed //p'
+}
+has_version() { v=$(installed "$1"); [ -n "$v" ] && [ "${v%%-*}" = "$2" ]; }
+is_held() {
+  # shellcheck disable=SC2016
+  [ "$(dpkg-query --root="${SETUP_ROOT:-/}" -W -f='${db:Status-Want}' "$1" 2>/dev/null)" = hold ]
+}
+all_held() { for p in "$@"; do is_held "$p" || return 1; done; }
+remove_installed() {
+  for p in "$@"; do if [ -n "$(installed "$p")" ]; then "$APT_GET" remove -y "$p"; fi; done
+}
+refresh() { "$APT_GET" update; }
+"""
+
+_DNF_HELPERS = r"""
+installed() {
+  if v=$(rpm --root="${SETUP_ROOT:-/}" -q --qf '%{VERSION}' "$1" 2>/dev/null); then printf '%s' "$v"; fi
+}
+has_version() { [ "$(installed "$1")" = "$2" ]; }
+all_held() {
+  while [ $# -gt 1 ]; do
+    if [ "$2" != - ]; then
+      "$DNF" versionlock list 2>/dev/null | grep -q "^$1-\([0-9]*:\)\{0,1\}$2-" || return 1
+    fi
+    shift 2
+  done
+}
+remove_installed() {
+  for p in "$@"; do if [ -n "$(installed "$p")" ]; then "$DNF" remove -y "$p"; fi; done
+}
+"""
+
+_COMMON_HELPERS = r"""
+all_versions() {
+  while [ $# -gt 1 ]; do
+    if [ "$2" = - ]; then [ -n "$(installed "$1")" ] || return 1
+    else has_version "$1" "$2" || return 1; fi
+    shift 2
+  done
+}
+none_installed() { for p in "$@"; do [ -z "$(installed "$p")" ] || return 1; done; }
+key_fprs() {
+  gpg --batch --no-autostart --with-colons --show-keys "$1" 2>/dev/null \
+    | awk -F: '$1 == "pub" { p = 1; next } $1 == "fpr" && p { print $10; p = 0 }'
+}
+key_ok() { [ -s "$KEYRING" ] && [ "$(key_fprs "$KEYRING")" = "$NEURON_KEY_FPR" ]; }
+headers_present() {
+  [ -e "$SETUP_ROOT/lib/modules/$KERNEL/build" ] || [ -d "$SETUP_ROOT/usr/src/linux-headers-$KERNEL" ] \
+    || [ -d "$SETUP_ROOT/usr/src/kernels/$KERNEL" ]
+}
+neuron_holders() {
+  for fd in "$SETUP_ROOT"/proc/[0-9]*/fd/*; do
+    t=$(readlink "$fd" 2>/dev/null) || continue
+    case "$t" in /dev/neuron*) p=${fd#"$SETUP_ROOT"/proc/}; echo "${p%%/*}" ;; esac
+  done | sort -u
+}
+loaded_driver() { cat "$SETUP_ROOT/sys/module/neuron/version" 2>/dev/null || true; }
+"""
+
+
+def preamble(plan: SetupPlan) -> str:
+    """`set -eu`, the variables (each settable from the environment) and the helpers."""
+    lines = ["set -eu"]
+    for name, default in plan.variables.items():
+        lines.append(f"{name}=${{{name}:-{default}}}" if default else f"{name}=${{{name}:-}}")
+    helpers = _APT_HELPERS if plan.target.family == "apt" else _DNF_HELPERS
+    return "\n".join(lines) + "\n" + helpers + _COMMON_HELPERS
+
+
+def check_script(plan: SetupPlan, step: Step) -> str:
+    return f"{preamble(plan)}\n{step.check or 'false'}\n"
+
+
+def run_script(plan: SetupPlan, step: Step) -> str:
+    return preamble(plan) + "\n" + "\n".join(step.commands) + "\n"
+
+
+def _echo(text: str) -> str:
+    return f"echo {shlex.quote(text)}"
+
+
+def render_sh(plan: SetupPlan) -> str:
+    total = len(plan.steps)
+    head = [
+        "#!/bin/sh",
+        f"# neuronctl setup: Neuron {plan.release} on {plan.target.id} "
+        f"({plan.target.family}); review it, then run it as root.",
+        "# Each step runs only when its check says it is not done yet: re-running it continues",
+        "# where a failure stopped. Every variable below can be set from the environment.",
+        f"# The key is trusted only with fingerprint {plan.key_fingerprint}",
+        f"#   ({plan.sources['key-fingerprint']})",
+        *(f"# note: {n}" for n in plan.notes),
+    ]
+    body = []
+    for i, step in enumerate(plan.steps, 1):
+        tag = f"[{i}/{total}] {step.id}"
+        body.append(f"\n# {tag}: {step.title}\n# why: {step.why}")
+        if step.blocked:
+            body.append(f"# blocked when planned: {step.blocked}")
+        run = "\n".join("  " + c for c in step.commands)
+        if step.check:
+            body.append(f"if {step.check}; then\n  {_echo(f'neuronctl setup {tag}: done already, skipped')}"
+                        f"\nelse\n  {_echo(f'neuronctl setup {tag}: {step.title}')}\n{run}\nfi")
+        else:
+            body.append(f"{_echo(f'neuronctl setup {tag}: {step.title}')}\n{run}")
+    body.append("\n" + _echo(f"neuronctl setup: Neuron {plan.release} is set up"))
+    return "\n".join(head) + "\n\n" + preamble(plan) + "\n".join(body) + "\n"
+
+
+def status_word(step: Step) -> str:
+    if step.blocked:
+        return "blocked"
+    return {True: "done", False: "to do", None: "checked when run"}[step.satisfied]
+
+
+def render_text(plan: SetupPlan) -> str:
+    lines = [f"Neuron {plan.release} on {plan.target.id}: "
+             + ", ".join(f"{p} {v or '(newest)'}" for p, v in plan.packages.items()),
+             f"repository {plan.repo}, key {plan.key_fingerprint}"]
+    for i, step in enumerate(plan.steps, 1):
+        lines.append(f"{i:>2}. [{status_word(step)}] {step.id}: {step.title}")
+        lines.append(f"      why: {step.why}")
+        if step.blocked:
+            lines.append(f"      blocked: {step.blocked}")
+        if step.satisfied is not True:
+            lines += [f"      $ {c}" for c in step.commands if c != "refresh"]
+    lines += [f"note: {n}" for n in plan.notes]
+    lines.append("Nothing was changed. Run it with `neuronctl setup --yes` (as root), or write "
+                 "a script with --format sh.")
+    return "\n".join(lines) + "\n"
