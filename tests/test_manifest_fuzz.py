@@ -142,5 +142,10 @@ def test_wrong_json_types_name_the_file_and_the_field(tmp_path, field, value, sa
 
 
 def test_an_endless_file_is_refused_without_reading_it_all(tmp_path):
-    with pytest.raises(InputError, match="larger than 64 MB"):
+    with pytest.raises(InputError, match="not a regular file"):  # never opened for reading
         load_manifest_file(Path("/dev/zero"))
+    big = tmp_path / "big.json"
+    with big.open("wb") as fh:  # sparse: 65 MB of nothing, read only as far as the limit
+        fh.truncate((64 << 20) + 1)
+    with pytest.raises(InputError, match="larger than 64 MB"):
+        load_manifest_file(big)
