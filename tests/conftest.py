@@ -23,6 +23,12 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     for key in list(os.environ):
         if key.startswith(("PIP_", "UV_", "NEURONCTL_", "NEURON_", "PJRT_", "GITHUB_", "AWS_")):
             monkeypatch.delenv(key, raising=False)
+    # Before HOME moves: where this machine's Pythons are, so `--venv-python 3.12` finds them
+    # with no pyenv on PATH (a fresh machine's shell sets no PYENV_ROOT).
+    import pwd
+
+    monkeypatch.setenv("PYENV_ROOT", os.environ.get("PYENV_ROOT")
+                       or os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".pyenv"))
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
