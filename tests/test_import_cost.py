@@ -115,6 +115,7 @@ def test_a_doctor_run_without_lock_or_model_loads_neither_reader(tmp_path):
     """The doctor operation itself, run on this interpreter: the lock reader only with --lock,
     the smoke modules only with a configured model at level 3, the system readers only for the
     checks that read the system."""
+    (tmp_path / "sys").mkdir()  # an empty machine is still a root: sys/ (issue 22, item 11)
     run = ("from pathlib import Path\n"
            "from neuronctl.manifest import load_bundled_manifest\n"
            "from neuronctl.ops.doctor.run import DoctorRequest, doctor\n"
