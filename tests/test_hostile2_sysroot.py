@@ -315,3 +315,16 @@ def test_existence_checks_stay_inside_the_tree(tmp_path: Path) -> None:
     assert container_evidence(SysRoot(root)) == ((), False)
     write(root, "/run/.containerenv", "")
     assert container_evidence(SysRoot(root)) == (("/run/.containerenv",), False)
+
+
+def test_the_open_descriptor_is_checked_against_the_root(tmp_path: Path) -> None:
+    """A link swapped in after the path was resolved still cannot take the read out: the file
+    actually opened is checked (through /proc/self/fd) against the root."""
+    from neuronctl.probes.sysroot import read_regular_bytes
+
+    root = tree(tmp_path)
+    outside = host_file(tmp_path, "netrc", NETRC)
+    assert read_regular_bytes(outside, within=root.resolve()) is None
+    assert read_regular_bytes(outside) == NETRC.encode()
+    inside = write(root, "/etc/hostname", "node\n")
+    assert read_regular_bytes(inside, within=root.resolve()) == b"node\n"
