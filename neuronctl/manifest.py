@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -90,6 +90,8 @@ class Release:
     unpublished: tuple[str, ...] = ()
     """Value keys the data holds as not published (null in the file), e.g.
     "frameworks.2.9.0.2.15.32035.chips"."""
+    rules: tuple[Rule, ...] = ()
+    """The documented rules whose release range holds this release (the manifest's `rules`)."""
 
     @property
     def key(self) -> Version:
@@ -392,9 +394,11 @@ def parse_manifest(data: object, source: str, origin: str = "file") -> Manifest:
     sources = _parse_sources(top)
     _check_source_ids(releases, sources, top)
     compiled = top.text("compiled", required=False)
+    rules = parse_rules(top, sources)
+    releases = [replace(r, rules=tuple(x for x in rules if x.applies_to(r.version)))
+                for r in releases]
     return Manifest(tuple(releases), source, origin, generated, sources,
-                    check_date(compiled, f"{source}: compiled") if compiled else None,
-                    parse_rules(top, sources))
+                    check_date(compiled, f"{source}: compiled") if compiled else None, rules)
 
 
 def read_json_file(path: Path) -> object:

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from neuronctl.jsonfields import Fields
+
+if TYPE_CHECKING:
+    from neuronctl.provenance import Source
 
 RuleKind = Literal["support", "os", "runtime"]
 KINDS: tuple[str, ...] = ("support", "os", "runtime")
@@ -36,6 +39,15 @@ class Rule:
     when: Mapping[str, Any] = field(default_factory=dict)
     need: Mapping[str, Any] = field(default_factory=dict)
     severity: Literal["fail", "warn"] = "fail"
+    citation: str = ""
+    """The source as a user reads it (URL, date read), filled from the sources table."""
+
+    def applies_to(self, release: str) -> bool:
+        """Whether the rule's release range holds `release`."""
+        try:
+            return not self.releases or Version(release) in SpecifierSet(self.releases)
+        except InvalidVersion:
+            return False
 
     def to_json(self) -> dict[str, Any]:
         def plain(table: Mapping[str, Any]) -> dict[str, Any]:
@@ -104,9 +116,9 @@ def broken_rules(rules: Iterable[Rule], s: Situation, kinds: Iterable[str] = KIN
     return [r for r in rules if r.kind in wanted and broken(r, s)]
 
 
-def describe(rule: Rule, cite: str) -> str:
+def describe(rule: Rule, cite: str | None = None) -> str:
     """A broken rule as a user reads it: AWS's words and where they are."""
-    return f"{rule.says} [{rule.id}; source: {cite}]"
+    return f"{rule.says} [{rule.id}; source: {cite or rule.citation or rule.source}]"
 
 
 def _conditions(f: Fields, key: str) -> dict[str, Any]:
@@ -129,7 +141,7 @@ def _conditions(f: Fields, key: str) -> dict[str, Any]:
     return out
 
 
-def parse_rules(top: Fields, sources: Mapping[str, object]) -> tuple[Rule, ...]:
+def parse_rules(top: Fields, sources: Mapping[str, Source]) -> tuple[Rule, ...]:
     out = []
     seen: set[str] = set()
     for f in top.objects("rules", required=False):
@@ -149,14 +161,15 @@ def parse_rules(top: Fields, sources: Mapping[str, object]) -> tuple[Rule, ...]:
         severity = f.text("severity", required=False) or "fail"
         if severity not in ("fail", "warn"):
             raise f.fail("severity", f"expected fail or warn, got {severity!r}")
+        cite = sources[source].cite()
         out.append(Rule(rule_id, kind, f.req_text("says"), source, releases,  # type: ignore[arg-type]
                         _conditions(f, "when"), _conditions(f, "need"),
-                        "fail" if severity == "fail" else "warn"))
+                        "fail" if severity == "fail" else "warn", cite))
     return tuple(out)
 
 
-def enforce(rules: Iterable[Rule], situations: Iterable[Situation], cite: Callable[[str], str],
-            *, allow: bool, what: str) -> list[str]:
+def enforce(rules: Iterable[Rule], situations: Iterable[Situation],
+            cite: Callable[[str], str] | None = None, *, allow: bool, what: str) -> list[str]:
     """lock's and install's check: a combination a fail-severity rule forbids is an InputError
     (exit 2) naming the rule and its source, unless `allow` (--allow-unsupported); returns the
     lines to show as notes (warn-severity rules, and the rules --allow-unsupported overrode)."""
@@ -168,8 +181,12 @@ def enforce(rules: Iterable[Rule], situations: Iterable[Situation], cite: Callab
             found.setdefault(rule.id, rule)
     forbidding = [r for r in found.values() if r.severity == "fail"]
     if forbidding and not allow:
-        raise InputError(f"{what}: " + "; ".join(describe(r, cite(r.source)) for r in forbidding),
+        raise InputError(f"{what}: " + "; ".join(_said(r, cite) for r in forbidding),
                          hint="--allow-unsupported proceeds where you know better (a source "
                               "build, a container with another OS)")
     return [("allowed (--allow-unsupported): " if r.severity == "fail" else "")
-            + describe(r, cite(r.source)) for r in found.values()]
+            + _said(r, cite) for r in found.values()]
+
+
+def _said(rule: Rule, cite: Callable[[str], str] | None) -> str:
+    return describe(rule, cite(rule.source) if cite else None)

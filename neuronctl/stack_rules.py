@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from neuronctl.manifest import Framework, Manifest
+from neuronctl.manifest import Framework, Release
 from neuronctl.rules import Situation, enforce
 
 
@@ -14,15 +14,23 @@ def _line(version: str) -> str:
     return ".".join(version.split("+", maxsplit=1)[0].split(".")[:2])
 
 
-def check_stack_rules(manifest: Manifest, release: str | None, framework: Framework | None,
+def check_stack_rules(release: Release | None, framework: Framework | None,
                       pythons: Sequence[str], *, chip: str | None = None, os: str | None = None,
                       allow: bool = False, what: str = "this stack") -> list[str]:
-    """Raise InputError for a combination a rule forbids (unless `allow`); the notes to show."""
+    """Raise InputError for a combination a rule forbids (unless `allow`); the notes to show
+    (warn-severity rules, rules --allow-unsupported overrode, pins not published)."""
     if release is None:
         return []
-    situations = [Situation(release, backend=framework.backend if framework else None, chip=chip,
-                            python=_line(py) if py else None,
+    situations = [Situation(release.version, backend=framework.backend if framework else None,
+                            chip=chip, python=_line(py) if py else None,
                             torch=_line(framework.torch) if framework else None, os=os)
                   for py in (pythons or [""])]
-    return enforce(manifest.rules, situations, manifest.cite, allow=allow,
-                   what=f"{what} is not supported by Neuron {release}")
+    notes = enforce(release.rules, situations, allow=allow,
+                    what=f"{what} is not supported by Neuron {release.version}")
+    if release.constraints:
+        notes.append(f"Neuron {release.version} does not publish the pins of "
+                     f"{', '.join(release.constraints)}: they are resolved from the index within "
+                     "AWS's install recipe (" + ", ".join(
+                         f"{n}{s}" if s else f"{n} unpinned" for n, s in release.constraints.items())
+                     + ")")
+    return notes

@@ -173,14 +173,19 @@ def test_lock_and_install_refuse_what_a_rule_forbids_unless_allowed():
     fw = rel.default_framework()
     with pytest.raises(InputError, match=r"install is not supported by Neuron 2.33.1: The standalone "
                                          r"wheels .* \[os.torchneuron-wheels-ubuntu-26.04; source: https"):
-        check_stack_rules(M, "2.33.1", fw, ["3.12"], chip="trn2", os="ubuntu 24.04", what="install")
-    notes = check_stack_rules(M, "2.33.1", fw, ["3.12"], chip="trn2", os="ubuntu 24.04",
+        check_stack_rules(rel, fw, ["3.12"], chip="trn2", os="ubuntu 24.04", what="install")
+    notes = check_stack_rules(rel, fw, ["3.12"], chip="trn2", os="ubuntu 24.04",
                               allow=True, what="install")
     assert notes and notes[0].startswith("allowed (--allow-unsupported): The standalone wheels")
-    assert check_stack_rules(M, "2.33.1", fw, ["3.12"], chip="trn2", os="ubuntu 26.04") == []
-    xla = M.get("2.31.0").default_framework()
-    notes = check_stack_rules(M, "2.31.0", xla, ["3.11"], what="lock")  # warn: a note, no refusal
-    assert len(notes) == 1 and "no longer supported for training" in notes[0]
+    assert check_stack_rules(rel, fw, ["3.12"], chip="trn2", os="ubuntu 26.04") == []
+    old = M.get("2.31.0")
+    notes = check_stack_rules(old, old.default_framework(), ["3.11"], what="lock")
+    assert len(notes) == 1 and "no longer supported for training" in notes[0]  # warn: a note
+    new = M.get("2.34.0")
+    notes = check_stack_rules(new, new.default_framework(), ["3.12"], what="lock")
+    assert notes == ["Neuron 2.34.0 does not publish the pins of neuronx-cc, nki, libneuronxla: "
+                     "they are resolved from the index within AWS's install recipe "
+                     "(neuronx-cc==2.*, nki unpinned, libneuronxla==3.*)"]
 
 
 def test_coherence_says_a_pin_is_not_published_and_judges_by_the_recipe():

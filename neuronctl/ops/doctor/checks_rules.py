@@ -25,7 +25,7 @@ STALE_AFTER_DAYS = 45
 def _outcome(f: Facts, rules: list[Rule], ok: str, details: tuple[str, ...] = ()) -> Outcome:
     if not rules:
         return Outcome("pass", ok, None, details)
-    words = [describe(r, f.manifest.cite(r.source)) for r in rules]
+    words = [describe(r) for r in rules]
     status: Status = "fail" if any(r.severity == "fail" for r in rules) else "warn"
     return Outcome(status, "; ".join(words), None, (*details, *words))
 
@@ -111,6 +111,7 @@ def install_rule_notes(manifest: Manifest, release: str | None, framework: Frame
     combination a rule forbids, unless --allow-unsupported); the notes to show."""
     from neuronctl.stack_rules import check_stack_rules
 
-    return check_stack_rules(manifest, release, framework, [python],
+    found = manifest.find(release) if release else None
+    return check_stack_rules(found, framework, [python],
                              chip=hardware.chip if hardware.present else None, os=host_os(root),
                              allow=allow, what="install")
