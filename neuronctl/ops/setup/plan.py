@@ -7,7 +7,6 @@ refused (InputError, exit 2) where a documented rule forbids the combination, un
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +14,7 @@ from neuronctl.errors import InputError
 from neuronctl.manifest import Release
 from neuronctl.ops.setup.repos import APT_REPO, KEY_FINGERPRINT, SOURCES, YUM_REPO, OsTarget
 from neuronctl.probes.setup_facts import SetupFacts
-from neuronctl.rules import Rule, Situation, enforce
+from neuronctl.rules import Situation, enforce
 
 SYSTEM_PACKAGES = ("aws-neuronx-dkms", "aws-neuronx-runtime-lib", "aws-neuronx-collectives",
                    "aws-neuronx-tools")
@@ -115,8 +114,7 @@ def _pins(release: Release) -> dict[str, str]:
     return {p: release.system[p] for p in SYSTEM_PACKAGES}
 
 
-def _refuse(req: SetupRequest, pins: dict[str, str], rules: Sequence[Rule],
-            cite: Callable[[str], str]) -> list[str]:
+def _refuse(req: SetupRequest, pins: dict[str, str]) -> list[str]:
     """The documented rules over what this plan would install (exit 2 unless allowed)."""
     framework = req.release.default_framework() if req.with_python else None
     chip = req.chip or req.facts.chip
@@ -124,7 +122,7 @@ def _refuse(req: SetupRequest, pins: dict[str, str], rules: Sequence[Rule],
                           chip=chip, os=req.target.rule_os, driver=pins["aws-neuronx-dkms"],
                           runtime=pins["aws-neuronx-runtime-lib"],
                           torch=".".join(framework.torch.split(".")[:2]) if framework else None)
-    notes = enforce(rules, [situation], cite, allow=req.allow_unsupported,
+    notes = enforce(req.release.rules, [situation], allow=req.allow_unsupported,
                     what=f"setup of Neuron {req.release.version} on {req.target.id}"
                          + (f" ({chip})" if chip else ""))
     if req.facts.in_container:
@@ -136,12 +134,12 @@ def _refuse(req: SetupRequest, pins: dict[str, str], rules: Sequence[Rule],
     return notes
 
 
-def make_plan(req: SetupRequest, rules: Sequence[Rule], cite: Callable[[str], str]) -> SetupPlan:
+def make_plan(req: SetupRequest) -> SetupPlan:
     """The plan, or InputError before anything runs."""
     from neuronctl.ops.setup import steps as build
 
     pins = _pins(req.release)
-    notes = _refuse(req, pins, rules, cite)
+    notes = _refuse(req, pins)
     family = req.target.family
     repo = check_repo_url(req.repo, "--repo") if req.repo else (APT_REPO if family == "apt" else YUM_REPO)
     fpr = check_fingerprint(req.key_fingerprint, "--key-fingerprint")

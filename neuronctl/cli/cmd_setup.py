@@ -1,0 +1,166 @@
+"""`neuronctl setup`: plan (default), script, apply (--yes) the Neuron system layer for a
+release; or write a Dockerfile for its user space (--dockerfile)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from neuronctl.cli.app import get_app
+from neuronctl.cli.output import emit_json, to_json_text, write_atomic
+from neuronctl.ops.reporter import Event
+from neuronctl.ops.setup.repos import KEY_FINGERPRINT, OS_IDS
+
+if TYPE_CHECKING:
+    from neuronctl.manifest import Release
+    from neuronctl.ops.setup.plan import SetupPlan
+
+
+class _StepReporter:
+    """Each step's line on stderr as it starts and ends (progress for --yes)."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+
+    def emit(self, event: Event) -> None:
+        if not self.quiet:
+            from rich.text import Text
+
+            get_app().console(stderr=True).print(Text(event.message))
+
+    def progress(self, key: str, label: str, done: int, total: int | None) -> None:
+        pass
+
+    def finished(self, key: str, message: str) -> None:
+        pass
+
+
+def _print(text: str) -> None:
+    from rich.text import Text
+
+    console = get_app().console()
+    for line in text.splitlines():
+        console.print(Text(line), soft_wrap=True)
+
+
+@click.command()
+@click.option("--release", metavar="V", help="The Neuron release to set up [the default release].")
+@click.option("--os", "os_name", type=click.Choice(OS_IDS), default=None,
+              help="Plan for another host with this OS (nothing of this host is read).")
+@click.option("--sysroot", type=click.Path(path_type=Path, file_okay=False),
+              help="Plan for the captured tree under this root.")
+@click.option("--repo", metavar="URL", help="A mirror of the Neuron apt/yum repository "
+              "[config system_repo]; its key is checked all the same.")
+@click.option("--key-fingerprint", metavar="FPR", default=KEY_FINGERPRINT, show_default=True,
+              help="The repository key's fingerprint (a mirror signed with its own key).")
+@click.option("--chip", metavar="CHIP", help="The Neuron chip (inf1, trn2, ...) when the root "
+              "shows none (--os plans).")
+@click.option("--with-python", is_flag=True, help="Also install the Python stack into --venv.")
+@click.option("--venv", metavar="DIR", help="The venv --with-python installs into "
+              "[/opt/neuronctl/venv-RELEASE].")
+@click.option("--yes", is_flag=True, help="Apply the plan now, step by step (root).")
+@click.option("--format", "fmt", type=click.Choice(["text", "sh", "json"]), default="text",
+              show_default=True, help="How to write the plan.")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write the plan (or the Dockerfile) to this file, atomically.")
+@click.option("--allow-unsupported", is_flag=True,
+              help="Plan what the release rules forbid (you know better).")
+@click.option("--dockerfile", is_flag=True, help="Write a Dockerfile for the release's user "
+              "space and the Python stack from a lock, instead of a host plan.")
+@click.option("--base", metavar="IMAGE", default="ubuntu:26.04", show_default=True,
+              help="The Dockerfile's base image.")
+@click.option("--lock", "lock_name", metavar="PATH", default="pylock.toml", show_default=True,
+              help="The lock the Dockerfile copies (inside the build context).")
+def setup(release: str | None, os_name: str | None, sysroot: Path | None, repo: str | None,
+          key_fingerprint: str, chip: str | None, with_python: bool, venv: str | None, yes: bool,
+          fmt: str, output: Path | None, allow_unsupported: bool, dockerfile: bool, base: str,
+          lock_name: str) -> int:
+    """Plan the Neuron system layer for a release: repository and key, kernel headers, driver,
+    runtime, collectives, tools, hold, reload, then doctor. Nothing changes without --yes."""
+    from neuronctl.chips import get_chip
+    from neuronctl.errors import InputError
+
+    app = get_app()
+    manifest = app.manifest()
+    chosen = manifest.get(release) if release else manifest.default
+    repo = repo or app.config().get("system_repo")
+    if chip:
+        chip = get_chip(chip).id
+    if dockerfile:
+        if yes or with_python:
+            raise InputError("--dockerfile writes a file: it takes neither --yes nor --with-python")
+        return _dockerfile(chosen, base, lock_name, repo, key_fingerprint, output)
+    from neuronctl.ops.setup.facts import read_target
+    from neuronctl.ops.setup.plan import SetupRequest, make_plan
+
+    target, facts = read_target(sysroot, os_name)
+    request = SetupRequest(chosen, target, facts, repo, key_fingerprint, with_python,
+                           venv or f"/opt/neuronctl/venv-{chosen.version}", allow_unsupported, chip)
+    plan = make_plan(request)
+    if yes:
+        return _apply(plan, fmt, sysroot is not None or os_name is not None)
+    return _write_plan(plan, fmt, output)
+
+
+def _write_plan(plan: SetupPlan, fmt: str, output: Path | None) -> int:
+    from neuronctl.ops.setup.script import render_sh, render_text
+
+    if fmt == "json":
+        if output is not None:
+            write_atomic(output, to_json_text({"setup": plan.to_json()}))
+        else:
+            emit_json({"setup": plan.to_json()})
+        return 0
+    text = render_sh(plan) if fmt == "sh" else render_text(plan)
+    if output is not None:
+        write_atomic(output, text)
+        if fmt == "sh":
+            output.chmod(0o755)
+        get_app().console(stderr=True).print(f"wrote {output}", markup=False)
+    elif fmt == "sh":
+        click.echo(text, nl=False)
+    else:
+        _print(text)
+    return 0
+
+
+def _apply(plan: SetupPlan, fmt: str, elsewhere: bool) -> int:
+    from neuronctl.errors import InputError
+    from neuronctl.ops.setup.apply import apply_plan
+
+    if elsewhere:
+        raise InputError("--yes applies to this host: it takes neither --sysroot nor --os",
+                         hint="write a script for the other host with --format sh")
+    app = get_app()
+    outcome = apply_plan(plan, _StepReporter(app.quiet or fmt == "json"),
+                         is_root=os.geteuid() == 0)
+    if fmt == "json":
+        emit_json({"setup": plan.to_json(), "applied": outcome.to_json()},
+                  failure=f"setup: step {outcome.failed} failed" if outcome.failed else None)
+    elif outcome.failed:
+        err = app.console(stderr=True)
+        err.print(f"setup stopped at {outcome.failed}", markup=False)
+        _print(outcome.output)
+        err.print(f"done: {', '.join(outcome.done) or 'nothing'}; already done: "
+                  f"{', '.join(outcome.skipped) or 'nothing'}; not done: "
+                  f"{', '.join(outcome.not_done) or 'nothing'}", markup=False)
+        err.print(outcome.resume or "", markup=False)
+    return 0 if outcome.ok else 1
+
+
+def _dockerfile(release: Release, base: str, lock: str,
+                repo: str | None, fingerprint: str, output: Path | None) -> int:
+    from neuronctl.ops.setup.dockerfile import render_dockerfile
+    from neuronctl.ops.setup.plan import check_fingerprint, check_repo_url
+
+    text = render_dockerfile(release, base=base, lock=lock,
+                             repo=check_repo_url(repo, "--repo") if repo else None,
+                             fingerprint=check_fingerprint(fingerprint, "--key-fingerprint"))
+    if output is not None:
+        write_atomic(output, text)
+    else:
+        click.echo(text, nl=False)
+    return 0
