@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "probe": ("neuronctl.cli.cmd_probe", "probe", "Run the device probe tiers alone."),
     "releases": ("neuronctl.cli.cmd_releases", "releases",
                  "Show what each Neuron release pins; import AWS manifests."),
+    "setup": ("neuronctl.cli.cmd_setup", "setup", "Plan or apply the Neuron system layer; Dockerfiles."),
     "smoke": ("neuronctl.cli.cmd_smoke", "smoke",
               "Run your model on the device, timed and checked against CPU."),
 }
