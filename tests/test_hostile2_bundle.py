@@ -117,3 +117,22 @@ def test_host_names_of_every_shape_are_still_masked() -> None:
     out = scrub(text)
     assert "trn2-node-17." not in out.lower() and "weird name!" not in out
     assert out.count("<host>") == 3 and "trn2-node-170" in out  # the 300-x blob is dropped
+
+
+def test_a_tree_tool_linked_out_of_the_tree_is_not_run(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEURONCTL_SYSROOT_TOOLS", "1")  # the tree's own tools may run; not this
+    root = _root(tmp_path)
+    marker = tmp_path / "host-tool-ran"
+    host_tool = tmp_path / "host" / "tool"
+    host_tool.parent.mkdir()
+    host_tool.write_text(f"#!/bin/sh\ntouch {marker}\necho '[]'\n")
+    host_tool.chmod(0o755)
+    (root / "opt/aws/neuron/bin").mkdir(parents=True)
+    os.symlink(host_tool, root / "opt/aws/neuron/bin/neuron-ls")
+    items = tuple(i for i in ITEMS if i.name.startswith("neuron-ls"))
+    outcome = make_bundle(BundleRequest(output=tmp_path / "b.tar.gz", python=sys.executable,
+                                        sysroot=SysRoot(root), config=tmp_path / "none.toml",
+                                        items=items))
+    assert not marker.exists()
+    assert all(r.status == "unavailable" for r in outcome.items), outcome.items

@@ -103,7 +103,7 @@ def run_limited(argv: Sequence[str], timeout: float, environ: Mapping[str, str] 
 
 def _tool(ctx: Context, name: str) -> str:
     candidate = ctx.root.path(f"/opt/aws/neuron/bin/{name}")
-    if candidate.is_file():
+    if candidate.is_file() and ctx.root.inside(candidate):  # a link out of the tree: not its tool
         if not sysroot_tools_allowed(ctx.root, ctx.environ):
             raise Unavailable(SYSROOT_TOOLS_REFUSED)
         return str(candidate)
