@@ -206,7 +206,7 @@ def run_device_probe(python: str, device: str = "auto", timeout: float = 120.0,
     proc_env.setdefault("PYTHONUNBUFFERED", "1")
     try:
         script = TargetScript(python, "device_probe.py", [device, "1" if compile_tier else "0"],
-                              env=proc_env)
+                              env=proc_env, contain=True)
     except OSError as exc:
         return ProbeReport(device, None, None, (), "error",
                            f"cannot run {python}: {exc.strerror or exc}", 0.0)

@@ -403,7 +403,8 @@ def run_smoke_script(python: str, spec: SmokeSpec, timeout: float,
     proc_env = dict(os.environ if env is None else env)
     proc_env.setdefault("PYTHONUNBUFFERED", "1")
     try:
-        script = TargetScript(python, "smoke_run.py", spec.argv(), env=proc_env, cwd=cwd)
+        script = TargetScript(python, "smoke_run.py", spec.argv(), env=proc_env, cwd=cwd,
+                              contain=True)
     except OSError as exc:
         return SmokeReport(spec, "error", f"cannot run {python}: {exc.strerror or exc}")
     run = script.collect(timeout, CHANNEL_CAP)

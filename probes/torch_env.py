@@ -155,7 +155,7 @@ class TorchEnvRun:
         self._script: TargetScript | None = None
         self._error = ""
         try:
-            self._script = TargetScript(python, "torch_env.py", [], env=env, cwd=cwd)
+            self._script = TargetScript(python, "torch_env.py", [], env=env, cwd=cwd, contain=True)
         except OSError as exc:
             self._error = f"cannot run {python}: {exc.strerror or exc}"
 
