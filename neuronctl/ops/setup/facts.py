@@ -27,8 +27,9 @@ def read_target(sysroot: Path | None, os_name: str | None) -> tuple[OsTarget, Se
     found = target_for(facts.os_id, facts.os_version)
     where = "--sysroot" if not root.is_host else "this host"
     if chosen is not None:
-        if found is not None and found.id != chosen.id:
-            raise InputError(f"--os {chosen.id}: {where} runs {found.id} (its os-release)")
+        if facts.os_id and (found is None or found.id != chosen.id):
+            seen = found.id if found else f"{facts.os_id} {facts.os_version}"
+            raise InputError(f"--os {chosen.id}: {where} runs {seen} (its os-release)")
         return chosen, facts
     if found is None:
         seen = f"{facts.os_id} {facts.os_version}" if facts.os_id else "no os-release"
