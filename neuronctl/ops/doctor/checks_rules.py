@@ -9,13 +9,12 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING
 
-from neuronctl.ops.doctor.checks_hardware import check_runtime
-from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.runner import Outcome, Status
 from neuronctl.rules import Rule, Situation, broken_rules, describe
 
 if TYPE_CHECKING:
     from neuronctl.manifest import Framework, Manifest
+    from neuronctl.ops.doctor.facts import Facts
     from neuronctl.probes.hardware import HardwareReport
     from neuronctl.probes.sysroot import SysRoot
 
@@ -33,9 +32,16 @@ def _outcome(f: Facts, rules: list[Rule], ok: str, details: tuple[str, ...] = ()
 def host_os(root: SysRoot) -> str | None:
     """"ubuntu 24.04" from the root's os-release (via `distro`, through the root's bounded
     reader), None where it cannot be read."""
-    from neuronctl.probes.host_facts import _distribution
+    if root.is_host:  # distro straight on this machine: no copy, no tempfile
+        import distro
 
-    _pretty, os_id, version = _distribution(root)
+        info = distro.LinuxDistribution(include_lsb=False, include_uname=False,
+                                        include_oslevel=False)
+        os_id, version = info.id(), info.version()
+    else:  # a captured tree: its release files through the root's contained reader
+        from neuronctl.probes.host_facts import _distribution
+
+        _pretty, os_id, version = _distribution(root)
     if not os_id:
         return None
     return f"{os_id} {version}".strip().lower()
@@ -54,6 +60,8 @@ def check_host_os(f: Facts) -> Outcome:
 
 def check_runtime_compat(f: Facts) -> Outcome:
     """The runtime against the driver: the existing comparison, then AWS's rules."""
+    from neuronctl.ops.doctor.checks_hardware import check_runtime  # not for install's rules
+
     base = check_runtime(f)
     hw = f.hardware
     s = Situation(f.selection.release.version, chip=hw.chip, driver=hw.driver_version,
