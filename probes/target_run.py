@@ -4,7 +4,12 @@ Everything the target prints is untrusted: a `torch` or a `.pth` file in the tar
 runs before and during our script and may print anything on stdout, start children that never
 exit, or keep our pipes open forever. So:
 
-- the script is run by path, and writes its results to a private pipe whose number it is given
+- nothing is imported from the caller's working directory: the script is run by path (so
+  sys.path[0] is the scripts' own folder, which each script removes, never '' or the cwd), and an
+  empty entry in PYTHONPATH, which Python reads as the working directory (`PYTHONPATH=$X:/y`
+  with X unset), is dropped from the script's environment: a ./torch or ./neuronctl where the
+  user stands is never what a probe imports (an entry the user wrote, even ".", stays theirs);
+- the script writes its results to a private pipe whose number it is given
   in argv (`pass_fds`); stdout and stderr are only drained, and their tails kept for messages;
 - every read is bounded in size and in time: at the deadline, or shortly after the interpreter
   exits (a detached grandchild may hold a pipe open; its EOF is never waited for), reading stops;
@@ -72,6 +77,21 @@ def script_path(name: str) -> str:
     if not os.path.isfile(path):
         raise FaultError(f"neuronctl's {name} is not a file on disk (installed as a zip?)")
     return path
+
+
+def without_cwd_on_path(env: Mapping[str, str]) -> dict[str, str] | None:
+    """`env` with the empty entries of its PYTHONPATH dropped (Python puts the working directory
+    on sys.path for each); None where there are none (nothing to change: no copy is made)."""
+    value = env.get("PYTHONPATH")
+    if value is None or "" not in value.split(os.pathsep):
+        return None
+    kept = [entry for entry in value.split(os.pathsep) if entry]
+    cleaned = dict(env)
+    if kept:
+        cleaned["PYTHONPATH"] = os.pathsep.join(kept)
+    else:
+        del cleaned["PYTHONPATH"]
+    return cleaned
 
 
 @dataclass(frozen=True)
@@ -172,13 +192,16 @@ class TargetScript:
                  env: Mapping[str, str] | None = None, cwd: str | None = None,
                  flags: Sequence[str] = (), held: bool = False, contain: bool = False) -> None:
         self.contain = contain
+        path = script_path(script)
+        child_env = without_cwd_on_path(os.environ if env is None else env)
         read_end, write_end = os.pipe()
         try:
             self.proc = subprocess.Popen(
-                [python, *flags, script_path(script), str(write_end), *args],
+                [python, *flags, path, str(write_end), *args],
                 stdin=subprocess.PIPE if held else subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(write_end,),
-                env=None if env is None else dict(env), cwd=cwd, start_new_session=True)
+                env=child_env if child_env is not None else (None if env is None else dict(env)),
+                cwd=cwd, start_new_session=True)
         except BaseException:
             os.close(read_end)
             raise
