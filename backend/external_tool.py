@@ -81,6 +81,10 @@ def run_engine(argv: Sequence[str], *, timeout: float = 1800.0,
 
     bounds = limits or Limits(timeout)
     env = clean_environment(environ, progress=show)
+    if bounds.read is not None:  # the engines' own per-read timeouts (pip's --timeout)
+        import math  # whole seconds: uv reads an integer
+
+        env["PIP_TIMEOUT"] = env["UV_HTTP_TIMEOUT"] = str(max(math.ceil(bounds.read), 1))
     try:
         cwd = tempfile.mkdtemp(prefix="neuronctl-engine-")  # mode 0700, empty
     except OSError as exc:

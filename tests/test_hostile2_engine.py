@@ -228,3 +228,20 @@ def test_uv_input_holds_each_url_as_one_toml_string(tmp_path):
     (tmp_path / "pylock.toml").write_text(text)
     (pkg,) = read_toml(tmp_path / "pylock.toml", "lock")["packages"]
     assert pkg["wheels"][0]["url"] == NOWHERE + "$%7BHOME%7D/d%C3%A9mo-1.0-py3-none-any.whl"
+
+
+@pytest.mark.parametrize("name", ["-r/root/.netrc", "--index-url=http://127.0.0.1:9/", "a b", "x\ny"])
+def test_a_removal_never_puts_an_option_on_the_engines_argv(name, tmp_path):
+    """The names removed come from the probed environment's metadata: one that reads as an
+    option (`pip uninstall --yes -r FILE`) is refused, not run."""
+    from neuronctl.backend.pip_engine import PipEngine
+    from neuronctl.backend.plan import Change, Plan
+    from neuronctl.backend.uv_engine import UvEngine
+    from neuronctl.ops.install.apply import apply_steps
+    from neuronctl.ops.install.target import InstallTarget
+
+    plan = Plan((Change("remove", name, "1.0", None, None, "legacy"),))
+    target = InstallTarget(str(tmp_path / "env" / "bin" / "python"))
+    for engine in (PipEngine(), UvEngine("/usr/bin/uv")):
+        with pytest.raises(InputError, match="not a valid package name"):
+            apply_steps(plan, tmp_path / "requirements.txt", target, engine)

@@ -1,5 +1,5 @@
 """`install --timeout` bounds the engine: a server that trickles a wheel (a byte every 0.7 s never
-trips the engine's own per-read timeout) is cut off by neuronctl, no progress for --timeout or
+trips the engine's own per-read timeout) is cut off by neuronctl, no progress for twice --timeout or
 past the limit from the lock's sizes, then the usual clean-up (a new venv removed, an existing one
 as it was). A download that keeps coming is not cut off. Real engines, a loopback server."""
 
@@ -94,7 +94,7 @@ def test_pip_fetching_a_trickled_wheel_stops_at_the_timeout_and_changes_nothing(
     assert r.returncode == 1, r.stderr
     assert took < 30, f"took {took:.1f}s"
     err = " ".join(r.stderr.split())
-    assert "stopped: no progress for 2.5s (--timeout)" in err or "its time limit" in err, err
+    assert "stopped: no progress for 5s (twice --timeout)" in err or "its time limit" in err, err
     assert "nothing changed" in err and said(python) is None
     assert state.requests >= 1 and state.closed.wait(15), "the engine kept the download open"
 
@@ -141,8 +141,8 @@ class Clock:
 
 
 def test_the_watch_counts_io_as_progress_but_not_the_output_neuronctl_read():
-    clock, level = Clock(), [10_000_000]
-    watch = Watch(1, Limits(1000.0, 2.0), clock=clock, sample=lambda pid: level[0])
+    clock, level = Clock(), [10_000_000, 1.0]
+    watch = Watch(1, Limits(1000.0, 2.0), clock=clock, sample=lambda pid: (level[0], level[1]))
     for _ in range(20):  # a download writing 64 KiB a second: alive
         clock.now += 0.5
         level[0] += 32 << 10
@@ -151,12 +151,24 @@ def test_the_watch_counts_io_as_progress_but_not_the_output_neuronctl_read():
     for _ in range(20):  # a spinner redrawn, every byte of it read by neuronctl: no progress
         clock.now += 0.3
         level[0] += 300
+        level[1] += 0.001  # the CPU a redraw takes
         watch.output(300)
         stopped = watch.due()
         if stopped is not None:
             break
-    assert stopped == "stopped: no progress for 2s (--timeout), nothing read or written"
+    assert stopped == "stopped: no progress for 2s (twice --timeout): nothing read, written or computed"
     assert clock.now - 100.0 < 10 + 3
+
+
+def test_cpu_work_without_io_is_progress():
+    """uv linking thousands of files from its cache, pip moving an old version aside: busy,
+    nothing written."""
+    clock, level = Clock(), [10_000_000, 1.0]
+    watch = Watch(1, Limits(1000.0, 2.0), clock=clock, sample=lambda pid: (level[0], level[1]))
+    for _ in range(40):
+        clock.now += 0.25
+        level[1] += 0.1  # 40% of a core
+        assert watch.due() is None
 
 
 def test_the_watch_stops_at_the_total_and_without_proc_it_still_does():
@@ -169,9 +181,10 @@ def test_the_watch_stops_at_the_total_and_without_proc_it_still_does():
 
 
 def test_a_child_leaving_the_tree_is_a_new_baseline_not_progress():
-    clock, level = Clock(), [5_000_000]
-    watch = Watch(1, Limits(1000.0, 2.0), clock=clock, sample=lambda pid: level[0])
+    clock, level = Clock(), [5_000_000, 1.0]
+    watch = Watch(1, Limits(1000.0, 2.0), clock=clock, sample=lambda pid: (level[0], level[1]))
     level[0] -= 1_000_000  # a child's counts gone before its parent reaped it
+    level[1] -= 0.5
     clock.now += 0.5
     assert watch.due() is None
     level[0] += SLACK - 1
@@ -179,7 +192,27 @@ def test_a_child_leaving_the_tree_is_a_new_baseline_not_progress():
     assert watch.due() is not None  # 2.1 s with less than SLACK since the last progress
 
 
+def test_the_real_sample_of_a_process_tree_sees_a_child_write():
+    """/proc as it is: a child's writes count while it runs (its parent's /proc/PID/io does
+    not hold them until it is reaped)."""
+    from neuronctl.backend.engine_watch import sample_tree
+
+    proc = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; subprocess.run("
+                             "[sys.executable, '-c', 'import os, time; os.write(1, b\"x\" * 300000); "
+                             "time.sleep(30)'], stdout=subprocess.DEVNULL)"], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        got = sample_tree(proc.pid)
+        while got is not None and got[0] < 300000 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            got = sample_tree(proc.pid)
+        assert got is not None and got[0] >= 300000 and got[1] > 0
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the child with it
+        proc.wait()
+
+
 def test_the_install_limit_grows_with_the_locked_sizes():
     small, large = install_limits([1000], 2.5), install_limits([700 << 20, None], 30.0)
-    assert 5.0 < small.total < 5.1 and small.idle == 2.5
+    assert 5.0 < small.total < 5.1 and small.idle == 5.0 and small.read == 2.5
     assert large.total > (700 << 20) / (128 << 10) + (4 << 30) / (128 << 10)

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from neuronctl.backend.engine import Engine
-from neuronctl.backend.engine_watch import Limits, install_limits
+from neuronctl.backend.engine_watch import install_limits, step_limits
 from neuronctl.backend.external_tool import run_engine
 from neuronctl.backend.plan import Plan
 from neuronctl.errors import FaultError, InputError, Interrupted, NeuronctlError
-from neuronctl.ops.install.requirements import EngineFile, written
+from neuronctl.ops.install.requirements import NAME_RE, EngineFile, written
 from neuronctl.ops.install.target import InstallTarget
 from neuronctl.routing import Origin
 
@@ -47,6 +47,10 @@ def apply_steps(plan: Plan, requirements: Path, target: InstallTarget, engine: E
                 offline: bool = False, installs: bool = True) -> list[tuple[str, list[str]]]:
     """(stage, argv) for what changes the target: install first, then remove."""
     steps = []
+    # Names go on the engine's argv: none may read as an option there (`-r FILE`).
+    bad = [c.name for c in plan.removals if not NAME_RE.fullmatch(c.name)]
+    if bad:
+        raise InputError(f"cannot remove {ascii(bad[0])[:80]}: not a valid package name")
     if installs:
         steps.append(("install", engine.install(target.final_python, requirements, offline=offline)))
     if plan.removals:
@@ -113,7 +117,7 @@ class EarlyVenv:
         assert target.new_venv and target.venv is not None
         self.target = target
         self._error: BaseException | None = None
-        self._limits = Limits(STEP_LIMIT_S, timeout)
+        self._limits = step_limits(STEP_LIMIT_S, timeout)
         self._thread = threading.Thread(target=self._make, name="neuronctl-venv", daemon=True,
                                         args=(engine.create_venv(target.python, target.venv), run))
         self._thread.start()
@@ -139,7 +143,7 @@ class EarlyVenv:
 def _run_steps(plan: Plan, requirements: Path, target: InstallTarget, engine: Engine, run: Runner,
                files: Sequence[EngineFile], offline: bool, timeout: float,
                before: Snapshot | None, uv_lock: Path | None) -> None:
-    step = Limits(STEP_LIMIT_S, timeout)
+    step = step_limits(STEP_LIMIT_S, timeout)
     for stage, argv in apply_steps(plan, requirements, target, engine, offline=offline,
                                    installs=bool(files)):
         limits = install_limits((f.size for f in files), timeout) if stage == "install" else step
@@ -166,7 +170,7 @@ def apply(plan: Plan, target: InstallTarget, engine: Engine, files: Sequence[Eng
     before the engine runs. `timeout` (--timeout) bounds each step: no progress for that long
     stops it, and the install step also stops at a limit from its files' sizes (engine_watch).
     `local_label` names a local file in the error when it is not the locked one."""
-    step = Limits(STEP_LIMIT_S, timeout)
+    step = step_limits(STEP_LIMIT_S, timeout)
     try:
         if target.new_venv:
             assert target.venv is not None

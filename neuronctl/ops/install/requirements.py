@@ -25,7 +25,7 @@ from neuronctl.errors import InputError
 from neuronctl.routing import Origin, redact_url, url_origin
 from neuronctl.safety import checked_hash, checked_url, safe_filename
 
-_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,200}[A-Za-z0-9])?")
+NAME_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,200}[A-Za-z0-9])?")
 _VERSION = re.compile(r"[A-Za-z0-9.+!_-]{1,100}")
 URL_SAFE = "!#$&'()*+,/:;=?@[]-._~%"
 """RFC 3986's reserved and unreserved characters (letters and digits are always kept) and '%':
@@ -53,7 +53,7 @@ class EngineFile:
         # Every value here goes into the engine's input: none may start a line or an option
         # there (a URL's "\n-r ~/.netrc", a name's " --index-url ..."), whatever checked it before.
         where = f"{str(self.name)[:80]!r} {str(self.version)[:40]}"
-        if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
+        if not isinstance(self.name, str) or not NAME_RE.fullmatch(self.name):
             raise InputError(f"{where}: not a valid package name for the engine")
         if not isinstance(self.version, str) or not _VERSION.fullmatch(self.version):
             raise InputError(f"{where}: not a valid version for the engine")
