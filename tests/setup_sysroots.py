@@ -69,7 +69,7 @@ def hold_device(root: Path, pid: int = 4242, command: str = "python3 train.py",
     (proc / "fd").mkdir(parents=True, exist_ok=True)
     os.symlink(f"/dev/{device}", proc / "fd" / "7")
     write(root, f"/proc/{pid}/cmdline", command.replace(" ", "\0") + "\0")
-    write(root, f"/proc/{pid}/status", f"Name:\tpython3\nState:\tS (sleeping)\nPPid:\t1\n")
+    write(root, f"/proc/{pid}/status", "Name:\tpython3\nState:\tS (sleeping)\nPPid:\t1\n")
     write(root, "/proc/1/status", "Name:\tsystemd\nState:\tS (sleeping)\nPPid:\t0\n")
     return root
 
