@@ -15,9 +15,17 @@ from neuronctl.errors import InputError
 BACKENDS = ("auto", "pip", "uv")
 
 
+def absolute_path(path: str | None) -> str:
+    """PATH without its relative entries ('', '.', 'bin'): those name the working directory,
+    and a ./uv or ./python3.12 of a cloned repository must never be taken for the real one."""
+    entries = (path if path is not None else os.defpath).split(os.pathsep)
+    return os.pathsep.join(e for e in entries if os.path.isabs(e))
+
+
 def find_uv(environ: Mapping[str, str]) -> str | None:
-    """uv on PATH, else next to this interpreter (uv installed into neuronctl's own venv)."""
-    found = shutil.which("uv", path=environ.get("PATH"))
+    """uv on PATH (its absolute entries), else next to this interpreter (uv installed into
+    neuronctl's own venv)."""
+    found = shutil.which("uv", path=absolute_path(environ.get("PATH")))
     if found:
         return found
     beside = Path(sys.executable).with_name("uv")

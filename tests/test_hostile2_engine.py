@@ -245,3 +245,22 @@ def test_a_removal_never_puts_an_option_on_the_engines_argv(name, tmp_path):
     for engine in (PipEngine(), UvEngine("/usr/bin/uv")):
         with pytest.raises(InputError, match="not a valid package name"):
             apply_steps(plan, tmp_path / "requirements.txt", target, engine)
+
+
+def test_a_uv_or_python_in_the_working_directory_is_never_found_through_a_relative_path(tmp_path):
+    """PATH=.:... (or an empty entry) names the working directory: a ./uv or ./python3.12 there
+    is not taken for the engine or a new venv's base."""
+    import os
+
+    from neuronctl.backend.choose import find_uv
+    from neuronctl.ops.install.target import find_interpreter
+
+    for name in ("uv", "python3.12"):
+        fake = Path.cwd() / name
+        fake.write_text("#!/bin/sh\nexit 0\n")
+        fake.chmod(0o755)
+    for path in (".", "", f"bin{os.pathsep}.", f".{os.pathsep}/nonexistent"):
+        env = {"PATH": path, "PYENV_ROOT": str(tmp_path / "no-pyenv")}
+        uv = find_uv(env)
+        assert uv is None or (Path(uv).is_absolute() and Path(uv).parent != Path.cwd()), uv
+        assert find_interpreter("3.12", env) is None

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from neuronctl.backend.choose import absolute_path
 from neuronctl.errors import InputError
 from neuronctl.probes.pyenv import resolve_python
 
@@ -54,7 +55,7 @@ class InstallTarget:
 def find_interpreter(version: str, environ: Mapping[str, str] | None = None) -> str | None:
     """A Python X.Y on this machine: PATH's pythonX.Y, then pyenv's versions."""
     env = os.environ if environ is None else environ
-    found = shutil.which(f"python{version}", path=env.get("PATH"))
+    found = shutil.which(f"python{version}", path=absolute_path(env.get("PATH")))
     if found:
         try:
             import subprocess
