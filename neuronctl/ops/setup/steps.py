@@ -76,6 +76,7 @@ def _repo(req: SetupRequest) -> Step:
 
 def _headers(req: SetupRequest) -> Step:
     f = req.facts
+    install: tuple[str, ...]
     if req.target.family == "apt":
         install = ("refresh", '"$APT_GET" install -y "linux-headers-$KERNEL"')
     else:
@@ -135,6 +136,7 @@ def _packages(req: SetupRequest, packages: dict[str, str]) -> Step:
 def _hold(req: SetupRequest, packages: dict[str, str]) -> Step:
     f = req.facts
     names = " ".join(packages)
+    commands: tuple[str, ...]
     if req.target.family == "apt":
         commands = (f"printf '%s hold\\n' {names} | "
                     'dpkg --root="${SETUP_ROOT:-/}" --set-selections',)
