@@ -38,7 +38,7 @@ StartupFiles = frozenset[Entry]
 PTH_READ_CAP = 256 * 1024
 """A .pth longer than this is not read (site.py reads it whole; nobody writes one this long
 except to be slow): its code is not known, so any change to the site directories counts."""
-_WORD = re.compile(r"\w+")
+_WORD = re.compile(r"\w+(?:\.\w+)*")
 """What may name a module in an executable .pth line: any identifier, and any word inside a
 string (`__import__('_distutils_hack')`, `importlib.import_module("x")`)."""
 _EXECUTABLE = ("import ", "import\t")
@@ -92,7 +92,9 @@ def _pth_reads(folder: str, pth: str, found: set[Entry], words: set[str]) -> boo
         if line.startswith("#") or not line.strip():
             continue
         if line.startswith(_EXECUTABLE):
-            words.update(_WORD.findall(line))
+            for dotted in _WORD.findall(line):  # `a.b.c`: a, and a's submodule files b, b/c
+                words.add(dotted)
+                words.update(dotted.split("."))
         else:
             path = os.path.join(folder, line.rstrip())
             found.add((path, int(_stat(path)[1] >= 0), 0, 0, 0))
@@ -110,6 +112,12 @@ def _importable(folder: str, names: Sequence[str], words: set[str]) -> Iterator[
             yield _stat(path)
             if os.path.isdir(path):
                 yield _stat(os.path.join(path, "__init__.py"))
+    for word in words:  # a submodule a line names: its file, present or not
+        parts = word.split(".")
+        if len(parts) > 1 and parts[0] in names:
+            inner = os.path.join(folder, *parts)
+            yield _stat(inner + ".py")
+            yield _stat(os.path.join(inner, "__init__.py"))
 
 
 def _stat(path: str) -> Entry:

@@ -102,3 +102,16 @@ def test_words_of_an_executable_line_that_name_nothing_new_keep_the_held_answer(
     (site / "unrelated.py").write_text("")
     assert held.result().get("unrelated") is not None
     assert len(_starts(tmp_path / "starts.log")) == 1  # the held interpreter answered
+
+
+def test_a_submodule_an_executable_line_names_is_watched_before_the_engine(tmp_path):
+    """`import zzp.sub`: the install rewriting zzp/sub.py in place (its folder's listing stays
+    the same) counts, without waiting for the held interpreter to notice."""
+    site = tmp_path / "site"
+    (site / "zzp").mkdir(parents=True)
+    (site / "zzp" / "__init__.py").write_text("")
+    (site / "zzp" / "sub.py").write_text("")
+    (site / "a.pth").write_text("import zzp.sub\n")
+    before = startup_files([str(site)])
+    (site / "zzp" / "sub.py").write_text("import sys\n")
+    assert startup_files([str(site)]) != before
