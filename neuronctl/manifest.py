@@ -8,6 +8,7 @@ one written by `neuronctl releases import`.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -248,6 +249,22 @@ def _check_version(value: str, fields: Fields, key: str) -> str:
     return value
 
 
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_SYSTEM_VERSION = re.compile(r"[0-9][A-Za-z0-9.+~-]{0,63}")
+
+
+def _check_name(name: str, fields: Fields) -> str:
+    if not _NAME.fullmatch(name):
+        raise fields.fail(name[:40], "not a package name")
+    return name
+
+
+def _check_system_version(value: str, fields: Fields, key: str) -> str:
+    if not _SYSTEM_VERSION.fullmatch(value):
+        raise fields.fail(key, f"{value[:40]!r} is not a package version")
+    return value
+
+
 def _check_chips(values: Iterable[str], fields: Fields, key: str) -> tuple[str, ...]:
     chips = tuple(values)
     for chip in chips:
@@ -319,10 +336,15 @@ def _parse_release(f: Fields) -> Release:
     assert packages_f is not None
     packages: dict[str, tuple[str, ...]] = {}
     for name in packages_f:
-        packages[name] = tuple(packages_f.texts(name))
+        _check_name(name, packages_f)
+        packages[name] = tuple(_check_version(v, packages_f, name) for v in packages_f.texts(name))
     system_f = f.obj("system")
     assert system_f is not None
-    system = {name: system_f.req_text(name) for name in system_f}
+    # System versions reach the doctor's fix commands (apt-get install 'PKG=VERSION*'): a fetched
+    # manifest's are checked as strictly as a lock's.
+    system = {_check_name(name, system_f): _check_system_version(system_f.req_text(name), system_f,
+                                                                 name)
+              for name in system_f}
     unpublished: list[str] = []
     frameworks = _parse_frameworks(f, unpublished)
     artifacts = _parse_artifacts(f, unpublished)

@@ -175,6 +175,13 @@ def _nested(depth: int) -> bytes:
     (_ours(lambda d: d["sources"]["n2"].update(url="javascript:alert(1)")), "scheme 'javascript'"),
     (json.dumps({"repos_n2": [{"repo_url": "ftp://mirror/x"}], "neuron_releases": []}).encode(),
      "scheme 'ftp'"),
+    # values that reach the doctor's fix commands and the lock's requirements
+    (_ours(lambda d: d["releases"][1]["system"].update({"aws-neuronx-dkms": "2.31.8.0'; touch x #"})),
+     "is not a package version"),
+    (_ours(lambda d: d["releases"][1]["packages"].update({"nki": ["0.7.0 --index-url http://x"]})),
+     "is not a PEP 440 version"),
+    (_ours(lambda d: d["releases"][1]["packages"].update({"../../etc/x": ["1.0"]})),
+     "not a package name"),
 ])
 def test_hostile_manifests_are_refused_and_nothing_is_written(cli, site, body, message):
     state, url = site
