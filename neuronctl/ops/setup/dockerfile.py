@@ -35,6 +35,15 @@ _LOCK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,200}")
 VENV = "/opt/neuronctl/venv"
 
 
+_LABEL_CHARS = re.compile(r"[^A-Za-z0-9 ._:;,/()<>=*+-]")
+
+
+def _plain(text: str) -> str:
+    """A label value or comment from data (rule ids come from a manifest a user may update):
+    one line, no quote, dollar or backslash Docker would read."""
+    return _LABEL_CHARS.sub("?", text)
+
+
 def check_base(image: str) -> str:
     if not _IMAGE.fullmatch(image):
         raise InputError(f"--base: {image[:80]!r} is not an image reference (name[:tag][@digest])")
@@ -70,7 +79,7 @@ def driver_range(release: Release) -> tuple[str, tuple[str, ...]]:
         line = ".".join(release.system["aws-neuronx-dkms"].split(".")[:2])
         specs.append(f">={line}")
         ids.insert(0, "the release's driver line")
-    return ",".join(dict.fromkeys(specs)), tuple(ids)
+    return ",".join(dict.fromkeys(specs)), tuple(_plain(i) for i in ids)
 
 
 def render_dockerfile(release: Release, *, base: str, lock: str,

@@ -89,6 +89,13 @@ def run_script(plan: SetupPlan, step: Step) -> str:
     return preamble(plan) + "\n" + "\n".join(step.commands) + "\n"
 
 
+def comment(text: str) -> str:
+    """Text for a `#` line: one line of printable characters whatever the data held (a rule's
+    words from an updated manifest, a holder's command): a newline would end the comment and
+    start a command."""
+    return "".join(c if c.isprintable() else " " for c in text)
+
+
 def _echo(text: str) -> str:
     return f"echo {shlex.quote(text)}"
 
@@ -97,20 +104,20 @@ def render_sh(plan: SetupPlan) -> str:
     total = len(plan.steps)
     head = [
         "#!/bin/sh",
-        f"# neuronctl setup: Neuron {plan.release} on {plan.target.id} "
-        f"({plan.target.family}); review it, then run it as root.",
+        comment(f"# neuronctl setup: Neuron {plan.release} on {plan.target.id} "
+                f"({plan.target.family}); review it, then run it as root."),
         "# Each step runs only when its check says it is not done yet: re-running it continues",
         "# where a failure stopped. Every variable below can be set from the environment.",
         f"# The key is trusted only with fingerprint {plan.key_fingerprint}",
-        f"#   ({plan.sources['key-fingerprint']})",
-        *(f"# note: {n}" for n in plan.notes),
+        comment(f"#   ({plan.sources['key-fingerprint']})"),
+        *(comment(f"# note: {n}") for n in plan.notes),
     ]
     body = []
     for i, step in enumerate(plan.steps, 1):
         tag = f"[{i}/{total}] {step.id}"
-        body.append(f"\n# {tag}: {step.title}\n# why: {step.why}")
+        body.append("\n" + comment(f"# {tag}: {step.title}") + "\n" + comment(f"# why: {step.why}"))
         if step.blocked:
-            body.append(f"# blocked when planned: {step.blocked}")
+            body.append(comment(f"# blocked when planned: {step.blocked}"))
         run = "\n".join("  " + c for c in step.commands)
         if step.check:
             body.append(f"if {step.check}; then\n  {_echo(f'neuronctl setup {tag}: done already, skipped')}"
