@@ -178,7 +178,7 @@ def _python(req: SetupRequest) -> Step:
     return Step("python-stack", f"Install the Python stack into {req.venv}",
                 f"torch-neuronx {version} and its pinned stack through `neuronctl install`",
                 (f'"$NEURONCTL" install --release {q(req.release.version)} --venv "$VENV" '
-                 "--device neuron --no-check --yes",),
+                 "--no-check --yes",),
                 f'[ "$({probe})" = {q(version)} ]' if version else None)
 
 
