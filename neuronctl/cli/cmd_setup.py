@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from neuronctl.cli.app import get_app
+from neuronctl.cli.common import json_option
 from neuronctl.cli.output import emit_json, to_json_text, write_atomic
 from neuronctl.ops.reporter import Event
 from neuronctl.ops.setup.repos import KEY_FINGERPRINT, OS_IDS
@@ -64,6 +65,7 @@ def _print(text: str) -> None:
 @click.option("--yes", is_flag=True, help="Apply the plan now, step by step (root).")
 @click.option("--format", "fmt", type=click.Choice(["text", "sh", "json"]), default="text",
               show_default=True, help="How to write the plan.")
+@json_option
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the plan (or the Dockerfile) to this file, atomically.")
 @click.option("--allow-unsupported", is_flag=True,
@@ -76,7 +78,7 @@ def _print(text: str) -> None:
               help="The lock the Dockerfile copies (inside the build context).")
 def setup(release: str | None, os_name: str | None, sysroot: Path | None, repo: str | None,
           key_fingerprint: str, chip: str | None, with_python: bool, venv: str | None, yes: bool,
-          fmt: str, output: Path | None, allow_unsupported: bool, dockerfile: bool, base: str,
+          fmt: str, as_json: bool, output: Path | None, allow_unsupported: bool, dockerfile: bool, base: str,
           lock_name: str) -> int:
     """Plan the Neuron system layer for a release: repository and key, kernel headers, driver,
     runtime, collectives, tools, hold, reload, then doctor. Nothing changes without --yes."""
@@ -84,6 +86,7 @@ def setup(release: str | None, os_name: str | None, sysroot: Path | None, repo: 
     from neuronctl.errors import InputError
 
     app = get_app()
+    fmt = "json" if as_json else fmt
     manifest = app.manifest()
     chosen = manifest.get(release) if release else manifest.default
     repo = repo or app.config().get("system_repo")
@@ -92,7 +95,7 @@ def setup(release: str | None, os_name: str | None, sysroot: Path | None, repo: 
     if dockerfile:
         if yes or with_python:
             raise InputError("--dockerfile writes a file: it takes neither --yes nor --with-python")
-        return _dockerfile(chosen, base, lock_name, repo, key_fingerprint, output)
+        return _dockerfile(chosen, base, lock_name, repo, key_fingerprint, output, fmt == "json")
     from neuronctl.ops.setup.facts import read_target
     from neuronctl.ops.setup.plan import SetupRequest, make_plan
 
@@ -152,7 +155,7 @@ def _apply(plan: SetupPlan, fmt: str, elsewhere: bool) -> int:
 
 
 def _dockerfile(release: Release, base: str, lock: str,
-                repo: str | None, fingerprint: str, output: Path | None) -> int:
+                repo: str | None, fingerprint: str, output: Path | None, as_json: bool) -> int:
     from neuronctl.ops.setup.dockerfile import render_dockerfile
     from neuronctl.ops.setup.plan import check_fingerprint, check_repo_url
 
@@ -161,6 +164,9 @@ def _dockerfile(release: Release, base: str, lock: str,
                              fingerprint=check_fingerprint(fingerprint, "--key-fingerprint"))
     if output is not None:
         write_atomic(output, text)
-    else:
+    if as_json:
+        emit_json({"dockerfile": {"release": release.version, "text": text,
+                                  "written": str(output) if output else None}})
+    elif output is None:
         click.echo(text, nl=False)
     return 0
