@@ -25,6 +25,7 @@ M = load_bundled_manifest()
 
 
 def _root_facts(root: Path, release: str = "2.33.1", **kw: object):
+    kw.setdefault("hardware", machine("trn2"))
     f = facts(release=release, **kw)
     f.sysroot = SysRoot(root)
     return f
@@ -47,6 +48,15 @@ def test_ubuntu_24_04_breaks_the_2_33_wheel_rule_and_26_04_does_not(tmp_path):
     assert check_host_os(_root_facts(new)).status == "pass"
     # The rule is 2.33's: 2.32.0 (no TorchNeuron) on 24.04 breaks nothing.
     assert check_host_os(_root_facts(old, release="2.32.0")).status == "pass"
+
+
+def test_without_neuron_hardware_the_os_rules_are_named_but_skipped(tmp_path):
+    """An environment prepared here for another host: this machine's OS is not that host's."""
+    from doctor_facts import NO_HARDWARE
+
+    old = build_host(tmp_path / "u24", "trn2", os_release=UBUNTU_24_04)
+    out = check_host_os(_root_facts(old, hardware=NO_HARDWARE))
+    assert out.status == "skip" and "Ubuntu 26.04 only" in out.message
 
 
 def test_no_os_release_is_a_skip(tmp_path):

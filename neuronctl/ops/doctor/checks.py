@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from neuronctl.ops.doctor.checks_hardware import check_chip, check_device, check_driver_and_kernel
+from neuronctl.ops.doctor.checks_health import check_hardware_errors
 from neuronctl.ops.doctor.checks_lock import check_lock
 from neuronctl.ops.doctor.checks_model import check_model
 from neuronctl.ops.doctor.checks_packages import (
@@ -18,7 +19,7 @@ from neuronctl.ops.doctor.checks_packages import (
 )
 from neuronctl.ops.doctor.checks_rules import check_host_os, check_lifecycle, check_runtime_compat
 from neuronctl.ops.doctor.facts import Facts
-from neuronctl.ops.doctor.runner import Outcome
+from neuronctl.ops.doctor.runner import Outcome, Severity
 from neuronctl.ops.doctor.system_checks import SYSTEM_CHECKS
 
 
@@ -34,6 +35,8 @@ class CheckSpec:
     gathers: frozenset[str] = frozenset()
     """The Facts it reads besides the interpreter (a fix may use them only when some chosen
     check gathers them anyway: Facts.knows)."""
+    severity: Severity = "fix"
+    """Its warnings' and failures' severity unless the outcome names one (docs/checks.md)."""
 
 
 HARDWARE = frozenset({"hardware"})
@@ -47,9 +50,11 @@ CHECKS: tuple[CheckSpec, ...] = (
     CheckSpec("packages.coherence", "Package versions agree", check_coherence, gathers=HARDWARE),
     CheckSpec("packages.lifecycle", "Support windows", check_lifecycle, gathers=HARDWARE),
     CheckSpec("packages.system", *_SYSTEM["packages.system"]),
-    CheckSpec("host.os", "Operating system", check_host_os),
+    CheckSpec("host.os", "Operating system", check_host_os, gathers=HARDWARE),
     CheckSpec("hardware.chip", "Chip generation", check_chip, gathers=HARDWARE),
     CheckSpec("hardware.driver", "Neuron driver", check_driver_and_kernel, gathers=HARDWARE),
+    CheckSpec("hardware.errors", "Neuron hardware errors", check_hardware_errors,
+              gathers=HARDWARE, severity="drain"),
     CheckSpec("runtime.compat", "Neuron runtime", check_runtime_compat, gathers=HARDWARE),
     CheckSpec("device.access", *_SYSTEM["device.access"]),
     CheckSpec("device.holders", *_SYSTEM["device.holders"]),

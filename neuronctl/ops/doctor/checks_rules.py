@@ -53,8 +53,12 @@ def check_host_os(f: Facts) -> Outcome:
     if name is None:
         return Outcome("skip", "no os-release on this root: the OS rules cannot be checked")
     s = Situation(release.version, backend=release.backend, os=name)
-    return _outcome(f, broken_rules(f.manifest.rules, s, ("os",)),
-                    f"{name}: no documented OS rule of Neuron {release.version} breaks",
+    rules = broken_rules(f.manifest.rules, s, ("os",))
+    if rules and not f.hardware.present:  # an environment prepared here for another host
+        return Outcome("skip", f"no Neuron hardware here: the OS rules apply on the Neuron host "
+                               f"({name} would break: {'; '.join(describe(r) for r in rules)})",
+                       None, (f"os-release: {name}",))
+    return _outcome(f, rules, f"{name}: no documented OS rule of Neuron {release.version} breaks",
                     (f"os-release: {name}",))
 
 
@@ -120,6 +124,8 @@ def install_rule_notes(manifest: Manifest, release: str | None, framework: Frame
     from neuronctl.stack_rules import check_stack_rules
 
     found = manifest.find(release) if release else None
-    return check_stack_rules(found, framework, [python],
-                             chip=hardware.chip if hardware.present else None, os=host_os(root),
-                             allow=allow, what="install")
+    # Without Neuron hardware the environment is prepared for another host: its OS is not this
+    # one's, and only the rules that do not depend on the host apply.
+    present = hardware.present
+    return check_stack_rules(found, framework, [python], chip=hardware.chip if present else None,
+                             os=host_os(root) if present else None, allow=allow, what="install")
