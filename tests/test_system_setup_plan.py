@@ -121,6 +121,8 @@ def test_no_neuron_device_means_no_reload(tmp_path):
     ["--release", "2.34.0", "--os", "ubuntu-26.04"],
     ["--os", "ubuntu-26.04", "--repo", "https://mirror.example/x\";rm -rf /;\""],
     ["--os", "ubuntu-26.04", "--key-fingerprint", "ABCD"],
+    ["--os", "ubuntu-26.04", "--with-python", "--venv", "/opt/v'$(id)'"],
+    ["--os", "ubuntu-26.04", "--with-python", "--venv", "relative/venv"],
 ])
 def test_refusals_exit_2_before_anything(cli, args, tmp_path):
     out = tmp_path / "plan.sh"

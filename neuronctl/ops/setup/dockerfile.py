@@ -112,11 +112,27 @@ def render_dockerfile(release: Release, *, base: str, lock: str,
         "ARG NEURONCTL_SPEC=neuronctl==" + __version__,
         "SHELL [\"/bin/sh\", \"-eu\", \"-c\"]",
     ]
+    run = _install_lines(dnf, list(USER_SPACE), pins)
+    body = [
+        "RUN " + " \\\n && ".join(run),
+        "ENV PATH=/opt/aws/neuron/bin:$PATH",
+        f"COPY {lock} /opt/neuronctl/pylock.toml",
+        'RUN python3 -m venv /opt/neuronctl/tool \\\n && /opt/neuronctl/tool/bin/pip install '
+        '--no-cache-dir "$NEURONCTL_SPEC" \\\n && /opt/neuronctl/tool/bin/neuronctl install '
+        f"--lock /opt/neuronctl/pylock.toml --venv {VENV} --device neuron --no-check --yes",
+        f"ENV VIRTUAL_ENV={VENV} PATH={VENV}/bin:/opt/aws/neuron/bin:$PATH",
+    ]
+    return "\n".join(head + body) + "\n"
+
+
+def _install_lines(dnf: bool, names: list[str], pins: dict[str, str]) -> list[str]:
+    """The one RUN chain: tools, the key (checked by fingerprint before it is trusted), the
+    repository, the user-space packages at their pins, the package caches dropped."""
     check_key = ('got=$(gpg --batch --with-colons --show-keys /tmp/neuron.pub | awk -F: '
                  "'$1 == \"pub\" { p = 1; next } $1 == \"fpr\" && p { print $10; p = 0 }') && "
                  '{ [ "$got" = "$NEURON_KEY_FPR" ] || { echo "neuron key fingerprint $got is not '
                  '$NEURON_KEY_FPR" >&2; exit 1; }; }')
-    user_space = [f"{p}={pins[p]}*" if not dnf else f"{p}-{pins[p]}" for p in USER_SPACE]
+    user_space = [f"{p}-{pins[p]}" if dnf else f"{p}={pins[p]}*" for p in names]
     fetch = f'curl -fsSL "$NEURON_REPO/{KEY_FILE}" -o /tmp/neuron.pub'
     if dnf:
         run = ["dnf install -y --allowerasing curl gnupg2 python3 python3-pip", fetch, check_key,
@@ -137,13 +153,4 @@ def render_dockerfile(release: Release, *, base: str, lock: str,
                "DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "
                + " ".join(shlex.quote(u) for u in user_space),
                "rm -rf /var/lib/apt/lists/* /tmp/neuron.pub"]
-    body = [
-        "RUN " + " \\\n && ".join(run),
-        "ENV PATH=/opt/aws/neuron/bin:$PATH",
-        f"COPY {lock} /opt/neuronctl/pylock.toml",
-        'RUN python3 -m venv /opt/neuronctl/tool \\\n && /opt/neuronctl/tool/bin/pip install '
-        '--no-cache-dir "$NEURONCTL_SPEC" \\\n && /opt/neuronctl/tool/bin/neuronctl install '
-        f"--lock /opt/neuronctl/pylock.toml --venv {VENV} --device neuron --no-check --yes",
-        f"ENV VIRTUAL_ENV={VENV} PATH={VENV}/bin:/opt/aws/neuron/bin:$PATH",
-    ]
-    return "\n".join(head + body) + "\n"
+    return run

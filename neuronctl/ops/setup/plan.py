@@ -21,6 +21,7 @@ SYSTEM_PACKAGES = ("aws-neuronx-dkms", "aws-neuronx-runtime-lib", "aws-neuronx-c
 USER_SPACE = SYSTEM_PACKAGES[1:]
 OCI_HOOK = "aws-neuronx-oci-hook"
 FINGERPRINT = re.compile(r"[0-9A-F]{40}")
+_VENV = re.compile(r"/[A-Za-z0-9._+-][A-Za-z0-9._+/-]{0,254}")
 _URL = re.compile(r"(https?|file)://[A-Za-z0-9._~:/?#\[\]@!&()*+,;=%-]{1,400}")
 
 
@@ -97,6 +98,13 @@ def check_repo_url(url: str, where: str) -> str:
     return url.rstrip("/")
 
 
+def check_venv(path: str) -> str:
+    """--venv goes into the script: an absolute path of plain characters."""
+    if not _VENV.fullmatch(path) or ".." in path.split("/"):
+        raise InputError(f"--venv: {path[:80]!r}: an absolute path of plain characters is needed")
+    return path
+
+
 def check_fingerprint(value: str, where: str) -> str:
     fpr = value.replace(" ", "").upper()
     if not FINGERPRINT.fullmatch(fpr):
@@ -143,6 +151,8 @@ def make_plan(req: SetupRequest) -> SetupPlan:
     family = req.target.family
     repo = check_repo_url(req.repo, "--repo") if req.repo else (APT_REPO if family == "apt" else YUM_REPO)
     fpr = check_fingerprint(req.key_fingerprint, "--key-fingerprint")
+    if req.with_python:
+        check_venv(req.venv)
     packages = dict(pins)
     if req.facts.container_host:
         packages[OCI_HOOK] = ""
