@@ -220,11 +220,11 @@ case "$cmd" in
     grep '^Inst ' "$FAKE_APT_LOG.sim" | while read -r _ name rest; do
       version=$(printf '%s\\n' "$rest" | sed -e 's/^\\[[^]]*\\] //' -e 's/^(\\([^ ]*\\) .*/\\1/')
       deb="$FAKE_APT_POOL/${name}_${version}_all.deb"
-      dpkg --root="$SETUP_ROOT" --force-not-root --force-bad-path -i "$deb" >> "$FAKE_APT_LOG" 2>&1
+      dpkg --root="$NEURONCTL_SETUP_ROOT" --force-not-root --force-bad-path -i "$deb" >> "$FAKE_APT_LOG" 2>&1
     done ;;
   remove)
     for arg in "$@"; do
-      case "$arg" in -*) ;; *) dpkg --root="$SETUP_ROOT" --force-not-root --force-bad-path -r "$arg" >> "$FAKE_APT_LOG" 2>&1 ;; esac
+      case "$arg" in -*) ;; *) dpkg --root="$NEURONCTL_SETUP_ROOT" --force-not-root --force-bad-path -r "$arg" >> "$FAKE_APT_LOG" 2>&1 ;; esac
     done ;;
   *) echo "fake apt-get: $cmd not supported" >&2; exit 100 ;;
 esac
@@ -234,10 +234,10 @@ FAKE_MODPROBE = """#!/bin/sh
 # modprobe as the setup tests run it: loading `neuron` makes the installed dkms version the
 # loaded driver's (what a real reload does), unloading removes it.
 set -eu
-if [ "$1" = "-r" ]; then rm -f "$SETUP_ROOT/sys/module/neuron/version"; exit 0; fi
-v=$(dpkg-query --root="$SETUP_ROOT" -W -f='${Version}' aws-neuronx-dkms)
-mkdir -p "$SETUP_ROOT/sys/module/neuron"
-printf '%s\\n' "${v%%-*}" > "$SETUP_ROOT/sys/module/neuron/version"
+if [ "$1" = "-r" ]; then rm -f "$NEURONCTL_SETUP_ROOT/sys/module/neuron/version"; exit 0; fi
+v=$(dpkg-query --root="$NEURONCTL_SETUP_ROOT" -W -f='${Version}' aws-neuronx-dkms)
+mkdir -p "$NEURONCTL_SETUP_ROOT/sys/module/neuron"
+printf '%s\\n' "${v%%-*}" > "$NEURONCTL_SETUP_ROOT/sys/module/neuron/version"
 """
 
 

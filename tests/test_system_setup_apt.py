@@ -102,11 +102,14 @@ def env_for(tmp_path: Path, root: Path, repo: AptRepo, url: str, *,
     gnupg = tmp_path / "gnupg-user"
     gnupg.mkdir(mode=0o700, exist_ok=True)
     return sandbox.env({
-        "SETUP_ROOT": str(root), "NEURON_REPO": url,
-        "NEURON_KEY_FPR": fingerprint or repo.fingerprint,
-        "APT_GET": str(write_tool(tools / "apt-get", FAKE_APT_GET)),
-        "MODPROBE": str(write_tool(tools / "modprobe", FAKE_MODPROBE)),
-        "NEURONCTL": neuronctl, "FAKE_APT_LOG": str(tmp_path / "apt.log"),
+        "NEURONCTL_SETUP_ROOT": str(root), "NEURONCTL_SETUP_NEURON_REPO": url,
+        "NEURONCTL_SETUP_NEURON_KEY_FPR": fingerprint or repo.fingerprint,
+        "NEURONCTL_SETUP_APT_GET": str(write_tool(tools / "apt-get", FAKE_APT_GET)),
+        "NEURONCTL_SETUP_MODPROBE": str(write_tool(tools / "modprobe", FAKE_MODPROBE)),
+        "NEURONCTL_SETUP_NEURONCTL": neuronctl,
+        # What a user's shell may hold: none of it changes the plan.
+        "KERNEL": "0.0-wrong", "VENV": "/wrong", "KEYRING": "/wrong", "SETUP_ROOT": "/wrong",
+        "FAKE_APT_LOG": str(tmp_path / "apt.log"),
         "FAKE_APT_POOL": str(repo.root / "pool" / "main"), "GNUPGHOME": str(gnupg)})
 
 

@@ -111,8 +111,8 @@ def test_a_key_file_carrying_a_second_key_is_never_trusted(tmp_path):
     home = tmp_path / "home-gnupg"
     home.mkdir(mode=0o700)
     with serve(served) as url:
-        env = {"PATH": "/usr/bin:/bin", "SETUP_ROOT": str(root), "NEURON_REPO": url,
-               "NEURON_KEY_FPR": fpr, "GNUPGHOME": str(home), "no_proxy": "127.0.0.1"}
+        env = {"PATH": "/usr/bin:/bin", "NEURONCTL_SETUP_ROOT": str(root),
+               "NEURONCTL_SETUP_NEURON_REPO": url, "NEURONCTL_SETUP_NEURON_KEY_FPR": fpr, "GNUPGHOME": str(home), "no_proxy": "127.0.0.1"}
         outcome = apply_plan(plan_for(root), CollectingReporter(), is_root=True, environ=env)
     assert outcome.failed == "repo-key" and outcome.done == ()
     assert "it is not trusted" in outcome.output

@@ -72,11 +72,18 @@ loaded_driver() { cat "$SETUP_ROOT/sys/module/neuron/version" 2>/dev/null || tru
 """
 
 
+def env_name(variable: str) -> str:
+    """The environment variable that sets a script variable: NEURONCTL_SETUP_ROOT for
+    SETUP_ROOT, NEURONCTL_SETUP_KERNEL for KERNEL. Prefixed, so a KERNEL or VENV the user's
+    shell happens to hold changes nothing."""
+    return f"NEURONCTL_{variable}" if variable.startswith("SETUP_") else f"NEURONCTL_SETUP_{variable}"
+
+
 def preamble(plan: SetupPlan) -> str:
     """`set -eu`, the variables (each settable from the environment) and the helpers."""
     lines = ["set -eu"]
     for name, default in plan.variables.items():
-        lines.append(f"{name}=${{{name}:-{default}}}" if default else f"{name}=${{{name}:-}}")
+        lines.append(f"{name}=${{{env_name(name)}:-{default}}}")
     helpers = _APT_HELPERS if plan.target.family == "apt" else _DNF_HELPERS
     return "\n".join(lines) + "\n" + helpers + _COMMON_HELPERS
 
