@@ -22,6 +22,7 @@ from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.system_facts import container_evidence, descends_from, find_device_holders
 from neuronctl.probes.system_packages import MAX_DPKG_STATUS, read_system_packages
 from neuronctl.probes.tools import Runner, run_tool
+from neuronctl.redact import redact
 
 TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+~-]{0,127}")
 CODENAME = re.compile(r"[a-z]{2,32}")
@@ -120,7 +121,8 @@ def _holders(root: SysRoot) -> tuple[str, ...]:
 
     me = os.getpid()
     scan = find_device_holders(root)
-    return tuple(h.describe() for h in scan.holders
+    # A holder's command line can carry a token (--token=...): plans are shown and written out.
+    return tuple(redact(h.describe()) for h in scan.holders
                  if not (root.is_host and descends_from(root, h.pid, me)))
 
 

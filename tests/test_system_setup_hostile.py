@@ -117,3 +117,12 @@ def test_a_key_file_carrying_a_second_key_is_never_trusted(tmp_path):
     assert outcome.failed == "repo-key" and outcome.done == ()
     assert "it is not trusted" in outcome.output
     assert not (root / "etc/apt/keyrings/neuron.gpg").exists()
+
+
+def test_a_holders_token_is_not_in_the_plan(tmp_path):
+    root = hold_device(build_setup_host(tmp_path / "r", loaded_driver="2.30.2.0"),
+                       command="python3 train.py --token=supersecret123")
+    plan = plan_for(root)
+    assert "pid 4242" in (next(s for s in plan.steps if s.id == "driver-reload").blocked or "")
+    assert "supersecret123" not in render_sh(plan)
+    assert "supersecret123" not in str(plan.to_json())
