@@ -32,6 +32,8 @@ def _outcome(f: Facts, rules: list[Rule], ok: str, details: tuple[str, ...] = ()
 def host_os(root: SysRoot) -> str | None:
     """"ubuntu 24.04" from the root's os-release (via `distro`, through the root's bounded
     reader), None where it cannot be read."""
+    os_id: str | None
+    version: str | None
     if root.is_host:  # distro straight on this machine: no copy, no tempfile
         import distro
 
@@ -44,7 +46,7 @@ def host_os(root: SysRoot) -> str | None:
         _pretty, os_id, version = _distribution(root)
     if not os_id:
         return None
-    return f"{os_id} {version}".strip().lower()
+    return f"{os_id} {version or ''}".strip().lower()[:80]
 
 
 def check_host_os(f: Facts) -> Outcome:

@@ -1,0 +1,232 @@
+"""The release manifest's data model: what a Neuron release pins, and the set neuronctl knows.
+
+Kept apart from the parser and the loaders (neuronctl.manifest, which re-exports every name
+here) so each stays a readable size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from packaging.version import InvalidVersion, Version
+
+from neuronctl.errors import InputError
+from neuronctl.provenance import Source
+from neuronctl.rules import Rule
+
+MANIFEST_SCHEMA = 1
+MAX_JSON_BYTES = 64 << 20
+"""AWS's whole n2 manifest is ~100 kB; anything this large is not a release manifest."""
+ReleaseBackend = Literal["native", "xla", "none"]
+BACKENDS: tuple[str, ...] = ("native", "xla", "none")
+SYSTEM_PACKAGES: tuple[str, ...] = (
+    "aws-neuronx-dkms",
+    "aws-neuronx-runtime-lib",
+    "aws-neuronx-collectives",
+    "aws-neuronx-tools",
+)
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One package version a release lists, with the chips and Pythons it is built for."""
+
+    name: str
+    version: str
+    chips: tuple[str, ...] = ()
+    python: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "chips": list(self.chips),
+                "python": list(self.python)}
+
+
+@dataclass(frozen=True)
+class Framework:
+    """A PyTorch line of a release: which torch-neuronx build pairs with which torch."""
+
+    backend: Literal["native", "xla"]
+    torch: str
+    torch_neuronx: str
+    chips: tuple[str, ...]
+    python: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"backend": self.backend, "torch": self.torch, "torch_neuronx": self.torch_neuronx,
+                "chips": list(self.chips), "python": list(self.python)}
+
+
+@dataclass(frozen=True)
+class Release:
+    """One Neuron release: the versions it pins, the chips and Pythons it supports."""
+
+    version: str
+    backend: ReleaseBackend
+    torch: tuple[str, ...]
+    python: tuple[str, ...]
+    chips: tuple[str, ...]
+    packages: Mapping[str, tuple[str, ...]]
+    system: Mapping[str, str]
+    status: str = "ga"
+    date: str | None = None
+    frameworks: tuple[Framework, ...] = ()
+    artifacts: tuple[Artifact, ...] = ()
+    notes: tuple[str, ...] = ()
+    constraints: Mapping[str, str] = field(default_factory=dict)
+    """Packages whose pin AWS has not published: name -> the constraint AWS's install recipe
+    gives ("==2.*"; "" for unpinned). Resolved from the index, never guessed."""
+    sources: Mapping[str, str] = field(default_factory=dict)
+    """Value key (see neuronctl.provenance) -> source id in the manifest's sources table."""
+    unpublished: tuple[str, ...] = ()
+    """Value keys the data holds as not published (null in the file), e.g.
+    "frameworks.2.9.0.2.15.32035.chips"."""
+    rules: tuple[Rule, ...] = ()
+    """The documented rules whose release range holds this release (the manifest's `rules`)."""
+
+    @property
+    def key(self) -> Version:
+        return Version(self.version)
+
+    def framework_for_torch(self, torch: str) -> Framework | None:
+        """The framework line for a torch request such as "2.14", "2.14.0" or "2.14.0+cpu"."""
+        want = Version(torch)
+        for fw in self.frameworks:
+            have = Version(fw.torch)
+            if len(want.release) <= 2:
+                if have.release[:2] == want.release[:2]:
+                    return fw
+            elif have.public == want.public:
+                return fw
+        return None
+
+    def default_framework(self) -> Framework | None:
+        """The newest framework of the release's own backend."""
+        for fw in self.frameworks:
+            if fw.backend == self.backend:
+                return fw
+        return None
+
+    def package_version(self, name: str) -> str | None:
+        versions = self.packages.get(name)
+        return versions[0] if versions else None
+
+    def unpublished_pins(self) -> tuple[str, ...]:
+        """The stack's packages (Python and system) whose version AWS has not published."""
+        missing = tuple(name for name in SYSTEM_PACKAGES if name not in self.system)
+        return (*self.constraints, *missing)
+
+    @property
+    def complete(self) -> bool:
+        """Whether the whole stack's versions are published (a release to default to)."""
+        return not self.unpublished_pins()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "date": self.date,
+            "status": self.status,
+            "backend": self.backend,
+            "torch": list(self.torch),
+            "python": list(self.python),
+            "chips": list(self.chips),
+            "packages": {k: list(v) for k, v in self.packages.items()},
+            "system": dict(self.system),
+            "frameworks": [self._nulled(f"frameworks.{f.torch_neuronx}", f.to_json())
+                           for f in self.frameworks],
+            "artifacts": [self._nulled(f"artifacts.{a.name}=={a.version}", a.to_json())
+                          for a in self.artifacts],
+            "notes": list(self.notes),
+            **({"unpublished": dict(self.constraints)} if self.constraints else {}),
+            **({"sources": dict(self.sources)} if self.sources else {}),
+        }
+
+    def _nulled(self, base: str, doc: dict[str, Any]) -> dict[str, Any]:
+        """A value the data holds as not published is written back as null, never as []."""
+        for key in ("chips", "python"):
+            if f"{base}.{key}" in self.unpublished:
+                doc[key] = None
+        return doc
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """The Neuron releases neuronctl knows (bundled or a --manifest file), newest first."""
+
+    releases: tuple[Release, ...]
+    source: str
+    origin: str = "bundled"
+    generated_from: Mapping[str, str] = field(default_factory=dict)
+    sources: Mapping[str, Source] = field(default_factory=dict)
+    """Source id -> where a value came from (URL, date read)."""
+    compiled: str | None = None
+    """The ISO date the data was compiled (read its sources); None where not recorded."""
+    rules: tuple[Rule, ...] = ()
+    """The documented rules (support windows, OS, driver/runtime), each with its source."""
+
+    def cite(self, source_id: str) -> str:
+        """A source id as a user reads it: its URL and the date it was read."""
+        found = self.sources.get(source_id)
+        return found.cite() if found else source_id
+
+    def __post_init__(self) -> None:
+        ordered = tuple(sorted(self.releases, key=lambda r: r.key, reverse=True))
+        object.__setattr__(self, "releases", ordered)
+
+    @property
+    def latest(self) -> Release:
+        return self.releases[0]
+
+    def latest_with_backend(self, backend: str) -> Release | None:
+        """The newest release of `backend` whose whole stack is published (a partly published
+        one is used only when asked for by --release)."""
+        return next((r for r in self.releases if r.backend == backend and r.complete), None)
+
+    @property
+    def default(self) -> Release:
+        """The release used without --release: the newest fully published native one."""
+        return (self.latest_with_backend("native")
+                or next((r for r in self.releases if r.complete), self.latest))
+
+    def find(self, version: str) -> Release | None:
+        try:
+            want = Version(version)
+        except InvalidVersion:
+            return None
+        return next((r for r in self.releases if r.key == want), None)
+
+    def get(self, version: str) -> Release:
+        release = self.find(version)
+        if release is None:
+            near = ", ".join(self.nearest(version))
+            raise InputError(
+                f"unknown Neuron release {version!r} in {self.source}; nearest known: {near}"
+            )
+        return release
+
+    def nearest(self, version: str, count: int = 3) -> list[str]:
+        try:
+            want = Version(version)
+            target = ((*want.release, 0, 0, 0))[:3]
+        except InvalidVersion:
+            return [r.version for r in self.releases[:count]]
+
+        def distance(release: Release) -> tuple[int, ...]:
+            have = ((*release.key.release, 0, 0, 0))[:3]
+            return tuple(abs(a - b) for a, b in zip(have, target, strict=True))
+
+        return [r.version for r in sorted(self.releases, key=distance)[:count]]
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"schema": MANIFEST_SCHEMA}
+        if self.compiled:
+            out["compiled"] = self.compiled
+        if self.generated_from:
+            out["generated_from"] = dict(self.generated_from)
+        if self.sources:
+            out["sources"] = {k: s.to_json() for k, s in self.sources.items()}
+        if self.rules:
+            out["rules"] = [r.to_json() for r in self.rules]
+        out["releases"] = [r.to_json() for r in self.releases]
+        return out
