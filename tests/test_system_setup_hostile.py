@@ -91,7 +91,8 @@ def test_rule_ids_cannot_break_a_label():
 @pytest.mark.parametrize("url", [
     "ftp://mirror.example/neuron", "https://mirror.example/a b", "https://m.example/'x'",
     "https://m.example/$(id)", "https://m.example/`id`", "https://m.example/\\x",
-    "https://m.example/\nrm", "mirror.example", "https://" + "a" * 500])
+    "https://m.example/\nrm", "mirror.example", "https://" + "a" * 500,
+    "https://user:secret@mirror.example/neuron"])
 def test_repo_urls_that_could_inject_are_refused(url):
     with pytest.raises(InputError):
         check_repo_url(url, "--repo")

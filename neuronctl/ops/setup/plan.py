@@ -14,6 +14,7 @@ from neuronctl.errors import InputError
 from neuronctl.manifest import Release
 from neuronctl.ops.setup.repos import APT_REPO, KEY_FINGERPRINT, SOURCES, YUM_REPO, OsTarget
 from neuronctl.probes.setup_facts import SetupFacts
+from neuronctl.redact import redact
 from neuronctl.rules import Situation, enforce
 
 SYSTEM_PACKAGES = ("aws-neuronx-dkms", "aws-neuronx-runtime-lib", "aws-neuronx-collectives",
@@ -93,8 +94,13 @@ def check_repo_url(url: str, where: str) -> str:
     """A repository URL that goes into a shell script and an apt line: http(s) or file, plain
     characters only (no quote, dollar, backquote, backslash or space), bounded."""
     if not _URL.fullmatch(url):
-        raise InputError(f"{where}: {url[:80]!r} is not a plain http(s):// or file:// URL",
+        raise InputError(f"{where}: {redact(url[:80])!r} is not a plain http(s):// or file:// URL",
                          hint="a mirror's URL without spaces, quotes, $ or backslashes")
+    if "@" in url.split("/")[2]:  # the plan is shown and written out: no credentials in it
+        raise InputError(f"{where}: the URL carries credentials; they would be in the plan, "
+                         "the script and apt's lists",
+                         hint="put them in /etc/apt/auth.conf.d/ (apt) or the .repo file's "
+                              "username/password (dnf)")
     return url.rstrip("/")
 
 
