@@ -54,7 +54,8 @@ def release(version: str = RELEASE) -> Release:
 def fake_debs() -> list[FakeDeb]:
     debs = [FakeDeb(f"linux-headers-{KERNEL}", "6.8.0-1015.16",
                     {f"usr/src/linux-headers-{KERNEL}/Makefile": "# fake headers\n"}),
-            FakeDeb("aws-neuronx-oci-hook", "2.19.74.0")]
+            FakeDeb("aws-neuronx-oci-hook", "2.19.74.0"),
+            FakeDeb("aws-neuron-dkms", "1.5.0.0")]  # the first generation, for a mixed host
     for version in ("2.33.0", RELEASE):  # two releases: the pin decides which one
         for name, v in release(version).system.items():
             files = {}
@@ -240,3 +241,25 @@ def test_bare_host_to_a_passing_level_1_doctor(tmp_path, repo):
                   "device.holders"):
         assert statuses.get(check) == "pass", (check, statuses)
     assert elapsed < 120
+
+
+def test_a_held_older_release_beside_the_first_generation_is_replaced(tmp_path, repo):
+    """The host users come with: 2.33.0's packages held, an aws-neuron-dkms beside them."""
+    built, url = repo
+    root = bare_host(tmp_path)
+    pool = built.root / "pool" / "main"
+    old = release("2.33.0").system
+    debs = [pool / f"{n}_{v}{REVISION.get(n, '')}_all.deb" for n, v in old.items()]
+    debs.append(pool / "aws-neuron-dkms_1.5.0.0_all.deb")
+    subprocess.run(["dpkg", f"--root={root}", "--force-not-root", "--force-bad-path", "-i",
+                    *map(str, debs)], check=True, capture_output=True)
+    subprocess.run(["dpkg", f"--root={root}", "--set-selections"], check=True,
+                   input="".join(f"{n} hold\n" for n in old), text=True, capture_output=True)
+    plan = plan_for(root)
+    assert "aws-neuron-dkms" in next(s for s in plan.steps if s.id == "other-generation").why
+    result = run_script(plan, env_for(tmp_path, root, built, url), tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for name, version in release().system.items():
+        assert installed(root, name) == f"{version}{REVISION.get(name, '')} hold", name
+    assert installed(root, "aws-neuron-dkms") == ""
+    assert "Inst aws-neuronx-dkms [2.31.7.0] (2.31.8.0" in (tmp_path / "apt.log").read_text()
