@@ -57,7 +57,7 @@ def install_limits(sizes: Iterable[int | None], timeout: float) -> Limits:
     """An install of files of these sizes: --timeout to start, each file at MIN_RATE, their
     unpacking at UNPACK_RATE, and --timeout again to finish; no progress for twice --timeout
     stops it (a read silent for --timeout is the engine's own error)."""
-    known = [s if s is not None else MAX_UNDECLARED for s in sizes]
+    known = [max(s, 0) if s is not None else MAX_UNDECLARED for s in sizes]
     total = sum(known)
     limit = 2 * timeout + total / MIN_RATE + total / UNPACK_RATE
     return Limits(limit, 2 * timeout, f"--timeout {timeout:g}s twice, plus {len(known)} file(s) "
