@@ -187,10 +187,11 @@ def test_npd_config_follows_npd_rules_and_its_command_exits_0_or_1(cli, tmp_path
     assert config["plugin"] == "custom"
     assert config["pluginConfig"] == {"invoke_interval": "300s", "timeout": "60s",
                                       "max_output_length": 120, "concurrency": 1}
-    (rule,) = config["rules"]
+    rule, _hardware_rule = config["rules"]  # the second: severity drain (test_health_severity.py)
     # NPD refuses a permanent rule without a default condition, or a rule timeout over the global.
     assert rule["type"] == "permanent" and rule["condition"] == "NeuronStackProblem"
-    assert [c["type"] for c in config["conditions"]] == ["NeuronStackProblem"]
+    assert [c["type"] for c in config["conditions"]] == ["NeuronStackProblem",
+                                                         "NeuronHardwareProblem"]
     assert rule["timeout"] == "60s" and os.access(rule["path"], os.X_OK)
     healthy = build_host(tmp_path / "trn2", "trn2")
     env = {**os.environ, "NEURONCTL_SYSROOT": str(healthy)}

@@ -146,7 +146,9 @@ def test_doctor_slurm_drain_drains_this_node_and_resumes_it(cli, slurm: SlurmClu
     monkeypatch.setenv("NEURONCTL_SYSROOT", str(hosts["trn2"]))
     try:
         monkeypatch.setenv("PJRT_DEVICE", "NEURON")  # a legacy XLA signal: the doctor fails
-        failed = cli("doctor", "--level", "1", "--slurm-drain", "--json")
+        # a fix-severity failure drains only under --drain-on fail (the default is drain:
+        # test_health_severity.py)
+        failed = cli("doctor", "--level", "1", "--slurm-drain", "--drain-on", "fail", "--json")
         assert failed.code == 1
         doc = json.loads(failed.out)
         assert doc["slurm_drain"] == {"node": "node1", "action": "drain",
@@ -154,7 +156,7 @@ def test_doctor_slurm_drain_drains_this_node_and_resumes_it(cli, slurm: SlurmClu
         state = _show(slurm, "node1")
         assert state.drained and state.reason == "neuronctl: packages.legacy-xla"
         monkeypatch.delenv("PJRT_DEVICE")
-        healthy = cli("doctor", "--level", "1", "--slurm-drain")
+        healthy = cli("doctor", "--level", "1", "--slurm-drain", "--drain-on", "fail")
         assert healthy.code == 0, healthy.out + healthy.err
         assert "slurm: node node1 resumed: passes again (was: neuronctl: packages.legacy-xla)" \
             in healthy.out

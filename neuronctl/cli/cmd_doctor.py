@@ -63,15 +63,27 @@ FORMATS = ("text", "json", "junit", "github", "prometheus")
 @click.option("--timeout", type=float, default=None,
               help="Each check's time limit in seconds [the level's budget].")
 @click.option("--slurm-drain", is_flag=True,
-              help="After the report, drain this Slurm node on failure (scontrol), and resume it "
-                   "when it passes again if neuronctl drained it (for HealthCheckProgram).")
+              help="After the report, drain this Slurm node (scontrol) when a check calls for it "
+                   "(--drain-on), and resume it when none does if neuronctl drained it (for "
+                   "HealthCheckProgram).")
+@click.option("--drain-on", type=click.Choice(("drain", "fail", "warn")), default=None,
+              help="What --slurm-drain drains for: drain = outcomes of severity drain (hardware "
+                   "errors, no driver, devices missing), fail = any failure, warn = any failure "
+                   "or warning [config drain_on, else drain].")
+@click.option("--exit-on", type=click.Choice(("drain", "fail", "warn")), default=None,
+              help="Exit 1 only for these outcomes (as --drain-on: drain = severity drain); "
+                   "node-problem-detector's hardware condition runs with drain [fail].")
+@click.option("--lookback", metavar="DURATION", default=None,
+              help="hardware.errors reads the kernel log this far back (e.g. 300, 5m, 2h, 1d) "
+                   "[since boot].")
 @sysroot_option
 @click.option("--manifest", "manifest_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Use this neuronctl manifest instead of the bundled one.")
 def doctor(python: str | None, release: str | None, lock: Path | None, device: str | None,
            level: int | None, no_device_probe: bool, compile_tier: bool, strict: bool,
            only: tuple[str, ...], skip: tuple[str, ...], fmt: str | None, as_json: bool,
-           output: Path | None, timeout: float | None, slurm_drain: bool, sysroot: Path | None,
+           output: Path | None, timeout: float | None, slurm_drain: bool, drain_on: str | None,
+           exit_on: str | None, lookback: str | None, sysroot: Path | None,
            manifest_path: Path | None) -> int:
     app = get_app()
     config = app.config()
@@ -83,6 +95,9 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
                          + (f" (the textfile collector reads only *.prom, not {output.name})"
                             if output is not None else ""))
     chosen = choose_level(level, no_device_probe, compile_tier)
+    from neuronctl.ops.slurm_node import drain_on_value
+
+    policy = drain_on_value(drain_on, config.get("drain_on"))
     config_timeout = config.get("timeout")
     request = DoctorRequest(
         manifest=app.manifest(manifest_path), python=python,
@@ -94,24 +109,49 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
         else timeout_value(timeout, config_timeout, 60.0),
         sysroot=check_sysroot(sysroot), model=config.get("model"),
         model_origin=f"config model ({config.source or 'pyproject.toml'})",
-        model_cwd=config.base_dir)
+        model_cwd=config.base_dir, lookback_s=lookback_seconds(lookback))
     started, clock = time.time(), time.perf_counter()
     report = doctor_run.doctor(request)
     duration = time.perf_counter() - clock
-    drained = _slurm_drain(report) if slurm_drain else None
+    drained = _slurm_drain(report, policy) if slurm_drain else None
     _render(report, fmt, output, drained, started, duration)
     if drained is not None and drained.get("action") == "error":
         return 1
+    if exit_on is not None:
+        from neuronctl.ops.slurm_node import drain_triggers
+
+        return 1 if drain_triggers(report.checks, exit_on, report.strict) else 0
     return report.exit_code
 
 
-def _slurm_drain(report: DoctorReport) -> dict[str, str]:
-    """What --slurm-drain did to this node; a Slurm that cannot be reached is reported (and
-    fails the run), never taken for a healthy node."""
-    from neuronctl.ops.slurm_node import apply_slurm_drain, this_node  # only --slurm-drain
+_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
+
+def lookback_seconds(text: str | None) -> float | None:
+    """--lookback: seconds, or a number with s, m, h or d; at most 366 days (exit 2 else)."""
+    if text is None:
+        return None
+    value = text.strip().lower()
+    number, unit = (value[:-1], value[-1]) if value[-1:] in "smhd" and value else (value, "")
     try:
-        outcome = apply_slurm_drain(report.failed_ids(), report.failed, None)
+        seconds = float(number) * _UNITS[unit]
+    except ValueError:
+        seconds = -1.0
+    if not (0 < seconds <= 366 * 86400) or number.strip() != number or not number:
+        raise InputError(f"--lookback {text!r}: give a duration such as 300, 5m, 2h or 1d "
+                         "(at most 366d)")
+    return seconds
+
+
+def _slurm_drain(report: DoctorReport, drain_on: str) -> dict[str, str]:
+    """What --slurm-drain did to this node; a Slurm that cannot be reached is reported (and
+    fails the run), never taken for a healthy node. The node drains for the checks `drain_on`
+    names (severity drain by default) and is resumed, when neuronctl drained it, once none."""
+    from neuronctl.ops.slurm_node import apply_slurm_drain, drain_triggers, this_node
+
+    triggers = drain_triggers(report.checks, drain_on, report.strict)
+    try:
+        outcome = apply_slurm_drain(triggers, bool(triggers), None)
     except NeuronctlError as exc:
         return {"node": this_node(), "action": "error", "why": exc.message}
     return {"node": outcome.node, "action": outcome.action, "why": outcome.why}

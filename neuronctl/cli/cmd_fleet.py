@@ -30,6 +30,10 @@ from neuronctl.ops.fleet.srun import LEVEL_ARGS, FleetRequest, default_remote, f
 
 FORMATS = ("text", "json", "junit", "markdown")
 NPD_CONDITION = "NeuronStackProblem"
+NPD_HARDWARE_CONDITION = "NeuronHardwareProblem"
+"""Severity to condition: `drain` outcomes (hardware errors, no driver, devices missing) set
+NeuronHardwareProblem (the doctor run with --exit-on drain), any failure NeuronStackProblem (a
+`fix` one has its command in the message); `info` sets none."""
 # What NPD runs on each node: the quick level, one line of output (the verdict), no colour.
 NPD_DOCTOR_ARGS: tuple[str, ...] = ("doctor", *LEVEL_ARGS[1], "-q", "--no-color")
 # Where NPD's timeout is short, each check gets what is left after the run's margin and 5 s for
@@ -124,10 +128,16 @@ def npd_config(path: str, interval: float, timeout: float, max_output: int) -> d
         "source": "neuronctl-custom-plugin-monitor",
         "metricsReporting": True,
         "conditions": [{"type": NPD_CONDITION, "reason": "NeuronStackHealthy",
-                        "message": "neuronctl doctor passes"}],
+                        "message": "neuronctl doctor passes"},
+                       {"type": NPD_HARDWARE_CONDITION, "reason": "NeuronHardwareHealthy",
+                        "message": "no neuronctl doctor outcome of severity drain"}],
         "rules": [{"type": "permanent", "condition": NPD_CONDITION,
                    "reason": "NeuronStackUnhealthy", "path": path,
                    "args": [*NPD_DOCTOR_ARGS, *limit_args],
+                   "timeout": _duration(timeout)},
+                  {"type": "permanent", "condition": NPD_HARDWARE_CONDITION,
+                   "reason": "NeuronNeedsDrain", "path": path,
+                   "args": [*NPD_DOCTOR_ARGS, *limit_args, "--exit-on", "drain"],
                    "timeout": _duration(timeout)}],
     }
 

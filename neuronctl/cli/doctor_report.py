@@ -57,6 +57,10 @@ def render_junit(report: DoctorReport) -> str:
     for c in report.checks:
         case = ET.SubElement(suite, "testcase", classname=f"neuronctl.doctor.{c.id.split('.')[0]}",
                              name=c.id, time=f"{c.duration_ms / 1000:.3f}")
+        # The outcome's severity (drain, fix, info) as a testcase property (JUnit's properties
+        # element, read by Jenkins, GitLab and the junit-xml tools).
+        props = ET.SubElement(case, "properties")
+        ET.SubElement(props, "property", name="severity", value=c.severity)
         body = xml(c.message + (f"\nfix: {c.fix}" if c.fix else "") + "".join(
             f"\n  {d}" for d in c.details))
         if c.status == "fail" or (c.status == "warn" and report.strict):

@@ -35,13 +35,21 @@ def _label_name(key: str) -> str:
 def _registry(report: DoctorReport, fingerprint: dict[str, str], started: float,
               duration: float) -> CollectorRegistry:
     registry = CollectorRegistry()
-    status = Gauge(f"{PREFIX}_check_status", "1 for the status each doctor check ended in, else 0.",
-                   ["check", "status"], registry=registry)
+    # severity: what the outcome asks of a scheduler (drain, fix, info): an alert on
+    # status="fail",severity="drain" is the node-out-of-service one.
+    status = Gauge(f"{PREFIX}_check_status", "1 for the status each doctor check ended in, else 0; "
+                   "severity is the outcome's (drain, fix, info).",
+                   ["check", "status", "severity"], registry=registry)
     for check in report.checks:
         for name in STATUSES:
-            status.labels(check=check.id, status=name).set(1 if check.status == name else 0)
+            status.labels(check=check.id, status=name, severity=check.severity).set(
+                1 if check.status == name else 0)
     Gauge(f"{PREFIX}_failed", "1 when the doctor's verdict is a failure (its exit code 1).",
           registry=registry).set(1 if report.failed else 0)
+    Gauge(f"{PREFIX}_drain", "1 when a failing or warning check has severity drain (hardware "
+          "errors, no driver, devices missing).", registry=registry).set(
+        1 if any(c.status in ("fail", "warn") and c.severity == "drain" for c in report.checks)
+        else 0)
     stack = Info(f"{PREFIX}_stack", "The Neuron stack fingerprint fleet doctor groups nodes by.",
                  registry=registry)
     # Label values come from the sysroot and the interpreter: prometheus_client escapes '\\',

@@ -10,10 +10,14 @@ from __future__ import annotations
 import re
 import socket
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from neuronctl.errors import FaultError, InputError
+
+if TYPE_CHECKING:
+    from neuronctl.ops.doctor.runner import CheckResult
 
 REASON_PREFIX = "neuronctl:"
 MAX_REASON_CHARS = 200
@@ -23,6 +27,41 @@ CHECK_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 # A reason neuronctl wrote, and only that (drain_reason, cut at MAX_REASON_CHARS): a drain whose
 # reason merely starts with "neuronctl:" is another admin's, and never resumed.
 OUR_REASON = re.compile(r"neuronctl: (?:doctor failed|[a-z0-9][a-z0-9._-]*(?:,[a-z0-9][a-z0-9._-]*)*,?)")
+
+DRAIN_ON = ("drain", "fail", "warn")
+"""What drains the node (--drain-on, config `drain_on`): `drain` (the default) only outcomes of
+severity drain (hardware errors, no driver, devices missing: DCGM's rule that the severity, not
+the mere failure, decides the action); `fail` every failing check (and, with --strict, every
+warning), as before severities; `warn` every failing or warning check."""
+DEFAULT_DRAIN_ON = "drain"
+
+
+def drain_on_value(flag: str | None, config_value: object) -> str:
+    """--drain-on, else config `drain_on`, else `drain`; anything else is exit 2."""
+    chosen = flag if flag is not None else config_value if config_value is not None \
+        else DEFAULT_DRAIN_ON
+    if chosen not in DRAIN_ON:
+        where = "--drain-on" if flag is not None else "config drain_on"
+        raise InputError(f"{where}: must be one of {', '.join(DRAIN_ON)}, got {chosen!r}")
+    return str(chosen)
+
+
+def drain_triggers(checks: Iterable[CheckResult], drain_on: str, strict: bool = False) -> list[str]:
+    """The checks whose outcome drains the node under `drain_on` (pure)."""
+    if drain_on not in DRAIN_ON:
+        raise InputError(f"drain_on must be one of {', '.join(DRAIN_ON)}, got {drain_on!r}")
+    out = []
+    for c in checks:
+        if drain_on == "drain":
+            hit = c.status in ("fail", "warn") and c.severity == "drain"
+        elif drain_on == "warn":
+            hit = c.status in ("fail", "warn")
+        else:
+            hit = c.status == "fail" or (strict and c.status == "warn")
+        if hit:
+            out.append(c.id)
+    return out
+
 
 # (argv, seconds) -> (exit code, stdout, stderr)
 ScontrolRunner = Callable[[list[str], float], tuple[int, str, str]]

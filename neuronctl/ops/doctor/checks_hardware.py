@@ -75,8 +75,9 @@ def check_driver(f: Facts) -> Outcome:
             return Outcome("warn", f"{len(hw.dev_nodes)} /dev/neuron* node(s) but no driver sysfs "
                                    "(inside a container?); driver version unknown: read it on the "
                                    "host", "cat /sys/module/neuron/version")
+        # no driver: the node cannot run Neuron work at all (severity drain)
         return Outcome("fail", "Neuron devices present but the neuron driver is not loaded",
-                       driver_load_fix(f, want))
+                       driver_load_fix(f, want), severity="drain")
     details = [f"loaded module: {hw.driver_version}"]
     pkg = hw.system_packages.get("aws-neuronx-dkms")
     if pkg:

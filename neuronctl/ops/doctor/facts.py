@@ -24,7 +24,9 @@ if TYPE_CHECKING:
     from packaging.pylock import Pylock
 
     from neuronctl.probes.device import ProbeReport
+    from neuronctl.probes.device_health import DeviceHealth
     from neuronctl.probes.held_inspection import HeldInspection
+    from neuronctl.probes.kernel_log import KernelLog
     from neuronctl.probes.smoke import SmokeReport
 
 T = TypeVar("T")
@@ -62,7 +64,8 @@ class Facts:
                  legacy: LegacyReport | None = None, probe: ProbeReport | None = None,
                  pylock: Pylock | None = None, model: ModelRun | None = None,
                  long_timeout: float | None = None, smoke: SmokeReport | None = None,
-                 inspection: HeldInspection | None = None) -> None:
+                 inspection: HeldInspection | None = None,
+                 lookback_s: float | None = None) -> None:
         """`timeout` bounds the interpreter inspection; `long_timeout` the device probe and the
         model run (default: `timeout`). `inspection`: the interpreter's inspection, already
         started (an install starts it while its engine works)."""
@@ -75,6 +78,8 @@ class Facts:
         self.compile_tier = compile_tier
         self.lock = lock
         self.model = model
+        self.lookback_s = lookback_s
+        """--lookback: hardware.errors reads the kernel log this far back (None: since boot)."""
         self.long_timeout = timeout if long_timeout is None else long_timeout
         self.planned: frozenset[str] = frozenset()
         """Facts this run's checks will gather anyway (set by the check runner)."""
@@ -124,6 +129,18 @@ class Facts:
     @property
     def hardware(self) -> HardwareReport:
         return self._once("hardware", lambda: detect_hardware(self.sysroot, self.environ))
+
+    @property
+    def kernel_log(self) -> KernelLog:
+        from neuronctl.probes.kernel_log import read_kernel_log
+
+        return self._once("kernel_log", lambda: read_kernel_log(self.sysroot))
+
+    @property
+    def device_health(self) -> tuple[DeviceHealth, ...]:
+        from neuronctl.probes.device_health import read_device_health
+
+        return self._once("device_health", lambda: read_device_health(self.sysroot))
 
     @property
     def legacy(self) -> LegacyReport:

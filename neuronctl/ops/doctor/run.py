@@ -130,8 +130,8 @@ def run_doctor(facts: Facts, ids: list[str], strict: bool, limit: float,
     if budget is None:
         budget = Budget(limit + 5, limit + 15, limit + 20)
     facts.planned = frozenset().union(*(specs[i].gathers for i in ids))
-    checks = [Check(i, specs[i].title, functools.partial(specs[i].run, facts), budget.limit(i))
-              for i in ids]
+    checks = [Check(i, specs[i].title, functools.partial(specs[i].run, facts), budget.limit(i),
+                    specs[i].severity) for i in ids]
     results = tuple(run_checks(checks, budget.total_s))
     environment = _environment(facts)  # after the checks: it reads only what they gathered
     notes = release_notes(facts)
@@ -165,6 +165,8 @@ class DoctorRequest:
     """MODULE:FACTORY from config `model`, run at level 3."""
     model_origin: str = "config model"
     model_cwd: Path | None = None
+    lookback_s: float | None = None
+    """--lookback: how far back hardware.errors reads the kernel log (None: since boot)."""
 
 
 def _model(request: DoctorRequest, ids: list[str]) -> ModelRun | None:
@@ -204,7 +206,7 @@ def doctor(request: DoctorRequest, reporter: Reporter | None = None) -> DoctorRe
                   timeout=budget.inner(budget.check_s),
                   compile_tier=request.compile_tier or request.level >= 3, lock=request.lock,
                   environ=request.environ, pylock=pylock, model=model,
-                  long_timeout=budget.inner(budget.long_s))
+                  long_timeout=budget.inner(budget.long_s), lookback_s=request.lookback_s)
     for note in release_notes(facts):
         reporter.emit(Event("note", note))
     return run_doctor(facts, ids, request.strict, budget.check_s, budget, request.level)

@@ -12,6 +12,11 @@ from neuronctl.errors import NeuronctlError
 
 Status = Literal["pass", "warn", "fail", "skip"]
 STATUSES: tuple[Status, ...] = ("pass", "warn", "fail", "skip")
+Severity = Literal["drain", "fix", "info"]
+"""What an outcome asks of a scheduler (as DCGM's per-error severities do): `drain` the node
+(hardware errors, no driver, devices missing), `fix` the stack (the fix command says how),
+`info` (nothing to act on). A pass or a skip is always `info`."""
+SEVERITIES: tuple[Severity, ...] = ("drain", "fix", "info")
 
 
 @dataclass(frozen=True)
@@ -22,6 +27,8 @@ class Outcome:
     message: str
     fix: str | None = None
     details: tuple[str, ...] = ()
+    severity: Severity | None = None
+    """None: the check's own (CheckSpec.severity) when it warns or fails."""
 
 
 @dataclass(frozen=True)
@@ -35,11 +42,12 @@ class CheckResult:
     fix: str | None
     duration_ms: float
     details: tuple[str, ...] = field(default=())
+    severity: Severity = "info"
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "title": self.title, "status": self.status,
-                "message": self.message, "fix": self.fix, "duration_ms": self.duration_ms,
-                "details": list(self.details)}
+                "severity": self.severity, "message": self.message, "fix": self.fix,
+                "duration_ms": self.duration_ms, "details": list(self.details)}
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,14 @@ class Check:
     title: str
     run: Callable[[], Outcome]
     timeout: float
+    severity: Severity = "fix"
+    """The severity of this check's warnings and failures unless its outcome names one."""
+
+
+def severity_of(outcome: Outcome, default: Severity) -> Severity:
+    if outcome.status in ("pass", "skip"):
+        return "info"
+    return outcome.severity or default
 
 
 def _run_one(check: Check, slot: list[CheckResult]) -> None:
@@ -62,7 +78,7 @@ def _run_one(check: Check, slot: list[CheckResult]) -> None:
         outcome = Outcome("fail", f"check raised {type(exc).__name__}: {exc}")
     ms = round((time.perf_counter() - start) * 1000, 1)
     slot.append(CheckResult(check.id, check.title, outcome.status, outcome.message, outcome.fix, ms,
-                            outcome.details))
+                            outcome.details, severity_of(outcome, check.severity)))
 
 
 def run_checks(checks: Sequence[Check], total: float | None = None) -> list[CheckResult]:
@@ -89,7 +105,7 @@ def run_checks(checks: Sequence[Check], total: float | None = None) -> list[Chec
             why = (f"timed out after {check.timeout:g}s" if limit == check.timeout else
                    f"timed out: the run's budget of {limit:g}s ran out")
             results.append(CheckResult(check.id, check.title, "fail", why, None,
-                                       round(limit * 1000, 1)))
+                                       round(limit * 1000, 1), severity=check.severity))
             late = True
     if late:
         _stop_leftovers()

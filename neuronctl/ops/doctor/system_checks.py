@@ -155,7 +155,8 @@ def check_driver_kernel(f: Facts) -> Outcome:
                                f"{elsewhere}: it cannot be loaded again after a reboot or rmmod",
                        fix, tuple(details))
     return Outcome("fail", f"no neuron module for the running kernel {state.kernel}{elsewhere}: "
-                           "the kernel was upgraded without a DKMS rebuild", fix, tuple(details))
+                           "the kernel was upgraded without a DKMS rebuild", fix, tuple(details),
+                   "drain")  # no driver can load: the node runs no Neuron work until rebuilt
 
 
 # ------------------------------------------------------------------------------ packages.system
@@ -271,14 +272,15 @@ def with_kernel_check(driver: Outcome, kernel: Outcome) -> Outcome:
     """`hardware.driver` extended by the kernel match: the worse status speaks (its message
     first, its fix), the other's message follows, the details of both are kept."""
     if kernel.status == "skip":
-        return Outcome(driver.status, driver.message, driver.fix, driver.details + kernel.details)
+        return Outcome(driver.status, driver.message, driver.fix, driver.details + kernel.details,
+                       driver.severity)
     # A tie of failures is the kernel's: a driver not loaded because no module fits the running
     # kernel is fixed by the rebuild, not by installing the package again.
     kernel_first = _SEVERITY[kernel.status] > _SEVERITY[driver.status] \
         or kernel.status == driver.status == "fail"
     first, second = (kernel, driver) if kernel_first else (driver, kernel)
     return Outcome(first.status, f"{first.message}; {second.message}", first.fix or second.fix,
-                   driver.details + kernel.details)
+                   driver.details + kernel.details, first.severity or second.severity)
 
 
 SYSTEM_CHECKS = (
