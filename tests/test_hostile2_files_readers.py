@@ -96,3 +96,18 @@ def test_open_regular_reads_a_regular_file_through_a_link_and_refuses_a_socket(t
             open_regular(tmp_path / "sock")
     with pytest.raises(IsADirectoryError):
         open_regular(tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "stdin"])
+def test_a_smoke_report_that_is_not_regular_is_refused_by_cost(tmp_path, kind):
+    special = _specials(tmp_path)[kind]
+    r = _neuronctl(tmp_path, "cost", "--from", str(special), "--instance", "trn1.2xlarge")
+    assert r.returncode == 2 and "not a regular file" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("kind", ["fifo", "stdin"])
+def test_an_install_lock_that_is_not_regular_is_refused(tmp_path, kind):
+    special = _specials(tmp_path)[kind]
+    r = _neuronctl(tmp_path, "install", "--lock", str(special), "--dry-run", "--venv", str(tmp_path / "v"))
+    _one_line_exit_2(r, special)

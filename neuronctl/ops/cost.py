@@ -19,6 +19,7 @@ from typing import Any
 from neuronctl.data import bundled_text
 from neuronctl.errors import InputError
 from neuronctl.probes.target_run import printable
+from neuronctl.safety import open_regular
 
 INSTANCE_ACCELERATORS: Mapping[str, int] = {
     "inf2.xlarge": 1, "inf2.8xlarge": 1, "inf2.24xlarge": 6, "inf2.48xlarge": 12,
@@ -284,7 +285,7 @@ def throughput_from_smoke(path: Path) -> tuple[float, str]:
     """The tokens/s a `neuronctl smoke --json` (or `-o FILE`) run measured, and what it was."""
     where = f"--from {path}"
     try:
-        with path.open("rb") as fh:
+        with open_regular(path) as fh:  # a FIFO or /dev/stdin is refused, never waited on
             raw = fh.read(SMOKE_FILE_CAP + 1)
     except OSError as exc:
         raise InputError(f"{where}: cannot read it: {exc.strerror or exc}") from None
