@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from neuronctl.ops.doctor.checks_cores import check_runtime_cores
 from neuronctl.ops.doctor.checks_hardware import check_chip, check_device, check_driver_and_kernel
 from neuronctl.ops.doctor.checks_health import check_hardware_errors
 from neuronctl.ops.doctor.checks_lock import check_lock
@@ -56,6 +57,7 @@ CHECKS: tuple[CheckSpec, ...] = (
     CheckSpec("hardware.errors", "Neuron hardware errors", check_hardware_errors,
               gathers=HARDWARE, severity="drain"),
     CheckSpec("runtime.compat", "Neuron runtime", check_runtime_compat, gathers=HARDWARE),
+    CheckSpec("runtime.cores", "NeuronCore allocation", check_runtime_cores, gathers=HARDWARE),
     CheckSpec("device.access", *_SYSTEM["device.access"]),
     CheckSpec("device.holders", *_SYSTEM["device.holders"]),
     CheckSpec("device.probe", "Device probe", check_device, level=2,
