@@ -20,8 +20,11 @@ exit, or keep our pipes open forever. So:
   live descendant of the interpreter, found by /proc's parent links, is killed, looked for again
   until none is left (one that forked meanwhile is found the next time: the smoke script makes
   itself its descendants' subreaper, so an orphan's parent link leads back to it, and kills
-  them itself as it exits), then the group. Each kill names its process by pid and start time
-  (through a pidfd where there is one), so a pid reused meanwhile is never hit.
+  them itself as it exits), then the group. A contained script's environment also carries a
+  token of its own (CONTAIN_VAR), and what still runs with it is killed as well: a daemon
+  orphaned by a model that left through os._exit (no exit handler ran) has lost its parent link
+  but not its environment. Each kill names its process by pid and start time (through a pidfd
+  where there is one), so a pid reused meanwhile is never hit.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from neuronctl.errors import FaultError
+from neuronctl.probes.contain import CONTAIN_VAR, kill_descendants, kill_marked
 from neuronctl.redact import redact
 
 CHANNEL_CAP = 64 * 1024
@@ -194,6 +198,11 @@ class TargetScript:
         self.contain = contain
         path = script_path(script)
         child_env = without_cwd_on_path(os.environ if env is None else env)
+        self._token = b""
+        if contain:
+            child_env = dict(child_env if child_env is not None else (os.environ if env is None else env))
+            child_env[CONTAIN_VAR] = os.urandom(12).hex()
+            self._token = f"{CONTAIN_VAR}={child_env[CONTAIN_VAR]}".encode()
         read_end, write_end = os.pipe()
         try:
             self.proc = subprocess.Popen(
@@ -278,7 +287,8 @@ class TargetScript:
             if self.proc not in _live:
                 return
             if self.contain:
-                _kill_descendants(self.proc)
+                kill_descendants(self.proc.pid)
+                kill_marked(self._token)
             _kill_group(self.proc)
             # Stuck in the kernel, if it times out: SIGKILL is pending, nothing more to do.
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -299,76 +309,6 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     except OSError:
         with contextlib.suppress(OSError):
             proc.kill()
-
-
-DESCENDANTS_S = 2.0
-"""How long the descendants of a contained script are looked for and killed, round after round
-(a fork bomb outpacing the kills is left to the group kill and this limit)."""
-
-
-def _proc_stat(pid: int) -> tuple[int, str, int] | None:
-    """(parent pid, state, start time in ticks) of `pid` from /proc; None where it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[-1].split()  # the name may hold ") "
-        return int(fields[1]), fields[0].decode("ascii", "replace"), int(fields[19])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def _descendants(root: int) -> dict[int, int]:
-    """pid -> start time of each live (not zombie) descendant of `root`, by parent links."""
-    try:
-        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
-    except OSError:
-        return {}
-    children: dict[int, list[tuple[int, str, int]]] = {}
-    for pid in pids:
-        stat = _proc_stat(pid)
-        if stat is not None:
-            children.setdefault(stat[0], []).append((pid, stat[1], stat[2]))
-    found: dict[int, int] = {}
-    todo = [root]
-    while todo:
-        for pid, state, start in children.get(todo.pop(), ()):
-            if pid not in found and pid != root:
-                found[pid] = start if state != "Z" else -1
-                todo.append(pid)
-    return {pid: start for pid, start in found.items() if start >= 0}
-
-
-def _kill_checked(pid: int, start: int) -> None:
-    """SIGKILL `pid` only while it is still the process that started at `start`."""
-    pidfd = -1
-    with contextlib.suppress(OSError, AttributeError):
-        pidfd = os.pidfd_open(pid)  # from here on the pid cannot be reused under us
-    try:
-        stat = _proc_stat(pid)
-        if stat is None or stat[2] != start:
-            return
-        with contextlib.suppress(OSError):
-            if pidfd >= 0:
-                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-            else:
-                os.kill(pid, signal.SIGKILL)
-    finally:
-        if pidfd >= 0:
-            os.close(pidfd)
-
-
-def _kill_descendants(proc: subprocess.Popen[bytes]) -> None:
-    """Stop the interpreter's group (nothing in it forks any more), then kill every descendant,
-    round after round until a look finds none (or DESCENDANTS_S is up)."""
-    with contextlib.suppress(OSError):
-        os.killpg(proc.pid, signal.SIGSTOP)
-    deadline = time.monotonic() + DESCENDANTS_S
-    while time.monotonic() < deadline:
-        live = _descendants(proc.pid)
-        if not live:
-            return
-        for pid, start in live.items():
-            _kill_checked(pid, start)
-        time.sleep(0.002)  # the kernel reparents a killed parent's children as it dies
 
 
 def kill_all() -> None:

@@ -38,6 +38,10 @@ SPAWN = '''
         def forward(self, x):
             time.sleep(600)
 
+    class Leaving(torch.nn.Linear):
+        def forward(self, x):
+            os._exit(0)  # no exit handler runs: what it started is nobody's to clean up
+
     def {factory}():
         session_child()
         daemon()
@@ -87,4 +91,10 @@ def test_children_in_their_own_session_are_killed_at_the_timeout(cli, isolated_e
 def test_children_left_running_by_a_model_that_passes_are_killed_as_it_ends(cli, isolated_env):
     code, alive, doc = _smoke(cli, isolated_env, "fine", "torch.nn.Linear(4, 4)")
     assert code == 0 and doc["smoke"]["outcome"] == "ok", doc
+    assert alive == [], f"still running after the run: {alive}"
+
+
+def test_children_of_a_model_that_leaves_through_os_exit_are_killed(cli, isolated_env):
+    code, alive, doc = _smoke(cli, isolated_env, "leaving", "Leaving(4, 4)")
+    assert code != 0 and doc["smoke"]["outcome"] != "ok", doc
     assert alive == [], f"still running after the run: {alive}"
