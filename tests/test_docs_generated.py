@@ -1,0 +1,133 @@
+"""docs/cli.md, docs/config.md and docs/checks.md are generated from the code: the committed pages
+must be what the generator writes now, and each must really cover what it documents (an empty
+registry or a page of headings would otherwise pass)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from neuronctl.cli import docs_checks, docs_gen
+
+REPO = Path(__file__).resolve().parents[1]
+REGENERATE = "python -m neuronctl.cli.docs_gen"
+
+
+@pytest.mark.parametrize("page", sorted(docs_gen.PAGES))
+def test_committed_page_is_what_the_code_generates(page):
+    committed = (REPO / page).read_text(encoding="utf-8") if (REPO / page).is_file() else ""
+    assert committed == docs_gen.PAGES[page](), f"{page} is out of date: run `{REGENERATE}`"
+
+
+def test_check_mode_names_the_stale_page_and_the_command(tmp_path):
+    for name, make in docs_gen.PAGES.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(make())
+    assert docs_gen.stale(tmp_path) == []
+    (tmp_path / "docs/config.md").write_text("# Configuration\n")
+    (tmp_path / "docs/checks.md").unlink()
+    assert docs_gen.stale(tmp_path) == ["docs/checks.md", "docs/config.md"]
+
+
+def test_check_mode_runs_as_a_module_from_the_checkout():
+    r = subprocess.run([sys.executable, "-m", "neuronctl.cli.docs_gen", "--check"], cwd=REPO,
+                       capture_output=True, text=True, timeout=120, check=False)
+    assert r.returncode == 0, r.stderr
+    bad = subprocess.run([sys.executable, "-m", "neuronctl.cli.docs_gen", "--nope"], cwd=REPO,
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert bad.returncode == 2 and REGENERATE in bad.stderr
+
+
+def _walk_commands():
+    import click
+
+    from neuronctl.cli.main import cli
+
+    root = cli.make_context("neuronctl", [], resilient_parsing=True)
+    stack = [(cli, root)]
+    while stack:
+        command, ctx = stack.pop()
+        yield command, ctx
+        if isinstance(command, click.Group):
+            for name in command.list_commands(ctx):
+                sub = command.get_command(ctx, name)
+                stack.append((sub, sub.make_context(name, [], parent=ctx, resilient_parsing=True)))
+
+
+def test_cli_page_has_every_command_subcommand_and_option():
+    from neuronctl.cli.main import COMMANDS
+
+    page = docs_gen.cli_page()
+    for name in COMMANDS:
+        assert f"### neuronctl {name}\n" in page, name
+    seen = 0
+    for command, ctx in _walk_commands():
+        section = page.split(f"## {ctx.command_path}\n", 1)[1].split("\n## ", 1)[0] \
+            .split("\n### neuronctl ", 1)[0]
+        for param in command.get_params(ctx):
+            for opt in getattr(param, "opts", []):
+                if opt.startswith("-"):
+                    assert f"`{opt}`" in section, (ctx.command_path, opt)
+                    seen += 1
+    assert seen > 150  # every command's options, not a handful
+    # Defaults and choices are in the tables, and completion is documented in the header.
+    assert "| `--format` | `text` \\| `json` \\| `junit` \\| `github` \\| `prometheus` |" in page
+    assert re.search(r"^\| `--timeout` \| `INTEGER RANGE` \| `120` \|", page, re.M)  # npd-config
+    assert "_NEURONCTL_COMPLETE=bash_source neuronctl" in page.split("## Commands")[0]
+
+
+def test_cli_page_holds_nothing_of_this_machine():
+    page = docs_gen.cli_page() + docs_gen.config_page() + docs_checks.checks_page()
+    for local in {str(Path.home()), str(REPO), sys.executable, sys.prefix}:
+        assert local not in page
+    assert "Sentinel" not in page and "<function" not in page
+
+
+def test_config_page_has_every_schema_key_with_its_meaning():
+    from neuronctl.config import SCHEMA
+
+    page = docs_gen.config_page()
+    rows = dict(re.findall(r"^\| `([a-z_]+)` \| [a-z ]+ \| (.+) \|$", page, re.M))
+    assert set(rows) == set(SCHEMA)
+    for key, (_, description) in SCHEMA.items():
+        assert rows[key] == description.replace("|", "\\|")
+    assert "## Precedence" in page
+
+
+def test_checks_page_has_every_registered_check_with_level_and_what_it_reads():
+    from neuronctl.ops.doctor.checks import CHECKS
+
+    page = docs_checks.checks_page()
+    assert len(CHECKS) >= 15
+    for spec in CHECKS:
+        section = page.split(f"### `{spec.id}`\n", 1)[1].split("\n### ", 1)[0]
+        assert f"- level: {spec.level}\n" in section, spec.id
+        if hasattr(spec, "severity"):
+            assert f"- severity: {spec.severity}" in section, spec.id
+    # What is read and fixed comes from the code: spot-check a few known facts.
+    probe = page.split("### `device.probe`\n", 1)[1].split("\n### ", 1)[0]
+    assert "`probe`" in probe and "install_fix" in probe
+    driver = page.split("### `hardware.driver`\n", 1)[1].split("\n### ", 1)[0]
+    assert "driver_load_fix" in driver and "probes.system_packages" in driver
+    lock = page.split("### `lock.drift`\n", 1)[1].split("\n### ", 1)[0]
+    assert "`neuronctl lock ...`" in lock
+
+
+def test_hand_written_descriptions_name_only_registered_checks():
+    from neuronctl.ops.doctor.checks import CHECK_IDS
+
+    assert set(docs_checks.ABOUT) <= set(CHECK_IDS), set(docs_checks.ABOUT) - set(CHECK_IDS)
+
+
+def test_analysis_follows_calls_and_reads_fixes_from_code():
+    """A check the generator has never seen: its reads, its fix and its severity are found."""
+    from neuronctl.ops.doctor import checks_lock
+
+    found = docs_checks.analyse(checks_lock.check_lock)
+    assert "`pylock`" in found.reads and "`env`" in found.reads
+    assert any("neuronctl lock" in fix for fix in found.fixes)
+    assert docs_checks.analyse(lambda f: None).reads == set()
