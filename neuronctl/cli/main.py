@@ -276,9 +276,25 @@ def _stop_target_scripts() -> None:
         target_run.kill_all()
 
 
+COMPLETE_VAR = "_NEURONCTL_COMPLETE"
+
+
+def _shell_complete(instruction: str) -> int:
+    """click's shell completion (`eval "$(_NEURONCTL_COMPLETE=bash_source neuronctl)"`, docs/cli.md),
+    which click runs only from Command.main: run() invokes the group itself, so it is asked here."""
+    from click.shell_completion import shell_complete
+
+    return shell_complete(cli, {}, "neuronctl", COMPLETE_VAR, instruction)
+
+
 def main() -> None:
     import signal
 
+    instruction = os.environ.get(COMPLETE_VAR)
+    if instruction:
+        code = _shell_complete(instruction)
+        sys.stdout.flush()
+        os._exit(code)
     signal.signal(signal.SIGTERM, _raise_terminate)
     code = run()
     _stop_target_scripts()
