@@ -186,7 +186,7 @@ def test_junit_output_is_valid(cli, stacks, trn2, tmp_path):
     suites = tree.getroot()
     assert suites.tag == "testsuites"
     cases = suites.findall("./testsuite/testcase")
-    assert len(cases) == 15  # level 1: every check but device.probe, model.smoke and lock.drift
+    assert len(cases) == 16  # level 1: every check but device.probe, model.smoke and lock.drift
     failures = [c.get("name") for c in cases if c.find("failure") is not None]
     assert "packages.legacy-xla" in failures
     assert int(suites.get("failures")) == len(failures)

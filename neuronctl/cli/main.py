@@ -21,6 +21,7 @@ from neuronctl.errors import EXIT_FAILED, EXIT_USAGE, Interrupted, NeuronctlErro
 
 # name -> (module, attribute, one-line help shown by `neuronctl --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
+    "cache": ("neuronctl.cli.cmd_cache", "cache", "Show or prune the Neuron compile caches."),
     "bundle": ("neuronctl.cli.cmd_bundle", "bundle",
                "Collect one redacted archive for a support case."),
     "download": ("neuronctl.cli.cmd_download", "download",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from neuronctl.ops.doctor.checks_cache import check_compile_cache
 from neuronctl.ops.doctor.checks_cores import check_runtime_cores
 from neuronctl.ops.doctor.checks_hardware import check_chip, check_device, check_driver_and_kernel
 from neuronctl.ops.doctor.checks_health import check_hardware_errors
@@ -58,6 +59,7 @@ CHECKS: tuple[CheckSpec, ...] = (
               gathers=HARDWARE, severity="drain"),
     CheckSpec("runtime.compat", "Neuron runtime", check_runtime_compat, gathers=HARDWARE),
     CheckSpec("runtime.cores", "NeuronCore allocation", check_runtime_cores, gathers=HARDWARE),
+    CheckSpec("cache.compile", "Compile caches", check_compile_cache),
     CheckSpec("device.access", *_SYSTEM["device.access"]),
     CheckSpec("device.holders", *_SYSTEM["device.holders"]),
     CheckSpec("device.probe", "Device probe", check_device, level=2,
