@@ -73,8 +73,8 @@ def _clean(text: str) -> str:
 def _seconds(match: re.Match[str] | None) -> float | None:
     if match is None:
         return None
-    frac = match.group(2) or "0"
-    return int(match.group(1)) + int(frac) / 10 ** len(frac)
+    frac = str(match.group(2) or "0")
+    return float(int(str(match.group(1))) + int(frac) / 10 ** len(frac))
 
 
 def parse_kmsg_record(record: str) -> LogLine | None:

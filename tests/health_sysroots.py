@@ -62,3 +62,18 @@ def sparse_log(path: Path, size: int, tail: str) -> None:
         fh.seek(size - len(data))
         fh.write(data)
     assert os.path.getsize(path) == size
+
+
+def build_container(root: Path, *, host_driver: str, devices: int = 4, passed: int = 2,
+                    runtime: str = "2.35.33.0") -> Path:
+    """Inside a container on a Trn2 host: the host's sysfs (all `devices`, its loaded driver),
+    only `passed` /dev/neuron* nodes, /.dockerenv, the image's runtime library in its dpkg."""
+    from sysroots import build_host
+
+    build_host(root, "trn2", devices=devices, driver=host_driver, runtime=runtime,
+               dmi=False, neuron_ls=False)
+    for i in range(passed, devices):
+        (root / f"dev/neuron{i}").unlink()
+    write(root, "/.dockerenv", "")
+    write(root, "/proc/1/cgroup", "0::/system.slice/docker-0123abcd.scope\n")
+    return root

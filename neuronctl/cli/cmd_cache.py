@@ -62,9 +62,13 @@ def _cache_json(report: CacheReport) -> dict[str, Any]:
             "caches": caches}
 
 
+def say(text: str) -> None:
+    """One line of data (paths and names from the filesystem) made safe for the terminal."""
+    click.echo(terminal_text(text, None))
+
+
 def _print_report(report: CacheReport) -> None:
     keep = public(report.compiler) if report.compiler else None
-    say = lambda text: click.echo(terminal_text(text, None))  # noqa: E731
     say(f"compiler: {report.compiler or 'none'} ({report.compiler_source})")
     for state in report.caches:
         loc = state.location
@@ -108,7 +112,6 @@ def show(python: str | None = None, keep: str | None = None, as_json: bool = Fal
 
 
 def _print_prune(outcome: PruneOutcome) -> None:
-    say = lambda text: click.echo(terminal_text(text, None))  # noqa: E731
     verb = "removed" if outcome.applied else "would remove"
     for item in outcome.items:
         say(f"{verb}: {item.cache}/{item.name} ({size_text(item.size)}, {item.files} files): "

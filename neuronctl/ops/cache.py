@@ -7,8 +7,8 @@ the cache folder is opened without following a link (O_NOFOLLOW | O_DIRECTORY) a
 the folder that was read, the entry is checked to be a real folder in it (lstat through the
 folder's descriptor), renamed into `.neuronctl-trash/` inside that same folder (one rename on
 one filesystem: the entry is either in the cache or in the trash, never half gone), and the
-trash entry is then removed with shutil.rmtree through the trash's descriptor (which never
-follows a link). Nothing outside an identified cache folder can be touched: no path is built
+trash entry is then removed through the trash's descriptor by remove_tree (os.fwalk, which
+never follows a link). Nothing outside an identified cache folder can be touched: no path is built
 from an entry's name beyond one component, and no link is followed.
 """
 
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 import time
 from collections.abc import Mapping
@@ -148,6 +147,22 @@ def _trash(folder_fd: int) -> int:
     return fd
 
 
+def remove_tree(name: str, parent_fd: int) -> None:
+    """Remove folder `name` in `parent_fd` and everything below it, never through a link: os.fwalk
+    opens each folder relative to its parent's descriptor without following links (what
+    shutil.rmtree's dir_fd does on 3.11+; this project runs on 3.10 too); a link is unlinked,
+    never entered."""
+    for _root, dirs, files, root_fd in os.fwalk(name, topdown=False, dir_fd=parent_fd):
+        for entry in files:
+            os.unlink(entry, dir_fd=root_fd)
+        for entry in dirs:
+            if stat.S_ISDIR(os.stat(entry, dir_fd=root_fd, follow_symlinks=False).st_mode):
+                os.rmdir(entry, dir_fd=root_fd)
+            else:
+                os.unlink(entry, dir_fd=root_fd)
+    os.rmdir(name, dir_fd=parent_fd)
+
+
 def _remove_one(item: PruneItem, serial: int) -> None:
     folder = _open_folder(item.cache)
     try:
@@ -158,7 +173,7 @@ def _remove_one(item: PruneItem, serial: int) -> None:
         try:
             parked = f"{item.name}.{os.getpid()}.{serial}"
             os.rename(item.name, parked, src_dir_fd=folder, dst_dir_fd=trash)
-            shutil.rmtree(parked, dir_fd=trash)
+            remove_tree(parked, trash)
         finally:
             os.close(trash)
         with contextlib.suppress(OSError):  # another prune's entries still in it

@@ -178,7 +178,7 @@ def check_runtime_cores(f: Facts) -> Outcome:
                 warnings.append(f"NEURON_RT_VISIBLE_CORES names cores {_ranges(parsed.duplicates)} "
                                 "twice")
             out = [c for c in parsed.cores if total is not None and c >= total]
-            if out:
+            if out and total is not None:
                 problems.append(f"NEURON_RT_VISIBLE_CORES: cores {_ranges(out)} out of range "
                                 f"(this host has 0-{total - 1} at LNC={lnc or 'n/a'})")
         if env.get("NEURON_RT_NUM_CORES") is not None:

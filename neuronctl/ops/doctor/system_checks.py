@@ -283,9 +283,25 @@ def with_kernel_check(driver: Outcome, kernel: Outcome) -> Outcome:
                    driver.details + kernel.details, first.severity or second.severity)
 
 
+def check_device_access_and_image(f: Facts) -> Outcome:
+    """device.access, and inside a container the image against the host (checks_container)."""
+    from neuronctl.ops.doctor.checks_container import check_container_image
+
+    access = check_device_access(f)
+    image = check_container_image(f)
+    if image is None:
+        return access
+    if access.status == "skip" and image.status == "pass":
+        return Outcome("skip", access.message, access.fix, access.details + image.details)
+    first, second = (image, access) if _SEVERITY[image.status] > _SEVERITY[access.status] \
+        else (access, image)
+    return Outcome(first.status, f"{first.message}; {second.message}", first.fix or second.fix,
+                   access.details + image.details, first.severity or second.severity)
+
+
 SYSTEM_CHECKS = (
     ("device.holders", "Processes holding Neuron devices", check_device_holders),
-    ("device.access", "Neuron device access", check_device_access),
+    ("device.access", "Neuron device access", check_device_access_and_image),
     ("packages.system", "Neuron system packages", check_system_packages),
 )
 """New check ids (id, title, check) for the doctor's list; the kernel match joins
