@@ -7,11 +7,17 @@ from pathlib import Path
 import click
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.common import check_sysroot, json_option, python_option, sysroot_option
+from neuronctl.cli.common import (
+    check_sysroot,
+    echo_target,
+    json_option,
+    python_option,
+    sysroot_option,
+    target_python,
+)
 from neuronctl.cli.output import emit_json
 from neuronctl.ops.bundle import BundleOutcome, BundleRequest, make_bundle
 from neuronctl.ops.reporter import NullReporter
-from neuronctl.probes.pyenv import resolve_python
 from neuronctl.probes.sysroot import SysRoot
 
 
@@ -49,15 +55,17 @@ def bundle(output: Path | None, python: str | None, sysroot: Path | None,
         global_args += ["--manifest", str(app.manifest_path)]
     if app.config_path is not None:
         global_args += ["--config", str(app.config_path)]
-    request = BundleRequest(output=output, python=resolve_python(python),
+    target = target_python(python)
+    request = BundleRequest(output=output, python=target.python,
                             sysroot=SysRoot.from_env(check_sysroot(sysroot)),
                             redact_hostnames=redact_hostnames,
                             config=app.config_path or Path("pyproject.toml"),
                             global_args=tuple(global_args))
     outcome = make_bundle(request, NullReporter())
     if as_json:
-        emit_json({"bundle": outcome.to_json()})
+        emit_json({"bundle": outcome.to_json(), "target": target.to_json()})
     elif not app.quiet:
+        echo_target(target, app.quiet)
         _print(outcome)
     else:
         click.echo(str(outcome.path))

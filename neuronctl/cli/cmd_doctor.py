@@ -12,8 +12,10 @@ from neuronctl.cli.app import get_app, paint, terminal_text
 from neuronctl.cli.common import (
     DEVICE_CHOICE,
     check_sysroot,
+    echo_target,
     python_option,
     sysroot_option,
+    target_python,
     timeout_value,
 )
 from neuronctl.cli.doctor_report import (
@@ -31,6 +33,7 @@ from neuronctl.ops.doctor import run as doctor_run
 from neuronctl.ops.doctor.levels import DEFAULT_LEVEL, LEVELS, choose_level
 from neuronctl.ops.doctor.report import DoctorReport
 from neuronctl.ops.doctor.run import SELECTORS_HELP, DoctorRequest
+from neuronctl.ops.target_env import TargetPython
 
 FORMATS = ("text", "json", "junit", "github", "prometheus")
 
@@ -99,8 +102,9 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
 
     policy = drain_on_value(drain_on, config.get("drain_on"))
     config_timeout = config.get("timeout")
+    target = target_python(python)
     request = DoctorRequest(
-        manifest=app.manifest(manifest_path), python=python,
+        manifest=app.manifest(manifest_path), python=target.python,
         release=release or config.get("release"), lock=lock or config.path("lock"),
         device=device or config.get("device") or "auto", level=chosen,
         strict=strict or bool(config.get("strict")), only=only,
@@ -114,7 +118,7 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
     report = doctor_run.doctor(request)
     duration = time.perf_counter() - clock
     drained = _slurm_drain(report, policy) if slurm_drain else None
-    _render(report, fmt, output, drained, started, duration)
+    _render(report, fmt, output, drained, started, duration, target)
     if drained is not None and drained.get("action") == "error":
         return 1
     if exit_on is not None:
@@ -158,9 +162,11 @@ def _slurm_drain(report: DoctorReport, drain_on: str) -> dict[str, str]:
 
 
 def _render(report: DoctorReport, fmt: str, output: Path | None, drained: dict[str, str] | None,
-            started: float, duration: float) -> None:
+            started: float, duration: float, target: TargetPython) -> None:
     app = get_app()
-    extra = {"slurm_drain": drained} if drained is not None else {}
+    extra: dict[str, object] = {"target": target.to_json()}
+    if drained is not None:
+        extra["slurm_drain"] = drained
     rendered = {"json": lambda r: render_json(r, extra), "junit": render_junit,
                 "github": render_github}
     if output is not None and fmt == "prometheus":
@@ -180,6 +186,7 @@ def _render(report: DoctorReport, fmt: str, output: Path | None, drained: dict[s
         click.echo(rendered[fmt](report), nl=False)
     else:
         app.json_wanted = False  # any JSON went to the -o file: stdout is the text report
+        echo_target(target, app.quiet)
         print_text(report, app.console(), verbose=app.verbose, quiet=app.quiet)
     if drained is not None and not (fmt == "json" and output is None):
         _print_drain(drained)

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.common import python_option, sysroot_option, timeout_value
+from neuronctl.cli.common import python_option, sysroot_option, target_python, timeout_value
 from neuronctl.cli.output import emit_json
 from neuronctl.ops.env import REDACTED, TORCH_TIMEOUT_S, relevant_environ
 from neuronctl.ops.env import collect_env as collect
@@ -125,9 +125,10 @@ def env(python: str | None, as_json: bool, sysroot: Path | None, timeout: float 
     """Dump everything a Neuron bug report needs, as markdown (or JSON): a superset of
     `python -m torch.utils.collect_env`, plus every Neuron package, the driver, runtime and chip."""
     limit = timeout_value(timeout, get_app().config().get("timeout"), TORCH_TIMEOUT_S)
-    data = collect(python, sysroot, None, limit).to_json()
+    target = target_python(python)
+    data = collect(target.python, sysroot, None, limit).to_json()
     if as_json:
-        emit_json({"env": data})
-    else:
-        click.echo(redact(to_markdown(data)))  # the variables are redacted; paths and versions too
+        emit_json({"env": data, "target": target.to_json()})
+    else:  # the target line first; the variables are redacted, paths and versions too
+        click.echo(redact(f"{target.line()}\n\n{to_markdown(data)}"))
     return 0

@@ -5,7 +5,13 @@ from __future__ import annotations
 import click
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.common import DEVICE_CHOICE, python_option, timeout_value
+from neuronctl.cli.common import (
+    DEVICE_CHOICE,
+    echo_target,
+    python_option,
+    target_python,
+    timeout_value,
+)
 from neuronctl.cli.output import emit_json
 from neuronctl.ops import probe as probe_op
 
@@ -21,10 +27,12 @@ def probe(device: str, python: str | None, as_json: bool, timeout: float | None,
     """Import torch, find the device, allocate, compute, differentiate: stop at the first failure."""
     app = get_app()
     limit = timeout_value(timeout, app.config().get("timeout"), 120.0)
-    report = probe_op.probe(python, device, limit, compile_tier)
+    target = target_python(python)
+    report = probe_op.probe(target.python, device, limit, compile_tier)
     if as_json:
-        emit_json({"probe": report.to_json()})
+        emit_json({"probe": report.to_json(), "target": target.to_json()})
     else:
+        echo_target(target, app.quiet)
         from rich.markup import escape
 
         console = app.console()

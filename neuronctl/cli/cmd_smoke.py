@@ -8,12 +8,17 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.common import DEVICE_CHOICE, python_option, timeout_value
+from neuronctl.cli.common import (
+    DEVICE_CHOICE,
+    echo_target,
+    python_option,
+    target_python,
+    timeout_value,
+)
 from neuronctl.cli.output import JsonError, emit_json, to_json_text, write_atomic
 from neuronctl.errors import InputError
 from neuronctl.ops.reporter import NullReporter
 from neuronctl.ops.smoke import DEFAULT_TIMEOUT, SmokeOutcome, SmokeRequest, run_smoke
-from neuronctl.probes.pyenv import resolve_python
 from neuronctl.probes.smoke import SmokeReport
 
 if TYPE_CHECKING:
@@ -50,12 +55,13 @@ def smoke(model: str | None, script: Path | None, device: str | None, python: st
     origin = "--model"
     if model is None and script is None and config.get("model") is not None:
         model, origin = config.get("model"), f"config model ({config.source})"
+    target = target_python(python)
     request = SmokeRequest(
-        python=resolve_python(python), model=model, script=script, origin=origin,
+        python=target.python, model=model, script=script, origin=origin,
         device=device or config.get("device") or "auto", steps=steps, warmup=warmup, train=train,
         compile=compile_model, timeout=timeout_value(timeout, None, DEFAULT_TIMEOUT))
     outcome = run_smoke(request, NullReporter())
-    payload = {"smoke": outcome.to_json()}
+    payload = {"smoke": outcome.to_json(), "target": target.to_json()}
     failure = None if outcome.ok else f"smoke {outcome.report.outcome}: {outcome.report.detail}"
     if output is not None:
         kind = "input" if outcome.bad_input else "failed"
@@ -64,6 +70,7 @@ def smoke(model: str | None, script: Path | None, device: str | None, python: st
     if as_json:
         emit_json(payload, failure=failure)
     elif not outcome.bad_input:
+        echo_target(target, app.quiet)
         print_report(outcome, app.console(), quiet=app.quiet)
     if outcome.bad_input:  # exit 2 with the one-line message (and, with --json, in `error`)
         raise InputError(outcome.report.detail)

@@ -5,11 +5,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from neuronctl.errors import InputError
+
+if TYPE_CHECKING:
+    from neuronctl.ops.target_env import TargetPython
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -26,7 +29,23 @@ def json_option(f: F) -> F:
 
 def python_option(f: F) -> F:
     return click.option("--python", "python", metavar="PATH",
-                        help="Interpreter (or venv directory) to inspect; default: this one.")(f)
+                        help="Interpreter (or venv directory) to inspect; default: the active "
+                             "VIRTUAL_ENV, else ./.venv, else neuronctl's own.")(f)
+
+
+def target_python(python: str | None) -> TargetPython:
+    """The environment this command works on (neuronctl.ops.target_env: the one rule)."""
+    from neuronctl.ops.target_env import choose_target
+
+    return choose_target(python)
+
+
+def echo_target(target: TargetPython, quiet: bool) -> None:
+    """A text report's first line: the target and why it was chosen (not with -q)."""
+    if not quiet:
+        from neuronctl.cli.app import terminal_text
+
+        click.echo(terminal_text(target.line(), None))
 
 
 def sysroot_option(f: F) -> F:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from neuronctl.backend.choose import absolute_path
 from neuronctl.errors import InputError
+from neuronctl.ops.target_env import TargetPython, choose_target, is_own, refuse_own
 from neuronctl.probes.pyenv import resolve_python
 
 
@@ -29,6 +30,8 @@ class InstallTarget:
     seed_pip: Path | None = None
     """For a new venv whose engine does not put pip in it: the base Python's bundled pip wheel,
     installed with the stack so the venv has pip without a trip to PyPI."""
+    reason: str = "--venv"
+    """Why this environment (neuronctl.ops.target_env: --python, active venv, ./.venv)."""
 
     @property
     def final_python(self) -> str:
@@ -49,7 +52,7 @@ class InstallTarget:
         if self.new_venv:
             seeded = f"; pip from its bundled {self.seed_pip.name}" if self.seed_pip else ""
             return f"new venv {self.venv} (from {self.python}{seeded})"
-        return f"{self.final_python}"
+        return f"{self.final_python} ({self.reason})"
 
 
 def find_interpreter(version: str, environ: Mapping[str, str] | None = None) -> str | None:
@@ -109,6 +112,7 @@ def resolve_target(python: str | None, venv: Path | None, venv_python: str | Non
                              "remove it or point it at an existing directory")
         exe = venv / "bin" / "python"
         if exe.exists():
+            refuse_own(TargetPython(str(exe), "--venv", is_own(str(exe))))
             if venv_python:
                 raise InputError(f"--venv {venv} already exists; --venv-python only applies to a new one")
             return InstallTarget(str(exe), venv, False)
@@ -117,10 +121,6 @@ def resolve_target(python: str | None, venv: Path | None, venv_python: str | Non
         if not venv.parent.is_dir():
             raise InputError(f"--venv {venv}: parent directory {venv.parent} does not exist")
         return InstallTarget(_venv_base(venv_python, preferred, run_it), venv, True, keep_dir=venv.is_dir())
-    if python:
-        return InstallTarget(resolve_python(python, run_it=run_it))
-    active = env.get("VIRTUAL_ENV")
-    if active:
-        return InstallTarget(resolve_python(active, run_it=run_it))
-    raise InputError("name the environment to install into: --python PATH, --venv DIR, or activate a "
-                     "virtualenv (neuronctl does not install into its own environment)")
+    # --python, an active venv or ./.venv, by the rule every command shares; never ours.
+    chosen = refuse_own(choose_target(python, environ=env, run_it=run_it))
+    return InstallTarget(chosen.python, reason=chosen.reason)
