@@ -242,7 +242,7 @@ def test_check_lists_each_change_once_and_shows_no_recorded_credentials(cli, uni
 def test_lock_notes_a_beta_release_once_and_not_under_json_or_quiet(cli, uni):
     r = cli("lock", *uni.index_flags(), "--python", "3.12")
     assert r.code == 0, r.err
-    assert r.err.count("beta") == 1 and "Neuron 2.33.0 is a beta release" in r.err
+    assert r.err.count("beta") == 1 and "Neuron 2.33.1 is a beta release" in r.err
     assert "beta" not in r.out
     r = cli("lock", *uni.index_flags(), "--python", "3.12", "--json")
     assert r.code == 0 and "beta" not in r.err
