@@ -77,3 +77,20 @@ def build_container(root: Path, *, host_driver: str, devices: int = 4, passed: i
     write(root, "/.dockerenv", "")
     write(root, "/proc/1/cgroup", "0::/system.slice/docker-0123abcd.scope\n")
     return root
+
+
+def add_efa(root: Path, count: int, *, libfabric: str | None = "1.22.0amzn4.0",
+            collectives: str | None = "2.35.49.0", other: int = 0) -> None:
+    """`count` EFA devices (device/driver linking to the efa driver), `other` RDMA devices of
+    another driver, and libfabric / aws-neuronx-collectives as installed dpkg packages."""
+    for i in range(count + other):
+        base = root / f"sys/class/infiniband/rdmap{i}s{16 + i}/device"
+        base.mkdir(parents=True, exist_ok=True)
+        os.symlink(f"../../../bus/pci/drivers/{'efa' if i < count else 'mlx5_core'}",
+                   base / "driver")
+    status = root / "var/lib/dpkg/status"
+    text = status.read_text() if status.exists() else ""
+    for name, version in (("libfabric-aws", libfabric), ("aws-neuronx-collectives", collectives)):
+        if version:
+            text += f"\nPackage: {name}\nStatus: install ok installed\nVersion: {version}-1\n"
+    write(root, "/var/lib/dpkg/status", text)

@@ -52,7 +52,7 @@ def nothing_is_probed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(neuronctl.resolvers.pylock, "load_pylock", refuse)
 
 
-HEALTH_IDS = {"hardware.errors", "runtime.cores", "cache.compile"}
+HEALTH_IDS = {"hardware.errors", "runtime.cores", "cache.compile", "network.efa"}
 
 
 def test_every_check_has_direct_tests_here() -> None:

@@ -47,7 +47,7 @@ def test_did_you_mean_for_commands_and_check_ids(cli):
     assert r.code == 2 and "Did you mean 'doctor'?" in r.err
     r = cli("doctor", "--only", "pyton.version")
     assert r.code == 2 and "did you mean 'python.version'?" in r.err
-    assert "groups: python, packages, host, hardware, runtime, cache, device, model, lock" in r.err
+    assert "groups: python, packages, host, hardware, runtime, cache, device, network, model, lock" in r.err
     helped = cli("doctor", "--help").out
     assert "groups: python, packages" in " ".join(helped.split())
 

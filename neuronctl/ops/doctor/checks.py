@@ -12,6 +12,7 @@ from neuronctl.ops.doctor.checks_hardware import check_chip, check_device, check
 from neuronctl.ops.doctor.checks_health import check_hardware_errors
 from neuronctl.ops.doctor.checks_lock import check_lock
 from neuronctl.ops.doctor.checks_model import check_model
+from neuronctl.ops.doctor.checks_network import check_efa
 from neuronctl.ops.doctor.checks_packages import (
     check_coherence,
     check_legacy,
@@ -62,6 +63,8 @@ CHECKS: tuple[CheckSpec, ...] = (
     CheckSpec("cache.compile", "Compile caches", check_compile_cache),
     CheckSpec("device.access", *_SYSTEM["device.access"]),
     CheckSpec("device.holders", *_SYSTEM["device.holders"]),
+    CheckSpec("network.efa", "EFA for multi-node jobs", check_efa, level=2,
+              gathers=frozenset({"hardware", "efa"})),
     CheckSpec("device.probe", "Device probe", check_device, level=2,
               gathers=frozenset({"hardware", "probe"})),
     CheckSpec("model.smoke", "Your model on the device", check_model, level=3,

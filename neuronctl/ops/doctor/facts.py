@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from neuronctl.probes.device import ProbeReport
     from neuronctl.probes.device_health import DeviceHealth
+    from neuronctl.probes.efa import EfaFacts
     from neuronctl.probes.held_inspection import HeldInspection
     from neuronctl.probes.kernel_log import KernelLog
     from neuronctl.probes.smoke import SmokeReport
@@ -141,6 +142,12 @@ class Facts:
         from neuronctl.probes.device_health import read_device_health
 
         return self._once("device_health", lambda: read_device_health(self.sysroot))
+
+    @property
+    def efa(self) -> EfaFacts:
+        from neuronctl.probes.efa import read_efa
+
+        return self._once("efa", lambda: read_efa(self.sysroot))
 
     @property
     def legacy(self) -> LegacyReport:

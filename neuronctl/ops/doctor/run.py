@@ -80,7 +80,14 @@ def _release_section(facts: Facts) -> dict[str, Any]:
 def _hardware_section(facts: Facts) -> dict[str, Any]:
     hw = facts.hardware
     return {"chip": hw.chip, "devices": hw.device_count, "instance_type": hw.instance_type,
-            "driver": hw.driver_version, "runtime": hw.runtime_version, "tools": hw.tools_version}
+            "driver": hw.driver_version, "runtime": hw.runtime_version, "tools": hw.tools_version,
+            "collectives": hw.system_packages.get("aws-neuronx-collectives")}
+
+
+def _efa_section(facts: Facts) -> dict[str, Any]:
+    from neuronctl.ops.doctor.checks_network import efa_section
+
+    return efa_section(facts)
 
 
 STACK_PACKAGES = ("torch", "torch-neuronx", "neuronx-cc", "nki")
@@ -104,6 +111,7 @@ SECTIONS: tuple[tuple[str, str, Callable[[Facts], dict[str, Any]]], ...] = (
     ("distributions", "env", _distributions_section),
     ("release", "selection", _release_section),
     ("hardware", "hardware", _hardware_section),
+    ("efa", "efa", _efa_section),
 )
 
 

@@ -31,6 +31,11 @@ FINGERPRINT_PATHS: dict[str, tuple[str, ...]] = {
     "driver": ("hardware", "driver"),
     "runtime": ("hardware", "runtime"),
     "tools": ("hardware", "tools"),
+    # multi-node: the same collectives and libfabric on every node, EFA on each (issue 27;
+    # libfabric and EFA come from network.efa, level 2, fleet doctor's default)
+    "collectives": ("hardware", "collectives"),
+    "libfabric": ("efa", "libfabric"),
+    "efa_devices": ("efa", "devices"),
     "chip": ("hardware", "chip"),
     "devices": ("hardware", "devices"),
     "instance_type": ("hardware", "instance_type"),
