@@ -1,0 +1,183 @@
+"""The GitHub Action (action.yml) run step by step as the runner runs a composite action: each
+`run:` script through `bash --noprofile --norc -eo pipefail`, with its `env:` and
+`working-directory:` after `${{ }}` substitution, GITHUB_OUTPUT / GITHUB_STEP_SUMMARY files and
+step outputs passed on, against a temporary project with a real lock from loopback indexes.
+
+Offline: the install step's `pip install <action checkout>` runs for real (build isolation
+included) from a wheelhouse of neuronctl's dependencies (tests/hooks_wheelhouse.py) with pip's
+own PIP_NO_INDEX / PIP_FIND_LINKS, as a user behind a mirror sets them. The one step not run is
+`actions/setup-python`, which the test stands in for as it acts: it puts a base Python (this
+venv's own) first on PATH as `python3`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+from hooks_wheelhouse import build_wheelhouse, checkout_copy, offline_pip_env, write_project
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+ACTION = REPO / "action.yml"
+EXPRESSION = re.compile(r"\$\{\{\s*([^}]*?)\s*\}\}")
+
+
+@dataclass
+class Step:
+    name: str
+    code: int
+    out: str
+    err: str
+
+
+def load_action() -> dict:
+    return yaml.safe_load(ACTION.read_text())
+
+
+class Runner:
+    """Runs action.yml's steps the way GitHub's runner does, for the expressions it uses."""
+
+    def __init__(self, action_path: Path, workspace: Path, temp: Path, env: dict[str, str]):
+        self.action_path, self.workspace, self.temp, self.env = action_path, workspace, temp, env
+        self.outputs: dict[str, dict[str, str]] = {}
+        self.summary = temp / "step_summary.md"
+
+    def expand(self, text: str, inputs: dict[str, str]) -> str:
+        def value(match: re.Match[str]) -> str:
+            expr = match.group(1)
+            if expr == "github.action_path":
+                return str(self.action_path)
+            if expr.startswith("inputs."):
+                return inputs[expr.removeprefix("inputs.")]
+            m = re.fullmatch(r"steps\.([\w-]+)\.outputs\.([\w-]+)", expr)
+            if m:
+                return self.outputs[m.group(1)][m.group(2)]
+            raise AssertionError(f"action.yml uses an expression this runner does not know: {expr}")
+
+        return EXPRESSION.sub(value, str(text))
+
+    def condition(self, step: dict, inputs: dict[str, str]) -> bool:
+        cond = step.get("if")
+        if cond is None:
+            return True
+        m = re.fullmatch(r"inputs\.([\w-]+) != ''", cond.strip())
+        assert m, f"a condition this runner does not know: {cond}"
+        return inputs[m.group(1)] != ""
+
+    def run(self, given: dict[str, str]) -> list[Step]:
+        action = load_action()
+        assert action["runs"]["using"] == "composite"
+        declared = action["inputs"]
+        assert set(given) <= set(declared), set(given) - set(declared)
+        inputs = {name: str(spec.get("default", "")) for name, spec in declared.items()} | given
+        done = []
+        for index, step in enumerate(action["runs"]["steps"]):
+            if not self.condition(step, inputs):
+                continue
+            if "uses" in step:
+                # Only setup-python, stood in for by the PATH the test gives (see the docstring).
+                assert step["uses"].startswith("actions/setup-python@"), step["uses"]
+                continue
+            assert step["shell"] == "bash"
+            output = self.temp / f"output{index}"
+            output.write_text("")
+            env = {**self.env, "GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(self.summary),
+                   "GITHUB_ACTION_PATH": str(self.action_path), "RUNNER_TEMP": str(self.temp),
+                   "GITHUB_WORKSPACE": str(self.workspace), "GITHUB_ACTIONS": "true"}
+            env |= {k: self.expand(v, inputs) for k, v in (step.get("env") or {}).items()}
+            assert "${{" not in step["run"], "inputs must reach the script through env only"
+            script = self.temp / f"step{index}.sh"
+            script.write_text(step["run"])
+            cwd = self.workspace / self.expand(step.get("working-directory", "."), inputs)
+            r = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+                               cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
+                               check=False)
+            done.append(Step(step.get("name", f"step {index}"), r.returncode, r.stdout, r.stderr))
+            if "id" in step:
+                self.outputs[step["id"]] = dict(line.split("=", 1) for line in
+                                                output.read_text().splitlines() if "=" in line)
+            if r.returncode != 0:
+                break
+        return done
+
+
+@pytest.fixture(scope="module")
+def wheelhouse(tmp_path_factory):
+    return build_wheelhouse(tmp_path_factory.mktemp("wheelhouse"))
+
+
+@pytest.fixture(scope="module")
+def action_path(tmp_path_factory):
+    return checkout_copy(tmp_path_factory.mktemp("actions") / "neuronctl")
+
+
+@pytest.fixture
+def project(cli, uni, monkeypatch, tmp_path):
+    """A project as a user keeps it: [tool.neuronctl] with its indexes, a lock made from them,
+    and a venv the doctor checks."""
+    work = write_project(Path.cwd(), uni, monkeypatch)
+    r = cli("lock")
+    assert r.code == 0, r.err
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(work / ".venv")], check=True)
+    return work
+
+
+@pytest.fixture
+def runner(project, action_path, wheelhouse, tmp_path):
+    bindir = tmp_path / "setup-python"  # what actions/setup-python leaves first on PATH
+    bindir.mkdir()
+    base = Path(getattr(sys, "_base_executable", sys.executable))
+    (bindir / "python3").symlink_to(base)
+    temp = tmp_path / "runner-temp"
+    temp.mkdir()
+    env = {**os.environ, **offline_pip_env(wheelhouse), "PATH": f"{bindir}:{os.environ['PATH']}"}
+    env.pop("VIRTUAL_ENV", None)
+    return Runner(action_path, project, temp, env)
+
+
+def test_every_step_runs_the_doctor_for_github_and_checks_the_lock(runner):
+    steps = runner.run({"python": "", "target": ".venv", "args": "--level 1"})
+    assert [s.name for s in steps] == ["Install neuronctl", "neuronctl doctor", "neuronctl lock --check"]
+    assert all(s.code == 0 for s in steps), [(s.name, s.code, s.err[-2000:]) for s in steps]
+    installed = runner.outputs["install"]["neuronctl"]
+    assert installed.startswith(str(runner.temp)) and Path(installed).is_file()
+    assert steps[0].out.startswith("neuronctl ")  # its --version: the action's own install ran
+    doctor = steps[1].out
+    assert re.search(r"^::(warning|error|notice)", doctor, re.M), doctor
+    assert "python.version" in runner.summary.read_text()
+    assert "up to date" in steps[2].out + steps[2].err
+
+
+def test_a_stale_lock_fails_the_lock_step(runner, project):
+    text = (project / "pyproject.toml").read_text().replace('python = "3.12"', 'python = "3.13"')
+    (project / "pyproject.toml").write_text(text)
+    steps = runner.run({"python": "", "target": ".venv", "args": "--level 1"})
+    assert [s.code for s in steps][:2] == [0, 0]
+    assert steps[-1].name == "neuronctl lock --check" and steps[-1].code == 1
+    assert "targets" in steps[-1].err
+
+
+def test_an_empty_lock_input_skips_the_check_and_inputs_are_data_not_shell(runner, project):
+    steps = runner.run({"python": "", "target": ".venv", "lock": "",
+                        "args": "--level 1 --only python.version"})
+    assert steps[-1].code == 0 and "skipped" in steps[-1].out
+    # A hostile input is an argument, never shell: the doctor refuses it, nothing runs.
+    steps = runner.run({"python": "", "target": ".venv", "release": "$(touch pwned)`touch pwned2`"})
+    assert steps[-1].name == "neuronctl doctor" and steps[-1].code == 2
+    assert not (project / "pwned").exists() and not (project / "pwned2").exists()
+
+
+def test_action_inputs_are_documented_and_used():
+    action = load_action()
+    steps_text = yaml.safe_dump(action["runs"]["steps"])
+    for name, spec in action["inputs"].items():
+        assert spec.get("description"), name
+        assert f"inputs.{name}" in steps_text, f"input {name} is declared but never used"
