@@ -43,7 +43,8 @@ def _driver_name(root: SysRoot, device: str) -> str | None:
 
 
 def read_efa(root: SysRoot) -> EfaFacts:
-    efa, other = [], []
+    efa: list[str] = []
+    other: list[str] = []
     for dev in root.glob("/sys/class/infiniband", "*")[:MAX_RDMA_DEVICES]:
         name = "".join(c if c.isprintable() else "?" for c in dev.name)[:64]
         (efa if _driver_name(root, dev.name) == "efa" else other).append(name)

@@ -191,3 +191,26 @@ def test_kmsg_records_and_the_journal_fallback(tmp_path: Path) -> None:
     assert asked and asked[0][:4] == ["journalctl", "-k", "-b", "--no-pager"]
     assert "-n" in asked[0]  # bounded by lines, and by time in run_journal
     assert [h.code for h in match_hw_errors(log.lines)] == ["NC_UNCORRECTABLE_ERROR"]
+
+
+def test_kmsg_is_read_non_blocking_and_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a FIFO with no writer where /dev/kmsg should be: the open and the read return at once
+    fifo = tmp_path / "kmsg"
+    os.mkfifo(fifo)
+    log = read_kernel_log(SysRoot(), lambda argv, t: None, kmsg_path=str(fifo))
+    assert log.source == "/dev/kmsg" and log.lines == ()
+    # a kmsg that never ends is cut at the bound, keeping the newest records
+    records = tmp_path / "records"
+    records.write_text("".join(f"6,{i},{i * 1000},-;line {i}\n" for i in range(50)))
+    monkeypatch.setattr(kl, "MAX_KMSG_RECORDS", 10)
+    real_read = os.read
+    monkeypatch.setattr(os, "read", lambda fd, n: real_read(fd, 24) or b"6,0,0,-;again\n")
+    log = read_kernel_log(SysRoot(), lambda argv, t: None, kmsg_path=str(records))
+    monkeypatch.undo()
+    assert log.truncated and len(log.lines) == 10
+
+
+def test_this_hosts_kernel_log_is_read_or_said_unreadable() -> None:
+    log = read_kernel_log(SysRoot())
+    assert log.bytes_read <= kl.MAX_LOG_BYTES
+    assert log.source is not None or log.problem
