@@ -301,7 +301,7 @@ def test_device_skip_without_torch_on_auto() -> None:
 
 
 def test_device_pass() -> None:
-    out = check_device(facts(probe=probe()))
+    out = check_device(facts(device="cpu", probe=probe()))  # --device cpu: a pass of the CPU
     assert out.status == "pass" and out.message == "all tiers passed (torch 2.14.0)"
 
 

@@ -35,7 +35,7 @@ def test_global_options_work_after_the_command(cli, tmp_path):
     (tmp_path / "sys").mkdir()  # an empty machine is still a root: sys/ (issue 22, item 11)
     quiet = cli("doctor", "-q", "--no-device-probe", "--sysroot", str(tmp_path))
     assert quiet.code in (0, 1)
-    assert quiet.out.count("\n") == 1 and "healthy" in quiet.out  # only the verdict
+    assert quiet.out.count("\n") == 1 and quiet.out.startswith(("PASS: ", "WARN: ", "FAIL: "))
     verbose = cli("doctor", "--no-device-probe", "--only", "python", "-v", "--sysroot", str(tmp_path))
     assert "supports Python" in verbose.out  # details appear only with -v
     assert cli("lock", "-v", "--help").code == 0

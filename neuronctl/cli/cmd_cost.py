@@ -86,8 +86,9 @@ def cost(from_file: Path | None, throughput: float | None, instances: tuple[str,
         raise InputError("--tokens and --hours: give one of them")
     if hours is not None and not (0 < hours <= 1e6):
         raise InputError(f"--hours {hours!r}: expected a number of hours above 0, at most 1,000,000")
+    measured: str | None = None
     if from_file is not None:
-        speed, source = throughput_from_smoke(from_file)
+        speed, source, measured = throughput_from_smoke(from_file)
     else:
         assert throughput is not None
         speed, source = check_throughput(throughput, "--throughput"), "--throughput"
@@ -96,7 +97,7 @@ def cost(from_file: Path | None, throughput: float | None, instances: tuple[str,
     request = CostRequest(
         speed, source, tuple(dict.fromkeys(check_instance_type(i, "--instance") for i in instances)),
         tuple(parse_price_flag(p) for p in prices),
-        prices_from_config(table, config.source or "config"), tokens, hours)
+        prices_from_config(table, config.source or "config"), tokens, hours, measured)
     host, host_source = (None, None) if request.instances else host_instance_type()
     outcome = estimate(request, bundled, host, host_source)
     if as_json:
@@ -164,6 +165,8 @@ def print_costs(outcome: CostOutcome, console: Console, *, quiet: bool = False) 
         source = _short_source(row.price)
         table.add_row(*(escape(c) for c in (*cells, source)))
     console.print(table)
+    for warning in outcome.warnings:  # with -q too: it changes what the numbers mean
+        console.print(f"[yellow]warn[/]: {escape(warning)}")
     if not quiet:
         console.print(f"[dim]{FORMULA}; 'x accelerators': the throughput taken as one accelerator's, "
                       "with a copy running on each (data parallel)[/]")

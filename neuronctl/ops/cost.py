@@ -181,6 +181,36 @@ class CostRow:
                 "job_all_accelerators": None if self.job_all is None else asdict(self.job_all)}
 
 
+_NEURON_FAMILY = re.compile(r"(trn|inf)\d")
+_GPU_FAMILY = re.compile(r"(p|g)\d")
+DEVICE_WORDS = {"neuron": "Neuron device", "cuda": "NVIDIA GPU", "cpu": "CPU"}
+
+
+def instance_device(instance: str) -> str | None:
+    """The device an instance type's price buys: neuron (trn*, inf*), cuda (p*, g*), else
+    unknown (None: no claim made about it)."""
+    family = instance.partition(".")[0]
+    if _NEURON_FAMILY.match(family):
+        return "neuron"
+    return "cuda" if _GPU_FAMILY.match(family) else None
+
+
+def device_warnings(measured_on: str | None, instances: Sequence[str]) -> tuple[str, ...]:
+    """A throughput priced on an instance whose device it was not measured on is not that
+    instance's cost: said once per instance (`--throughput` given by hand: measured_on None)."""
+    if measured_on is None:
+        return ()
+    warnings = []
+    for instance in instances:
+        device = instance_device(instance)
+        if device is not None and device != measured_on:
+            warnings.append(f"{instance}: throughput measured on "
+                            f"{DEVICE_WORDS.get(measured_on, measured_on)}, not on its "
+                            f"{DEVICE_WORDS[device]}: not what the model costs there (measure "
+                            f"there: neuronctl smoke -o FILE)")
+    return tuple(warnings)
+
+
 @dataclass(frozen=True)
 class CostRequest:
     """What `neuronctl cost` was asked: the throughput, instances, prices, job size."""
@@ -193,6 +223,8 @@ class CostRequest:
     config_prices: tuple[Price, ...] = ()
     tokens: int | None = None
     hours: float | None = None
+    measured_on: str | None = None
+    """The device a smoke report's throughput was measured on (neuron, cuda, cpu); None: given."""
 
 
 @dataclass(frozen=True)
@@ -207,10 +239,13 @@ class CostOutcome:
     host: str | None
     """This host's instance type, when the rows include it because no --instance was given."""
     host_source: str | None = None
+    measured_on: str | None = None
+    warnings: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"formula": FORMULA, "tokens_per_s": self.tokens_per_s,
-                "throughput_source": self.throughput_source,
+                "throughput_source": self.throughput_source, "measured_on": self.measured_on,
+                "warnings": list(self.warnings),
                 "job": {"tokens": self.tokens, "hours": self.hours}
                 if self.tokens is not None or self.hours is not None else None,
                 "host_instance": self.host, "host_instance_source": self.host_source,
@@ -278,11 +313,13 @@ def estimate(request: CostRequest, bundled: Sequence[Price], host: str | None = 
         _check_finite(row, request)
     return CostOutcome(request.tokens_per_s, request.throughput_source, request.tokens,
                        request.hours, tuple(rows), None if request.instances else host,
-                       None if request.instances else host_source)
+                       None if request.instances else host_source, request.measured_on,
+                       device_warnings(request.measured_on, chosen))
 
 
-def throughput_from_smoke(path: Path) -> tuple[float, str]:
-    """The tokens/s a `neuronctl smoke --json` (or `-o FILE`) run measured, and what it was."""
+def throughput_from_smoke(path: Path) -> tuple[float, str, str | None]:
+    """The tokens/s a `neuronctl smoke --json` (or `-o FILE`) run measured, what it was, and
+    the device it ran on (neuron, cuda, cpu; None where the report names none of them)."""
     where = f"--from {path}"
     try:
         with open_regular(path) as fh:  # a FIFO or /dev/stdin is refused, never waited on
@@ -310,7 +347,8 @@ def throughput_from_smoke(path: Path) -> tuple[float, str]:
     except OverflowError:  # a 400-digit integer: no float holds it
         raise InputError(f"{where}: smoke.tokens_per_s {str(speed)[:20]}... is out of range; "
                          "expected a positive number of tokens per second") from None
-    return check_throughput(value, where), f"{path}: {model} on one {device} device"
+    measured = smoke.get("device") if smoke.get("device") in DEVICE_WORDS else None
+    return check_throughput(value, where), f"{path}: {model} on one {device} device", measured
 
 
 def host_instance_type(sysroot: Path | None = None) -> tuple[str | None, str | None]:

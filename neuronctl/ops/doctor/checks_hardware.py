@@ -134,9 +134,14 @@ def check_device(f: Facts) -> Outcome:
     if not report.ok:
         return Outcome("fail", report.detail, None, details)
     if f.hardware.present and report.device != "neuron":
-        return Outcome("warn", f"probe passed on {report.device}, but this host has Neuron devices "
-                               "and no 'neuron' torch backend is registered",
+        # a warning, not a skip: a Neuron host whose torch cannot reach its devices is a problem
+        return Outcome("warn", f"probe ran on {report.device}, not a Neuron device: this host has "
+                               "Neuron devices and no 'neuron' torch backend is registered",
                        install_fix(f), details)
+    if report.device == "cpu" and f.device != "cpu":  # a CPU run is no pass of the device
+        why = ("probe ran on cpu, not a Neuron device" if f.device == "neuron"
+               else "torch works on cpu; no Neuron device here")
+        return Outcome("skip", f"{why} (torch {report.torch})", None, details)
     return Outcome("pass", f"{report.detail} (torch {report.torch})", None, details)
 
 

@@ -50,9 +50,21 @@ class DoctorReport:
                 "duration_ms": round(max((c.duration_ms for c in self.checks), default=0.0), 1),
                 **({"level": self.level, "budget_s": self.budget_s} if self.level else {})}
 
+    @property
+    def stack_missing(self) -> bool:
+        """The Neuron stack the doctor checks for is not in the target (torch-neuronx looked
+        for and absent): nothing there can be called healthy."""
+        packages = self.environment.get("packages")
+        looked = any(c.id == "packages.torch-neuronx" and c.status != "pass" for c in self.checks)
+        return looked and isinstance(packages, dict) and packages.get("torch-neuronx") is None
+
     def verdict_line(self) -> str:
         s = self.summary()
         word = {"pass": "healthy", "warn": "healthy, with warnings", "fail": "problems found"}
+        if self.stack_missing:
+            word = {**word, "pass": "no Neuron stack installed here (torch-neuronx is not in the "
+                                    "target)", "warn": "no Neuron stack installed here "
+                                                       "(torch-neuronx is not in the target)"}
         warnings = f"{s['warnings']} warning" + ("" if s["warnings"] == 1 else "s")
         return (f"{s['verdict'].upper()}: {word[s['verdict']]}: {s['failed']} failed, "
                 f"{warnings}, {s['passed']} passed, {s['skipped']} skipped")
