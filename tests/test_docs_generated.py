@@ -131,3 +131,68 @@ def test_analysis_follows_calls_and_reads_fixes_from_code():
     assert "`pylock`" in found.reads and "`env`" in found.reads
     assert any("neuronctl lock" in fix for fix in found.fixes)
     assert docs_checks.analyse(lambda f: None).reads == set()
+
+
+HAND_WRITTEN = ("architecture", "benchmarks", "bundle", "ci", "cost", "doctor", "fleet", "install",
+                "lock", "releases", "smoke")
+
+
+def _anchors(text: str) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
+    out = set()
+    for line in text.splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            out.add(re.sub(r"\s", "-", re.sub(r"[^\w\s-]", "", title)))
+    return out
+
+
+def test_every_link_between_the_pages_lands():
+    docs = REPO / "docs"
+    pages = sorted(docs.glob("*.md"))
+    assert {f"{n}.md" for n in HAND_WRITTEN} <= {p.name for p in pages}
+    checked = 0
+    for page in pages:
+        for target, anchor in re.findall(r"\]\(([\w.-]+\.md)?(?:#([\w-]+))?\)", page.read_text()):
+            dest = docs / target if target else page
+            assert dest.is_file(), (page.name, target)
+            if anchor:
+                assert anchor in _anchors(dest.read_text()), (page.name, target, anchor)
+            checked += 1
+    assert checked >= 15
+
+
+def _options_of(words: list[str]) -> set[str] | None:
+    """The options `neuronctl WORDS...` accepts (its own and the global ones), None if no command."""
+    import click
+
+    from neuronctl.cli.main import cli
+
+    ctx = cli.make_context("neuronctl", [], resilient_parsing=True)
+    command: click.Command = cli
+    options = {o for p in cli.params for o in getattr(p, "opts", [])}
+    for word in words:
+        if not isinstance(command, click.Group) or word not in command.list_commands(ctx):
+            break
+        command = command.get_command(ctx, word)
+        ctx = command.make_context(word, [], parent=ctx, resilient_parsing=True)
+        options |= {o for p in command.params for o in [*getattr(p, "opts", []), *getattr(p, "secondary_opts", [])]}
+    return None if command is cli else options
+
+
+@pytest.mark.parametrize("name", HAND_WRITTEN)
+def test_hand_written_synopses_name_only_options_the_commands_have(name):
+    """Each `neuronctl CMD ...` line in a code block of a hand-written page: every --option it
+    shows is one that command has (the README's synopses had drifted)."""
+    text = (REPO / "docs" / f"{name}.md").read_text()
+    blocks = re.findall(r"```[a-z]*\n(.*?)```", text, re.S)
+    for block in blocks:
+        for command_line in re.split(r"\n(?=neuronctl |\S+/neuronctl )", block):
+            match = re.match(r"(?:\S+/)?neuronctl ((?:[a-z][\w-]* ?)+)", command_line)
+            if not match:
+                continue
+            options = _options_of(match.group(1).split())
+            if options is None:
+                continue
+            shown = set(re.findall(r"(?<![\w-])(--[a-z][\w-]*)", command_line.split("#")[0]))
+            assert shown <= options, (name, command_line.splitlines()[0], sorted(shown - options))
