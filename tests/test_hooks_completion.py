@@ -41,6 +41,13 @@ def test_a_subcommand_of_a_lazy_group_completes():
     assert ("plain", "npd-config") in complete("neuronctl fleet n")
 
 
+def test_words_that_name_no_command_complete_to_nothing_without_a_traceback():
+    assert complete("neuronctl nosuch --") == []
+    # Options' values are never acted on while completing (no config read, no manifest loaded).
+    assert ("plain", "--level") in complete("neuronctl --config /nonexistent doctor --le")
+    assert ("plain", "show") in complete("neuronctl --manifest /nonexistent releases s")
+
+
 def test_the_bash_script_is_printed_for_eval():
     env = {**os.environ, "_NEURONCTL_COMPLETE": "bash_source"}
     r = subprocess.run([str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60, check=False)

@@ -285,7 +285,10 @@ def _shell_complete(instruction: str) -> int:
     which click runs only from Command.main: run() invokes the group itself, so it is asked here."""
     from click.shell_completion import shell_complete
 
-    return shell_complete(cli, {}, "neuronctl", COMPLETE_VAR, instruction)
+    try:
+        return shell_complete(cli, {}, "neuronctl", COMPLETE_VAR, instruction)
+    except click.ClickException:  # the words so far name no command: nothing to offer
+        return 0
 
 
 def main() -> None:
