@@ -180,3 +180,11 @@ def test_doctor_no_cache_yet_passes_and_fsx_warns(cli, tmp_path: Path, monkeypat
     check = doctor_cache(cli, root)
     assert check["status"] == "warn" and "lustre (FSx)" in check["message"]
     assert "Errno 61" in check["message"]
+
+
+def test_options_before_the_subcommand_and_show_by_default(cli, tree) -> None:
+    cache, _ = tree
+    shown = cli("cache", "--keep-compiler", "2.28.7631.0", "--json")
+    assert shown.code == 0 and json.loads(shown.out)["compiler"] == "2.28.7631.0"
+    pruned = cli("cache", "--keep-compiler", "2.28.7631.0", "prune", "--yes")
+    assert pruned.code == 0 and not (cache / OLD).exists() and (cache / NEW).is_dir()

@@ -89,11 +89,28 @@ def _print_report(report: CacheReport) -> None:
 
 
 @click.group(invoke_without_command=True)
+@python_option
+@click.option("--keep-compiler", "keep", metavar="V", default=None,
+              help="The compiler version that is current [the target's neuronx-cc].")
+@click.option("--json", "as_json", is_flag=True, help="Versioned JSON output.")
 @click.pass_context
-def cache(ctx: click.Context) -> None:
-    """Show or prune the Neuron compile caches (legacy XLA, TorchNeuron, vLLM) in use."""
+def cache(ctx: click.Context, python: str | None, keep: str | None, as_json: bool) -> None:
+    """Show or prune the Neuron compile caches (legacy XLA, TorchNeuron, vLLM) in use.
+
+    Without a subcommand: show. Options given before the subcommand apply to it."""
+    ctx.meta["neuronctl.cache"] = {"python": python, "keep": keep, "as_json": as_json}
     if ctx.invoked_subcommand is None:
-        ctx.invoke(show)
+        ctx.invoke(show, python=python, keep=keep, as_json=as_json)
+
+
+def _given(python: str | None, keep: str | None, as_json: bool) -> tuple[str | None, str | None,
+                                                                      bool]:
+    """A subcommand's options, else those given before it (`cache --python X prune`)."""
+    ctx = click.get_current_context()
+    outer = ctx.meta.get("neuronctl.cache", {})
+    return (python if python is not None else outer.get("python"),
+            keep if keep is not None else outer.get("keep"),
+            as_json or bool(outer.get("as_json")))
 
 
 @cache.command("show")
@@ -103,6 +120,7 @@ def cache(ctx: click.Context) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Versioned JSON output.")
 def show(python: str | None = None, keep: str | None = None, as_json: bool = False) -> int:
     """Each cache with its size and entries by compiler version (stale: another neuronx-cc)."""
+    python, keep, as_json = _given(python, keep, as_json)
     report = _report(python, keep)
     if as_json or get_app().json_wanted:
         emit_json(_cache_json(report))
@@ -136,6 +154,7 @@ def _print_prune(outcome: PruneOutcome) -> None:
 def prune(python: str | None, older: float | None, keep: str | None, yes: bool,
           as_json: bool) -> int:
     """Remove entries of other compiler versions (or older than DAYS); dry run unless --yes."""
+    python, keep, as_json = _given(python, keep, as_json)
     if older is not None and not (math.isfinite(older) and 0 < older <= 36500):
         raise InputError(f"--older-than {older!r}: a number of days above 0, at most 36500")
     report = _report(python, keep)
