@@ -17,6 +17,7 @@ from neuronctl.cli.common import (
 )
 from neuronctl.cli.output import emit_json
 from neuronctl.ops.bundle import BundleOutcome, BundleRequest, make_bundle
+from neuronctl.ops.output_path import check_output_file
 from neuronctl.ops.reporter import NullReporter
 from neuronctl.probes.sysroot import SysRoot
 
@@ -49,6 +50,7 @@ def bundle(output: Path | None, python: str | None, sysroot: Path | None,
     """Collect env, doctor, neuron-ls, lspci, modinfo, kernel log lines, system packages, the
     target's distributions, [tool.neuronctl] and the lock into one .tar.gz, redacted; what could
     not be gathered is listed with its reason in the archive's index."""
+    check_output_file(output, "-o")
     app = get_app()
     global_args: list[str] = []
     if app.manifest_path is not None:

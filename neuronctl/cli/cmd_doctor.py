@@ -33,6 +33,7 @@ from neuronctl.ops.doctor import run as doctor_run
 from neuronctl.ops.doctor.levels import DEFAULT_LEVEL, LEVELS, choose_level
 from neuronctl.ops.doctor.report import DoctorReport
 from neuronctl.ops.doctor.run import SELECTORS_HELP, DoctorRequest
+from neuronctl.ops.output_path import check_output_file
 from neuronctl.ops.target_env import TargetPython
 
 FORMATS = ("text", "json", "junit", "github", "prometheus")
@@ -97,6 +98,7 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
         raise InputError("--format prometheus writes a node_exporter textfile: give -o FILE.prom"
                          + (f" (the textfile collector reads only *.prom, not {output.name})"
                             if output is not None else ""))
+    check_output_file(output, "-o")
     chosen = choose_level(level, no_device_probe, compile_tier)
     from neuronctl.ops.slurm_node import drain_on_value
 

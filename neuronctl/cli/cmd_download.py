@@ -8,6 +8,7 @@ import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import timeout_value
+from neuronctl.ops.output_path import check_output_dir
 
 
 @click.command("download")
@@ -38,6 +39,7 @@ def download(lock_path: Path, dest: Path, pythons: tuple[str, ...], platforms: t
     from neuronctl.ops.wheelhouse import download as run_download
     from neuronctl.resolvers.targets import make_targets
 
+    check_output_dir(dest, "-d")
     app = get_app()
     config = app.config()
     if platforms and not pythons:

@@ -84,7 +84,9 @@ def setup(release: str | None, os_name: str | None, sysroot: Path | None, repo: 
     runtime, collectives, tools, hold, reload, then doctor. Nothing changes without --yes."""
     from neuronctl.chips import get_chip
     from neuronctl.errors import InputError
+    from neuronctl.ops.output_path import check_output_file
 
+    check_output_file(output, "-o")
     app = get_app()
     fmt = "json" if as_json else fmt
     manifest = app.manifest()

@@ -17,6 +17,7 @@ from neuronctl.cli.common import (
 )
 from neuronctl.cli.output import JsonError, emit_json, to_json_text, write_atomic
 from neuronctl.errors import InputError
+from neuronctl.ops.output_path import check_output_file
 from neuronctl.ops.reporter import NullReporter
 from neuronctl.ops.smoke import DEFAULT_TIMEOUT, SmokeOutcome, SmokeRequest, run_smoke
 from neuronctl.probes.smoke import SmokeReport
@@ -50,6 +51,7 @@ def smoke(model: str | None, script: Path | None, device: str | None, python: st
           steps: int, warmup: int, train: bool, compile_model: bool, timeout: float | None,
           as_json: bool, output: Path | None) -> int:
     """Run your model on the device: warm-up, timed steps, and a CPU comparison."""
+    check_output_file(output, "-o")  # before the model runs, not after
     app = get_app()
     config = app.config()
     origin = "--model"

@@ -194,6 +194,10 @@ def lock_output(config: Config, output: str | None, fmt: str | None,
     out = fallback_path(main, fallback, chosen, where=where) if fallback else main
     if out != main and Path(out).expanduser().is_dir():
         raise InputError(f"{where}: the fallback lock's place {out} is a directory")
+    if not check:  # written after resolving: its place is checked before
+        from neuronctl.ops.output_path import check_output_file
+
+        check_output_file(out, "-o" if output else "config `lock`")
     return out, chosen
 
 
