@@ -72,7 +72,9 @@ class Runner:
         assert m, f"a condition this runner does not know: {cond}"
         return inputs[m.group(1)] != ""
 
-    def run(self, given: dict[str, str]) -> list[Step]:
+    def run(self, given: dict[str, str], skip: tuple[str, ...] = ()) -> list[Step]:
+        """The steps in order (those with an id in `skip` left out: their outputs are already
+        in self.outputs), up to the first that fails."""
         action = load_action()
         assert action["runs"]["using"] == "composite"
         declared = action["inputs"]
@@ -80,7 +82,7 @@ class Runner:
         inputs = {name: str(spec.get("default", "")) for name, spec in declared.items()} | given
         done = []
         for index, step in enumerate(action["runs"]["steps"]):
-            if not self.condition(step, inputs):
+            if not self.condition(step, inputs) or step.get("id") in skip:
                 continue
             if "uses" in step:
                 # Only setup-python, stood in for by the PATH the test gives (see the docstring).
@@ -130,47 +132,86 @@ def project(cli, uni, monkeypatch, tmp_path):
     return work
 
 
-@pytest.fixture
-def runner(project, action_path, wheelhouse, tmp_path):
-    bindir = tmp_path / "setup-python"  # what actions/setup-python leaves first on PATH
-    bindir.mkdir()
-    base = Path(getattr(sys, "_base_executable", sys.executable))
-    (bindir / "python3").symlink_to(base)
-    temp = tmp_path / "runner-temp"
-    temp.mkdir()
+def _setup_python(where: Path) -> Path:
+    """What actions/setup-python leaves first on PATH: a base Python as python3."""
+    where.mkdir()
+    (where / "python3").symlink_to(Path(getattr(sys, "_base_executable", sys.executable)))
+    return where
+
+
+def _runner_env(wheelhouse: Path, bindir: Path) -> dict[str, str]:
     env = {**os.environ, **offline_pip_env(wheelhouse), "PATH": f"{bindir}:{os.environ['PATH']}"}
     env.pop("VIRTUAL_ENV", None)
-    return Runner(action_path, project, temp, env)
+    return env
 
 
-def test_every_step_runs_the_doctor_for_github_and_checks_the_lock(runner):
-    steps = runner.run({"python": "", "target": ".venv", "args": "--level 1"})
-    assert [s.name for s in steps] == ["Install neuronctl", "neuronctl doctor", "neuronctl lock --check"]
-    assert all(s.code == 0 for s in steps), [(s.name, s.code, s.err[-2000:]) for s in steps]
-    installed = runner.outputs["install"]["neuronctl"]
-    assert installed.startswith(str(runner.temp)) and Path(installed).is_file()
+@pytest.fixture(scope="module")
+def installed(action_path, wheelhouse, tmp_path_factory):
+    """The action's install step, run once for the module (the slow part: a venv, neuronctl
+    built from the checkout and installed with its dependencies); the tests run the rest.
+    Module fixtures start before conftest's per-test isolation, so this one's environment is
+    made whole here: its own HOME and caches, pip offline, proxies dead."""
+    root = tmp_path_factory.mktemp("install")
+    temp = root / "runner-temp"
+    temp.mkdir()
+    bindir = _setup_python(root / "bin")
+    env = {"PATH": f"{bindir}:{os.environ['PATH']}", "HOME": str(root), "LANG": "C.UTF-8",
+           "XDG_CACHE_HOME": str(root / ".cache"), "PIP_NO_CACHE_DIR": "1",
+           "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
+           **offline_pip_env(wheelhouse)}
+    runner = Runner(action_path, root, temp, env)
+    steps = runner.run({"python": "", "lock": ""}, skip=("doctor", "lock-check"))
+    return runner, steps, bindir
+
+
+@pytest.fixture
+def runner(project, installed, wheelhouse, tmp_path):
+    first, _, bindir = installed
+    temp = tmp_path / "runner-temp"
+    temp.mkdir()
+    runner = Runner(first.action_path, project, temp, _runner_env(wheelhouse, bindir))
+    runner.outputs = dict(first.outputs)
+    return runner
+
+
+def test_the_install_step_builds_neuronctl_from_the_checkout_into_its_own_venv(installed):
+    runner, steps, _ = installed
+    assert [s.name for s in steps] == ["Install neuronctl"]
+    assert steps[0].code == 0, steps[0].err[-3000:]
     assert steps[0].out.startswith("neuronctl ")  # its --version: the action's own install ran
-    doctor = steps[1].out
-    assert re.search(r"^::(warning|error|notice)", doctor, re.M), doctor
+    script = Path(runner.outputs["install"]["neuronctl"])
+    assert script.is_file() and script.is_relative_to(runner.temp)
+    # A real install (not the checkout on sys.path): the package sits in that venv.
+    r = subprocess.run([str(script.parent / "python"), "-c", "import neuronctl; print(neuronctl.__file__)"],
+                       capture_output=True, text=True, check=True, cwd=runner.temp)
+    assert r.stdout.startswith(str(runner.temp)) and "site-packages" in r.stdout
+
+
+def test_the_doctor_reports_for_github_and_the_lock_check_passes(runner):
+    steps = runner.run({"python": "", "target": ".venv", "args": "--level 1"}, skip=("install",))
+    assert [s.name for s in steps] == ["neuronctl doctor", "neuronctl lock --check"]
+    assert all(s.code == 0 for s in steps), [(s.name, s.code, s.err[-2000:]) for s in steps]
+    assert re.search(r"^::(warning|error|notice)", steps[0].out, re.M), steps[0].out
     assert "python.version" in runner.summary.read_text()
-    assert "up to date" in steps[2].out + steps[2].err
+    assert "up to date" in steps[1].out + steps[1].err
 
 
 def test_a_stale_lock_fails_the_lock_step(runner, project):
     text = (project / "pyproject.toml").read_text().replace('python = "3.12"', 'python = "3.13"')
     (project / "pyproject.toml").write_text(text)
-    steps = runner.run({"python": "", "target": ".venv", "args": "--level 1"})
-    assert [s.code for s in steps][:2] == [0, 0]
+    steps = runner.run({"python": "", "target": ".venv", "args": "--level 1"}, skip=("install",))
+    assert steps[0].code == 0
     assert steps[-1].name == "neuronctl lock --check" and steps[-1].code == 1
     assert "targets" in steps[-1].err
 
 
 def test_an_empty_lock_input_skips_the_check_and_inputs_are_data_not_shell(runner, project):
     steps = runner.run({"python": "", "target": ".venv", "lock": "",
-                        "args": "--level 1 --only python.version"})
+                        "args": "--level 1 --only python.version"}, skip=("install",))
     assert steps[-1].code == 0 and "skipped" in steps[-1].out
     # A hostile input is an argument, never shell: the doctor refuses it, nothing runs.
-    steps = runner.run({"python": "", "target": ".venv", "release": "$(touch pwned)`touch pwned2`"})
+    steps = runner.run({"python": "", "target": ".venv", "release": "$(touch pwned)`touch pwned2`"},
+                       skip=("install",))
     assert steps[-1].name == "neuronctl doctor" and steps[-1].code == 2
     assert not (project / "pwned").exists() and not (project / "pwned2").exists()
 
