@@ -222,3 +222,15 @@ def test_action_inputs_are_documented_and_used():
     for name, spec in action["inputs"].items():
         assert spec.get("description"), name
         assert f"inputs.{name}" in steps_text, f"input {name} is declared but never used"
+
+
+def test_every_run_script_passes_shellcheck(tmp_path):
+    """As GitHub runs them: bash, `-e -o pipefail`; shellcheck is installed by .ci/run."""
+    for index, step in enumerate(load_action()["runs"]["steps"]):
+        if "run" not in step:
+            continue
+        script = tmp_path / f"step{index}.sh"
+        script.write_text("set -eo pipefail\n" + step["run"])
+        r = subprocess.run(["shellcheck", "-s", "bash", str(script)], capture_output=True, text=True,
+                           check=False, timeout=60)
+        assert r.returncode == 0, (step["name"], r.stdout)
