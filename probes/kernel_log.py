@@ -38,6 +38,7 @@ JOURNAL_LINES = 20_000
 JOURNAL_TIMEOUT_S = 4.0
 CAPTURED_LOGS = ("/var/log/kern.log", "/var/log/dmesg")
 BOOT_BANNER = "Linux version "
+KERNEL_TAG = " kernel: "
 
 _DMESG_TIME = re.compile(r"\[\s*(\d{1,10})(?:\.(\d{1,9}))?\]")
 
@@ -182,7 +183,11 @@ def read_kernel_log(root: SysRoot, journal: Journal = run_journal,
         truncated = len(data) >= MAX_LOG_BYTES
         if truncated:  # the first line read is likely cut in the middle
             text = text.split("\n", 1)[1] if "\n" in text else ""
-        return KernelLog(name, parse_text_log(text, from_last_boot=True), len(data), truncated,
-                         _uptime(root))
+        lines = parse_text_log(text, from_last_boot=True)
+        if name.endswith("kern.log"):
+            # syslog can hold other programs' lines (an sshd "Invalid user NEURON_HW_ERR=..."
+            # from the network): only the kernel's own, tagged "kernel:" by rsyslog's imklog
+            lines = tuple(line for line in lines if KERNEL_TAG in line.text)
+        return KernelLog(name, lines, len(data), truncated, _uptime(root))
     return KernelLog(None, (), 0, False,
                      problem=f"no kernel log in the root ({', '.join(CAPTURED_LOGS)})")

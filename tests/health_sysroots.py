@@ -24,6 +24,9 @@ LOOKALIKES = (
     "neuron: nd 0: NEURON_HW_ERR=SRAM_CORRECTABLE_ERROR",
     "neuron: nd 0: neuron_hw_err=dma_error",
 )
+NOT_KERNEL = ("2026-12-01T20:00:01.000000+00:00 ip-10-0-0-1 sshd[811]: Invalid user "
+              "NEURON_HW_ERR=DMA_ERROR from 203.0.113.7 port 4242")
+"""A syslog line from another program that a remote user can fill: not the kernel's."""
 
 
 def kern_log_line(seconds: float, message: str, host: str = "ip-10-0-0-1") -> str:

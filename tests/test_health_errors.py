@@ -9,7 +9,14 @@ import os
 from pathlib import Path
 
 import pytest
-from health_sysroots import HW_LINES, LOOKALIKES, add_health, add_kernel_log, sparse_log
+from health_sysroots import (
+    HW_LINES,
+    LOOKALIKES,
+    NOT_KERNEL,
+    add_health,
+    add_kernel_log,
+    sparse_log,
+)
 from sysroots import build_host, write
 
 from neuronctl.ops.doctor.health_rules import HW_ERROR_CODES, match_hw_errors
@@ -47,6 +54,14 @@ def test_code_like_strings_in_another_context_do_not_match(cli, tmp_path: Path) 
     assert check["severity"] == "info"
 
 
+def test_another_programs_syslog_line_is_not_the_kernels(cli, tmp_path: Path) -> None:
+    host = build_host(tmp_path / "h", "trn2")
+    log = add_kernel_log(host, ["neuron: fine"])
+    with log.open("a") as fh:
+        fh.write(NOT_KERNEL + "\n")
+    assert errors(cli, host)["status"] == "pass"
+
+
 def test_the_matcher_takes_the_token_only() -> None:
     lines = [LogLine(t, None) for t in (*LOOKALIKES, "x NEURON_HW_ERR=DMA_ERROR",
                                          "NEURON_HW_ERR=NC_UNCORRECTABLE_ERROR")]
@@ -59,7 +74,7 @@ def test_only_the_last_boot_counts(cli, tmp_path: Path) -> None:
     host = build_host(tmp_path / "h", "trn2")
     old = add_kernel_log(host, [HW_LINES["DMA_ERROR"]])
     with old.open("a") as fh:  # the node rebooted after the error
-        fh.write(old.read_text().splitlines()[0] + "\nkernel: [1.0] neuron: driver loaded\n")
+        fh.write(old.read_text().splitlines()[0] + "\nhost kernel: [1.0] neuron: driver loaded\n")
     assert errors(cli, host)["status"] == "pass"
 
 
@@ -140,7 +155,7 @@ def test_pci_devices_the_driver_does_not_show_are_missing(cli, tmp_path: Path) -
 def test_a_1gb_kernel_log_is_read_from_its_end_within_the_bound(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     host = build_host(tmp_path / "h", "trn2")
-    sparse_log(host / "var/log/kern.log", 1 << 30, "\nkernel: [5.0] " + HW_LINES["DMA_ERROR"] + "\n")
+    sparse_log(host / "var/log/kern.log", 1 << 30, "\nhost kernel: [5.0] " + HW_LINES["DMA_ERROR"] + "\n")
     read_total = 0
     real_read = os.read
 
