@@ -79,12 +79,17 @@ def _seconds(match: re.Match[str] | None) -> float | None:
 
 
 def parse_kmsg_record(record: str) -> LogLine | None:
-    """One /dev/kmsg record as a LogLine (continuation lines dropped); None when malformed."""
+    """One /dev/kmsg record as a LogLine (continuation lines dropped); None when malformed or
+    not the kernel's own (a facility other than 0)."""
     head, sep, message = record.partition(";")
     if not sep:
         return None
     fields = head.split(",")
-    if len(fields) < 3 or not fields[2].isascii() or not fields[2].isdigit() or len(fields[2]) > 20:
+    if len(fields) < 3 or not all(f.isascii() and f.isdigit() and len(f) <= 20 for f in fields[:3]):
+        return None
+    if int(fields[0]) >> 3 != 0:
+        # facility 0 is the kernel's: what user space writes to /dev/kmsg gets another one
+        # (LOG_USER when it names none or 0: kernel/printk/printk.c, devkmsg_write)
         return None
     first = message.split("\n", 1)[0]
     return LogLine(_clean(first), int(fields[2]) / 1_000_000)

@@ -195,6 +195,8 @@ def test_kmsg_records_and_the_journal_fallback(tmp_path: Path) -> None:
     line = parse_kmsg_record("3,1234,5000000,-;neuron: nd 0: NEURON_HW_ERR=DMA_ERROR\n SUBSYSTEM=x\n")
     assert line == LogLine("neuron: nd 0: NEURON_HW_ERR=DMA_ERROR", 5.0)
     assert parse_kmsg_record("garbage without a header") is None
+    # written to /dev/kmsg from user space (facility LOG_USER, 1 << 3 | level): not the kernel's
+    assert parse_kmsg_record("14,99,6000000,-;NEURON_HW_ERR=DMA_ERROR") is None
     asked: list[list[str]] = []
 
     def journal(argv: list[str], timeout: float) -> str:
