@@ -78,6 +78,10 @@ def test_cli_page_has_every_command_subcommand_and_option():
     assert "| `--format` | `text` \\| `json` \\| `junit` \\| `github` \\| `prometheus` |" in page
     assert re.search(r"^\| `--timeout` \| `INTEGER RANGE` \| `120` \|", page, re.M)  # npd-config
     assert "_NEURONCTL_COMPLETE=bash_source neuronctl" in page.split("## Commands")[0]
+    # Every table row has its four cells: a `|` in a metavar (X.Y|PATH) or help is escaped.
+    rows = [line for line in page.splitlines() if line.startswith("| `")]
+    assert rows and all(len(re.split(r"(?<!\\)\|", row)) == 6 for row in rows), \
+        [row for row in rows if len(re.split(r"(?<!\\)\|", row)) != 6][:3]
 
 
 def test_cli_page_holds_nothing_of_this_machine():

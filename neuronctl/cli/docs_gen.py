@@ -73,7 +73,8 @@ def _value(param: click.Parameter, ctx: click.Context) -> str:
         return " \\| ".join(f"`{c}`" for c in param.type.choices)
     if getattr(param, "is_flag", False) or getattr(param, "count", False):
         return "flag" + (" (repeatable)" if getattr(param, "count", False) else "")
-    return f"`{_metavar(param, ctx)}`" + (" (repeatable)" if getattr(param, "multiple", False) else "")
+    metavar = _metavar(param, ctx).replace("|", "\\|")  # a table cell, even inside backticks
+    return f"`{metavar}`" + (" (repeatable)" if getattr(param, "multiple", False) else "")
 
 
 def _metavar(param: click.Parameter, ctx: click.Context) -> str:
@@ -97,7 +98,7 @@ def _options_table(command: click.Command, ctx: click.Context) -> list[str]:
             continue
         if isinstance(param, click.Argument):
             need = "required" if param.required else "optional"
-            rows.append(f"| `{_metavar(param, ctx)}` (argument) | | | {need} |")
+            rows.append(f"| `{_cell(_metavar(param, ctx))}` (argument) | | | {need} |")
             continue
         names = ", ".join(f"`{o}`" for o in [*param.opts, *param.secondary_opts])
         help_text = _cell(getattr(param, "help", None) or "")
