@@ -188,11 +188,11 @@ def read_kernel_log(root: SysRoot, journal: Journal = run_journal,
         truncated = len(data) >= MAX_LOG_BYTES
         if truncated:  # the first line read is likely cut in the middle
             text = text.split("\n", 1)[1] if "\n" in text else ""
-        lines = parse_text_log(text, from_last_boot=True)
+        kept = parse_text_log(text, from_last_boot=True)
         if name.endswith("kern.log"):
             # syslog can hold other programs' lines (an sshd "Invalid user NEURON_HW_ERR=..."
             # from the network): only the kernel's own, tagged "kernel:" by rsyslog's imklog
-            lines = tuple(line for line in lines if KERNEL_TAG in line.text)
-        return KernelLog(name, lines, len(data), truncated, _uptime(root))
+            kept = tuple(line for line in kept if KERNEL_TAG in line.text)
+        return KernelLog(name, kept, len(data), truncated, _uptime(root))
     return KernelLog(None, (), 0, False,
                      problem=f"no kernel log in the root ({', '.join(CAPTURED_LOGS)})")
