@@ -160,3 +160,13 @@ def test_slurm_drain_drains_for_hardware_errors_not_for_a_fix(cli, cluster: Slur
     finally:
         cluster.run("scontrol", "update", "NodeName=node1", "State=RESUME")
     cluster.wait_idle()
+
+
+def test_the_text_report_says_a_drain(cli, broken: Path, tmp_path: Path) -> None:
+    r = cli("doctor", "--level", "1", "--only", "hardware", "--sysroot", str(broken))
+    assert "severity: drain" in r.out
+    plain = tmp_path / "d.txt"
+    cli("doctor", "--level", "1", "--only", "hardware", "--sysroot", str(broken), "-o", str(plain))
+    text = plain.read_text()
+    assert "FAIL  hardware.errors" in text and "severity: drain" in text
+    assert text.count("severity: drain") == 1  # hardware.chip's pass says none

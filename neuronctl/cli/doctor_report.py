@@ -9,8 +9,14 @@ from neuronctl._version import __version__
 from neuronctl.cli.app import safe_chars, terminal_text
 from neuronctl.cli.output import to_json_text
 from neuronctl.ops.doctor.report import DoctorReport
+from neuronctl.ops.doctor.runner import CheckResult
 
 STATUS_STYLES = {"pass": "green", "warn": "yellow", "fail": "red", "skip": "dim"}
+DRAIN_NOTE = "severity: drain (take the node out of service; --slurm-drain does)"
+
+
+def _drains(c: CheckResult) -> bool:
+    return c.status in ("fail", "warn") and c.severity == "drain"
 
 
 def json_payload(report: DoctorReport, extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -33,7 +39,8 @@ def _line(text: str) -> str:
 def render_plain(report: DoctorReport) -> str:
     """The text report without colour or layout, for a file (-o with --format text)."""
     lines = [f"{c.status.upper():4}  {c.id}: {_line(c.message)}"
-             + (f"\n      fix: {_line(c.fix)}" if c.fix else "") for c in report.checks]
+             + (f"\n      fix: {_line(c.fix)}" if c.fix else "")
+             + (f"\n      {DRAIN_NOTE}" if _drains(c) else "") for c in report.checks]
     return "\n".join([*lines, report.verdict_line()]) + "\n"
 
 
@@ -148,6 +155,8 @@ def print_text(report: DoctorReport, console: Any, *, verbose: int, quiet: bool)
             text = Text(c.message)
             if c.fix and c.status in ("fail", "warn"):
                 text.append("\nfix: ", style="bold").append(c.fix)
+            if _drains(c):
+                text.append(f"\n{DRAIN_NOTE}", style="bold red")
             if verbose:
                 for d in c.details:
                     text.append(f"\n  {d}", style="dim")
