@@ -115,3 +115,23 @@ def test_dockerfile_written_atomically(cli, tmp_path):
     assert cli("setup", "--dockerfile", "-o", str(out)).code == 0
     assert out.read_text().startswith("# syntax=docker/dockerfile:1\n")
     assert [p.name for p in tmp_path.iterdir()] == ["Dockerfile"]
+
+
+def test_the_image_tells_a_doctor_inside_it_its_release_and_driver_range():
+    """Labels cannot be read from inside a running container: the same values are ENV lines,
+    named as the doctor's container check reads them."""
+    from neuronctl.ops.doctor.checks_container import RANGE_VAR, RELEASE_VAR
+
+    release = load_bundled_manifest().get("2.33.1")
+    text = render_dockerfile(release, base="ubuntu:26.04", lock="pylock.toml", repo=None,
+                             fingerprint="00FA2C1079260870A76D2C285749CAD8646D9185")
+    parsed = parse(text)
+    env: dict[str, str] = {}
+    for word, rest in parsed:
+        if word == "ENV":
+            for pair in shlex.split(rest):
+                key, _, value = pair.partition("=")
+                env[key] = value
+    found = labels(parsed)
+    assert env[RELEASE_VAR] == found["com.neuronctl.release"] == "2.33.1"
+    assert env[RANGE_VAR] == found["com.neuronctl.driver-range"]

@@ -107,6 +107,10 @@ def render_dockerfile(release: Release, *, base: str, lock: str,
         f"#   ({SOURCES['key-fingerprint']})",
         f"FROM {base}",
         "LABEL " + " \\\n      ".join(f'com.neuronctl.{k}="{labels[k]}"' for k in LABELS),
+        # Labels cannot be read from inside a running container: doctor's device.access reads
+        # these (checks_container.RELEASE_VAR, RANGE_VAR), the same values as the labels.
+        f'ENV NEURONCTL_IMAGE_RELEASE="{labels["release"]}" '
+        f'NEURONCTL_IMAGE_DRIVER_RANGE="{labels["driver-range"]}"',
         f"ARG NEURON_REPO={repo}",
         f"ARG NEURON_KEY_FPR={fingerprint}",
         "ARG NEURONCTL_SPEC=neuronctl==" + __version__,
