@@ -27,6 +27,7 @@ SCHEMA: dict[str, tuple[tuple[type, ...], str]] = {
     "strict": ((bool,), "true or false"),
     "skip": ((list,), "a list of check ids"),
     "drain_on": ((str,), "what `doctor --slurm-drain` drains for: drain, fail or warn"),
+    "system_repo": ((str,), "a mirror of the Neuron apt/yum repository `neuronctl setup` plans with"),
     "lock": ((str,), "a path to a pylock.toml"),
     "model": ((str,), "a model factory MODULE:FACTORY for `neuronctl smoke`, e.g. \"pkg.mod:make\""),
     "prices": ((dict,), "a table of instance type = USD per hour (or {usd_per_hour, accelerators}); "

@@ -182,3 +182,16 @@ def test_a_sysroot_on_an_os_setup_does_not_know_is_refused(cli, tmp_path):
     result = cli("setup", "--sysroot", str(root))
     assert result.code == 2 and "debian 12" in result.err
     assert cli("setup", "--sysroot", str(root), "--os", "ubuntu-26.04").code == 2
+
+
+def test_config_system_repo_points_the_plan_at_a_mirror(tmp_path, cli, monkeypatch):
+    root = build_setup_host(tmp_path / "root")
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        '[tool.neuronctl]\nsystem_repo = "https://mirror.internal.test/neuron/apt"\n')
+    monkeypatch.chdir(project)
+    result = cli("setup", "--sysroot", str(root), "--format", "sh")
+    assert result.code == 0, result.err
+    assert "https://mirror.internal.test/neuron/apt" in result.out
+    assert "apt.repos.neuron.amazonaws.com" not in result.out.split("set -eu", 1)[1]
