@@ -197,6 +197,7 @@ def download(request: DownloadRequest, reporter: Reporter) -> DownloadOutcome:
     """Every selected file into request.dest, verified; the first failure (or Ctrl-C, SIGTERM)
     stops the others, and what completed stays (a re-run skips it)."""
     from neuronctl.ops.index_routing import build_routing
+    from neuronctl.ops.net_preflight import file_hosts, preflight
     from neuronctl.resolvers.http_fetch import Fetcher
     from neuronctl.resolvers.pylock import load_pylock, neuronctl_table
 
@@ -208,6 +209,8 @@ def download(request: DownloadRequest, reporter: Reporter) -> DownloadOutcome:
     routing = build_routing(request.config, (), (), recorded=indexes)
     fetcher = Fetcher(cache=None, offline=False, timeout=request.timeout,
                       credentials=routing.credentials())
+    preflight(file_hosts(f.url for f in files  # the hosts of what is not there yet, at once
+                         if not (dest / safe_filename(f.filename, f.package)).is_file()), fetcher)
     reporter.emit(Event("info", f"{len(files)} files for {dest}"))
     abandon = threading.Event()
     mode = shared_file_mode()

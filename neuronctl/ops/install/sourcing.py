@@ -130,6 +130,7 @@ def _resolved(request: InstallRequest, target: Target, manifest: Manifest,
               hardware: HardwareReport, reporter: Reporter) -> Sourced:
     from neuronctl.ops.lock.request import build_request
     from neuronctl.ops.lock.resolve import resolve_request
+    from neuronctl.ops.net_preflight import preflight_stack
 
     stack = build_request(request.config, manifest, release=request.release, torch=request.torch,
                           pythons=(target.python_minor,), platforms=(target.platform,),
@@ -138,6 +139,7 @@ def _resolved(request: InstallRequest, target: Target, manifest: Manifest,
     plan = stack.plan
     _preflight(manifest, plan.release.version, plan.framework, hardware, reporter)
     fetcher, cache_root = _fetcher(request, stack.routing)
+    preflight_stack(stack, fetcher)  # every index at once, before resolving
     resolved = resolve_request(stack, offline=request.offline, timeout=request.timeout,
                                fetcher=fetcher, cache_root=cache_root)
     source = from_resolution(resolved.packages, target, resolved.hash_of, plan)

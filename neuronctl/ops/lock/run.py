@@ -10,7 +10,8 @@ from neuronctl.atomic import write_text_atomic
 from neuronctl.ops.lock.check import lock_differences
 from neuronctl.ops.lock.outcome import LockOutcome
 from neuronctl.ops.lock.request import LockRequest
-from neuronctl.ops.lock.resolve import Resolved, resolve_request
+from neuronctl.ops.lock.resolve import Resolved, request_fetcher, resolve_request
+from neuronctl.ops.net_preflight import preflight_stack
 from neuronctl.ops.reporter import Event, Reporter
 from neuronctl.resolvers.pylock import build_pylock, read_recorded, render_pylock, render_requirements
 
@@ -22,7 +23,11 @@ def lock(request: LockRequest, reporter: Reporter) -> LockOutcome:
     if release.status != "ga":
         reporter.emit(Event("note", f"Neuron {release.version} is a {release.status} release "
                                     "(choose another with --release; `neuronctl releases` lists them)"))
-    resolved = resolve_request(request.stack, offline=request.offline, timeout=request.timeout)
+    fetcher, cache_root = request_fetcher(request.stack, offline=request.offline,
+                                          timeout=request.timeout)
+    preflight_stack(request.stack, fetcher)  # every index at once, before resolving
+    resolved = resolve_request(request.stack, offline=request.offline, timeout=request.timeout,
+                               fetcher=fetcher, cache_root=cache_root)
     text = lock_text(request, resolved)
     if not request.to_stdout:
         write_text_atomic(Path(request.output), text)
