@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 PREFLIGHT_TIMEOUT = 5.0
 """At most this long per host (all hosts at once): reachable hosts answer a HEAD in well under."""
+WORKERS = 16
+SHOWN = 12
+"""At most this many hosts are described in the error; the rest are counted."""
 PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 
 
@@ -126,23 +129,34 @@ def check_hosts(hosts: Sequence[Host], session: requests.Session, *,
     env = os.environ if environ is None else environ
     unique = list({h.url: h for h in hosts if h.url.startswith(("http://", "https://"))}.values())
     results: dict[int, Unreachable | None] = {}
+    todo = list(enumerate(unique))
+    todo_lock = threading.Lock()
 
-    def run(i: int, host: Host) -> None:
-        results[i] = _probe(session, host, timeout, env)
+    def work() -> None:  # a lock's thousands of hosts are tried WORKERS at a time, not all at once
+        while True:
+            with todo_lock:
+                if not todo:
+                    return
+                i, host = todo.pop(0)
+            results[i] = _probe(session, host, timeout, env)
 
-    threads = [threading.Thread(target=run, args=(i, h), daemon=True,
-                                name=f"neuronctl-preflight-{i}") for i, h in enumerate(unique)]
+    # Daemon threads: one stuck in a DNS lookup (which requests' timeout does not bound) is left.
+    threads = [threading.Thread(target=work, daemon=True, name=f"neuronctl-preflight-{n}")
+               for n in range(min(WORKERS, len(unique)))]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + timeout * 2 + 1
+    limit = timeout * 2 + 1
+    deadline = time.monotonic() + limit
     for t in threads:
         t.join(max(0.0, deadline - time.monotonic()))
+    with todo_lock:
+        todo.clear()  # what no worker started is not started after the deadline
     out = []
     for i, host in enumerate(unique):
         if i not in results:
-            out.append(Unreachable(host, "timeout", f"no answer in {timeout * 2 + 1:g}s"))
-        elif results[i] is not None:
-            out.append(results[i])  # type: ignore[arg-type]
+            out.append(Unreachable(host, "timeout", f"no answer within {limit:g}s"))
+        elif (failure := results[i]) is not None:
+            out.append(failure)
     return out
 
 
@@ -155,7 +169,8 @@ def require_reachable(hosts: Sequence[Host], session: requests.Session, *,
         return
     tried = {h.url for h in hosts if h.url.startswith(("http://", "https://"))}
     count = f"{len(failed)} of {len(tried)}"
+    more = f" | and {len(failed) - SHOWN} more" if len(failed) > SHOWN else ""
     raise FaultError(f"{count} hosts unreachable, nothing fetched: "
-                     + " | ".join(f.describe() for f in failed),
+                     + " | ".join(f.describe() for f in failed[:SHOWN]) + more,
                      hint="mirror them or route around them (README: hosts neuronctl reaches), "
                           "or --offline with what the cache holds")

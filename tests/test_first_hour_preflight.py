@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from neuronctl.resolvers.http_fetch import Fetcher
 from neuronctl.resolvers.preflight import Host, check_hosts, classify
 
@@ -139,3 +141,29 @@ def test_offline_tries_nothing(cli):
     r = cli("lock", "--index", f"pypi=http://127.0.0.1:{closed_port()}/simple", "--python", "3.12",
             "--offline")
     assert "hosts unreachable" not in r.err
+
+
+def test_a_lock_with_many_hosts_is_tried_in_bounded_threads_and_reported_in_bounds():
+    import threading
+
+    from neuronctl.errors import FaultError
+    from neuronctl.resolvers import preflight
+
+    hosts = [Host(f"host {i}", f"http://127.0.0.1:{closed_port()}/", "x") for i in range(40)]
+    before = threading.active_count()
+    seen: list[int] = []
+    real = preflight._probe
+
+    def counting(*args, **kwargs):  # the real probe, with the live thread count noted
+        seen.append(threading.active_count())
+        return real(*args, **kwargs)
+
+    preflight._probe = counting  # type: ignore[assignment]
+    try:
+        with pytest.raises(FaultError) as raised:
+            preflight.require_reachable(hosts, Fetcher(timeout=2).session, timeout=2, environ={})
+    finally:
+        preflight._probe = real  # type: ignore[assignment]
+    assert raised.value.message.startswith("40 of 40 hosts unreachable")
+    assert raised.value.message.endswith("| and 28 more")
+    assert max(seen) <= before + preflight.WORKERS
