@@ -63,14 +63,27 @@ class App:
 
     def console(self, *, stderr: bool = False) -> Console:
         stream = sys.stderr if stderr else sys.stdout
-        # Piped output is read in logs and CI, where rich's 80-column fallback folds tables.
-        width = None if stream.isatty() else int(os.environ.get("COLUMNS", "120") or 120)
+        # Piped output is read in logs and CI and pasted from: it is not wrapped at all (rich's
+        # 80-column fallback folded tables), unless COLUMNS asks for a width.
+        width = None if stream.isatty() else _columns() or PIPE_WIDTH
         # No emoji codes: data such as the PCI address 0000:cd:00.0 would print as an emoji.
         # Rich writes its own cursor and colour codes (progress bars), so it gets the stream
         # without the CLI's filter; what it renders from data is made safe segment by segment.
         raw = cast("IO[str]", stream.unfiltered if isinstance(stream, TerminalStream) else stream)
         return _safe_console()(file=raw, no_color=not self.color, highlight=False, emoji=False,
                                width=width)
+
+
+PIPE_WIDTH = 10_000
+"""The console's width on a pipe: wide enough that rich wraps no line."""
+
+
+def _columns() -> int | None:
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        return None
+    return columns if 20 <= columns <= PIPE_WIDTH else None
 
 
 # Whether this run may colour its output at all (--no-color, before or after the command); the

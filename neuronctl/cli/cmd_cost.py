@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.output import emit_json
+from neuronctl.cli.output import emit_json, fitted_table, print_fitted
 from neuronctl.errors import InputError
 from neuronctl.ops.cost import (
     FORMULA,
@@ -112,14 +112,15 @@ def _list_prices(bundled: tuple[Price, ...], as_json: bool, console: Console) ->
         emit_json({"prices": [{k: v for k, v in p.__dict__.items() if k != "accelerators"}
                               for p in bundled]})
         return 0
-    from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title="bundled prices (trn2, trn3 and GPU instances: give --price)")
-    for column in ("instance", "USD/hour", "rate", "published", "source"):
-        table.add_column(column, overflow="fold")
-    for p in bundled:
-        table.add_row(p.instance, f"{p.usd_per_hour:.3f}", p.rate, p.published or "-", p.source)
-    console.print(table)
+    rows = [[Text(c) for c in (p.instance, f"{p.usd_per_hour:.3f}", p.rate, p.published or "-",
+                               p.source)] for p in bundled]
+    # Instance names, prices and URLs are never split: a narrow terminal drops columns instead.
+    print_fitted(console, fitted_table(
+        console, ["instance", "USD/hour", "rate", "published", "source"], rows,
+        droppable=("source", "published", "rate"),
+        title="bundled prices (trn2, trn3 and GPU instances: give --price)"))
     return 0
 
 
@@ -138,21 +139,19 @@ def _short_source(price: Price) -> str:
 
 def print_costs(outcome: CostOutcome, console: Console, *, quiet: bool = False) -> None:
     from rich.markup import escape
-    from rich.table import Table
+    from rich.text import Text
 
     if not quiet:
         speed = f"{outcome.tokens_per_s:,.1f} tokens/s"
         console.print(f"throughput {speed} ({escape(outcome.throughput_source)})")
         if outcome.host:
             console.print(f"this host: {escape(outcome.host)} ({escape(outcome.host_source or '?')})")
-    table = Table()
     columns = ["instance", "accel.", "USD/hour", "rate", "$ per 1M tokens", "x accel."]
     if outcome.tokens is not None:
         columns += ["job hours", "job $", "job $ x accel."]
     elif outcome.hours is not None:
         columns += ["job tokens", "job $", "job tokens x accel."]
-    for column in (*columns, "price source"):
-        table.add_column(column, overflow="fold")
+    rows = []
     for row in outcome.rows:
         cells = [row.price.instance, str(row.accelerators or "?"), f"{row.price.usd_per_hour:,.3f}",
                  row.price.rate, _usd(row.usd_per_million_tokens), _usd(row.usd_per_million_tokens_all)]
@@ -163,8 +162,13 @@ def print_costs(outcome: CostOutcome, console: Console, *, quiet: bool = False) 
             cells += [f"{row.job.tokens:,.0f}", _usd(row.job.usd),
                       "-" if row.job_all is None else f"{row.job_all.tokens:,.0f}"]
         source = _short_source(row.price)
-        table.add_row(*(escape(c) for c in (*cells, source)))
-    console.print(table)
+        rows.append([Text(c) for c in (*cells, source)])
+    # Instance names and prices are never split ($0.00916|3 read as $0.00916): a narrow terminal
+    # drops the least-needed columns instead, in this order.
+    print_fitted(console, fitted_table(
+        console, [*columns, "price source"], rows,
+        droppable=("price source", "rate", "x accel.", "job $ x accel.", "job tokens x accel.",
+                   "accel.")))
     for warning in outcome.warnings:  # with -q too: it changes what the numbers mean
         console.print(f"[yellow]warn[/]: {escape(warning)}")
     if not quiet:

@@ -14,31 +14,30 @@ from neuronctl.probes.hardware import HardwareReport
 
 
 def print_hardware(report: HardwareReport) -> None:
-    from rich.table import Table
     from rich.text import Text
 
-    # Every value is data (sysfs, neuron-ls, IMDS): Text, never markup or emoji codes.
+    # Every value is data (sysfs, neuron-ls, IMDS): Text, never markup or emoji codes. One
+    # unwrapped line a value (soft_wrap), so a version or an instance name is never split.
     console = get_app().console()
-    grid = Table.grid(padding=(0, 2))
-    if not report.present:
-        grid.add_row("chip", "none: no Neuron hardware found")
-    else:
-        grid.add_row("chip", Text(f"{report.chip} ({report.chip_name})" if report.chip else "unknown"))
-    rows = [("devices", report.device_count or None),
-            ("NeuronCores", (report.cores_text() or "").removeprefix("NeuronCores: ") or None),
-            ("logical NC config", report.logical_nc_config),
-            ("instance type", f"{report.instance_type} ({report.instance_type_source})"
-             if report.instance_type else None),
-            ("driver", report.driver_version), ("runtime", report.runtime_version),
-            ("tools", report.tools_version), ("neuron-ls", report.neuron_ls)]
-    for key, value in rows:
-        if value is not None:
-            grid.add_row(key, Text(str(value)))
-    console.print(grid)
+    rows: list[tuple[str, object]] = [
+        ("chip", "none: no Neuron hardware found" if not report.present
+         else f"{report.chip} ({report.chip_name})" if report.chip else "unknown"),
+        ("devices", report.device_count or None),
+        ("NeuronCores", (report.cores_text() or "").removeprefix("NeuronCores: ") or None),
+        ("logical NC config", report.logical_nc_config),
+        ("instance type", f"{report.instance_type} ({report.instance_type_source})"
+         if report.instance_type else None),
+        ("driver", report.driver_version), ("runtime", report.runtime_version),
+        ("tools", report.tools_version), ("neuron-ls", report.neuron_ls)]
+    shown = [(key, str(value)) for key, value in rows if value is not None]
+    width = max(len(key) for key, _ in shown)
+    for key, value in shown:
+        console.print(Text(f"{key:<{width}}  {value}"), soft_wrap=True)
     for e in report.evidence:
-        console.print(Text(f"  evidence: {e.source}: {e.value}" + (f" -> {e.chip}" if e.chip else "")))
+        console.print(Text(f"  evidence: {e.source}: {e.value}" + (f" -> {e.chip}" if e.chip else "")),
+                      soft_wrap=True)
     for c in report.conflicts:
-        console.print(Text("  conflict: ", style="yellow").append(c))
+        console.print(Text("  conflict: ", style="yellow").append(c), soft_wrap=True)
 
 
 @click.command()

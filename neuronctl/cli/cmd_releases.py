@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from neuronctl.cli.app import get_app, terminal_text
-from neuronctl.cli.output import emit_json
+from neuronctl.cli.output import emit_json, fitted_table, print_fitted
 from neuronctl.manifest import Manifest, Release
 
 if TYPE_CHECKING:
@@ -54,7 +54,6 @@ def default_reason(manifest: Manifest) -> str:
 
 
 def _release_table(manifest: Manifest, title: str) -> None:
-    from rich.table import Table
     from rich.text import Text
 
     rows = []
@@ -65,18 +64,21 @@ def _release_table(manifest: Manifest, title: str) -> None:
                      _lines(r.packages.get("neuronx-cc", ())) if "neuronx-cc" not in r.constraints
                      else "not published",
                      f"{r.python[0]}-{r.python[-1]}" if r.python else "-", _short(r.chips)))
-    table = Table(title=Text(title), title_justify="left")
-    for col in ("release", "date", "status", "backend", "torch", "torch-neuronx", "neuronx-cc",
-                "python", "chips"):
-        # One version a line keeps every column as narrow as its longest version, so the table
-        # fits 120 columns without cutting any; narrower terminals fold rather than truncate.
-        table.add_column(col, overflow="fold")
+    # Values are never split (a version folded as 2.13.3.|0 read as another); a narrow terminal
+    # loses the least-needed columns instead, in this order.
+    headers = ["release", "date", "status", "backend", "torch", "torch-neuronx", "neuronx-cc",
+               "python", "chips"]
     styles = {"native": "green", "xla": "yellow", "none": "dim"}
+    cells = []
     for row in rows:
-        cells = [Text(c) for c in row]
-        cells[3].stylize(styles.get(row[3], ""))
-        table.add_row(*cells)
-    get_app().console().print(table)
+        line = [Text(c) for c in row]
+        line[3].stylize(styles.get(row[3], ""))
+        cells.append(line)
+    console = get_app().console()
+    print_fitted(console, fitted_table(console, headers, cells, title=Text(title),
+                                       title_justify="left",
+                                       droppable=("chips", "date", "python", "backend",
+                                                  "neuronx-cc", "status")))
 
 
 def _release_detail(r: Release) -> None:
@@ -87,7 +89,7 @@ def _release_detail(r: Release) -> None:
     def table(title: str, *columns: str) -> Table:
         t = Table(title=title, title_justify="left")
         for col in columns:
-            t.add_column(col, overflow="fold")
+            t.add_column(col, no_wrap=True, overflow="ignore")  # a version is never split
         return t
 
     def row(target: Table, *cells: str) -> None:

@@ -140,27 +140,42 @@ def render_markdown_summary(report: DoctorReport) -> str:
 
 
 def print_text(report: DoctorReport, console: Any, *, verbose: int, quiet: bool) -> None:
-    from rich.table import Table
     from rich.text import Text
 
+    from neuronctl.cli.output import fitted_table, print_fitted
+
     # Data goes in as Text, never as markup: a PCI address such as 0000:cd:00.0 or a message with
-    # [brackets] prints as it is.
+    # [brackets] prints as it is. A fix is a command to paste: never in a cell (it wrapped over
+    # rows with the table's borders in it), but on its own unwrapped line after the table; one
+    # line per distinct command, however many checks it fixes.
+    fixes: dict[str, list[str]] = {}
+    for c in report.checks:
+        if c.fix and c.status in ("fail", "warn"):
+            fixes.setdefault(c.fix, []).append(c.id)
+    numbers = {fix: n for n, fix in enumerate(fixes, 1)}
     if not quiet:
-        table = Table(show_header=True, header_style="bold", expand=False)
-        table.add_column("status")
-        table.add_column("check")
-        table.add_column("result", overflow="fold")
+        rows = []
         for c in report.checks:
             # The console makes every segment safe (cli/app.py); Text keeps [markup] as it is.
             text = Text(c.message)
-            if c.fix and c.status in ("fail", "warn"):
-                text.append("\nfix: ", style="bold").append(c.fix)
+            if c.fix in numbers and c.status in ("fail", "warn"):
+                text.append(f" (fix {numbers[c.fix]} below)", style="bold")
             if _drains(c):
                 text.append(f"\n{DRAIN_NOTE}", style="bold red")
             if verbose:
                 for d in c.details:
                     text.append(f"\n  {d}", style="dim")
-            table.add_row(Text(c.status.upper(), style=STATUS_STYLES[c.status]), Text(c.id), text)
-        console.print(table)
+            rows.append([Text(c.status.upper(), style=STATUS_STYLES[c.status]), Text(c.id), text])
+        table = fitted_table(console, ["status", "check", "result"], rows, wrap=("result",),
+                             show_header=True, header_style="bold", expand=False)
+        if table.neuronctl_width <= console.width:
+            print_fitted(console, table)
+        else:  # a word (a URL, a path) wider than the terminal leaves: no table, a line a check
+            for row in rows:
+                line = Text.assemble(row[0], " " * (6 - len(row[0])), row[1], ": ", row[2])
+                console.print(line, soft_wrap=True)
+        for fix, ids in fixes.items():
+            console.print(Text(f"# {numbers[fix]}: {', '.join(ids)}", style="dim"), soft_wrap=True)
+            console.print(Text("fix: ", style="bold").append(fix), soft_wrap=True)
     colour = {"pass": "green", "warn": "yellow", "fail": "red"}[report.verdict]
-    console.print(Text(report.verdict_line(), style=f"bold {colour}"))
+    console.print(Text(report.verdict_line(), style=f"bold {colour}"), soft_wrap=True)

@@ -144,3 +144,71 @@ def write_atomic(path: Path, text: str) -> None:
 
 __all__ = ["HeldJson", "JsonError", "emit_json", "error_kind", "finish_json",
            "to_json_text", "write_atomic"]
+
+
+def _cell_lines(cell: Any) -> list[str]:
+    return (cell.plain if hasattr(cell, "plain") else str(cell)).splitlines() or [""]
+
+
+def table_width(table: Any, headers: list[str], rows: list[list[Any]], wrap: tuple[str, ...]) -> int:
+    """The narrowest width `table` takes without splitting a value: each value column as wide
+    as its widest line, each prose column (`wrap`) as its longest word, plus padding and rules."""
+    from rich.cells import cell_len
+
+    total = 0
+    for i, header in enumerate(headers):
+        cells = [header, *(row[i] for row in rows)]
+        lines = [line for cell in cells for line in _cell_lines(cell)]
+        parts = [w for line in lines for w in line.split()] if header in wrap else lines
+        total += max((cell_len(p) for p in parts), default=0)
+    left, right = table.padding[3], table.padding[1]
+    rules = (len(headers) - 1 + (2 if table.show_edge else 0)) if table.box else 0
+    return total + len(headers) * (left + right) + rules
+
+
+def fitted_table(console: Any, headers: list[str], rows: list[list[Any]], *,
+                 droppable: tuple[str, ...] = (), wrap: tuple[str, ...] = (),
+                 **table_options: Any) -> Any:
+    """A rich Table whose values are never split: every column is no_wrap except those in
+    `wrap` (prose, such as a check's message, wrapped between words), and while the table is
+    wider than the console the `droppable` columns go, in the order given. Print it with
+    print_fitted, which prints what is still too wide whole (the terminal wraps the long line;
+    no value is cut or folded into two rows)."""
+    from rich.table import Table
+
+    shown = list(range(len(headers)))
+
+    def build() -> Table:
+        table = Table(**table_options)
+        for i in shown:
+            prose = headers[i] in wrap
+            table.add_column(headers[i], no_wrap=not prose, overflow="fold" if prose else "ignore")
+        for row in rows:
+            table.add_row(*(row[i] for i in shown))
+        table.neuronctl_width = table_width(  # type: ignore[attr-defined]
+            table, [headers[i] for i in shown], [[row[i] for i in shown] for row in rows], wrap)
+        return table
+
+    table = build()
+    for name in droppable:
+        if table.neuronctl_width <= console.width:  # type: ignore[attr-defined]
+            break
+        if name in headers and headers.index(name) in shown:
+            shown.remove(headers.index(name))
+            table = build()
+    return table
+
+
+def print_fitted(console: Any, table: Any) -> None:
+    """Print a fitted_table; wider than the console even so, at its own width, so that no value
+    is cut (rich would truncate a no_wrap cell to the console's width)."""
+    need = getattr(table, "neuronctl_width", 0)
+    if need <= console.width:
+        console.print(table)
+        return
+    width = console.width
+    console.width = need  # console.print(width=) only narrows
+    try:
+        console.print(table)
+    finally:
+        console.width = width
