@@ -103,3 +103,11 @@ def test_the_directory_validator_allows_mkdir_p_and_refuses_files(tmp_path):
     with pytest.raises(Exception, match="dangling symlink"):
         check_output_dir(dangling, "-d")
 
+
+
+def test_install_write_lock_into_a_missing_directory_fails_before_anything(cli, tmp_path):
+    venv = tmp_path / "v"
+    r = cli("install", "--venv", str(venv), "--venv-python", "3.12",
+            "--write-lock", str(tmp_path / "none" / "pylock.toml"))
+    assert r.code == 2 and "--write-lock" in r.err and "does not exist" in r.err, r.err
+    assert len(r.err.strip().splitlines()) == 1 and not venv.exists()

@@ -107,6 +107,9 @@ class _Install:
 
     def run(self) -> InstallOutcome:
         r = self.request
+        from neuronctl.ops.output_path import check_output_file
+
+        check_output_file(r.write_lock, "--write-lock")  # before the install, not after it
         choice = choose_backend(r.backend, r.config.get("backend"))
         target = self._target()
         seed = target.new_venv and not choice.engine.venv_has_pip
