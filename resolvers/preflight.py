@@ -114,6 +114,9 @@ def _probe(session: requests.Session, host: Host, timeout: float,
         return Unreachable(host, kind, why)
     status = response.status_code
     response.close()
+    if status == 407:  # a plain-http request through a proxy that wants credentials
+        return Unreachable(host, "proxy", f"HTTP 407 from {proxy_for(host.url, environ) or 'a proxy'}"
+                                          " (proxy authentication required)")
     if status in (502, 503, 504):  # a proxy that cannot reach the host says so this way
         proxy = proxy_for(host.url, environ)
         return Unreachable(host, "proxy" if proxy else "HTTP",

@@ -167,3 +167,33 @@ def test_a_lock_with_many_hosts_is_tried_in_bounded_threads_and_reported_in_boun
     assert raised.value.message.startswith("40 of 40 hosts unreachable")
     assert raised.value.message.endswith("| and 28 more")
     assert max(seen) <= before + preflight.WORKERS
+
+
+@pytest.mark.parametrize("status,words", [(407, "proxy authentication required"),
+                                          (502, "HTTP 502 from HTTP_PROXY=")])
+def test_a_proxy_that_answers_with_a_refusal_is_the_proxys_failure(monkeypatch, status, words):
+    import http.server
+    import threading
+
+    class Refusing(http.server.BaseHTTPRequestHandler):
+        def do_HEAD(self) -> None:
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        proxy = f"http://127.0.0.1:{server.server_address[1]}"
+        monkeypatch.setenv("NO_PROXY", "localhost")
+        monkeypatch.setenv("no_proxy", "localhost")
+        for var in ("HTTP_PROXY", "http_proxy"):
+            monkeypatch.setenv(var, proxy)
+        hosts = [Host("index 'a'", "http://127.0.0.2:9/simple/", "x")]
+        failed = check_hosts(hosts, Fetcher(timeout=2).session, timeout=2)
+    finally:
+        server.shutdown()
+    assert [f.kind for f in failed] == ["proxy"] and words in failed[0].why, failed
