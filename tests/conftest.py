@@ -30,6 +30,8 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     monkeypatch.setenv("PYENV_ROOT", os.environ.get("PYENV_ROOT")
                        or os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".pyenv"))
     monkeypatch.setenv("HOME", str(home))
+    # The target rule picks an activated venv: the suite never works on the caller's.
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     # os.devnull is pip's documented "load no config file at all" (site-wide ones included).
