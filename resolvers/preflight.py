@@ -46,6 +46,8 @@ class Host:
 
 @dataclass(frozen=True)
 class Unreachable:
+    """A host that gave no answer: what failed and why, for the one preflight error."""
+
     host: Host
     kind: str
     """DNS, refused, timeout, proxy, TLS, HTTP, connection."""

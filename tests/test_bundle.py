@@ -190,11 +190,14 @@ def _bundle_cli(tmp_path: Path, out: Path, preexec: Callable[[], None] | None = 
                           preexec_fn=preexec)
 
 
-def test_output_into_a_missing_directory_exits_1_and_writes_nothing(tmp_path: Path) -> None:
+def test_output_into_a_missing_directory_exits_2_before_collecting_and_writes_nothing(
+        tmp_path: Path) -> None:
+    # Bad input, found before any item is gathered (the early output-path check).
     blocker = write(tmp_path, "not-a-dir", "")
     proc = _bundle_cli(tmp_path, blocker / "case.tar.gz")
-    assert proc.returncode == 1, proc.stderr
-    assert "cannot write" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 2, proc.stderr
+    assert "is not a directory" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
     assert blocker.read_text() == ""
 
 
