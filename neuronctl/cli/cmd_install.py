@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 @sysroot_option
 def install(release: str | None, torch: str | None, with_: tuple[str, ...], indexes: tuple[str, ...],
             routes: tuple[str, ...], latest: bool, offline: bool, timeout: float | None,
-            lock_path: Path | None, find_links: Path | None, python: str | None,
+            allow_unsupported: bool, lock_path: Path | None, find_links: Path | None, python: str | None,
             venv: Path | None, venv_python: str | None, backend: str | None, device: str,
             dry_run: bool, yes: bool, write_lock: Path | None, no_check: bool,
             as_json: bool, sysroot: Path | None) -> int:
@@ -79,7 +79,7 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
         with_=with_, indexes=indexes, routes=routes, latest=latest, offline=offline, lock=lock_path,
         python=python, venv=venv, venv_python=venv_python, backend=backend, dry_run=dry_run, yes=yes,
         write_lock=write_lock, check=not no_check, sysroot=check_sysroot(sysroot),
-        find_links=find_links, device=device,
+        find_links=find_links, device=device, allow_unsupported=allow_unsupported,
         show_engine=not app.quiet and not as_json and sys.stderr.isatty())
     show = not app.quiet and not as_json
     # Removals are confirmed by a person at a terminal; a script or --json needs --yes.

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 
 import click
 
@@ -52,8 +53,9 @@ class _StderrNotes:
 @click.option("--json", "as_json", is_flag=True, help="A JSON summary on stdout.")
 def lock(release: str | None, torch: str | None, with_: tuple[str, ...], indexes: tuple[str, ...],
          routes: tuple[str, ...], latest: bool, offline: bool, timeout: float | None,
-         pythons: tuple[str, ...], platforms: tuple[str, ...], output: str | None, fmt: str | None,
-         check: bool, fallback: str | None, as_json: bool) -> int:
+         allow_unsupported: bool, pythons: tuple[str, ...], platforms: tuple[str, ...],
+         output: str | None, fmt: str | None, check: bool, fallback: str | None,
+         as_json: bool) -> int:
     """Resolve a Neuron release into exact, hashed pins, each package from its own index."""
     from neuronctl.ops.lock.request import build_lock_request
     from neuronctl.ops.lock.run import lock as run_lock
@@ -62,8 +64,9 @@ def lock(release: str | None, torch: str | None, with_: tuple[str, ...], indexes
     stack = make_request(app, release=release, torch=torch, pythons=pythons, platforms=platforms,
                          with_=with_, indexes=indexes, routes=routes, latest=latest, fallback=fallback)
     seconds = 30.0 if check else timeout_value(timeout, app.config().get("timeout"), 30.0)
-    request = build_lock_request(stack, app.config(), output=output, fmt=fmt, check=check,
-                                 offline=offline, timeout=seconds)
+    request = replace(build_lock_request(stack, app.config(), output=output, fmt=fmt, check=check,
+                                         offline=offline, timeout=seconds),
+                      allow_unsupported=allow_unsupported)
     reporter: Reporter = NullReporter() if as_json or app.quiet else _StderrNotes()
     outcome = run_lock(request, reporter)
     if outcome.checked:

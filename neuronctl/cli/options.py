@@ -27,6 +27,9 @@ def request_options(f: Any) -> Any:
                      help="Newest builds within the release's lines instead of its exact versions."),
         click.option("--offline", is_flag=True, help="Only the HTTP cache and file:// indexes."),
         click.option("--timeout", type=float, help="Per-request timeout in seconds (default 30)."),
+        click.option("--allow-unsupported", is_flag=True,
+                     help="Proceed where a documented rule (OS, support window, driver/runtime) "
+                          "forbids the stack; the rule and its source are still named."),
     ]
     for option in reversed(options):
         f = option(f)

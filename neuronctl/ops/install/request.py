@@ -47,6 +47,8 @@ class InstallRequest:
     """Let the engine draw its own progress on the terminal (stderr is one, no --json or -q)."""
     find_links: Path | None = None
     """A wheelhouse (neuronctl download) the lock's files come from, each verified by the engine."""
+    allow_unsupported: bool = False
+    """--allow-unsupported: proceed where a documented rule forbids the stack (it is named)."""
 
     def __post_init__(self) -> None:
         if self.find_links is not None and self.lock is None:

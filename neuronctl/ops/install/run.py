@@ -147,6 +147,12 @@ class _Install:
         sourced = source_for(r, env, self.hardware, self.manifest, self.pylock, self.preferred,
                              self.reporter, lock_path=self.picked.choice.path if self.picked else None,
                              fallback=bool(self.picked and self.picked.is_fallback))
+        from neuronctl.ops.doctor.checks_rules import install_rule_notes  # exit 2 if forbidden
+
+        for note in install_rule_notes(self.manifest, sourced.source.release,
+                                       sourced.source.framework, env.python, self.hardware,
+                                       self.sysroot, r.allow_unsupported):
+            self.reporter.emit(Event("note", note))
         plan = make_plan(env, sourced.source.wanted)
         if seed:
             target = self._seeded(target, env, sourced.source)

@@ -49,7 +49,8 @@ class StackRequest:
         fw, fallback = self.plan.framework, self.plan.fallback
         return LockInputs(self.plan.release.version, fw.backend, fw.torch, fw.torch_neuronx,
                           self.plan.latest, self.requirements, self.targets, dict(self.plan.pins),
-                          self._recorded_indexes(), fallback.to_tool() if fallback else None)
+                          self._recorded_indexes(), fallback.to_tool() if fallback else None,
+                          unpublished=dict(self.plan.unpublished))
 
     def _recorded_indexes(self) -> dict[str, str]:
         """The indexes the lock records, less those only fallback locks use (pytorch-cuda)
@@ -71,6 +72,8 @@ class LockRequest:
     """Compare the lock with the request instead of writing it."""
     offline: bool
     timeout: float
+    allow_unsupported: bool = False
+    """--allow-unsupported: proceed where a documented rule forbids the stack (it is named)."""
 
     @property
     def to_stdout(self) -> bool:
