@@ -17,7 +17,7 @@ import contextlib
 import json
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -200,8 +200,31 @@ def parse_probe(requested: str, lines: Sequence[str], end: ProbeExit) -> ProbeRe
     return report("ok", f"all tiers passed on {reading.device}")
 
 
+def tier_watcher(on_tier: Callable[[str], None]) -> Callable[[bytes], None]:
+    """A channel reader for a live status: calls on_tier(next tier) as each tier's line comes.
+    Only for the screen: the report is parsed, validated, from the whole run."""
+    pending = bytearray()
+
+    def feed(chunk: bytes) -> None:
+        pending.extend(chunk)
+        *lines, rest = bytes(pending).split(b"\n")
+        pending[:] = rest[:4096]  # a line that never ends is not held whole
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            tier = record.get("tier") if isinstance(record, dict) else None
+            if tier in TIERS and TIERS.index(tier) + 1 < len(TIERS):
+                on_tier(TIERS[TIERS.index(tier) + 1])
+
+    return feed
+
+
 def run_device_probe(python: str, device: str = "auto", timeout: float = 120.0,
-                     compile_tier: bool = False, env: Mapping[str, str] | None = None) -> ProbeReport:
+                     compile_tier: bool = False, env: Mapping[str, str] | None = None,
+                     on_tier: Callable[[str], None] | None = None) -> ProbeReport:
+    """The tiers in `python`; `on_tier(tier)` hears which tier runs next, as the run goes."""
     proc_env = dict(os.environ if env is None else env)
     proc_env.setdefault("PYTHONUNBUFFERED", "1")
     try:
@@ -210,5 +233,7 @@ def run_device_probe(python: str, device: str = "auto", timeout: float = 120.0,
     except OSError as exc:
         return ProbeReport(device, None, None, (), "error",
                            f"cannot run {python}: {exc.strerror or exc}", 0.0)
-    run = script.collect(timeout, CHANNEL_CAP)
+    if on_tier is not None:
+        on_tier(TIERS[0])
+    run = script.collect(timeout, CHANNEL_CAP, None if on_tier is None else tier_watcher(on_tier))
     return parse_probe(device, run.channel_lines(), run.ending(timeout))

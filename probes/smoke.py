@@ -397,9 +397,34 @@ def _ended(end: SmokeExit) -> str:
     return f"exit {end.returncode}" if end.returncode >= 0 else _signal_name(end.returncode)
 
 
+def step_watcher(on_step: Callable[[str, int], None]) -> Callable[[bytes], None]:
+    """A channel reader for a live status: calls on_step(phase, i) for each step line the
+    script writes. Only for the screen: the report is parsed, validated, from the whole run."""
+    pending = bytearray()
+
+    def feed(chunk: bytes) -> None:
+        pending.extend(chunk)
+        *lines, rest = bytes(pending).split(b"\n")
+        pending[:] = rest[:4096]  # a line that never ends is not held whole
+        for line in lines:
+            if b'"step"' not in line:
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict) and event.get("type") == "step" and isinstance(
+                    event.get("i"), int) and isinstance(event.get("phase"), str):
+                on_step(event["phase"][:20], event["i"])
+
+    return feed
+
+
 def run_smoke_script(python: str, spec: SmokeSpec, timeout: float,
-                     env: Mapping[str, str] | None = None, cwd: str | None = None) -> SmokeReport:
-    """Run the smoke script in `python` (from `cwd`, where MODULE:FACTORY is imported from)."""
+                     env: Mapping[str, str] | None = None, cwd: str | None = None,
+                     on_step: Callable[[str, int], None] | None = None) -> SmokeReport:
+    """Run the smoke script in `python` (from `cwd`, where MODULE:FACTORY is imported from);
+    `on_step(phase, i)` hears of each step as it ends."""
     proc_env = dict(os.environ if env is None else env)
     proc_env.setdefault("PYTHONUNBUFFERED", "1")
     try:
@@ -407,5 +432,5 @@ def run_smoke_script(python: str, spec: SmokeSpec, timeout: float,
                               contain=True)
     except OSError as exc:
         return SmokeReport(spec, "error", f"cannot run {python}: {exc.strerror or exc}")
-    run = script.collect(timeout, CHANNEL_CAP)
+    run = script.collect(timeout, CHANNEL_CAP, None if on_step is None else step_watcher(on_step))
     return parse_smoke(spec, run.channel_lines(), run.ending(timeout))

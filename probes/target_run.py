@@ -36,7 +36,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from neuronctl.errors import FaultError
@@ -232,11 +232,14 @@ class TargetScript:
             with contextlib.suppress(OSError):
                 stdin.close()
 
-    def collect(self, timeout: float, channel_cap: int = CHANNEL_CAP) -> ScriptRun:
+    def collect(self, timeout: float, channel_cap: int = CHANNEL_CAP,
+                on_channel: Callable[[bytes], None] | None = None) -> ScriptRun:
+        """Everything the script says, once it has ended; `on_channel` sees each chunk of its
+        channel as it comes (a live status: smoke's steps)."""
         self.release()
         deadline = time.monotonic() + timeout
         try:
-            channel, out, err, timed_out = self._read(deadline, channel_cap)
+            channel, out, err, timed_out = self._read(deadline, channel_cap, on_channel)
             if not timed_out:
                 timed_out = not self._wait_exit(deadline)
         finally:
@@ -245,7 +248,9 @@ class TargetScript:
         return ScriptRun(bytes(channel.data), channel.overflow,
                          None if timed_out else self.proc.returncode, out.text(), err.text(), wall)
 
-    def _read(self, deadline: float, channel_cap: int) -> tuple[_Head, _Tail, _Tail, bool]:
+    def _read(self, deadline: float, channel_cap: int,
+              on_channel: Callable[[bytes], None] | None = None
+              ) -> tuple[_Head, _Tail, _Tail, bool]:
         assert self.proc.stdout is not None and self.proc.stderr is not None
         channel, out, err = _Head(channel_cap), _Tail(TAIL_CAP), _Tail(TAIL_CAP)
         sinks: dict[int, _Head | _Tail] = {
@@ -266,6 +271,8 @@ class TargetScript:
                     chunk = os.read(key.fd, 65536)
                     if chunk:
                         sinks[key.fd].add(chunk)
+                        if on_channel is not None and key.fd == self._channel_fd:
+                            on_channel(chunk)
                     else:
                         selector.unregister(key.fd)
         return channel, out, err, False

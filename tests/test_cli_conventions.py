@@ -37,7 +37,7 @@ def test_python_dash_m_and_no_eager_heavy_imports():
 def test_unknown_command_and_flag_exit_2(cli):
     assert cli("frobnicate").code == 2
     r = cli("releases", "--bogus")
-    assert r.code == 2 and "No such option" in r.err
+    assert r.code == 2 and "no such option" in r.err
 
 
 def test_config_from_pyproject_is_used_and_validated(cli, isolated_env):

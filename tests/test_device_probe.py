@@ -68,7 +68,7 @@ def test_privateuse1_plugin_detected_and_failing_allocation_reported(neuron_plug
     statuses = {t.tier: t.status for t in report.tiers}
     assert statuses == {"import": "pass", "backend": "pass", "device_count": "pass",
                         "allocate": "fail"}
-    assert "privateuse1 backend 'neuron'" in report.tiers[1].detail
+    assert "the Neuron backend" in report.tiers[1].detail
     assert "2 neuron device(s)" in report.tiers[2].detail
     assert report.failed_tier.detail.startswith("NotImplementedError: Could not run")
     # autoload switched off: the probe must not find the backend

@@ -96,4 +96,4 @@ def _report(torch_neuronx: str | None, status: str) -> DoctorReport:
 def test_healthy_only_with_the_stack_there():
     assert "healthy" in _report("2.14.3.0", "pass").verdict_line()
     missing = _report(None, "warn").verdict_line()
-    assert missing.startswith("WARN: no Neuron stack installed here") and "healthy" not in missing
+    assert missing.startswith("warn: no Neuron stack installed here") and "healthy" not in missing

@@ -198,9 +198,9 @@ def test_npd_config_follows_npd_rules_and_its_command_exits_0_or_1(cli, tmp_path
     run = subprocess.run([rule["path"], *rule["args"]], env=env, capture_output=True, text=True, check=False,
                          timeout=60)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.strip().startswith("PASS") or run.stdout.strip().startswith("WARN")
+    assert run.stdout.strip().startswith(("pass: ", "warn: "))
     assert len(run.stdout.strip()) <= 120  # the whole verdict fits NPD's message
     env["PJRT_DEVICE"] = "NEURON"  # a legacy XLA signal: the doctor fails, NPD reads a problem
     run = subprocess.run([rule["path"], *rule["args"]], env=env, capture_output=True, text=True, check=False,
                          timeout=60)
-    assert run.returncode == 1 and run.stdout.startswith("FAIL")
+    assert run.returncode == 1 and run.stdout.startswith("fail: ")

@@ -115,7 +115,7 @@ def test_init_json_outcome(cli):
 
     doc = json.loads(cli("init", "--json").out)
     assert doc["command"] == "init" and doc["created"] is True and doc["written"] is True
-    assert doc["changed"] == ["release = '2.33.1'", "torch = '2.14'", "python = ['3.12']"]
+    assert doc["changed"] == ['release = "2.33.1"', 'torch = "2.14"', 'python = ["3.12"]']
     again = json.loads(cli("init", "--json").out)
     assert again["written"] is False and again["changed"] == []
 
@@ -134,7 +134,7 @@ def test_init_is_an_operation_with_an_outcome(tmp_path):
     path.write_text(ORIGINAL)
     reporter = CollectingReporter()
     outcome = init_project(InitRequest(path, load_manifest(None), torch="2.13"), reporter)
-    assert not outcome.created and outcome.changed == ("release = '2.33.1'", "torch = '2.13'")
+    assert not outcome.created and outcome.changed == ('release = "2.33.1"', 'torch = "2.13"')
     assert reporter.messages("done") == [f"updated {path}"]
     with pytest.raises(dataclasses.FrozenInstanceError):
         outcome.created = True  # type: ignore[misc]

@@ -47,7 +47,7 @@ def test_new_venv_from_lock(cli, uni, locked, tmp_path, engine):
     assert got["torch"] == "2.14.0+cpu" and got["torch-neuronx"] == "2.14.3.0"
     assert got["nki"] == "0.7.0" and got["neuronx-cc"] == "2.28.7631.0"
     assert "99.0.0" not in got.values() and got["filelock"] == "3.16.1"
-    assert "lock.drift" in r.out and "PASS: healthy" in r.out
+    assert "lock.drift" in r.out and "pass: healthy" in r.out
     # The venv has pip either way, from the interpreter's own bundled wheel, never from PyPI
     # (conftest's dead proxy would fail any such fetch).
     bundled = sorted((Path(find_python("3.12")).resolve().parents[1] / "lib" / "python3.12" / "ensurepip"
@@ -90,7 +90,7 @@ def test_legacy_venv_moves_to_native(cli, uni, locked, tmp_path, stack_wheels, e
     assert "torch-xla" not in got and "libneuronxla" not in got
     assert got["torch-neuronx"] == "2.14.3.0" and got["torch"] == "2.14.0+cpu"
     assert not (venv / "lib" / "python3.12" / "site-packages" / "torch_neuronx" / "xla_impl").exists()
-    assert "PASS: healthy" in r.out
+    assert "pass: healthy" in r.out
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -43,7 +43,7 @@ def test_every_check_is_named_and_problems_come_with_message_and_fix():
     assert "  WARN  lock.drift: numpy 2.0.0 installed, the lock says 2.1.0 [2J" in lines
     assert "        fix: neuronctl install --lock pylock.toml" in lines
     assert "  FAIL  packages.legacy-xla: torch-xla 2.1 is installed" in lines
-    assert lines[-1] == REPORT.verdict_line() and lines[-1].startswith("FAIL: problems found: 1 failed")
+    assert lines[-1] == REPORT.verdict_line() and lines[-1].startswith("fail: problems found: 1 failed")
     assert "\x1b" not in out  # no colour into a pipe, and a check's text cannot bring escapes
 
 

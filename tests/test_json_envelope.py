@@ -114,7 +114,7 @@ def test_a_failed_verdict_keeps_its_report_and_says_why(cli, tmp_path):
     r = cli("doctor", "--json", "--only", "hardware.driver", "--sysroot", str(root))
     doc = assert_failed(r, "doctor", 1, "failed")
     assert doc["summary"]["failed"] == 1 and doc["checks"][0]["id"] == "hardware.driver"
-    assert doc["error"]["message"].startswith("FAIL: problems found: 1 failed")
+    assert doc["error"]["message"].startswith("fail: problems found: 1 failed")
     r = cli("lock", "--check", "--json")  # no lock file: out of date
     doc = assert_failed(r, "lock", 1, "failed")
     assert doc["kind"] == "lock" and doc["up_to_date"] is False
@@ -177,7 +177,7 @@ def test_a_usage_error_under_json_is_a_document_for_every_json_command(cli):
         r = cli(*command.split(), "--json", "--no-such-flag")
         doc = assert_failed(r, command, 2, "input")
         assert "--no-such-flag" in doc["error"]["message"] and "--help" in doc["error"]["hint"]
-        assert "Error: No such option" in r.err
+        assert r.err.startswith("neuronctl: error: no such option: --no-such-flag\n")
     doc = assert_failed(cli("doctor", "--timeout", "soon", "--json"), "doctor", 2, "input")
     assert "'soon' is not a valid float" in doc["error"]["message"]
 

@@ -197,7 +197,7 @@ def test_unknown_index_names_are_exit_2_listing_the_known_ones(cli, monkeypatch,
     monkeypatch.setenv("NEURONCTL_INDEX_PYTORCHCPU", "http://127.0.0.1:9/simple")
     r = cli("lock")
     assert r.code == 2 and "NEURONCTL_INDEX_PYTORCHCPU" in r.err
-    assert "did you mean NEURONCTL_INDEX_PYTORCH_CPU" in r.err
+    assert "did you mean 'NEURONCTL_INDEX_PYTORCH_CPU'?" in r.err
     monkeypatch.delenv("NEURONCTL_INDEX_PYTORCHCPU")
     (isolated_env / "pyproject.toml").write_text(
         '[tool.neuronctl]\nindexes = { nueron = "http://127.0.0.1:9/simple" }\n')

@@ -35,7 +35,7 @@ def test_global_options_work_after_the_command(cli, tmp_path):
     (tmp_path / "sys").mkdir()  # an empty machine is still a root: sys/ (issue 22, item 11)
     quiet = cli("doctor", "-q", "--no-device-probe", "--sysroot", str(tmp_path))
     assert quiet.code in (0, 1)
-    assert quiet.out.count("\n") == 1 and quiet.out.startswith(("PASS: ", "WARN: ", "FAIL: "))
+    assert quiet.out.count("\n") == 1 and quiet.out.startswith(("pass: ", "warn: ", "fail: "))
     verbose = cli("doctor", "--no-device-probe", "--only", "python", "-v", "--sysroot", str(tmp_path))
     assert "supports Python" in verbose.out  # details appear only with -v
     assert cli("lock", "-v", "--help").code == 0
@@ -44,7 +44,7 @@ def test_global_options_work_after_the_command(cli, tmp_path):
 
 def test_did_you_mean_for_commands_and_check_ids(cli):
     r = cli("doctr")
-    assert r.code == 2 and "Did you mean 'doctor'?" in r.err
+    assert r.code == 2 and "did you mean 'doctor'?" in r.err
     r = cli("doctor", "--only", "pyton.version")
     assert r.code == 2 and "did you mean 'python.version'?" in r.err
     assert "groups: python, packages, host, hardware, runtime, cache, device, network, model, lock" in r.err

@@ -117,7 +117,12 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
         model_origin=f"config model ({config.source or 'pyproject.toml'})",
         model_cwd=config.base_dir, lookback_s=lookback_seconds(lookback))
     started, clock = time.time(), time.perf_counter()
-    report = doctor_run.doctor(request)
+    from neuronctl.cli.progress import status_reporter
+
+    # Which checks still run, on a terminal (a level-3 doctor takes 20 s and more).
+    with status_reporter(lambda: app.console(stderr=True),
+                         shown=fmt == "text" and output is None and not app.quiet) as reporter:
+        report = doctor_run.doctor(request, reporter)
     duration = time.perf_counter() - clock
     drained = _slurm_drain(report, policy) if slurm_drain else None
     _render(report, fmt, output, drained, started, duration, target)

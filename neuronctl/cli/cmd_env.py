@@ -62,10 +62,14 @@ def _block(title: str, text_lines: Iterable[str]) -> list[str]:
     return [f"### {title}", "", "```", *(body or ["(none)"]), "```", ""]
 
 
+STATUS_WORDS = {"absent": "no torch in the target", "timeout": "timed out", "error": "it failed"}
+
+
 def _collect_env_lines(section: Mapping[str, Any]) -> list[str]:
     title = "PyTorch's collect_env (torch.utils.collect_env, run in the target)"
     if section.get("status") != "ok":
-        return [f"### {title}", "", f"Not available: {section.get('status')}: "
+        why = STATUS_WORDS.get(str(section.get("status")), "it failed")
+        return [f"### {title}", "", f"Not available ({why}): "
                 f"{section.get('detail') or '-'}", ""]
     fields = section.get("fields") or {}
     # A table (the allocator config) as collect_env prints it: the dict itself.

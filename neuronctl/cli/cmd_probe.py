@@ -12,7 +12,7 @@ from neuronctl.cli.common import (
     target_python,
     timeout_value,
 )
-from neuronctl.cli.output import emit_json
+from neuronctl.cli.output import emit_json, outcome_words
 from neuronctl.ops import probe as probe_op
 
 
@@ -28,7 +28,11 @@ def probe(device: str, python: str | None, as_json: bool, timeout: float | None,
     app = get_app()
     limit = timeout_value(timeout, app.config().get("timeout"), 120.0)
     target = target_python(python)
-    report = probe_op.probe(target.python, device, limit, compile_tier)
+    from neuronctl.cli.progress import status_reporter
+
+    with status_reporter(lambda: app.console(stderr=True),
+                         shown=not as_json and not app.quiet) as reporter:
+        report = probe_op.probe(target.python, device, limit, compile_tier, reporter)
     if as_json:
         emit_json({"probe": report.to_json(), "target": target.to_json()})
     else:
@@ -40,5 +44,6 @@ def probe(device: str, python: str | None, as_json: bool, timeout: float | None,
         for t in report.tiers:
             console.print(f"[{style[t.status]}]{t.status.upper():4}[/] {t.tier:<12} "
                           f"{escape(t.detail)} [dim]({t.ms:g} ms)[/]")
-        console.print(f"[bold]{report.outcome}[/]: {escape(report.detail)}")
+        word = "[green]pass[/]" if report.ok else "[red]fail[/]"
+        console.print(f"{word}: {escape(outcome_words(report.outcome, report.detail))}")
     return 0 if report.ok else 1

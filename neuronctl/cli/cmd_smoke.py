@@ -15,10 +15,9 @@ from neuronctl.cli.common import (
     target_python,
     timeout_value,
 )
-from neuronctl.cli.output import JsonError, emit_json, to_json_text, write_atomic
+from neuronctl.cli.output import JsonError, emit_json, outcome_words, to_json_text, write_atomic
 from neuronctl.errors import InputError
 from neuronctl.ops.output_path import check_output_file
-from neuronctl.ops.reporter import NullReporter
 from neuronctl.ops.smoke import DEFAULT_TIMEOUT, SmokeOutcome, SmokeRequest, run_smoke
 from neuronctl.probes.smoke import SmokeReport
 
@@ -62,7 +61,12 @@ def smoke(model: str | None, script: Path | None, device: str | None, python: st
         python=target.python, model=model, script=script, origin=origin,
         device=device or config.get("device") or "auto", steps=steps, warmup=warmup, train=train,
         compile=compile_model, timeout=timeout_value(timeout, None, DEFAULT_TIMEOUT))
-    outcome = run_smoke(request, NullReporter())
+    from neuronctl.cli.progress import status_reporter
+
+    # The step running, on a terminal (`--steps 1000 --train` runs for minutes).
+    with status_reporter(lambda: app.console(stderr=True),
+                         shown=not as_json and not app.quiet) as reporter:
+        outcome = run_smoke(request, reporter)
     payload = {"smoke": outcome.to_json(), "target": target.to_json()}
     failure = None if outcome.ok else f"smoke {outcome.report.outcome}: {outcome.report.detail}"
     if output is not None:
@@ -124,6 +128,6 @@ def print_report(outcome: SmokeOutcome, console: Console, *, quiet: bool = False
             for label, text in _rows(report):
                 console.print(f"  {label:<18} {escape(text)}")
     if outcome.ok:
-        console.print(f"[green]PASS[/] {escape(report.detail)}")
+        console.print(f"[green]pass[/]: {escape(report.detail)}")
         return
-    console.print(f"[red]FAIL[/] {escape(report.outcome)}: {escape(report.detail)}")
+    console.print(f"[red]fail[/]: {escape(outcome_words(report.outcome, report.detail))}")

@@ -46,7 +46,7 @@ def node_status(report: FleetReport, result: NodeResult) -> tuple[str, str]:
     diff = report.differences.get(result.node, {})
     drift = _drift(report, result.node)
     if result.node in report.failing:
-        return "fail", "failed: " + (", ".join(failed) or "doctor verdict fail") + (
+        return "fail", "failing checks: " + (", ".join(failed) or "doctor verdict fail") + (
             f"; differs: {drift}" if drift else "")
     if diff:
         return "drift", "differs: " + (drift or "failed checks differ")
@@ -55,7 +55,7 @@ def node_status(report: FleetReport, result: NodeResult) -> tuple[str, str]:
 
 def verdict_line(report: FleetReport) -> str:
     s = report.summary()
-    word = "PASS" if report.ok else "FAIL"
+    word = "pass" if report.ok else "fail"
     return (f"{word}: {s['nodes']} nodes, {s['answered']} answered, {s['groups']} stack group(s), "
             f"{s['drifted']} differ from the baseline, {s['failing']} failing, "
             f"{s['not_answering']} not answering")

@@ -146,9 +146,9 @@ class LazyGroup(click.Group):
             import difflib
 
             near = difflib.get_close_matches(name, list(COMMANDS), n=1)
-            hint = f" Did you mean '{near[0]}'?" if near else ""
-            raise click.UsageError(f"No such command '{name}'.{hint} "
-                                   f"Commands: {', '.join(sorted(COMMANDS))}.", ctx)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise click.UsageError(f"no such command {name!r}{hint} "
+                                   f"(commands: {', '.join(sorted(COMMANDS))})", ctx)
         return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -197,23 +197,33 @@ def _traceback() -> None:
     click.echo(terminal_text(traceback.format_exc(), None, lines=True).rstrip("\n"), err=True)
 
 
-def _click_error(exc: click.ClickException, app: App, args: list[str]) -> JsonError:
-    import io
+def _click_message(exc: click.ClickException) -> str:
+    """click's message in neuronctl's words: lower-case, and an unknown option's suggestion
+    worded as every other 'did you mean' ('; did you mean '--json'?')."""
+    if isinstance(exc, click.NoSuchOption):
+        near = exc.possibilities or []
+        return f"no such option: {exc.option_name}" + (
+            f"; did you mean {near[0]!r}?" if len(near) == 1
+            else f" (possible options: {', '.join(near)})" if near else "")
+    message = exc.format_message().strip()
+    if message[:1].isupper() and message[1:2].islower():
+        message = message[0].lower() + message[1:]
+    return message.removesuffix(".")
 
-    # click quotes the offending value back: that is made one safe line, redacted, before
-    # click lays out its usage lines around it.
-    message = terminal_text(exc.format_message(), None)
-    exc.format_message = lambda: message  # type: ignore[method-assign]
-    shown = io.StringIO()
-    exc.show(file=shown)
-    click.echo(terminal_text(shown.getvalue(), None, lines=True), err=True, nl=False)
+
+def _click_error(exc: click.ClickException, app: App, args: list[str]) -> JsonError:
+    # One line and a hint, as every other error (click's own layout was three: usage, a "Try"
+    # line, the error): the offending value click quotes back is made safe and redacted there.
     ctx = exc.ctx if isinstance(exc, click.UsageError) else None
     hint = None
-    if ctx is not None and ctx.parent is not None:  # the command is known (not 'No such command')
+    if ctx is not None and ctx.parent is not None:  # the command is known (not 'no such command')
         app.command = command_name(ctx)
         app.json_wanted = app.json_wanted or asks_for_json(args)
         hint = f"see: {ctx.command_path} --help"
-    return JsonError.of(error_kind(exc), exc.format_message(), hint)
+    elif isinstance(exc, click.UsageError):
+        named = next((a for a in args if a in COMMANDS), None)
+        hint = f"see: neuronctl {named} --help" if named else "see: neuronctl --help"
+    return _error(error_kind(exc), _click_message(exc), hint)
 
 
 def _invoke(args: list[str], app: App) -> tuple[int, JsonError | None]:

@@ -161,9 +161,9 @@ def table_width(table: Any, headers: list[str], rows: list[list[Any]], wrap: tup
         lines = [line for cell in cells for line in _cell_lines(cell)]
         parts = [w for line in lines for w in line.split()] if header in wrap else lines
         total += max((cell_len(p) for p in parts), default=0)
-    left, right = table.padding[3], table.padding[1]
+    left, right = int(table.padding[3]), int(table.padding[1])
     rules = (len(headers) - 1 + (2 if table.show_edge else 0)) if table.box else 0
-    return total + len(headers) * (left + right) + rules
+    return int(total + len(headers) * (left + right) + rules)
 
 
 def fitted_table(console: Any, headers: list[str], rows: list[list[Any]], *,
@@ -212,3 +212,15 @@ def print_fitted(console: Any, table: Any) -> None:
         console.print(table)
     finally:
         console.width = width
+
+
+OUTCOME_WORDS = {"failed": "", "bad-input": "bad input", "timeout": "timed out",
+                 "crashed": "the script crashed", "no-torch": "",
+                 "error": "error"}
+
+
+def outcome_words(outcome: str, detail: str) -> str:
+    """A probe's or smoke run's outcome label (no-torch, bad-input) as words, before its detail:
+    the labels are the JSON's, the words the screen's."""
+    word = OUTCOME_WORDS.get(outcome, outcome)
+    return f"{word}: {detail}" if word and detail else word or detail

@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from neuronctl.cli.app import terminal_text
+from neuronctl.cli.app import _is_tty, terminal_text
 from neuronctl.ops.reporter import Event
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress, TaskID
+    from rich.status import Status
 
 StepHandler = Callable[[Event], None]
 
@@ -105,3 +106,56 @@ def preload(*modules: str) -> None:
                 return
 
     threading.Thread(target=load, name="neuronctl-preload", daemon=True).start()
+
+
+class StatusLine:
+    """A Reporter that shows what an operation is doing right now (its `status` events) as one
+    live line on stderr (rich's status spinner), and nothing else: never on a pipe, and the
+    command makes none with --json or -q (`status_reporter`). The line goes when the work ends
+    (transient), so the report that follows is all that stays on screen."""
+
+    def __init__(self, console: Callable[[], Console], *, enabled: bool = True) -> None:
+        self._console = console
+        self._enabled = enabled
+        self._status: Status | None = None
+        self._lock = threading.Lock()
+
+    def emit(self, event: Event) -> None:
+        if event.kind != "status" or not self._enabled:
+            return
+        from rich.text import Text
+
+        text = Text(terminal_text(event.message, 200))  # data (check ids, a model's name)
+        with self._lock:
+            if self._status is None:
+                from rich.status import Status
+
+                self._status = Status(text, console=self._console())
+                self._status.start()
+            else:
+                self._status.update(text)
+
+    def progress(self, key: str, label: str, done: int, total: int | None) -> None:
+        pass
+
+    def finished(self, key: str, message: str) -> None:
+        pass
+
+    def stop(self) -> None:
+        with self._lock:
+            status, self._status = self._status, None
+        if status is not None:
+            status.stop()
+
+    def __enter__(self) -> StatusLine:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()  # before the report, or the error boundary, prints
+
+
+def status_reporter(console: Callable[[], Console], *, shown: bool) -> StatusLine:
+    """The live status line for work that takes a while: drawn only when `shown` (text output,
+    no -q) and stderr is a terminal."""
+    return StatusLine(console, enabled=shown and _is_tty(sys.stderr))

@@ -72,7 +72,7 @@ def _unknown_error(setting: _IndexSetting, known: Sequence[str]) -> InputError:
         names = sorted(env_var_for(n) for n in known)
         close = difflib.get_close_matches(setting.where, names, n=1)
         return InputError(f"{setting.where}: no index is named {setting.name!r} (known: "
-                          f"{', '.join(names)})" + (f"; did you mean {close[0]}?" if close else ""),
+                          f"{', '.join(names)})" + (f"; did you mean {close[0]!r}?" if close else ""),
                           hint=f"a new index also needs a package routed to it: config `routes` "
                                f"or --route PKG={setting.name}")
     return unknown_index(setting.name, known, setting.where)

@@ -11,6 +11,7 @@ regular file inside the project's folder (a monorepo's shared file); a link out 
 from __future__ import annotations
 
 import errno
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,7 +71,9 @@ def init_project(request: InitRequest, reporter: Reporter | None = None) -> Init
     before = doc.as_string()
     table = _table(doc, path)
     current = validate(dict(table.unwrap()), f"{path}: [tool.neuronctl]")
-    changed = tuple(f"{key} = {value!r}" for key, value in _updates(request, current).items()
+    # Each change as TOML spells it (a string or a list of strings is the same in JSON), never
+    # a Python repr.
+    changed = tuple(f"{key} = {json.dumps(value)}" for key, value in _updates(request, current).items()
                     if _set(table, key, value))
     after = doc.as_string()
     existed = os.path.lexists(path)

@@ -12,7 +12,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-EventKind = Literal["info", "note", "warning", "waiting", "step", "done"]
+EventKind = Literal["info", "note", "warning", "waiting", "step", "done", "status"]
+"""`status`: what the operation is doing right now ("checks: 3 of 16 done; running
+device.probe"), for a live status line on a terminal; each replaces the one before, and a
+renderer without a terminal drops them (they are never a result)."""
+
+
+def status(message: str, done: int | None = None, total: int | None = None,
+           running: tuple[str, ...] = ()) -> Event:
+    """A `status` event: what runs now, and how far along (done of total) when that is known."""
+    return Event("status", message, {"done": done, "total": total, "running": running})
 
 
 @dataclass(frozen=True)

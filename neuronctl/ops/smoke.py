@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from neuronctl.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, InputError
-from neuronctl.ops.reporter import Event, Reporter
+from neuronctl.ops.reporter import Event, Reporter, status
 from neuronctl.probes.smoke import MAX_STEPS, MAX_WARMUP, SmokeReport, SmokeSpec, run_smoke_script
 
 DEVICES = ("auto", "neuron", "cuda", "cpu")
@@ -109,8 +109,15 @@ def run_smoke(request: SmokeRequest, reporter: Reporter) -> SmokeOutcome:
     mode = "a training step" if spec.train else "inference"
     reporter.emit(Event("step", f"smoke: {spec.label}, {mode} on {spec.device} in {request.python}",
                         {"model": spec.label, "device": spec.device}))
+    def on_step(phase: str, i: int) -> None:  # the script counts each phase from 1
+        warm = phase == "warmup"
+        total = request.warmup if warm else request.steps
+        reporter.emit(status(f"smoke: {'warm-up step' if warm else 'step'} {i} of {total}", i,
+                             total))
+
+    reporter.emit(status(f"smoke: starting {spec.label} in the target"))
     report = run_smoke_script(request.python, spec, request.timeout, request.env,
-                              None if request.cwd is None else str(request.cwd))
+                              None if request.cwd is None else str(request.cwd), on_step)
     reporter.emit(Event("done", f"smoke: {report.outcome}: {report.detail}",
                         {"outcome": report.outcome}))
     return SmokeOutcome(report)

@@ -66,7 +66,9 @@ class Probe:
         if want == "auto":
             device = "neuron" if name == "neuron" else ("cuda" if torch.cuda.is_available() else "cpu")
         self.device = device
-        info = f"privateuse1 backend {name!r}, torch.accelerator {self.accelerator!r}, device {device}"
+        backend = ("the Neuron backend" if name == "neuron"
+                   else f"no Neuron backend (torch's extra backend: {name})")
+        info = f"device {device}, {backend}, torch.accelerator: {self.accelerator or 'none'}"
         if device == "neuron" and name != "neuron":
             return "fail", f"no 'neuron' backend registered ({info})", {"device": device}
         if device == "cuda" and not torch.cuda.is_available():

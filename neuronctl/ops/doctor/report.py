@@ -66,5 +66,5 @@ class DoctorReport:
                                     "target)", "warn": "no Neuron stack installed here "
                                                        "(torch-neuronx is not in the target)"}
         warnings = f"{s['warnings']} warning" + ("" if s["warnings"] == 1 else "s")
-        return (f"{s['verdict'].upper()}: {word[s['verdict']]}: {s['failed']} failed, "
+        return (f"{s['verdict']}: {word[s['verdict']]}: {s['failed']} failed, "
                 f"{warnings}, {s['passed']} passed, {s['skipped']} skipped")

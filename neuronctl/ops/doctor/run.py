@@ -18,7 +18,7 @@ from neuronctl.ops.doctor.facts import Facts, ModelRun
 from neuronctl.ops.doctor.levels import DEFAULT_LEVEL, LEVELS, Budget, budget_for
 from neuronctl.ops.doctor.report import DoctorReport
 from neuronctl.ops.doctor.runner import Check, run_checks
-from neuronctl.ops.reporter import Event, NullReporter, Reporter
+from neuronctl.ops.reporter import Event, NullReporter, Reporter, status
 from neuronctl.probes.pyenv import resolve_python
 from neuronctl.probes.sysroot import SysRoot
 
@@ -129,8 +129,23 @@ def _environment(facts: Facts) -> dict[str, Any]:
     return env
 
 
+def _progress(reporter: Reporter) -> Callable[[int, int, tuple[str, ...]], None]:
+    said: list[tuple[int, tuple[str, ...]]] = []
+
+    def tell(done: int, total: int, running: tuple[str, ...]) -> None:
+        if said and said[-1] == (done, running):
+            return  # the same as the last: no event
+        said.append((done, running))
+        shown = ", ".join(running[:2]) + (f" +{len(running) - 2} more" if len(running) > 2 else "")
+        reporter.emit(status(f"checks: {done} of {total} done" + (f"; running {shown}" if shown
+                                                                  else ""), done, total, running))
+
+    return tell
+
+
 def run_doctor(facts: Facts, ids: list[str], strict: bool, limit: float,
-               budget: Budget | None = None, level: int | None = None) -> DoctorReport:
+               budget: Budget | None = None, level: int | None = None,
+               reporter: Reporter | None = None) -> DoctorReport:
     """Run the chosen checks in parallel, each under its own time limit, all within the run's.
     Without a budget (install's post-install doctor) `limit` is the work's timeout and each check
     gets a little more."""
@@ -140,7 +155,8 @@ def run_doctor(facts: Facts, ids: list[str], strict: bool, limit: float,
     facts.planned = frozenset().union(*(specs[i].gathers for i in ids))
     checks = [Check(i, specs[i].title, functools.partial(specs[i].run, facts), budget.limit(i),
                     specs[i].severity) for i in ids]
-    results = tuple(run_checks(checks, budget.total_s))
+    results = tuple(run_checks(checks, budget.total_s,
+                               None if reporter is None else _progress(reporter)))
     environment = _environment(facts)  # after the checks: it reads only what they gathered
     notes = release_notes(facts)
     if notes:
@@ -217,7 +233,7 @@ def doctor(request: DoctorRequest, reporter: Reporter | None = None) -> DoctorRe
                   long_timeout=budget.inner(budget.long_s), lookback_s=request.lookback_s)
     for note in release_notes(facts):
         reporter.emit(Event("note", note))
-    return run_doctor(facts, ids, request.strict, budget.check_s, budget, request.level)
+    return run_doctor(facts, ids, request.strict, budget.check_s, budget, request.level, reporter)
 
 
 def release_notes(facts: Facts, today: dt.date | None = None) -> list[str]:

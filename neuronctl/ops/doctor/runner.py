@@ -81,7 +81,26 @@ def _run_one(check: Check, slot: list[CheckResult]) -> None:
                             outcome.details, severity_of(outcome, check.severity)))
 
 
-def run_checks(checks: Sequence[Check], total: float | None = None) -> list[CheckResult]:
+Progress = Callable[[int, int, tuple[str, ...]], None]
+"""(checks done, checks in all, ids of those still running), while the doctor waits."""
+
+
+def _wait(thread: threading.Thread, until: float, progress: Progress | None,
+          slots: list[list[CheckResult]], checks: Sequence[Check]) -> None:
+    """Join `thread` by `until` (perf_counter), telling `progress` which checks still run about
+    every quarter second (a level-3 doctor runs for 20 s and more)."""
+    while True:
+        if progress is not None:
+            running = tuple(c.id for c, slot in zip(checks, slots, strict=True) if not slot)
+            progress(len(checks) - len(running), len(checks), running)
+        left = until - time.perf_counter()
+        if left <= 0 or not thread.is_alive():
+            return
+        thread.join(min(left, 0.25) if progress is not None else left)
+
+
+def run_checks(checks: Sequence[Check], total: float | None = None,
+               progress: Progress | None = None) -> list[CheckResult]:
     """Run all checks in parallel; results come back in the order the checks were given. Each
     check gets its own timeout, and none runs past `total` seconds from the start: a check past
     either is a fail that says "timed out", and what it left running in a target interpreter is
@@ -98,7 +117,7 @@ def run_checks(checks: Sequence[Check], total: float | None = None) -> list[Chec
     results, late = [], False
     for check, slot, thread in zip(checks, slots, threads, strict=True):
         limit = check.timeout if total is None else min(check.timeout, total)
-        thread.join(max(limit - (time.perf_counter() - start), 0.0))
+        _wait(thread, start + limit, progress, slots, checks)
         if slot:
             results.append(slot[0])
         else:
