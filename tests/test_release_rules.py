@@ -157,6 +157,21 @@ def test_doctor_reports_stale_data_as_a_note_not_a_warning(cli, tmp_path):
         "releases update" not in c["message"] for c in doc["checks"])
 
 
+
+def test_doctor_text_prints_the_stale_data_note_after_the_verdict(cli, tmp_path):
+    data = M.to_json()
+    data["compiled"] = "2025-01-01"
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data))
+    r = cli("--manifest", str(path), "doctor", "--level", "1", "--only", "python.version")
+    lines = r.out.splitlines()
+    notes = [i for i, line in enumerate(lines) if line.startswith("note: ")]
+    assert notes and any("neuronctl releases update" in lines[i] for i in notes), r.out
+    verdict = next(i for i, line in enumerate(lines) if line.startswith(("pass:", "warn:", "fail:")))
+    assert min(notes) > verdict
+    quiet = cli("--manifest", str(path), "doctor", "-q", "--level", "1", "--only", "python.version")
+    assert "note: " not in quiet.out
+
 @pytest.mark.parametrize(("field", "value", "message"), [
     ("kind", "magic", "kind: expected one of"),
     ("source", "nowhere", "source: unknown source"),

@@ -179,3 +179,7 @@ def print_text(report: DoctorReport, console: Any, *, verbose: int, quiet: bool)
             console.print(Text("fix: ", style="bold").append(fix), soft_wrap=True)
     colour = {"pass": "green", "warn": "yellow", "fail": "red"}[report.verdict]
     console.print(Text(report.verdict_line(), style=f"bold {colour}"), soft_wrap=True)
+    # Information, never a warning: stale release data, a release's unpublished pins.
+    notes = report.environment.get("notes")
+    for note in notes if isinstance(notes, list) and not quiet else ():
+        console.print(Text(f"note: {note}", style="dim"), soft_wrap=True)
