@@ -81,10 +81,10 @@ def test_init_edits_a_symlinked_pyproject_at_its_target(cli, tmp_path):
     assert read_toml(shared, "pyproject")["tool"]["neuronctl"]["torch"] == "2.13"
 
 
-def test_readme_and_init_agree_on_keys_in_the_table(cli):
-    """README: settings init does not set stay (with their comments); a key neuronctl does not
+def test_docs_and_init_agree_on_keys_in_the_table(cli):
+    """docs/lock.md (the reference moved out of the README): settings init does not set stay (with their comments); a key neuronctl does not
     know is an error naming the file and the key, so a typo is never silently ignored."""
-    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    readme = " ".join((Path(__file__).resolve().parents[1] / "docs" / "lock.md").read_text().split())
     assert "your own keys inside it, stay" not in readme
     assert "a key neuronctl does not know is an error" in readme
     Path("pyproject.toml").write_text(ORIGINAL.replace("python = ", "backend = \"uv\"  # mine\npython = "))
