@@ -35,10 +35,11 @@ def parse(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def labels(parsed: list[tuple[str, str]]) -> dict[str, str]:
+def labels(parsed: list[tuple[str, str]], instruction: str = "LABEL") -> dict[str, str]:
+    """The KEY=VALUE pairs of every LABEL (or ENV) instruction."""
     found: dict[str, str] = {}
     for word, rest in parsed:
-        if word == "LABEL":
+        if word == instruction:
             for pair in shlex.split(rest):
                 key, _, value = pair.partition("=")
                 found[key] = value
@@ -126,12 +127,7 @@ def test_the_image_tells_a_doctor_inside_it_its_release_and_driver_range():
     text = render_dockerfile(release, base="ubuntu:26.04", lock="pylock.toml", repo=None,
                              fingerprint="00FA2C1079260870A76D2C285749CAD8646D9185")
     parsed = parse(text)
-    env: dict[str, str] = {}
-    for word, rest in parsed:
-        if word == "ENV":
-            for pair in shlex.split(rest):
-                key, _, value = pair.partition("=")
-                env[key] = value
+    env = labels(parsed, "ENV")
     found = labels(parsed)
     assert env[RELEASE_VAR] == found["com.neuronctl.release"] == "2.33.1"
     assert env[RANGE_VAR] == found["com.neuronctl.driver-range"]
