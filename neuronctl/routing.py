@@ -14,6 +14,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from packaging.utils import canonicalize_name
 
 from neuronctl.data import bundled_text
+from neuronctl.devices import FALLBACK_DEVICES
 from neuronctl.errors import InputError
 from neuronctl.jsonfields import Fields
 from neuronctl.redact import MASK, redact
@@ -210,7 +211,6 @@ def load_default_routing() -> IndexRouting:
 
 # Fallback locks (a CUDA or CPU torch instead of the Neuron stack)
 
-FALLBACK_DEVICES = ("cuda", "cpu")
 _CUDA_VARIANT = re.compile(r"^cu(\d{2,4})$")
 
 
@@ -269,7 +269,7 @@ def load_fallback_routing() -> dict[str, FallbackRouting]:
     data = json.loads(bundled_text("routing.json"))
     section = Fields(data, "bundled routing").obj("fallbacks")
     assert section is not None
-    out = {}
+    out: dict[str, FallbackRouting] = {}
     for device in FALLBACK_DEVICES:
         entry = section.obj(device)
         assert entry is not None

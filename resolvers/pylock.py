@@ -34,6 +34,7 @@ from packaging.utils import NormalizedName
 from packaging.version import Version
 
 from neuronctl import __version__
+from neuronctl.devices import FALLBACK_DEVICES
 from neuronctl.errors import InputError
 from neuronctl.resolvers.targets import Target
 from neuronctl.routing import redact_url
@@ -290,7 +291,7 @@ def fallback_of(lock: Pylock, where: str = "lock") -> dict[str, str] | None:
             isinstance(k, str) and isinstance(v, str) and len(v) <= 32 for k, v in table.items()):
         raise InputError(f"{where}: [tool.neuronctl] fallback: expected a table of short strings "
                          "(device, variant)")
-    if table.get("device") not in ("cuda", "cpu"):
+    if table.get("device") not in FALLBACK_DEVICES:
         raise InputError(f"{where}: [tool.neuronctl] fallback: device "
                          f"{str(table.get('device'))[:32]!r}: expected cuda or cpu")
     return dict(table)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from neuronctl.cli.app import App, get_app
-from neuronctl.cli.common import check_sysroot, sysroot_option, timeout_value
+from neuronctl.cli.common import DEVICE_CHOICE, check_sysroot, sysroot_option, timeout_value
 from neuronctl.cli.options import request_options
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
               "the release supports that this machine has).")
 @click.option("--backend", type=click.Choice(["auto", "pip", "uv"]), default=None,
               help="Installer engine (default: config backend, NEURONCTL_BACKEND, else auto).")
-@click.option("--device", type=click.Choice(["auto", "neuron", "cuda", "cpu"]), default="auto",
+@click.option("--device", type=DEVICE_CHOICE, default="auto",
               show_default=True, help="With --lock: which lock to install. auto: the Neuron lock where "
               "there are Neuron devices, else pylock.cuda.toml beside it where there is an NVIDIA "
               "GPU; neuron, cuda, cpu: that lock. A lock recording a fallback device installs "

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from neuronctl.devices import DEVICES
 from neuronctl.errors import InputError
 
 if TYPE_CHECKING:
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-DEVICE_CHOICE = click.Choice(["auto", "neuron", "cuda", "cpu"])
+DEVICE_CHOICE = click.Choice(DEVICES)
 
 
 def json_option(f: F) -> F:

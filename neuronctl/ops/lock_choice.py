@@ -25,10 +25,9 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from neuronctl.devices import DEVICES, FALLBACK_DEVICES
 from neuronctl.errors import InputError
 
-DEVICES = ("auto", "neuron", "cuda", "cpu")
-FALLBACK_DEVICES = ("cuda", "cpu")
 _KIND = {"neuron": "the Neuron lock", "cuda": "the CUDA fallback lock", "cpu": "the CPU fallback lock"}
 
 

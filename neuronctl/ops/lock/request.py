@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 from neuronctl.config import Config
+from neuronctl.devices import FALLBACK_DEVICES
 from neuronctl.errors import InputError
 from neuronctl.manifest import Manifest, Release
 from neuronctl.ops.index_routing import build_routing
@@ -24,7 +25,6 @@ from neuronctl.resolvers.stack_plan import (
 )
 from neuronctl.resolvers.targets import Target, make_targets
 from neuronctl.routing import (
-    FALLBACK_DEVICES,
     IndexRouting,
     cuda_variant_number,
     fallback_base_routing,
