@@ -94,7 +94,7 @@ def test_a_cache_folder_that_is_a_link_is_not_written_or_swept(tmp_path):
     cache = tmp_path / "cache"
     (cache / "wheels").mkdir(parents=True)
     (cache / "wheels" / digest[:2]).symlink_to(outside)
-    with pytest.raises(InputError, match="symbolic link|would leave"):
+    with pytest.raises(InputError, match=r"symbolic link|would leave"):
         download_verified(Fetcher(offline=True), wheel.as_uri(), wheel.name, cache, sha256=digest,
                           size=None)
     _unchanged(outside)
