@@ -297,5 +297,7 @@ def test_npd_config_warns_of_a_path_in_a_temporary_environment(
 
 
 def test_npd_config_text_is_unchanged_for_the_default_timeout(cli) -> None:
-    done = cli("fleet", "npd-config")
+    # A path of its own: the default is this checkout's interpreter, which CI may keep in /tmp
+    # (a temporary place, which npd-config rightly warns of).
+    done = cli("fleet", "npd-config", "--path", "/opt/neuronctl/bin/neuronctl")
     assert "--timeout" not in json.loads(done.out)["rules"][0]["args"] and done.err == ""
