@@ -158,6 +158,8 @@ class Channel:
 
 @dataclass
 class _State:
+    """Where one collect() stands: its deadline (a grace's end, once stopping), why it ended."""
+
     deadline: float
     stopping: bool = False
     timed_out: bool = False
@@ -321,6 +323,8 @@ class Child:
             writer = self._writer(selector)
             while not self._done(bounds, state):
                 if not state.readers:
+                    self._unwrite(selector, writer)
+                    writer = None
                     time.sleep(min(state.pause, max(state.deadline - time.monotonic(), 0.0)))
                     state.pause = min(state.pause * 2, 0.01)
                     continue
@@ -403,11 +407,15 @@ class Child:
         self._input = self._input[written:]
         if self._input:
             return fd
-        selector.unregister(fd)
-        assert self.proc.stdin is not None
-        with contextlib.suppress(OSError):
-            self.proc.stdin.close()
+        self._unwrite(selector, fd)
         return None
+
+    def _unwrite(self, selector: selectors.BaseSelector, fd: int | None) -> None:
+        """No more input: stdin closed (the child reads its end)."""
+        if fd is not None and self.proc.stdin is not None:
+            selector.unregister(fd)
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
 
     def stop(self, why: BaseException, grace: float = 0.0) -> None:
         """neuronctl was interrupted (or its own code failed) while this runs: the signal it got
