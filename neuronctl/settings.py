@@ -112,7 +112,7 @@ def _text(value: object, where: str, base: Path) -> str:
 
 
 def _path(value: object, where: str, base: Path) -> Path:
-    p = Path(_text(value, where, base)).expanduser()
+    p = Path(_text(str(value) if isinstance(value, Path) else value, where, base)).expanduser()
     return p if p.is_absolute() else base / p
 
 
@@ -257,7 +257,7 @@ class Resolver:
     def resolve(self, name: str, flag: Flag | None = None) -> Setting[Any]:
         """`name`'s value and source; `flag` only when the user typed it (ParameterSource)."""
         s = BY_NAME[name]
-        cwd = Path.cwd()
+        cwd = Path()  # a flag's or variable's relative path stays relative (to the working folder)
         if flag is not None and flag.value not in (None, ()):
             return Setting(s.parse(flag.value, flag.spelled, cwd), Source("flag", flag.spelled))
         if s.env is not None and not s.layered and self.environ.get(s.env):
@@ -282,6 +282,12 @@ class Resolver:
         s = BY_NAME[name]
         value = self.config.get(s.key) if s.key else None
         return (value or {}), (self.config.source or "config")
+
+    def config_text(self, name: str) -> str | None:
+        """A setting's config value as written (a path as the user spelled it, for messages)."""
+        s = BY_NAME[name]
+        value = self.config.get(s.key) if s.key else None
+        return None if value is None else _text(value, f"config {s.key}", self.config.base_dir)
 
     def config_list(self, name: str) -> tuple[str, ...]:
         """A list setting's config entries (the lists that add up to the flags)."""
