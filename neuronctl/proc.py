@@ -1,21 +1,15 @@
-"""The one way neuronctl runs a child process.
+"""The one way neuronctl runs a child process: argv only (never a shell), in a session of its
+own so that its whole process group is signalled and killed as one; bounded in time (a deadline,
+then SIGTERM, a grace, SIGKILL; a watch, an engine's stall detection, may stop it sooner) and in
+memory (each stream keeps a head and a tail, the rest counted, or the run stops at a cap). One
+select loop reads its pipes (stdout, stderr, private channels, a pseudo-terminal), writes its
+stdin and feeds the sinks that stream its output. SIGINT or SIGTERM that neuronctl gets meanwhile
+is forwarded to the group, which gets a grace before SIGKILL. Every child is registered until
+reaped, so `kill_all` (the CLI's exit, a doctor check left behind) leaves none running. What is
+shown of a command (`shown`) is redacted: an argv may carry a credential.
 
-- argv only, never a shell; the environment and working directory as the caller gives them;
-- a session of its own, so that its whole process group (what it forked included) is signalled
-  and killed as one, and a terminal's Ctrl-C reaches it only through neuronctl;
-- bounded in time: a wall-clock deadline, then SIGTERM, a grace, SIGKILL; a watch (an engine's
-  stall detection) may stop it earlier; bounded in memory: each stream keeps at most a head and
-  a tail (what falls between is counted), or the run is stopped at a cap;
-- one select loop reads its pipes (stdout, stderr, private channels, a pseudo-terminal), writes
-  its stdin and feeds the sinks that stream its output;
-- SIGINT or SIGTERM that neuronctl gets while it waits (KeyboardInterrupt, TerminateSignal) is
-  forwarded to the group, which gets a grace before SIGKILL;
-- every child is registered until it is reaped, so `kill_all` (the CLI's exit path, a doctor
-  check left behind at its timeout) leaves none running;
-- how a command is shown in messages (`shown`) is redacted: an argv may carry a credential.
-
-The leader is reaped only after its group has been killed: until then its pid, and so its group
-id, cannot be reused, and a kill never reaches a stranger.
+The leader is reaped only after its group is killed: until then its pid, and so its group id,
+cannot be reused, and a kill never reaches a stranger.
 """
 
 from __future__ import annotations
@@ -31,8 +25,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from neuronctl.capture import Buffer, Captured, Keep, by_line
 from neuronctl.errors import TerminateSignal
 from neuronctl.redact import redact
+
+__all__ = ["HELD", "STDOUT", "Bounds", "Captured", "Channel", "Child", "Keep", "Result", "by_line",
+           "kill_all", "run", "shown"]
+"""Keep, Captured and by_line live in neuronctl.capture; a caller needs only this module."""
 
 READ_CHUNK = 1 << 16
 HELD = "held"
@@ -40,7 +39,6 @@ HELD = "held"
 STDOUT = "stdout"
 """stderr=STDOUT: stderr goes where stdout goes (one stream, in the order written)."""
 
-Sink = Callable[[bytes], None]
 Watch = Callable[[], "str | None"]
 
 
@@ -49,61 +47,6 @@ def shown(argv: Sequence[str]) -> str:
     import shlex
 
     return redact(" ".join(shlex.quote(str(a)) for a in argv))
-
-
-@dataclass(frozen=True)
-class Keep:
-    """What is kept of one output stream: its first `head` bytes and the last `tail` bytes of
-    what follows them (the bytes between are counted, not kept). `stop_over`: more than `head`
-    bytes stops the run there (Result.over_cap). `sink` sees every chunk as it comes."""
-
-    head: int = 0
-    tail: int = 0
-    stop_over: bool = False
-    sink: Sink | None = None
-
-
-@dataclass(frozen=True)
-class Captured:
-    """What was kept of one stream, and how many bytes it said in all (`seen`)."""
-
-    head: bytes = b""
-    tail: bytes = b""
-    seen: int = 0
-
-    @property
-    def dropped(self) -> int:
-        return self.seen - len(self.head) - len(self.tail)
-
-    @property
-    def data(self) -> bytes:
-        return self.head + self.tail
-
-    def text(self) -> str:
-        return self.data.decode("utf-8", "replace")
-
-
-class _Buffer:
-    def __init__(self, keep: Keep) -> None:
-        self.keep, self.head, self.tail, self.seen = keep, bytearray(), bytearray(), 0
-
-    def add(self, chunk: bytes) -> bool:
-        """Keep what the caps allow; False once a stop_over cap is passed."""
-        self.seen += len(chunk)
-        rest = chunk
-        room = self.keep.head - len(self.head)
-        if room > 0:
-            self.head += rest[:room]
-            rest = rest[room:]
-        if rest and self.keep.tail > 0:
-            self.tail += rest[-self.keep.tail:]
-            del self.tail[:-self.keep.tail]
-        if self.keep.sink is not None:
-            self.keep.sink(chunk)
-        return not (self.keep.stop_over and self.seen > self.keep.head)
-
-    def captured(self) -> Captured:
-        return Captured(bytes(self.head), bytes(self.tail), self.seen)
 
 
 @dataclass(frozen=True)
@@ -228,6 +171,8 @@ class Child:
         finally:
             for fd in (follower, *(c.fd for c in self._channels)):
                 _close(fd)  # the child's ends: ours would hold its pipes open
+        self._fds = [fd for fd in (self._leader, *(c.read_fd for c in self._channels))
+                     if fd is not None]
         self.pid = self.proc.pid
         self.started = time.monotonic()
         with _live_guard:
@@ -277,9 +222,10 @@ class Child:
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
-        for fd in (self._leader, *(c.read_fd for c in self._channels)):
+        # Once only: a number closed twice may by then be another file's.
+        fds, self._fds = self._fds, []
+        for fd in fds:
             _close(fd)
-        self._leader = None
 
     def collect(self, bounds: Bounds | None = None, *, stdout: Keep | None = None,
                 stderr: Keep | None = None, channels: Sequence[Keep] = ()) -> Result:
@@ -304,7 +250,7 @@ class Child:
                       state.timed_out, state.over_cap, state.stopped)
 
     def _buffers(self, stdout: Keep, stderr: Keep, channels: Sequence[Keep]
-                 ) -> list[tuple[int, _Buffer]]:
+                 ) -> list[tuple[int, Buffer]]:
         """(fd, buffer) for stdout, stderr and each channel, in that order; fd -1: not a pipe."""
         if len(channels) > len(self._channels):
             raise ValueError(f"{len(channels)} Keeps for {len(self._channels)} channels")
@@ -312,10 +258,10 @@ class Child:
             self.proc.stdout.fileno() if self.proc.stdout is not None else -1
         err = self.proc.stderr.fileno() if self.proc.stderr is not None else -1
         kept = [*channels, *[Keep()] * (len(self._channels) - len(channels))]
-        return [(out, _Buffer(stdout)), (err, _Buffer(stderr)),
-                *((c.read_fd, _Buffer(k)) for c, k in zip(self._channels, kept, strict=True))]
+        return [(out, Buffer(stdout)), (err, Buffer(stderr)),
+                *((c.read_fd, Buffer(k)) for c, k in zip(self._channels, kept, strict=True))]
 
-    def _pump(self, buffers: dict[int, _Buffer], bounds: Bounds, state: _State) -> None:
+    def _pump(self, buffers: dict[int, Buffer], bounds: Bounds, state: _State) -> None:
         """The one loop: read, write stdin, look at the deadline, the watch and the exit."""
         with selectors.DefaultSelector() as selector:
             for fd in buffers:
@@ -371,7 +317,7 @@ class Child:
         state.stopping, state.deadline, state.exit_by = True, now + grace, None
         return True
 
-    def _read(self, fd: int, buffer: _Buffer, selector: selectors.BaseSelector, state: _State) -> bool:
+    def _read(self, fd: int, buffer: Buffer, selector: selectors.BaseSelector, state: _State) -> bool:
         try:
             chunk = os.read(fd, READ_CHUNK)
         except OSError:  # EIO: every writer closed a terminal's end
@@ -438,22 +384,6 @@ def run(argv: Sequence[str], bounds: Bounds | None = None, *, env: Mapping[str, 
     child = Child(argv, env=env, cwd=cwd, stdin=stdin, stderr=STDOUT if merge else "pipe",
                   terminal=terminal)
     return child.collect(bounds, stdout=stdout, stderr=stderr)
-
-
-def by_line(callback: Callable[[bytes], None], limit: int = 1 << 16) -> Sink:
-    """A chunk sink that calls `callback` once per line (without its newline); a line longer
-    than `limit` bytes is cut there. What follows the last newline is never passed on."""
-    partial = bytearray()
-
-    def feed(chunk: bytes) -> None:
-        *lines, rest = chunk.split(b"\n")
-        for line in lines:
-            partial.extend(line[:max(limit - len(partial), 0)])
-            callback(bytes(partial))
-            partial.clear()
-        partial.extend(rest[:max(limit - len(partial), 0)])
-
-    return feed
 
 
 def kill_all() -> None:
