@@ -33,6 +33,13 @@ def wheel_set(out: Path) -> dict[str, Path]:
                   "torch-xla==2.9.*"),
         files={"torch_neuronx/__init__.py": "", "torch_neuronx/xla_impl/__init__.py": "",
                "torch_neuronx/xla_impl/trace.py": "", "torch_neuronx/xla_impl/data_parallel.py": ""})
+    # A legacy XLA build no Neuron release ships: the doctor fails it under a native release.
+    w["tnx-legacy-unshipped"] = build_wheel(
+        out, "torch-neuronx", "2.9.0.2.15.30001+0c0ffee0",
+        requires=("libneuronxla==2.2.*", "numpy", "protobuf", "psutil", "torch==2.9.0",
+                  "torch-xla==2.9.*"),
+        files={"torch_neuronx/__init__.py": "", "torch_neuronx/xla_impl/__init__.py": "",
+               "torch_neuronx/xla_impl/trace.py": "", "torch_neuronx/xla_impl/data_parallel.py": ""})
     w["tnx-placeholder"] = build_wheel(out, "torch-neuronx", "1.0",
                                        files={"torch_neuronx/__init__.py": WRONG})
     w["cc-placeholder"] = build_wheel(out, "neuronx-cc", "1.0.post1",
@@ -51,6 +58,8 @@ def wheel_set(out: Path) -> dict[str, Path]:
 STACKS = {
     "native": ("3.12", ["torch-2.14", "tnx-native", "cc-2.28", "nki-0.7"]),
     "legacy": ("3.11", ["torch-2.9", "tnx-legacy", "torch-xla", "libneuronxla", "cc-2.26"]),
+    "legacy-unshipped": ("3.11", ["torch-2.9", "tnx-legacy-unshipped", "torch-xla", "libneuronxla",
+                                  "cc-2.26"]),
     "placeholder": ("3.12", ["torch-2.14", "tnx-placeholder", "cc-placeholder"]),
     "clash": ("3.12", ["torch-2.13", "tnx-native", "cc-2.28", "nki-0.7", "nrtpy"]),
     "cuda": ("3.12", ["torch-cuda", "tnx-native", "cc-2.28", "nki-0.7"]),
