@@ -231,9 +231,10 @@ def checks_page() -> str:
         found = analyse(spec.run)
         about = ABOUT.get(spec.id) or _first_sentence(getattr(spec.run, "__doc__", None))
         lines += ["", f"### `{spec.id}`", "", _cell(spec.title) + (f": {about}" if about else ""), "",
-                  f"- level: {spec.level}" + (" (every level in a Slurm step over more than one "
-                                              "node, as `fleet doctor` runs it)"
-                                              if spec.id in levels.MULTI_NODE_CHECKS else "")]
+                  f"- level: {spec.level}"]
+        if spec.id in levels.MULTI_NODE_CHECKS:
+            lines.append("- multi-node: runs at every level in a Slurm step over more than one "
+                         "node, as `fleet doctor` runs it")
         if has_severity:
             extra = sorted(found.severities - {getattr(spec, "severity", "")})
             also = f" (some outcomes: {', '.join(extra)})" if extra else ""
