@@ -329,9 +329,16 @@ def test_device_pass() -> None:
     assert out.status == "pass" and out.message == "all tiers passed (torch 2.14.0)"
 
 
-def test_device_warn_cpu_on_a_neuron_host() -> None:
+def test_device_skip_cpu_on_a_neuron_host_without_torch_neuronx() -> None:
     out = check_device(facts(probe=probe(device="cpu"), hardware=machine("trn2")))
-    assert out.status == "warn" and "no 'neuron' torch backend" in out.message
+    assert out.status == "skip" and "no Neuron torch backend is installed here" in out.message
+    assert out.fix is None
+
+
+def test_device_warn_cpu_on_a_neuron_host_with_torch_neuronx() -> None:
+    out = check_device(facts(probe=probe(device="cpu"), hardware=machine("trn2"),
+                             env=python_env(packages=NATIVE)))
+    assert out.status == "warn" and "no 'neuron' torch backend" in out.message and out.fix
 
 
 def test_device_fail_asked_device_without_torch() -> None:

@@ -134,7 +134,13 @@ def check_device(f: Facts) -> Outcome:
     if not report.ok:
         return Outcome("fail", report.detail, None, details)
     if f.hardware.present and report.device != "neuron":
-        # a warning, not a skip: a Neuron host whose torch cannot reach its devices is a problem
+        tnx = f.env.get("torch-neuronx")
+        if tnx is None or tnx.wrong_package:  # nothing Neuron to probe: no pass, and no verdict
+            return Outcome("skip", f"probe ran on {report.device}, not a Neuron device: no "
+                                   "Neuron torch backend is installed here (torch-neuronx: see "
+                                   "packages.torch-neuronx), so the devices were not probed "
+                                   f"(torch {report.torch})", None, details)
+        # a warning: torch-neuronx is there and still cannot reach this host's devices
         return Outcome("warn", f"probe ran on {report.device}, not a Neuron device: this host has "
                                "Neuron devices and no 'neuron' torch backend is registered",
                        install_fix(f), details)
