@@ -74,3 +74,22 @@ def test_the_lock_operation_reports_each_fetch_as_a_status_event(uni, tmp_path: 
     assert last and last.group(2) == last.group(3), pages  # every page asked for was fetched
     assert any(m.startswith("fetching metadata: ") for m in said), said
     assert outcome.packages
+
+
+def test_download_shows_what_it_checks_on_a_terminal_and_nothing_on_a_pipe(uni, locked: Path,
+                                                                           tmp_path: Path) -> None:
+    house = tmp_path / "house"
+    argv = [*NEURONCTL, "download", "--lock", str(locked), "-d", str(house)]
+    first = run_in_pty(argv, 100, _env())
+    assert "checking " in first and " host(s) before downloading" in first, first[-2000:]
+    # A re-run downloads nothing: it checks each file's sha256, and says so as it goes.
+    again = run_in_pty(argv, 100, _env())
+    assert re.search(r"files: \d+ of \d+ done \([a-z0-9._-]+\)", again), again[-2000:]
+    quiet_argv = [*NEURONCTL, "-q", *argv[len(NEURONCTL):]]
+    for silent in ([*argv, "--json"], quiet_argv):
+        quiet = run_in_pty(silent, 100, _env())
+        assert "files: " not in quiet and "\x1b[?25l" not in quiet, quiet[-2000:]
+    run = subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=120,
+                         check=False)
+    assert run.returncode == 0, run.stderr
+    assert "files: " not in run.stdout + run.stderr and "\x1b" not in run.stderr
