@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from neuronctl.devices import DEVICES
 from neuronctl.errors import InputError
 from neuronctl.manifest import Manifest
 from neuronctl.ops.doctor.checks import CHECK_IDS, CHECK_LEVELS, CHECKS
@@ -31,7 +32,6 @@ from neuronctl.probes.pyenv import resolve_python
 from neuronctl.probes.sysroot import SysRoot
 
 GROUPS: tuple[str, ...] = tuple(dict.fromkeys(i.split(".")[0] for i in CHECK_IDS))
-DEVICES: tuple[str, ...] = ("auto", "neuron", "cuda", "cpu")
 SELECTORS_HELP = f"groups: {', '.join(GROUPS)}; ids: {', '.join(CHECK_IDS)}"
 
 
@@ -229,7 +229,8 @@ def doctor(request: DoctorRequest, reporter: Reporter | None = None) -> DoctorRe
     if request.release:
         request.manifest.get(request.release)
     if request.device not in DEVICES:
-        raise InputError(f"device must be auto, neuron, cuda or cpu, got {request.device!r}")
+        raise InputError(f"device must be {', '.join(DEVICES[:-1])} or {DEVICES[-1]}, "
+                         f"got {request.device!r}")
     environ = os.environ if request.environ is None else request.environ
     ids = select_checks(request.only, request.skip, request.lock, request.device_probe,
                         request.level, multi_node_step(environ))
