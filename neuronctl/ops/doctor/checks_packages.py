@@ -15,6 +15,7 @@ from neuronctl.ops.doctor.fixes import (
     public,
     uninstall_fix,
 )
+from neuronctl.ops.doctor.registry import HARDWARE, check
 from neuronctl.ops.doctor.runner import Outcome, Status
 from neuronctl.probes.pyenv import PythonEnv, torch_build
 from neuronctl.rules import Rule, Situation, broken_rules, describe
@@ -92,6 +93,7 @@ def shipped_xla(f: Facts) -> tuple[str, tuple[str, ...]] | None:
             f"inference only (XLA training ended in 2.30){said}", words)
 
 
+@check("python.version", "Python interpreter")
 def check_python(f: Facts) -> Outcome:
     env, release = f.env, f.selection.release
     fw = _target_framework(f)
@@ -114,6 +116,7 @@ def check_python(f: Facts) -> Outcome:
     return Outcome("fail", message, fix, details)
 
 
+@check("packages.torch-neuronx", "torch-neuronx", gathers=HARDWARE)
 def check_torch_neuronx(f: Facts) -> Outcome:
     release = f.selection.release
     tnx = f.env.get("torch-neuronx")
@@ -158,6 +161,7 @@ def check_torch_neuronx(f: Facts) -> Outcome:
                    neuronctl_command(f, "releases"), details)
 
 
+@check("packages.legacy-xla", "Legacy XLA stack", gathers=HARDWARE)
 def check_legacy(f: Facts) -> Outcome:
     report = f.legacy
     details = tuple(f"{s.name}: {s.says} ({s.detail})" for s in report.signals)
@@ -182,6 +186,7 @@ def check_legacy(f: Facts) -> Outcome:
     return Outcome("fail", found + (xla_ended(f) if native else ""), fix, details)
 
 
+@check("packages.placeholders", "PyPI placeholder packages")
 def check_placeholders(f: Facts) -> Outcome:
     report = f.legacy
     if not report.placeholders:
@@ -210,6 +215,7 @@ def _unpublished_pin(name: str, version: str, release: Release) -> tuple[Status,
                     f"({shown}; its pin is not published)")
 
 
+@check("packages.coherence", "Package versions agree", gathers=HARDWARE)
 def check_coherence(f: Facts) -> Outcome:
     env, release = f.env, f.selection.release
     findings: list[tuple[Status, str]] = []
