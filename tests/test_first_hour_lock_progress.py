@@ -28,7 +28,7 @@ def _env() -> dict[str, str]:
 
 
 def _lock_argv(uni, out: Path, *extra: str) -> list[str]:
-    return [*NEURONCTL, "lock", *uni.index_flags(), "--python", "3.12", "-o", str(out), *extra]
+    return [*NEURONCTL, "lock", *uni.index_flags(), "--python-version", "3.12", "-o", str(out), *extra]
 
 
 def test_lock_shows_its_index_fetches_on_a_terminal(uni, tmp_path: Path) -> None:
@@ -63,7 +63,7 @@ def test_the_lock_operation_reports_each_fetch_as_a_status_event(uni, tmp_path: 
                           pythons=("3.12",), platforms=(), requirements=(),
                           index_flags=tuple(f.removeprefix("--index=") for f in uni.index_flags()),
                           route_flags=(), latest=False)
-    request = build_lock_request(stack, config, output=str(tmp_path / "pylock.toml"), fmt=None,
+    request = build_lock_request(stack, output=str(tmp_path / "pylock.toml"), fmt=None,
                                  check=False, offline=False, timeout=30.0)
     reporter = CollectingReporter()
     outcome = lock(request, reporter)
