@@ -15,7 +15,7 @@ from neuronctl.cli.common import (
     sysroot_option,
     target_python,
 )
-from neuronctl.cli.output import emit_json
+from neuronctl.cli.printer import emit_json
 from neuronctl.ops.bundle import BundleOutcome, BundleRequest, make_bundle
 from neuronctl.ops.output_path import check_output_file
 from neuronctl.ops.reporter import NullReporter

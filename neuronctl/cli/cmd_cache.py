@@ -11,7 +11,7 @@ import click
 
 from neuronctl.cli.app import get_app, terminal_text
 from neuronctl.cli.common import python_option, target_python
-from neuronctl.cli.output import emit_json
+from neuronctl.cli.printer import emit_json
 from neuronctl.errors import InputError
 from neuronctl.ops.cache import (
     CacheReport,

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.output import emit_json, fitted_table, print_fitted
+from neuronctl.cli.output import fitted_table, print_fitted
+from neuronctl.cli.printer import emit_json
 from neuronctl.errors import InputError
 from neuronctl.ops.cost import (
     FORMULA,

@@ -8,7 +8,7 @@ import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import sysroot_option
-from neuronctl.cli.output import emit_json
+from neuronctl.cli.printer import emit_json
 from neuronctl.ops import detect as detect_op
 from neuronctl.probes.hardware import HardwareReport
 

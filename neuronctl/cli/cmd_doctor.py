@@ -27,7 +27,8 @@ from neuronctl.cli.doctor_report import (
     render_markdown_summary,
     render_plain,
 )
-from neuronctl.cli.output import emit_json, write_atomic
+from neuronctl.cli.output import write_atomic
+from neuronctl.cli.printer import emit_json
 from neuronctl.errors import InputError, NeuronctlError
 from neuronctl.ops.doctor import run as doctor_run
 from neuronctl.ops.doctor.levels import DEFAULT_LEVEL, LEVELS, choose_level

@@ -54,7 +54,7 @@ def download(lock_path: Path, dest: Path, pythons: tuple[str, ...], platforms: t
         with CliReporter(lambda: app.console(stderr=True)) as cli_reporter:
             outcome = run_download(request, cli_reporter)
     if as_json:
-        from neuronctl.cli.output import emit_json
+        from neuronctl.cli.printer import emit_json
 
         emit_json(outcome.to_json())
     return 0

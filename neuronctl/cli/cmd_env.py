@@ -10,7 +10,7 @@ import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import python_option, sysroot_option, target_python, timeout_value
-from neuronctl.cli.output import emit_json
+from neuronctl.cli.printer import emit_json
 from neuronctl.ops.env import REDACTED, TORCH_TIMEOUT_S, relevant_environ
 from neuronctl.ops.env import collect_env as collect
 from neuronctl.redact import redact

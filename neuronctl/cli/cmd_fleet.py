@@ -22,7 +22,8 @@ from neuronctl.cli.fleet_report import (
     render_text,
     verdict_line,
 )
-from neuronctl.cli.output import emit_json, to_json_text, write_atomic
+from neuronctl.cli.output import to_json_text, write_atomic
+from neuronctl.cli.printer import emit_json
 from neuronctl.errors import InputError
 from neuronctl.ops.doctor.levels import LEVELS, RUN_MARGIN_S
 from neuronctl.ops.fleet.aggregate import aggregate

@@ -8,7 +8,7 @@ import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import json_option
-from neuronctl.cli.output import emit_json
+from neuronctl.cli.printer import emit_json
 
 
 @click.command("init")

@@ -131,7 +131,7 @@ def _render(app: App, outcome: InstallOutcome, as_json: bool, show: bool) -> int
             print_doctor(outcome.doctor, outcome.target.final_python, color=wants_color(app.color),
                          quiet=app.quiet)
     if as_json:
-        from neuronctl.cli.output import emit_json
+        from neuronctl.cli.printer import emit_json
 
         failure = "the doctor found problems in the target" if outcome.exit_code else None
         emit_json(outcome.to_json(), failure=failure)

@@ -14,7 +14,7 @@ import click
 from neuronctl.cli.app import App, get_app
 from neuronctl.cli.common import timeout_value
 from neuronctl.cli.options import make_request, request_options
-from neuronctl.cli.output import emit_json
+from neuronctl.cli.printer import emit_json
 from neuronctl.ops.lock.outcome import LockOutcome
 from neuronctl.ops.reporter import Event, NullReporter, Reporter
 from neuronctl.redact import redact

@@ -12,7 +12,8 @@ from neuronctl.cli.common import (
     target_python,
     timeout_value,
 )
-from neuronctl.cli.output import emit_json, outcome_words
+from neuronctl.cli.output import outcome_words
+from neuronctl.cli.printer import emit_json
 from neuronctl.ops import probe as probe_op
 
 

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 import click
 
 from neuronctl.cli.app import get_app, terminal_text
-from neuronctl.cli.output import emit_json, fitted_table, print_fitted
+from neuronctl.cli.output import fitted_table, print_fitted
+from neuronctl.cli.printer import emit_json
 from neuronctl.manifest import Manifest, Release
 
 if TYPE_CHECKING:

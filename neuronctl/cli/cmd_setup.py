@@ -11,7 +11,8 @@ import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import json_option
-from neuronctl.cli.output import emit_json, to_json_text, write_atomic
+from neuronctl.cli.output import to_json_text, write_atomic
+from neuronctl.cli.printer import emit_json
 from neuronctl.ops.reporter import Event
 from neuronctl.ops.setup.repos import KEY_FINGERPRINT, OS_IDS
 

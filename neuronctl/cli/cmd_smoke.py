@@ -15,7 +15,8 @@ from neuronctl.cli.common import (
     target_python,
     timeout_value,
 )
-from neuronctl.cli.output import JsonError, emit_json, outcome_words, to_json_text, write_atomic
+from neuronctl.cli.output import JsonError, outcome_words, to_json_text, write_atomic
+from neuronctl.cli.printer import emit_json
 from neuronctl.errors import InputError
 from neuronctl.ops.output_path import check_output_file
 from neuronctl.ops.smoke import DEFAULT_TIMEOUT, SmokeOutcome, SmokeRequest, run_smoke
@@ -71,8 +72,7 @@ def smoke(model: str | None, script: Path | None, device: str | None, python: st
     failure = None if outcome.ok else f"smoke {outcome.report.outcome}: {outcome.report.detail}"
     if output is not None:
         kind = "input" if outcome.bad_input else "failed"
-        error = {"error": JsonError.of(kind, failure).to_json()} if failure else {}
-        write_atomic(output, to_json_text({**payload, **error}))
+        write_atomic(output, to_json_text(payload, JsonError.of(kind, failure) if failure else None))
     if as_json:
         emit_json(payload, failure=failure)
     elif not outcome.bad_input:

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from neuronctl.cli.app import _is_tty, terminal_text
+from neuronctl.cli.terminal import is_tty as _is_tty
+from neuronctl.cli.terminal import terminal_text
 from neuronctl.ops.reporter import Event
 
 if TYPE_CHECKING:
