@@ -7,13 +7,10 @@ import click
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import (
     DEVICE_CHOICE,
-    echo_target,
     python_option,
     target_python,
     timeout_value,
 )
-from neuronctl.cli.output import outcome_words
-from neuronctl.cli.printer import emit_json
 from neuronctl.ops import probe as probe_op
 
 
@@ -31,20 +28,9 @@ def probe(device: str, python: str | None, as_json: bool, timeout: float | None,
     target = target_python(python)
     from neuronctl.cli.progress import status_reporter
 
-    with status_reporter(lambda: app.console(stderr=True),
-                         shown=not as_json and not app.quiet) as reporter:
+    with status_reporter(lambda: app.console(stderr=True), shown=app.printer.chatty) as reporter:
         report = probe_op.probe(target.python, device, limit, compile_tier, reporter)
-    if as_json:
-        emit_json({"probe": report.to_json(), "target": target.to_json()})
-    else:
-        echo_target(target, app.quiet)
-        from rich.markup import escape
+    from neuronctl.cli.hardware_report import ProbeView
 
-        console = app.console()
-        style = {"pass": "green", "fail": "red", "skip": "dim"}
-        for t in report.tiers:
-            console.print(f"[{style[t.status]}]{t.status.upper():4}[/] {t.tier:<12} "
-                          f"{escape(t.detail)} [dim]({t.ms:g} ms)[/]")
-        word = "[green]pass[/]" if report.ok else "[red]fail[/]"
-        console.print(f"{word}: {escape(outcome_words(report.outcome, report.detail))}")
+    app.printer.emit(ProbeView(report, target))
     return 0 if report.ok else 1
