@@ -123,7 +123,7 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
         report = doctor_run.doctor(request, reporter)
     duration = time.perf_counter() - clock
     drained = _slurm_drain(report, policy) if slurm_drain else None
-    _render(report, fmt, output, drained, started, duration, target)
+    _deliver(report, fmt, output, drained, started, duration, target)
     if drained is not None and drained.get("action") == "error":
         return 1
     if exit_on is not None:
@@ -166,7 +166,7 @@ def _slurm_drain(report: DoctorReport, drain_on: str) -> dict[str, str]:
     return {"node": outcome.node, "action": outcome.action, "why": outcome.why}
 
 
-def _render(report: DoctorReport, fmt: str, output: Path | None, drained: dict[str, str] | None,
+def _deliver(report: DoctorReport, fmt: str, output: Path | None, drained: dict[str, str] | None,
             started: float, duration: float, target: TargetPython) -> None:
     view = DoctorView(report, target, drained)
     rendered = {"json": lambda r: render_json(r, view.extra), "junit": render_junit,

@@ -47,14 +47,11 @@ def download(lock_path: Path, dest: Path, pythons: tuple[str, ...], platforms: t
     targets = make_targets(pythons, platforms) if pythons else ()
     request = DownloadRequest(lock=lock_path, dest=dest, config=config, targets=targets,
                               timeout=timeout_value(timeout, config.get("timeout"), 30.0))
-    if as_json or app.quiet:
+    if not app.printer.chatty:
         reporter: Reporter = NullReporter()
         outcome = run_download(request, reporter)
     else:
         with CliReporter(lambda: app.console(stderr=True)) as cli_reporter:
             outcome = run_download(request, cli_reporter)
-    if as_json:
-        from neuronctl.cli.printer import emit_json
-
-        emit_json(outcome.to_json())
+    app.printer.emit(outcome)
     return 0

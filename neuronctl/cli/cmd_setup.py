@@ -69,7 +69,7 @@ def setup(release: str | None, os_name: str | None, sysroot: Path | None, repo: 
     if dockerfile:
         if yes or with_python:
             raise InputError("--dockerfile writes a file: it takes neither --yes nor --with-python")
-        return _dockerfile(chosen, base, lock_name, repo, key_fingerprint, output, fmt == "json")
+        return _dockerfile(chosen, base, lock_name, repo, key_fingerprint, output)
     from neuronctl.ops.setup.facts import read_target
     from neuronctl.ops.setup.plan import SetupRequest, make_plan
 
@@ -109,14 +109,14 @@ def _apply(plan: SetupPlan, fmt: str, elsewhere: bool) -> int:
         raise InputError("--yes applies to this host: it takes neither --sysroot nor --os",
                          hint="write a script for the other host with --format sh")
     app = get_app()
-    steps = MessageLines(lambda: app.console(stderr=True), shown=not app.quiet and fmt != "json")
+    steps = MessageLines(lambda: app.console(stderr=True), shown=app.printer.chatty)
     outcome = apply_plan(plan, steps, is_root=os.geteuid() == 0)
     app.printer.emit(ApplyView(plan, outcome), "json" if fmt == "json" else "text")
     return 0 if outcome.ok else 1
 
 
 def _dockerfile(release: Release, base: str, lock: str,
-                repo: str | None, fingerprint: str, output: Path | None, as_json: bool) -> int:
+                repo: str | None, fingerprint: str, output: Path | None) -> int:
     from neuronctl.cli.setup_report import DockerfileView
     from neuronctl.ops.setup.dockerfile import render_dockerfile
     from neuronctl.ops.setup.plan import check_fingerprint, check_repo_url
@@ -126,6 +126,5 @@ def _dockerfile(release: Release, base: str, lock: str,
                              fingerprint=check_fingerprint(fingerprint, "--key-fingerprint"))
     if output is not None:
         write_atomic(output, text)
-    get_app().printer.emit(DockerfileView(release.version, text, output),
-                           "json" if as_json else "text")
+    get_app().printer.emit(DockerfileView(release.version, text, output))
     return 0
