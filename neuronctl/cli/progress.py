@@ -34,7 +34,7 @@ from neuronctl.ops.reporter import (
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress, TaskID
-    from rich.status import Status
+    from rich.status import Status as Spinner
 
 StepHandler = Callable[[AnyEvent], None]
 """Given the event as the operation sent it (install's plan step carries its data)."""
@@ -132,7 +132,7 @@ class StatusLine:
     def __init__(self, console: Callable[[], Console], *, enabled: bool = True) -> None:
         self._console = console
         self._enabled = enabled
-        self._status: Status | None = None
+        self._status: Spinner | None = None
         self._lock = threading.Lock()
 
     def emit(self, event: AnyEvent) -> None:

@@ -137,10 +137,10 @@ def typed(event: AnyEvent) -> StepStarted | StepDone | Note | Warn | Info | Wait
         return event
     kind = _TYPED[event.kind]
     if kind in (StepStarted, StepDone):
-        return kind(event.message, str(event.data.get("step", "")))  # type: ignore[call-arg]
+        return kind(event.message, str(event.data.get("step", "")))
     if kind is Status:
         return Status(event.message)
-    return kind(event.message)  # type: ignore[call-arg]
+    return kind(event.message)
 
 
 def status(message: str, done: int | None = None, total: int | None = None,
