@@ -32,7 +32,7 @@ def test_every_entry_names_a_real_type_and_renderer(kind, fmt):
 
 
 def test_an_unregistered_outcome_or_format_is_refused():
-    with pytest.raises(LookupError, match="no renderer for builtins.int"):
+    with pytest.raises(LookupError, match=r"no renderer for builtins\.int"):
         renderer(int, "text")
     with pytest.raises(LookupError, match="'yaml'"):
         renderer(_resolve("neuronctl.ops.cost.CostOutcome"), "yaml")
