@@ -35,11 +35,12 @@ if TYPE_CHECKING:
 @click.option("--venv-python", metavar="X.Y|PATH", help="Python for a new --venv (default: the lowest "
               "the release supports that this machine has).")
 @click.option("--backend", type=click.Choice(["auto", "pip", "uv"]), default=None,
-              help="Installer engine (default: config backend, NEURONCTL_BACKEND, else auto).")
+              help="Installer engine (default: NEURONCTL_BACKEND, else config backend, else auto).")
 @click.option("--device", type=DEVICE_CHOICE, default="auto",
-              show_default=True, help="With --lock: which lock to install. auto: the Neuron lock where "
-              "there are Neuron devices, else pylock.cuda.toml beside it where there is an NVIDIA "
-              "GPU; neuron, cuda, cpu: that lock. A lock recording a fallback device installs "
+              show_default=True, help="The device this environment is for, as doctor's and smoke's "
+              "--device; with --lock it picks the lock. auto: the Neuron lock where there are Neuron "
+              "devices, else pylock.cuda.toml beside it where there is an NVIDIA GPU; neuron, cuda, "
+              "cpu: that device's lock. A lock recording a fallback device installs "
               "only where the hardware has that device, or with --device naming it.")
 @click.option("--dry-run", is_flag=True, help="Print the plan, the engine commands and the files "
               "they install; change nothing.")

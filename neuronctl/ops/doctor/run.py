@@ -181,8 +181,9 @@ class DoctorRequest:
     strict: bool = False
     only: tuple[str, ...] = ()
     skip: tuple[str, ...] = ()
-    timeout: float | None = None
-    """Each check's limit in seconds (--timeout, config `timeout`); None: the level's budget."""
+    check_timeout: float | None = None
+    """Each check's limit in seconds (--check-timeout, config `check_timeout`); None: the
+    level's budget."""
     sysroot: Path | None = None
     environ: Mapping[str, str] | None = None
     model: str | None = None
@@ -222,7 +223,7 @@ def doctor(request: DoctorRequest, reporter: Reporter | None = None) -> DoctorRe
     if request.sysroot is not None and not request.sysroot.is_dir():
         raise InputError(f"--sysroot {request.sysroot}: no such directory")
     model = _model(request, ids)
-    budget = budget_for(request.level, request.timeout)
+    budget = budget_for(request.level, request.check_timeout)
     reporter.emit(DoctorStarted(f"running {len(ids)} checks (level {request.level})", "checks",
                                 checks=tuple(ids), level=request.level))
     facts = Facts(python=resolve_python(request.python), sysroot=SysRoot.from_env(request.sysroot),
