@@ -20,62 +20,57 @@ EventKind = Literal["info", "note", "warning", "waiting", "step", "done", "statu
 
 
 @dataclass(frozen=True)
-class StepStarted:
-    """A step of the operation begins (`step` names it, for a handler; `message` says it)."""
-
-    message: str
-    step: str = ""
-    kind: ClassVar[EventKind] = "step"
-
-
-@dataclass(frozen=True)
-class StepDone:
-    """A step, or the whole operation, is done; `message` says how it ended."""
-
-    message: str
-    step: str = ""
-    kind: ClassVar[EventKind] = "done"
-
-
-@dataclass(frozen=True)
-class Note:
-    """Something worth knowing that changes nothing (stderr, `note: ...`)."""
-
-    message: str
-    kind: ClassVar[EventKind] = "note"
-
-
-@dataclass(frozen=True)
-class Warn:
-    """Something that may be wrong (stderr, `warning: ...`)."""
-
-    message: str
-    kind: ClassVar[EventKind] = "warning"
-
-
-@dataclass(frozen=True)
-class Info:
-    """A plain result line ("wrote pylock.toml"), for stdout."""
+class Line:
+    """What every event has: one line that says it, and its kind (how a renderer files it)."""
 
     message: str
     kind: ClassVar[EventKind] = "info"
 
 
 @dataclass(frozen=True)
-class Waiting:
+class StepStarted(Line):
+    """A step of the operation begins (`step` names it, for a handler; `message` says it)."""
+
+    step: str = ""
+    kind: ClassVar[EventKind] = "step"
+
+
+@dataclass(frozen=True)
+class StepDone(Line):
+    """A step, or the whole operation, is done; `message` says how it ended."""
+
+    step: str = ""
+    kind: ClassVar[EventKind] = "done"
+
+
+class Note(Line):
+    """Something worth knowing that changes nothing (stderr, `note: ...`)."""
+
+    kind: ClassVar[EventKind] = "note"
+
+
+class Warn(Line):
+    """Something that may be wrong (stderr, `warning: ...`)."""
+
+    kind: ClassVar[EventKind] = "warning"
+
+
+class Info(Line):
+    """A plain result line ("wrote pylock.toml"), for stdout."""
+
+
+class Waiting(Line):
     """The operation waits on something outside it (a lock, a server)."""
 
-    message: str
     kind: ClassVar[EventKind] = "waiting"
 
 
 @dataclass(frozen=True)
-class Status:
+class Status(Line):
     """What the operation is doing right now ("checks: 3 of 16 done; running device.probe"),
     for a live status line on a terminal; each replaces the one before, and a renderer without
     a terminal drops them (they are never a result)."""
 
-    message: str
     done: int | None = None
     total: int | None = None
     running: tuple[str, ...] = ()
