@@ -57,8 +57,13 @@ def lock(release: str | None, torch: str | None, with_: tuple[str, ...], indexes
                                          offline=offline, timeout=seconds, config_lock=lock_key),
                       allow_unsupported=allow_unsupported)
     pythons = given_values("pythons")  # --python-version, or the old --python
-    reporter = MessageLines(lambda: app.console(stderr=True), shown=app.printer.chatty, kinds=True)
-    outcome = run_lock(request, reporter)
+    from neuronctl.cli.progress import status_reporter
+
+    shown = app.printer.chatty
+    with status_reporter(lambda: app.console(stderr=True), shown=shown) as line:
+        reporter = MessageLines(lambda: app.console(stderr=True), shown=shown, kinds=True,
+                                line=line)
+        outcome = run_lock(request, reporter)
     if outcome.checked:
         flags = _flags(release, torch, with_, indexes, routes, latest, pythons, platforms, output, fmt)
         flags += [f"--fallback={fallback}"] if fallback else []

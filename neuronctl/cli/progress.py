@@ -51,8 +51,15 @@ class CliReporter:
         self._bars: Progress | None = None
         self._tasks: dict[str, TaskID] = {}
         self._lock = threading.Lock()
+        self._line = StatusLine(console, enabled=self._bars_wanted)
 
     def emit(self, event: AnyEvent) -> None:
+        if isinstance(event, Status) or event.kind == "status":
+            # a live line where bars would be drawn, and while none is
+            with self._lock:
+                if self._bars is None:
+                    self._line.emit(event)
+            return
         self.stop_bars()  # a line is never drawn into the bars
         shown = typed(event)
         text = terminal_text(shown.message, None, lines=True)  # files, URLs, packages: data
@@ -71,6 +78,8 @@ class CliReporter:
         if not self._bars_wanted:
             return
         with self._lock:
+            if self._bars is None:
+                self._line.stop()  # one live display at a time: the bars take over
             bars = self._bars or self._start_bars()
             task = self._tasks.get(key)
             if task is None:
@@ -94,6 +103,7 @@ class CliReporter:
         return bars
 
     def stop_bars(self) -> None:
+        self._line.stop()
         with self._lock:
             bars, self._bars = self._bars, None
             self._tasks.clear()
@@ -178,16 +188,22 @@ def status_reporter(console: Callable[[], Console], *, shown: bool) -> StatusLin
 
 class MessageLines:
     """Every event's message as a line on stderr, as it comes (setup --yes shows each step as
-    it starts and ends); `kinds`: as `kind: message` (lock's notes)."""
+    it starts and ends); `kinds`: as `kind: message` (lock's notes). Status events go to `line`
+    alone (the live status line, drawn on a terminal only: status_reporter)."""
 
     def __init__(self, console: Callable[[], Console], *, shown: bool = True,
-                 kinds: bool = False) -> None:
+                 kinds: bool = False, line: StatusLine | None = None) -> None:
         self._console = console
         self._shown = shown
         self._kinds = kinds
+        self._line = line
 
     def emit(self, event: AnyEvent) -> None:
         if not self._shown:
+            return
+        if isinstance(typed(event), Status):
+            if self._line is not None:
+                self._line.emit(event)
             return
         if self._kinds:
             click.echo(f"{event.kind}: {event.message}", err=True)

@@ -134,7 +134,9 @@ def typed(event: AnyEvent) -> StepStarted | StepDone | Note | Warn | Info | Wait
     if kind in (StepStarted, StepDone):
         return kind(event.message, str(event.data.get("step", "")))
     if kind is Status:
-        return Status(event.message)
+        done, total = event.data.get("done"), event.data.get("total")
+        return Status(event.message, done if isinstance(done, int) else None,
+                      total if isinstance(total, int) else None)
     return kind(event.message)
 
 
