@@ -160,22 +160,22 @@ own (`[tool.yourname]`). `neuronctl init` writes the table.
 
 ## Precedence
 
-A command-line option always wins; then the config file; then the built-in default. Some settings
-also have an environment variable; this is where each sits:
+One rule for every setting: **a flag you type > its environment variable > the config file > the
+default**. Each value keeps where it came from, and messages that show one say so (a release the
+data lacks ends "(from pyproject.toml)"; the engine: "NEURONCTL_BACKEND pip"). Two kinds of setting
+are layered data rather than one value: the indexes (bundled routing < config `indexes` <
+`NEURONCTL_INDEX_<NAME>` < the indexes a lock recorded < `--index`, each index on its own; routes
+from config and `--route` together), and the lists that add up (doctor's `skip`, cost's
+`prices`: the config's entries and the flags' together). Within them too, the environment beats the
+config. Old spellings still work, with a one-line note on stderr: `lock`, `init` and `download`
+`--python X.Y` (now `--python-version`: `--python` is always an interpreter), `doctor --timeout`
+(now `--check-timeout`), and config `timeout` where a check's limit is meant (now `check_timeout`;
+`timeout` bounds network requests).
 
-| setting | order |
-| --- | --- |
-| indexes | `--index NAME=URL` > `NEURONCTL_INDEX_<NAME>` > config `indexes` > bundled routing |
-| manifest | `--manifest` > config `manifest` > `NEURONCTL_MANIFEST` > bundled release data |
-| backend | `--backend` > config `backend` > `NEURONCTL_BACKEND` > auto (uv when installed) |
-| release | `--release` > config `release` > the command's own choice (doctor: the newest \
-release listing the installed torch-neuronx, else the newest native one) |
-| manifest_url | `releases update --from` > `NEURONCTL_MANIFEST_URL` > config \
-`manifest_url` > AWS's n2-manifest.json |
+{{SETTINGS}}
 
-Environment variables that are not settings: `NEURONCTL_CACHE_DIR` (the HTTP cache, default
-`~/.cache/neuronctl`), `NEURONCTL_SYSROOT` (read hardware facts under a captured root, default
-`/`) with `NEURONCTL_SYSROOT_TOOLS=1` (trust that root's programs), `NO_COLOR`.
+Other environment variables: `NEURONCTL_SYSROOT_TOOLS=1` (trust the programs of a captured
+`NEURONCTL_SYSROOT`), `NO_COLOR`. The HTTP cache defaults to `~/.cache/neuronctl`.
 
 ## Keys
 """
@@ -194,7 +194,8 @@ indexes = { neuron = "https://mirror.example/neuron/simple" }
 routes = { "my-internal-pkg" = "neuron" }
 backend = "auto"       # auto | pip | uv
 device = "auto"        # auto | neuron | cuda | cpu
-timeout = 60           # per-check seconds
+timeout = 60           # each network request's limit, seconds
+check_timeout = 120    # each doctor check's limit, seconds
 strict = false
 skip = ["device.probe"]
 lock = "pylock.toml"
@@ -207,17 +208,64 @@ model = "mypkg.models:make"   # your model for `neuronctl smoke` and `doctor --l
 """
 
 
+def settings_table() -> str:
+    """Every setting's flag, environment variable, config key and meaning (neuronctl.settings)."""
+    from neuronctl.settings import precedence_table
+
+    rows = ["| setting | flag | environment | config key | what it is |",
+            "| --- | --- | --- | --- | --- |"]
+    for name, flag, env, key, what in precedence_table():
+        cells = [f"`{c}`" if c else "-" for c in (flag, env, key)]
+        rows.append(f"| {name} | {' | '.join(cells)} | {_cell(what)} |")
+    return "\n".join(rows)
+
+
 def config_page() -> str:
     from neuronctl.config import SCHEMA
 
-    lines = [CONFIG_PREAMBLE, "| key | type | meaning |", "| --- | --- | --- |"]
+    lines = [CONFIG_PREAMBLE.replace("{SETTINGS}", settings_table()), "| key | type | meaning |",
+             "| --- | --- | --- |"]
     for key in sorted(SCHEMA):
         types, description = SCHEMA[key]
         lines.append(f"| `{key}` | {_type_words(types)} | {_cell(description)} |")
     return "\n".join(lines) + "\n" + CONFIG_EXAMPLE
 
 
+SYNOPSES_START = ("<!-- the synopses: generated from click by `python -m neuronctl.cli.docs_gen`; "
+                  "do not edit by hand -->")
+SYNOPSES_END = "<!-- end of the synopses -->"
+
+
+def synopses() -> str:
+    """Every command, what it does and its options, from click: the README's table."""
+    from neuronctl.cli.main import cli
+
+    def names(command: click.Command, ctx: click.Context) -> set[str]:
+        return {o for p in command.get_params(ctx) if isinstance(p, click.Option) and not p.hidden
+                for o in p.opts if o.startswith("--") and o != "--help"}
+
+    root = _context(cli, "neuronctl", None)
+    rows = ["| command | what it does | options |", "| --- | --- | --- |",
+            "| `neuronctl` | Global options (also after the command: `-v`, `-q`, `--no-color`, "
+            "`--config`). | " + ", ".join(f"`{o}`" for o in sorted(names(cli, root))) + " |"]
+    for command, ctx in list(_walk(cli, root))[1:]:
+        options = sorted(names(command, ctx) - names(cli, root))
+        rows.append(f"| `{ctx.command_path}` | {_cell(command.get_short_help_str(WIDTH))} | "
+                    + ", ".join(f"`{o}`" for o in options) + " |")
+    return "\n".join(rows)
+
+
+def readme_page() -> str:
+    """README.md with its synopses block regenerated (the rest is hand-written)."""
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    start, end = text.find(SYNOPSES_START), text.find(SYNOPSES_END)
+    if start < 0 or end < start:
+        return text
+    return f"{text[:start]}{SYNOPSES_START}\n{synopses()}\n{text[end:]}"
+
+
 PAGES: dict[str, Callable[[], str]] = {
+    "README.md": readme_page,
     "docs/cli.md": cli_page,
     "docs/config.md": config_page,
     "docs/checks.md": checks_page,
