@@ -28,9 +28,17 @@ from neuronctl.routing import redact_url
 
 
 class _StderrNotes:
-    """Events as `kind: message` lines on stderr (progress is not shown for lock)."""
+    """Events as `kind: message` lines on stderr; `status` events (the index fetches) only to
+    the live status line, which is drawn on a terminal alone (progress.status_reporter)."""
+
+    def __init__(self, line: Reporter | None = None) -> None:
+        self._line = line
 
     def emit(self, event: Event) -> None:
+        if event.kind == "status":
+            if self._line is not None:
+                self._line.emit(event)
+            return
         click.echo(f"{event.kind}: {event.message}", err=True)
 
     def progress(self, key: str, label: str, done: int, total: int | None) -> None:
@@ -72,8 +80,12 @@ def lock(release: str | None, torch: str | None, with_: tuple[str, ...], indexes
                                          offline=offline, timeout=seconds, config_lock=lock_key),
                       allow_unsupported=allow_unsupported)
     pythons = given_values("pythons")  # --python-version, or the old --python
-    reporter: Reporter = NullReporter() if as_json or app.quiet else _StderrNotes()
-    outcome = run_lock(request, reporter)
+    from neuronctl.cli.progress import status_reporter
+
+    quiet = as_json or app.quiet
+    with status_reporter(lambda: app.console(stderr=True), shown=not quiet) as line:
+        reporter: Reporter = NullReporter() if quiet else _StderrNotes(line)
+        outcome = run_lock(request, reporter)
     if outcome.checked:
         flags = _flags(release, torch, with_, indexes, routes, latest, pythons, platforms, output, fmt)
         flags += [f"--fallback={fallback}"] if fallback else []

@@ -231,41 +231,7 @@ def config_page() -> str:
     return "\n".join(lines) + "\n" + CONFIG_EXAMPLE
 
 
-SYNOPSES_START = ("<!-- the synopses: generated from click by `python -m neuronctl.cli.docs_gen`; "
-                  "do not edit by hand -->")
-SYNOPSES_END = "<!-- end of the synopses -->"
-
-
-def synopses() -> str:
-    """Every command, what it does and its options, from click: the README's table."""
-    from neuronctl.cli.main import cli
-
-    def names(command: click.Command, ctx: click.Context) -> set[str]:
-        return {o for p in command.get_params(ctx) if isinstance(p, click.Option) and not p.hidden
-                for o in p.opts if o.startswith("--") and o != "--help"}
-
-    root = _context(cli, "neuronctl", None)
-    rows = ["| command | what it does | options |", "| --- | --- | --- |",
-            "| `neuronctl` | Global options (also after the command: `-v`, `-q`, `--no-color`, "
-            "`--config`). | " + ", ".join(f"`{o}`" for o in sorted(names(cli, root))) + " |"]
-    for command, ctx in list(_walk(cli, root))[1:]:
-        options = sorted(names(command, ctx) - names(cli, root))
-        rows.append(f"| `{ctx.command_path}` | {_cell(command.get_short_help_str(WIDTH))} | "
-                    + ", ".join(f"`{o}`" for o in options) + " |")
-    return "\n".join(rows)
-
-
-def readme_page() -> str:
-    """README.md with its synopses block regenerated (the rest is hand-written)."""
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    start, end = text.find(SYNOPSES_START), text.find(SYNOPSES_END)
-    if start < 0 or end < start:
-        return text
-    return f"{text[:start]}{SYNOPSES_START}\n{synopses()}\n{text[end:]}"
-
-
 PAGES: dict[str, Callable[[], str]] = {
-    "README.md": readme_page,
     "docs/cli.md": cli_page,
     "docs/config.md": config_page,
     "docs/checks.md": checks_page,
