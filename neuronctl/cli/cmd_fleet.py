@@ -13,16 +13,15 @@ from typing import Any
 
 import click
 
-from neuronctl.cli.app import paint, terminal_text
+from neuronctl.cli.app import get_app, paint, terminal_text
 from neuronctl.cli.common import timeout_value
 from neuronctl.cli.fleet_report import (
     render_json_payload,
     render_junit,
     render_markdown,
     render_text,
-    verdict_line,
 )
-from neuronctl.cli.output import emit_json, to_json_text, write_atomic
+from neuronctl.cli.output import to_json_text, write_atomic
 from neuronctl.errors import InputError
 from neuronctl.ops.doctor.levels import LEVELS, RUN_MARGIN_S
 from neuronctl.ops.fleet.aggregate import aggregate
@@ -93,17 +92,12 @@ def fleet_doctor_command(nodes: int | None, nodelist: str | None, all_nodes: boo
                            timeout=timeout_value(timeout, None, 120.0),
                            remote_command=tuple(_remote_command(remote_command)))
     report = aggregate(fleet_doctor(request, request.remote_command))
-    renderers = {"junit": render_junit, "markdown": render_markdown, "text": render_text}
-    failure = None if report.ok else f"fleet doctor: {verdict_line(report)}"
     if output is not None:
+        renderers = {"junit": render_junit, "markdown": render_markdown, "text": render_text}
         text = (to_json_text(render_json_payload(report)) if fmt == "json"
                 else renderers[fmt](report))
         write_atomic(output, text)
-        click.echo(render_text(report), nl=False)
-    elif fmt == "json":
-        emit_json(render_json_payload(report), failure=failure)
-    else:
-        click.echo(renderers[fmt](report), nl=False)
+    get_app().printer.emit(report, "text" if output is not None else fmt)
     return report.exit_code
 
 

@@ -33,7 +33,8 @@ the same). Global options go before the command; `-v`, `-q`, `--no-color` and `-
 it (`neuronctl doctor -q`). Exit codes: `0` success; `1` a check failed or the operation could not
 be completed; `2` bad usage or bad input, a one-line message naming what and where; `130`
 interrupted, `143` terminated. Every reporting command has `--json` (or `--format json`): exactly
-one JSON document on stdout, on success and on failure, with `"schema": 1` and `"command"`.
+one JSON document on stdout, on success and on failure, in one envelope: `"schema": 1`,
+`"command"`, `"status"`, the command's own keys, `"error"` on failure ([json.md](json.md)).
 
 ## Shell completion
 
