@@ -144,7 +144,7 @@ def test_analysis_follows_calls_and_reads_fixes_from_code():
 HAND_WRITTEN = ("architecture", "benchmarks", "bundle", "ci", "cost", "doctor", "fleet", "install",
                 "json", "lock", "releases", "security", "setup", "smoke")
 # The README's first session and set-up hold `neuronctl ...` lines too: checked like the pages.
-SYNOPSIS_PAGES = tuple(f"docs/{name}.md" for name in HAND_WRITTEN) + ("README.md",)
+SYNOPSIS_PAGES = (*(f"docs/{name}.md" for name in HAND_WRITTEN), "README.md")
 
 
 def _anchors(text: str) -> set[str]:
