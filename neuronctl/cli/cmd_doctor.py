@@ -65,8 +65,8 @@ FORMATS = ("text", "json", "junit", "github", "prometheus")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the report in --format to FILE; a text summary still goes to stdout.")
 @click.option("--check-timeout", type=float, default=None,
-              help="Each check's time limit in seconds [config check_timeout, else the level's "
-                   "budget].")
+              help="Each check's time limit in seconds (once --timeout, still accepted) [config "
+                   "check_timeout, else the level's budget].")
 @renamed("--timeout", "--check-timeout", "check_timeout", " (each check's time limit)", type=float)
 @click.option("--slurm-drain", is_flag=True,
               help="After the report, drain this Slurm node (scontrol) when a check calls for it "

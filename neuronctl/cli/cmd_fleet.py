@@ -114,7 +114,7 @@ def npd_config(path: str, interval: float, timeout: float, max_output: int) -> d
     limit_args: list[str] = []
     per_check = npd_check_limit(timeout)
     if per_check is not None:
-        limit_args = ["--timeout", f"{per_check:g}"]
+        limit_args = ["--check-timeout", f"{per_check:g}"]
     return {
         "plugin": "custom",
         "pluginConfig": {"invoke_interval": _duration(interval), "timeout": _duration(timeout),
@@ -137,7 +137,7 @@ def npd_config(path: str, interval: float, timeout: float, max_output: int) -> d
 
 
 def npd_check_limit(timeout: float) -> float | None:
-    """Each check's --timeout where NPD's `timeout` is under level 1's budget; None where the
+    """Each check's --check-timeout where NPD's `timeout` is under level 1's budget; None where the
     level's own fits. InputError where not even NPD_MIN_CHECK_S a check would fit."""
     if timeout >= LEVELS[1].total_s + NPD_START_S + RUN_MARGIN_S:
         return None
@@ -193,7 +193,7 @@ def npd_config_command(tool: str | None, interval: int, timeout: int, max_output
     per_check = npd_check_limit(timeout)
     if per_check is not None and per_check < LEVELS[1].check_s:
         _warn(f"--timeout {timeout}: NPD's limit is under level 1's {LEVELS[1].total_s:g} s "
-              f"budget; the doctor runs with --timeout {per_check:g} (each check {per_check:g} s, "
+              f"budget; the doctor runs with --check-timeout {per_check:g} (each check {per_check:g} s, "
               f"not {LEVELS[1].check_s:g} s)")
     why = ephemeral_reason(path)
     if why is not None:

@@ -49,9 +49,8 @@ def lock(release: str | None, torch: str | None, with_: tuple[str, ...], indexes
 
     app = get_app()
     rules = resolver()
-    settings = stack_settings(rules, latest=latest, fallback=fallback)
-    stack = plan_request(app.manifest(), settings)
     seconds = 30.0 if check else float(resolve("timeout", rules=rules).value)
+    stack = plan_request(app.manifest(), stack_settings(rules, latest=latest, fallback=fallback))
     lock_key = rules.config_text("lock")  # as written: -o's errors quote it so
     request = replace(build_lock_request(stack, output=output, fmt=fmt, check=check,
                                          offline=offline, timeout=seconds, config_lock=lock_key),
