@@ -25,7 +25,7 @@ from neuronctl.manifest import (
     Framework,
     Manifest,
     Release,
-    ReleaseBackend,
+    ReleaseFlavour,
     reject_duplicates,
 )
 from neuronctl.provenance import check_url
@@ -102,19 +102,19 @@ def convert_release(rel: Fields) -> Release:
         if a.name != "torch-neuronx":
             continue
         info = classify(a.version)
-        if info.backend == "xla" and info.torch:
+        if info.flavour == "xla" and info.torch:
             frameworks.append(Framework("xla", info.torch, a.version, a.chips, a.python))
-        elif info.backend == "native" and info.torch:
+        elif info.flavour == "native" and info.torch:
             frameworks.append(Framework("native", f"{info.torch}.0", a.version, a.chips, a.python))
-    frameworks.sort(key=lambda f: (f.backend == "native", Version(f.torch)), reverse=True)
-    backend: ReleaseBackend
-    if any(f.backend == "native" for f in frameworks):
-        backend = "native"
+    frameworks.sort(key=lambda f: (f.flavour == "native", Version(f.torch)), reverse=True)
+    flavour: ReleaseFlavour
+    if any(f.flavour == "native" for f in frameworks):
+        flavour = "native"
     elif frameworks:
-        backend = "xla"
+        flavour = "xla"
     else:
-        backend = "none"
-    main = [f for f in frameworks if f.backend == backend]
+        flavour = "none"
+    main = [f for f in frameworks if f.flavour == flavour]
     if main:
         chips = set().union(*(f.chips for f in main))
         python = set().union(*(f.python for f in main))
@@ -136,7 +136,7 @@ def convert_release(rel: Fields) -> Release:
             system[name] = best.version
     return Release(
         version=version,
-        backend=backend,
+        flavour=flavour,
         torch=tuple(f.torch for f in main),
         python=_sort_python(python),
         chips=tuple(c for c in CHIP_IDS if c in chips),

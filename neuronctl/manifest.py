@@ -23,7 +23,7 @@ from neuronctl.data import bundled_text
 from neuronctl.errors import InputError
 from neuronctl.jsonfields import Fields
 from neuronctl.manifest_model import (
-    BACKENDS,
+    FLAVOURS,
     MANIFEST_SCHEMA,
     MAX_JSON_BYTES,
     SYSTEM_PACKAGES,
@@ -31,15 +31,15 @@ from neuronctl.manifest_model import (
     Framework,
     Manifest,
     Release,
-    ReleaseBackend,
+    ReleaseFlavour,
 )
 from neuronctl.provenance import Source, check_date, check_url
 from neuronctl.rules import parse_rules
 from neuronctl.safety import open_regular
 
 __all__ = [
-    "BACKENDS", "MANIFEST_SCHEMA", "MAX_JSON_BYTES", "SYSTEM_PACKAGES", "Artifact", "Framework",
-    "Manifest", "Release", "ReleaseBackend", "decode_json", "load_bundled_manifest",
+    "FLAVOURS", "MANIFEST_SCHEMA", "MAX_JSON_BYTES", "SYSTEM_PACKAGES", "Artifact", "Framework",
+    "Manifest", "Release", "ReleaseFlavour", "decode_json", "load_bundled_manifest",
     "load_default_manifest", "load_manifest", "load_manifest_file", "parse_manifest",
     "read_json_file", "reject_duplicates", "stored_manifest_path",
 ]
@@ -87,13 +87,13 @@ def _nullable_texts(f: Fields, key: str, unpublished: list[str], value_key: str)
 def _parse_frameworks(f: Fields, unpublished: list[str]) -> tuple[Framework, ...]:
     frameworks = []
     for fw in f.objects("frameworks", required=False):
-        fw_backend = fw.req_text("backend")
-        if fw_backend not in ("native", "xla"):
-            raise fw.fail("backend", f"expected native or xla, got {fw_backend!r}")
+        flavour = fw.req_text("backend")  # the data's key for the flavour
+        if flavour not in ("native", "xla"):
+            raise fw.fail("backend", f"expected native or xla, got {flavour!r}")
         tnx = _check_version(fw.req_text("torch_neuronx"), fw, "torch_neuronx")
         base = f"frameworks.{tnx}"
         frameworks.append(Framework(
-            backend="native" if fw_backend == "native" else "xla",
+            flavour="native" if flavour == "native" else "xla",
             torch=_check_version(fw.req_text("torch"), fw, "torch"),
             torch_neuronx=tnx,
             chips=_check_chips(_nullable_texts(fw, "chips", unpublished, f"{base}.chips"), fw,
@@ -132,9 +132,9 @@ def _parse_constraints(f: Fields) -> dict[str, str]:
 
 def _parse_release(f: Fields) -> Release:
     version = _check_version(f.req_text("version"), f, "version")
-    backend = f.req_text("backend")
-    if backend not in BACKENDS:
-        raise f.fail("backend", f"expected one of {', '.join(BACKENDS)}, got {backend!r}")
+    flavour = f.req_text("backend")  # the data's key for the flavour
+    if flavour not in FLAVOURS:
+        raise f.fail("backend", f"expected one of {', '.join(FLAVOURS)}, got {flavour!r}")
     packages_f = f.obj("packages")
     assert packages_f is not None
     packages: dict[str, tuple[str, ...]] = {}
@@ -155,7 +155,7 @@ def _parse_release(f: Fields) -> Release:
     date = f.text("date", required=False)
     return Release(
         version=version,
-        backend=backend,  # type: ignore[arg-type]
+        flavour=flavour,  # type: ignore[arg-type]
         torch=tuple(_check_version(t, f, "torch") for t in f.texts("torch")),
         python=tuple(f.texts("python")),
         chips=_check_chips(f.texts("chips"), f, "chips"),

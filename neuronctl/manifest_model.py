@@ -19,8 +19,10 @@ from neuronctl.rules import Rule
 MANIFEST_SCHEMA = 1
 MAX_JSON_BYTES = 64 << 20
 """AWS's whole n2 manifest is ~100 kB; anything this large is not a release manifest."""
-ReleaseBackend = Literal["native", "xla", "none"]
-BACKENDS: tuple[str, ...] = ("native", "xla", "none")
+ReleaseFlavour = Literal["native", "xla", "none"]
+"""A release's PyTorch flavour: native TorchNeuron, legacy XLA, or no PyTorch pins. The data
+and JSON key for it is "backend" (the name the format has always had)."""
+FLAVOURS: tuple[str, ...] = ("native", "xla", "none")
 SYSTEM_PACKAGES: tuple[str, ...] = (
     "aws-neuronx-dkms",
     "aws-neuronx-runtime-lib",
@@ -47,14 +49,19 @@ class Artifact:
 class Framework:
     """A PyTorch line of a release: which torch-neuronx build pairs with which torch."""
 
-    backend: Literal["native", "xla"]
+    flavour: Literal["native", "xla"]
     torch: str
     torch_neuronx: str
     chips: tuple[str, ...]
     python: tuple[str, ...]
 
+    @property
+    def backend(self) -> Literal["native", "xla"]:
+        """The flavour under its old name (the data's key; some modules still read it)."""
+        return self.flavour
+
     def to_json(self) -> dict[str, Any]:
-        return {"backend": self.backend, "torch": self.torch, "torch_neuronx": self.torch_neuronx,
+        return {"backend": self.flavour, "torch": self.torch, "torch_neuronx": self.torch_neuronx,
                 "chips": list(self.chips), "python": list(self.python)}
 
 
@@ -63,7 +70,7 @@ class Release:
     """One Neuron release: the versions it pins, the chips and Pythons it supports."""
 
     version: str
-    backend: ReleaseBackend
+    flavour: ReleaseFlavour
     torch: tuple[str, ...]
     python: tuple[str, ...]
     chips: tuple[str, ...]
@@ -89,6 +96,11 @@ class Release:
     def key(self) -> Version:
         return Version(self.version)
 
+    @property
+    def backend(self) -> ReleaseFlavour:
+        """The flavour under its old name (the data's key; some modules still read it)."""
+        return self.flavour
+
     def framework_for_torch(self, torch: str) -> Framework | None:
         """The framework line for a torch request such as "2.14", "2.14.0" or "2.14.0+cpu"."""
         want = Version(torch)
@@ -102,9 +114,9 @@ class Release:
         return None
 
     def default_framework(self) -> Framework | None:
-        """The newest framework of the release's own backend."""
+        """The newest framework of the release's own flavour."""
         for fw in self.frameworks:
-            if fw.backend == self.backend:
+            if fw.flavour == self.flavour:
                 return fw
         return None
 
@@ -127,7 +139,7 @@ class Release:
             "version": self.version,
             "date": self.date,
             "status": self.status,
-            "backend": self.backend,
+            "backend": self.flavour,
             "torch": list(self.torch),
             "python": list(self.python),
             "chips": list(self.chips),
@@ -178,15 +190,15 @@ class Manifest:
     def latest(self) -> Release:
         return self.releases[0]
 
-    def latest_with_backend(self, backend: str) -> Release | None:
-        """The newest release of `backend` whose whole stack is published (a partly published
+    def latest_with_flavour(self, flavour: str) -> Release | None:
+        """The newest release of `flavour` whose whole stack is published (a partly published
         one is used only when asked for by --release)."""
-        return next((r for r in self.releases if r.backend == backend and r.complete), None)
+        return next((r for r in self.releases if r.flavour == flavour and r.complete), None)
 
     @property
     def default(self) -> Release:
         """The release used without --release: the newest fully published native one."""
-        return (self.latest_with_backend("native")
+        return (self.latest_with_flavour("native")
                 or next((r for r in self.releases if r.complete), self.latest))
 
     def find(self, version: str) -> Release | None:

@@ -79,7 +79,7 @@ def _keys(release: Release) -> Iterator[tuple[str, tuple[str, ...], str]]:
     if release.date is not None:
         yield "date", (), release.date
     yield "status", (), release.status
-    yield "backend", (), release.backend
+    yield "backend", (), release.flavour  # the data key (and its sources key) for the flavour
     for name in ("torch", "python", "chips"):
         yield name, (), show(getattr(release, name))
     for name, versions in release.packages.items():
@@ -91,7 +91,7 @@ def _keys(release: Release) -> Iterator[tuple[str, tuple[str, ...], str]]:
         yield f"system.{name}", ("system",), version
     for fw in release.frameworks:
         base = f"frameworks.{fw.torch_neuronx}"
-        yield f"{base}.torch", (base, "frameworks"), f"{fw.backend} torch {fw.torch}"
+        yield f"{base}.torch", (base, "frameworks"), f"{fw.flavour} torch {fw.torch}"
         yield f"{base}.chips", (base, "frameworks"), show(fw.chips)
         yield f"{base}.python", (base, "frameworks"), show(fw.python)
     for a in release.artifacts:

@@ -63,7 +63,8 @@ class Situation:
     """What is known of a combination: the release and, where known, the rest."""
 
     release: str
-    backend: str | None = None
+    flavour: str | None = None
+    """native or xla: the PyTorch flavour (a rule's `when` and `need` call it "backend")."""
     chip: str | None = None
     python: str | None = None
     """The Python line, "3.12"."""
@@ -76,8 +77,12 @@ class Situation:
     runtime: str | None = None
 
 
+FACT_NAMES: Mapping[str, str] = {"chips": "chip", "backend": "flavour"}
+"""A rule's key (the data's name) -> the Situation field it reads."""
+
+
 def _fact(s: Situation, key: str) -> Any:
-    return s.chip if key == "chips" else getattr(s, key)
+    return getattr(s, FACT_NAMES.get(key, key))
 
 
 def _holds(key: str, want: Any, have: Any) -> bool | None:

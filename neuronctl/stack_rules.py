@@ -21,7 +21,7 @@ def check_stack_rules(release: Release | None, framework: Framework | None,
     (warn-severity rules, rules --allow-unsupported overrode, pins not published)."""
     if release is None:
         return []
-    situations = [Situation(release.version, backend=framework.backend if framework else None,
+    situations = [Situation(release.version, flavour=framework.flavour if framework else None,
                             chip=chip, python=_line(py) if py else None,
                             torch=_line(framework.torch) if framework else None, os=os)
                   for py in (pythons or [""])]

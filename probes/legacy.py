@@ -16,7 +16,7 @@ Says = Literal["legacy", "native", "placeholder"]
 
 # Retired or XLA-only packages whose presence marks the legacy stack.
 LEGACY_PACKAGES: dict[str, str] = {
-    "torch-xla": "PyTorch/XLA, the legacy Neuron backend's base",
+    "torch-xla": "PyTorch/XLA, the base of Neuron's legacy XLA flavour",
     "libneuronxla": "the legacy PJRT plugin",
     "transformers-neuronx": "retired in Neuron 2.26",
     "torch-neuron": "Inf1-only torch-neuron",
@@ -65,10 +65,10 @@ def detect_legacy(env: PythonEnv, environ: Mapping[str, str]) -> LegacyReport:
     tnx = env.get("torch-neuronx")
     if tnx is not None:
         info = classify(tnx.version)
-        if info.backend == "xla":
+        if info.flavour == "xla":
             signals.append(Signal("torch-neuronx version", "legacy",
                                   f"{tnx.version} is the XLA line for torch {info.torch}"))
-        elif info.backend == "native":
+        elif info.flavour == "native":
             signals.append(Signal("torch-neuronx version", "native",
                                   f"{tnx.version} is TorchNeuron for torch {info.torch}"))
         deps = _requires_names(tnx.requires) & {"torch-xla", "libneuronxla"}

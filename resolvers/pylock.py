@@ -71,7 +71,8 @@ class LockInputs:
     """What the lock was made from; recorded in [tool.neuronctl] and compared by --check."""
 
     release: str
-    backend: str
+    flavour: str
+    """native or xla; recorded under the lock's key "backend" (its name since schema 1)."""
     torch: str
     torch_neuronx: str
     latest: bool
@@ -101,7 +102,7 @@ class LockInputs:
         return {
             "schema": LOCK_TOOL_SCHEMA,
             "release": self.release,
-            "backend": self.backend,
+            "backend": self.flavour,
             "torch": self.torch,
             "torch-neuronx": self.torch_neuronx,
             "latest": self.latest,

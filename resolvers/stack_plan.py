@@ -55,7 +55,7 @@ def pick_release(manifest: Manifest, version: str | None) -> Release:
     """The release asked for, else the newest native one (the newest of all if none is native)."""
     if version:
         return manifest.get(version)
-    return manifest.latest_with_backend("native") or manifest.latest
+    return manifest.latest_with_flavour("native") or manifest.latest
 
 
 def select_framework(release: Release, torch: str | None) -> Framework:

@@ -69,7 +69,7 @@ TORCH_FAMILY = frozenset({"torch", "torchvision", "torchaudio"})
 
 
 def version_filter(plan: StackPlan) -> VersionFilter:
-    backend = plan.framework.backend
+    flavour = plan.framework.flavour
     fallback = plan.fallback
     neuron = neuron_packages() if fallback is not None else frozenset()
 
@@ -84,9 +84,9 @@ def version_filter(plan: StackPlan) -> VersionFilter:
                 return f"{build}; this lock is for +{fallback.local}"
             return None
         if name == "torch-neuronx":
-            kind = classify(str(version)).backend
-            if kind != backend:
-                return f"{kind} build of torch-neuronx; this lock is for the {backend} stack"
+            kind = classify(str(version)).flavour
+            if kind != flavour:
+                return f"{kind} build of torch-neuronx; this lock is for the {flavour} stack"
         return None
 
     return refuse

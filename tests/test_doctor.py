@@ -309,7 +309,8 @@ def test_release_override_and_output_file(cli, stacks, trn2, tmp_path):
             str(stacks["native"]), "--sysroot", str(trn2), "--no-device-probe")
     data = json.loads(out.read_text())
     assert data["environment"]["release"] == {"version": "2.31.1", "backend": "xla",
-                                              "reason": "requested"}
+                                              "flavour": "xla", "reason": "requested"}
+    assert data["release_source"] == "--release"
     assert "packages.torch-neuronx" in r.out  # stdout keeps the text report
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".report")] == []
 

@@ -121,7 +121,7 @@ def two_target_resolutions() -> list[Resolution]:
 
 
 def inputs(targets=(PY312, PY313), **changes) -> LockInputs:
-    fields = dict(release="2.33.0", backend="native", torch="2.14", torch_neuronx="2.14.3.0",
+    fields = dict(release="2.33.0", flavour="native", torch="2.14", torch_neuronx="2.14.3.0",
                   latest=False, requirements=("typing-extensions",), targets=tuple(targets),
                   pins={"torch": "2.14.0", "torch-neuronx": "2.14.3.0"},
                   indexes={"pypi": INDEX})

@@ -30,7 +30,7 @@ def test_importer_reads_every_release(n2, imported):
 def test_importer_spot_checks_against_facts(imported):
     facts = FACTS.read_text()
     r232 = imported.get("2.32.0")
-    assert r232.backend == "none" and r232.torch == ()
+    assert r232.flavour == "none" and r232.torch == ()
     assert r232.package_version("neuronx-cc") == "2.27.5334.0"
     assert r232.package_version("nki") == "0.6.0"
     assert r232.package_version("libneuronxla") == "3.0.5356.0"
@@ -41,7 +41,7 @@ def test_importer_spot_checks_against_facts(imported):
     for value in ("2.27.5334.0", "3.0.5356.0", "2.30.2.0", "2.34.10.0", "2.32.28.0"):
         assert value in facts
     r231 = imported.get("2.31.0")
-    assert r231.backend == "xla"
+    assert r231.flavour == "xla"
     assert r231.packages["torch-neuronx"] == ("2.9.0.2.15.32035",)
     assert r231.torch == ("2.9.0",)
     assert r231.package_version("neuronx-cc") == "2.26.6360.0"
@@ -71,7 +71,7 @@ def test_bundled_matches_aws_manifest_where_both_cover(imported):
     assert len(overlap) == 27  # 2.22.1 is not in AWS's master manifest (RELEASE-FACTS section 4)
     for mine in overlap:
         theirs = imported.get(mine.version)
-        assert mine.backend == theirs.backend, mine.version
+        assert mine.flavour == theirs.flavour, mine.version
         assert mine.torch == theirs.torch, mine.version
         assert mine.python == theirs.python, mine.version
         assert mine.chips == theirs.chips, mine.version
@@ -82,7 +82,7 @@ def test_bundled_matches_aws_manifest_where_both_cover(imported):
 def test_bundled_2_33_is_right():
     r = load_bundled_manifest().get("2.33.0")
     facts = FACTS.read_text()
-    assert r.backend == "native" and r.status == "beta"
+    assert r.flavour == "native" and r.status == "beta"
     assert r.torch == ("2.14.0", "2.13.0")
     assert r.python == ("3.12", "3.13", "3.14")
     assert r.chips == ("trn2", "trn3")
@@ -90,9 +90,9 @@ def test_bundled_2_33_is_right():
     assert r.packages["neuronx-cc"] == ("2.28.7631.0",)
     assert r.packages["nki"] == ("0.7.0",)
     fw14 = r.framework_for_torch("2.14")
-    assert fw14 and fw14.torch_neuronx == "2.14.3.0" and fw14.backend == "native"
+    assert fw14 and fw14.torch_neuronx == "2.14.3.0" and fw14.flavour == "native"
     assert r.framework_for_torch("2.13.0+cpu").torch_neuronx == "2.13.3.0"
-    assert r.framework_for_torch("2.9").backend == "xla"
+    assert r.framework_for_torch("2.9").flavour == "xla"
     for name, version in r.system.items():
         assert re.search(rf"{name}.*\| {re.escape(version)}", facts), name
 

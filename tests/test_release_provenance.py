@@ -86,7 +86,7 @@ def test_default_is_the_newest_fully_published_release():
     m = load_bundled_manifest()
     assert m.latest.version == "2.34.0"
     assert m.default.version == "2.33.1"
-    assert m.latest_with_backend("native").version == "2.33.1"
+    assert m.latest_with_flavour("native").version == "2.33.1"
 
 
 def test_releases_shows_dates_status_default_and_data(cli):

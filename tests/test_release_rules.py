@@ -117,10 +117,10 @@ def test_an_unknown_fact_never_breaks_a_rule():
 
 def test_support_windows():
     ids = lambda **kw: [r.id for r in broken_rules(M.rules, Situation(**kw), ("support",))]  # noqa: E731
-    assert ids(release="2.34.0", backend="xla", chip="trn2") == [
+    assert ids(release="2.34.0", flavour="xla", chip="trn2") == [
         "support.xla-training-ended-2.30", "support.xla-inference-trn2-trn3-ended-2.34"]
     # XLA inference on Trn2 is supported through 2.33: only the training note applies.
-    assert ids(release="2.33.0", backend="xla", chip="trn2") == ["support.xla-training-ended-2.30"]
+    assert ids(release="2.33.0", flavour="xla", chip="trn2") == ["support.xla-training-ended-2.30"]
     assert ids(release="2.30.0", python="3.10") == ["support.python-3.10-ended-2.30"]
     assert ids(release="2.29.0", python="3.10") == []
     assert ids(release="2.29.0", torch="2.8") == ["support.pytorch-2.7-2.8-ended-2.29"]

@@ -35,6 +35,7 @@ from neuronctl.ops.doctor.report import DoctorReport
 from neuronctl.ops.doctor.run import SELECTORS_HELP, DoctorRequest
 from neuronctl.ops.output_path import check_output_file
 from neuronctl.ops.target_env import TargetPython
+from neuronctl.settings import Setting
 
 FORMATS = ("text", "json", "junit", "github", "prometheus")
 
@@ -101,7 +102,8 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
                             if output is not None else ""))
     check_output_file(output, "-o")
     chosen = choose_level(level, no_device_probe, compile_tier)
-    request, policy, target = _request(python, chosen, only, lookback, sysroot, manifest_path)
+    request, policy, target, release = _request(python, chosen, only, lookback, sysroot,
+                                                manifest_path)
     started, clock = time.time(), time.perf_counter()
     from neuronctl.cli.progress import status_reporter
 
@@ -111,7 +113,7 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
         report = doctor_run.doctor(request, reporter)
     duration = time.perf_counter() - clock
     drained = _slurm_drain(report, policy) if slurm_drain else None
-    _deliver(report, fmt, output, drained, started, duration, target)
+    _deliver(DoctorView(report, target, drained, release), fmt, output, started, duration)
     if drained is not None and drained.get("action") == "error":
         return 1
     if exit_on is not None:
@@ -123,16 +125,15 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
 
 def _request(python: str | None, level: int, only: tuple[str, ...], lookback: str | None,
              sysroot: Path | None, manifest_path: Path | None
-             ) -> tuple[DoctorRequest, str, TargetPython]:
+             ) -> tuple[DoctorRequest, str, TargetPython, Setting[str | None]]:
     """The doctor request from the flags, the environment and the config (neuronctl.settings),
-    the --slurm-drain policy, and the target."""
+    the --slurm-drain policy, the target, and the release setting (with where it came from)."""
     app, rules = get_app(), resolver()
     policy = resolve("drain_on", rules=rules).value
     target = target_python(python)
-    model = resolve("model", rules=rules)
+    model, release = resolve("model", rules=rules), resolve("release", rules=rules)
     request = DoctorRequest(
-        manifest=app.manifest(manifest_path), python=target.python,
-        release=resolve("release", rules=rules).value, lock=resolve("lock", rules=rules).value,
+        manifest=app.manifest(manifest_path), python=target.python, release=release.value, lock=resolve("lock", rules=rules).value,
         device=resolve("device", rules=rules).value, level=level,
         strict=resolve("strict", rules=rules).value, only=only,
         skip=given_values("skip") + rules.config_list("skip"),
@@ -140,7 +141,7 @@ def _request(python: str | None, level: int, only: tuple[str, ...], lookback: st
         sysroot=check_sysroot(sysroot), model=model.value,
         model_origin=f"config model ({rules.config.source or 'pyproject.toml'})",
         model_cwd=rules.config.base_dir, lookback_s=lookback_seconds(lookback))
-    return request, policy, target
+    return request, policy, target, release
 
 
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -176,9 +177,9 @@ def _slurm_drain(report: DoctorReport, drain_on: str) -> dict[str, str]:
     return {"node": outcome.node, "action": outcome.action, "why": outcome.why}
 
 
-def _deliver(report: DoctorReport, fmt: str, output: Path | None, drained: dict[str, str] | None,
-            started: float, duration: float, target: TargetPython) -> None:
-    view = DoctorView(report, target, drained)
+def _deliver(view: DoctorView, fmt: str, output: Path | None, started: float,
+             duration: float) -> None:
+    report = view.report
     rendered = {"json": lambda r: render_json(r, view.extra), "junit": render_junit,
                 "github": render_github}
     if output is not None and fmt == "prometheus":

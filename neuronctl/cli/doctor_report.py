@@ -18,6 +18,7 @@ from neuronctl.ops.doctor.runner import CheckResult
 if TYPE_CHECKING:
     from neuronctl.cli.printer import Printer
     from neuronctl.ops.target_env import TargetPython
+    from neuronctl.settings import Setting
 
 STATUS_STYLES = {"pass": "green", "warn": "yellow", "fail": "red", "skip": "dim"}
 DRAIN_NOTE = "severity: drain (take the node out of service; --slurm-drain does)"
@@ -195,20 +196,40 @@ def print_text(report: DoctorReport, console: Any, *, verbose: int, quiet: bool)
 
 @dataclass(frozen=True)
 class DoctorView:
-    """`neuronctl doctor`'s result: the report, the target it checked, and what --slurm-drain
-    did (None without it)."""
+    """`neuronctl doctor`'s result: the report, the target it checked, what --slurm-drain
+    did (None without it), and the release setting (None: not resolved from the settings)."""
 
     report: DoctorReport
     target: TargetPython
     drained: Mapping[str, str] | None = None
+    release: Setting[str | None] | None = None
+
+    @property
+    def release_source(self) -> str:
+        """Where the release came from: "--release", "NEURONCTL_RELEASE", the config file, or
+        "default" (the doctor chose it; the report's `reason` says how)."""
+        given = self.release is not None and self.release.given
+        return self.release.source.label if self.release is not None and given else "default"
 
     @property
     def extra(self) -> dict[str, Any]:
         """The JSON document's keys beside the report's own."""
-        extra: dict[str, Any] = {"target": self.target.to_json()}
+        extra: dict[str, Any] = {"target": self.target.to_json(),
+                                 "release_source": self.release_source}
         if self.drained is not None:
             extra["slurm_drain"] = dict(self.drained)
         return extra
+
+    def release_line(self) -> str | None:
+        """The text report's release header: "release 2.33.1 (from pyproject.toml)", or
+        "(default: <why the doctor chose it>)"; None where no check needed the release."""
+        chosen = self.report.environment.get("release")
+        if not isinstance(chosen, Mapping):
+            return None
+        version = str(chosen.get("version"))
+        if self.release is not None and self.release.given:
+            return f"release {self.release.said(version)}"
+        return f"release {version} (default: {chosen.get('reason')})"
 
     @property
     def failure(self) -> str | None:
@@ -225,6 +246,9 @@ def print_view(view: DoctorView, printer: Printer) -> None:
     """The text report on stdout (also when the report in --format went to -o FILE)."""
     printer.json_wanted = False  # any JSON went to the -o file: stdout is the text report
     echo_target(view.target, printer.quiet)
+    header = view.release_line()
+    if header is not None and not printer.quiet:
+        printer.say(header)
     print_text(view.report, printer.console(), verbose=printer.verbose, quiet=printer.quiet)
     print_drain(view, printer)
 

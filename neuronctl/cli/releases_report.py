@@ -168,15 +168,15 @@ def _release_table(manifest: Manifest, title: str, printer: Printer) -> None:
 
     rows = []
     for r in manifest.releases:
-        own = tuple(f.torch_neuronx for f in r.frameworks if f.backend == r.backend)
-        rows.append((r.version, r.date or "unknown", _status(manifest, r), r.backend,
+        own = tuple(f.torch_neuronx for f in r.frameworks if f.flavour == r.flavour)
+        rows.append((r.version, r.date or "unknown", _status(manifest, r), r.flavour,
                      _lines(r.torch), _lines(own),
                      _lines(r.packages.get("neuronx-cc", ())) if "neuronx-cc" not in r.constraints
                      else "not published",
                      f"{r.python[0]}-{r.python[-1]}" if r.python else "-", _short(r.chips)))
     # Values are never split (a version folded as 2.13.3.|0 read as another); a narrow terminal
     # loses the least-needed columns instead, in this order.
-    headers = ["release", "date", "status", "backend", "torch", "torch-neuronx", "neuronx-cc",
+    headers = ["release", "date", "status", "flavour", "torch", "torch-neuronx", "neuronx-cc",
                "python", "chips"]
     styles = {"native": "green", "xla": "yellow", "none": "dim"}
     cells = []
@@ -187,7 +187,7 @@ def _release_table(manifest: Manifest, title: str, printer: Printer) -> None:
     console = printer.console()
     print_fitted(console, fitted_table(console, headers, cells, title=Text(title),
                                        title_justify="left",
-                                       droppable=("chips", "date", "python", "backend",
+                                       droppable=("chips", "date", "python", "flavour",
                                                   "neuronx-cc", "status")))
 
 
@@ -209,14 +209,14 @@ def _release_detail(r: Release, printer: Printer) -> None:
     head = Table.grid(padding=(0, 2))
     head.add_row("release", Text(r.version, style="bold").append(f" ({r.date or 'date unknown'})",
                                                                  style="none"))
-    for key, value in (("status", r.status), ("backend", r.backend), ("torch", _short(r.torch)),
+    for key, value in (("status", r.status), ("flavour", r.flavour), ("torch", _short(r.torch)),
                        ("python", _short(r.python)), ("chips", _short(r.chips))):
         row(head, key, value)
     console.print(head)
     if r.frameworks:
-        fw = table("PyTorch lines", "backend", "torch", "torch-neuronx", "chips", "python")
+        fw = table("PyTorch lines", "flavour", "torch", "torch-neuronx", "chips", "python")
         for f in r.frameworks:
-            row(fw, f.backend, f.torch, f.torch_neuronx, ", ".join(f.chips), ", ".join(f.python))
+            row(fw, f.flavour, f.torch, f.torch_neuronx, ", ".join(f.chips), ", ".join(f.python))
         console.print(fw)
     pk = table("Python packages", "package", "versions")
     for name, versions in r.packages.items():

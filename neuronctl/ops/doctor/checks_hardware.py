@@ -45,7 +45,7 @@ def check_chip(f: Facts) -> Outcome:
         return Outcome("warn", f"{summary}; signals disagree: {'; '.join(hw.conflicts)}", None,
                        details)
     release = f.selection.release
-    if not chip.native_torch and release.backend == "native":
+    if not chip.native_torch and release.flavour == "native":
         return Outcome("warn", f"{summary}. Neuron {release.version}'s native TorchNeuron needs "
                                "trn2/trn3", install_fix(f), details)
     return Outcome("pass", summary, None, details)

@@ -49,17 +49,17 @@ def _target_framework(f: Facts) -> Framework | None:
             by_torch = release.framework_for_torch(public(torch.version))
         except InvalidVersion:
             by_torch = None
-        if by_torch is not None and by_torch.backend == release.backend:
+        if by_torch is not None and by_torch.flavour == release.flavour:
             return by_torch
     return release.default_framework()
 
 
 def _xla_rules(rules: tuple[Rule, ...] | list[Rule]) -> list[Rule]:
-    return [r for r in rules if r.kind == "support" and "xla" in r.when.get("backend", ())]
+    return [r for r in rules if r.kind == "support" and "xla" in r.when.get("backend", ())]  # the rule's key for the flavour
 
 
 def _broken_xla(f: Facts) -> list[Rule]:
-    s = Situation(f.selection.release.version, backend="xla", chip=f.hardware.chip or None)
+    s = Situation(f.selection.release.version, flavour="xla", chip=f.hardware.chip or None)
     return _xla_rules(broken_rules(f.manifest.rules, s, ("support",)))
 
 
@@ -75,7 +75,7 @@ def shipped_xla(f: Facts) -> tuple[str, tuple[str, ...]] | None:
     their sources. None where the release does not ship the installed version, or where a
     fail-severity rule of the data ends that line here (XLA inference on Trn2/Trn3 in 2.34)."""
     release, tnx = f.selection.release, f.env.get("torch-neuronx")
-    if tnx is None or classify(tnx.version).backend != "xla":
+    if tnx is None or classify(tnx.version).flavour != "xla":
         return None
     if public(tnx.version) not in {public(v) for v in release.packages.get("torch-neuronx", ())}:
         return None
@@ -103,14 +103,14 @@ def check_python(f: Facts) -> Outcome:
     details = (f"release {release.version} ({f.selection.reason}) supports Python "
                f"{', '.join(supported) or 'unknown'}",)
     if not supported or py in supported:
-        if fw and fw.backend == "native" and (env.system != "Linux" or env.machine != "x86_64"):
+        if fw and fw.flavour == "native" and (env.system != "Linux" or env.machine != "x86_64"):
             return Outcome("warn", f"{where}: native TorchNeuron ships for Linux x86_64 only, "
                                    f"this is {env.system} {env.machine}", None, details)
         return Outcome("pass", f"{where} fits Neuron {release.version}", None, details)
     tnx = f.env.get("torch-neuronx")
     fix = install_fix(f)
     message = (f"{where} is not supported by Neuron {release.version} "
-               f"({fw.backend if fw else release.backend} needs {supported[0]}-{supported[-1]})")
+               f"({fw.flavour if fw else release.flavour} needs {supported[0]}-{supported[-1]})")
     if tnx is None:
         return Outcome("warn", message + "; nothing Neuron is installed here yet", fix, details)
     return Outcome("fail", message, fix, details)
@@ -127,25 +127,25 @@ def check_torch_neuronx(f: Facts) -> Outcome:
     info = classify(tnx.version)
     chip = get_chip(hw.chip) if hw.chip else None
     details = (f"selected release {release.version}: {f.selection.reason}",)
-    if info.backend == "placeholder" or tnx.wrong_package:
+    if info.flavour == "placeholder" or tnx.wrong_package:
         return Outcome("fail", f"torch-neuronx {tnx.version} is the PyPI placeholder, not Neuron's "
                                "package (import raises 'WRONG PACKAGE')", install_fix(f), details)
-    if info.backend == "xla":
+    if info.flavour == "xla":
         if chip is not None and not chip.native_torch:
             return Outcome("pass", f"torch-neuronx {tnx.version}: legacy XLA line for torch "
                                    f"{info.torch}, the right stack for {chip.id} ({chip.name} cannot "
                                    "run native TorchNeuron)", None, details)
-        shipped = shipped_xla(f) if release.backend == "native" else None
+        shipped = shipped_xla(f) if release.flavour == "native" else None
         if shipped is not None:
             return Outcome("warn", f"torch-neuronx {tnx.version} (torch {info.torch}) is "
                                    f"{shipped[0]}", install_fix(f), (*details, *shipped[1]))
-        if release.backend == "native":
+        if release.flavour == "native":
             return Outcome("fail", f"torch-neuronx {tnx.version} is the legacy XLA library (torch "
                                    f"{info.torch}); Neuron {release.version} ships native TorchNeuron"
                            + xla_ended(f), install_fix(f), details)
         return Outcome("pass", f"torch-neuronx {tnx.version}: legacy XLA line for torch {info.torch}, "
                                f"as Neuron {release.version} ships", None, details)
-    if info.backend == "native":
+    if info.flavour == "native":
         if chip is not None and not chip.native_torch:
             return Outcome("fail", f"torch-neuronx {tnx.version} is native TorchNeuron, which runs on "
                                    f"trn2/trn3 only; this host is {chip.id} ({chip.name})",
@@ -175,7 +175,7 @@ def check_legacy(f: Facts) -> Outcome:
     if chip is not None and not chip.native_torch:
         return Outcome("pass", f"legacy XLA stack, expected on {chip.id} ({chip.name})", None,
                        details)
-    native = f.selection.release.backend == "native"
+    native = f.selection.release.flavour == "native"
     fix = install_fix(f) if native else uninstall_fix(f, pkgs.split())
     found = (f"legacy XLA stack installed ({len(report.signals)} signals): "
              f"{', '.join(report.legacy_packages) or 'environment'}")

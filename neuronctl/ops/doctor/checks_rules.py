@@ -1,7 +1,7 @@
 """Doctor checks that apply the documented rules (neuronctl.rules) to this host: `host.os`
 (the OS rules, os-release under --sysroot read with `distro`), `runtime.compat` (the existing
 driver/runtime comparison plus AWS's driver/runtime/dkms rules) and `packages.lifecycle` (support
-windows: Python, PyTorch lines, backends and packages a release no longer supports on this
+windows: Python, PyTorch lines, flavours and packages a release no longer supports on this
 chip). Each broken rule is reported with AWS's words and its source."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def check_host_os(f: Facts) -> Outcome:
     name = host_os(f.sysroot)
     if name is None:
         return Outcome("skip", "no os-release on this root: the OS rules cannot be checked")
-    s = Situation(release.version, backend=release.backend, os=name)
+    s = Situation(release.version, flavour=release.flavour, os=name)
     rules = broken_rules(f.manifest.rules, s, ("os",))
     if rules and not f.hardware.present:  # an environment prepared here for another host
         return Outcome("skip", f"no Neuron hardware here: the OS rules apply on the Neuron host "
@@ -96,14 +96,14 @@ def _line(version: str | None) -> str | None:
 def check_lifecycle(f: Facts) -> Outcome:
     release, env = f.selection.release, f.env
     tnx, torch = env.get("torch-neuronx"), env.get("torch")
-    backend = None
+    flavour = None
     if tnx is not None:
         from neuronctl.torch_neuronx import classify
 
-        kind = classify(tnx.version).backend
-        backend = kind if kind in ("native", "xla") else None
+        kind = classify(tnx.version).flavour
+        flavour = kind if kind in ("native", "xla") else None
     chip = f.hardware.chip if f.knows("hardware") else None
-    s = Situation(release.version, backend=backend, chip=chip, python=_line(env.python),
+    s = Situation(release.version, flavour=flavour, chip=chip, python=_line(env.python),
                   torch=_line(torch.version if torch else None),
                   packages=frozenset(env.distributions))
     return _outcome(f, broken_rules(f.manifest.rules, s, ("support",)),

@@ -208,7 +208,7 @@ class Facts:
                 if info.public in listed:
                     return Selection(release, f"the newest release listing the installed "
                                               f"torch-neuronx {info.public}")
-        native = self.manifest.latest_with_backend("native")
+        native = self.manifest.latest_with_flavour("native")
         if native is not None:
-            return Selection(native, "the newest release with native TorchNeuron")
+            return Selection(native, "newest fully published, native TorchNeuron")
         return Selection(self.manifest.latest, "the newest release known")

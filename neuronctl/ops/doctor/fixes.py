@@ -68,14 +68,14 @@ def fix_plan(f: Facts) -> tuple[Release, Framework | None]:
     if tnx is not None:
         info = classify(tnx.version)
         fw = release.framework_for_torch(info.torch) if info.torch else None
-        if fw is not None and fw.backend == info.backend and (fw.backend == "xla") != native_ok:
+        if fw is not None and fw.flavour == info.flavour and (fw.flavour == "xla") != native_ok:
             return release, fw
     if native_ok:
         return release, release.default_framework()
-    legacy = next((fw for fw in release.frameworks if fw.backend == "xla"), None)
+    legacy = next((fw for fw in release.frameworks if fw.flavour == "xla"), None)
     if legacy is not None:
         return release, legacy
-    older = f.manifest.latest_with_backend("xla")
+    older = f.manifest.latest_with_flavour("xla")
     if older is not None:
         return older, older.default_framework()
     return release, None

@@ -86,7 +86,9 @@ def _python_section(facts: Facts) -> dict[str, Any]:
 
 def _release_section(facts: Facts) -> dict[str, Any]:
     selection = facts.selection
-    return {"version": selection.release.version, "backend": selection.release.backend,
+    # "backend" is the flavour's old key (fleet doctor and scripts read it); "flavour" its word.
+    flavour = selection.release.flavour
+    return {"version": selection.release.version, "backend": flavour, "flavour": flavour,
             "reason": selection.reason}
 
 

@@ -132,7 +132,7 @@ def _refuse(req: SetupRequest, pins: dict[str, str]) -> list[str]:
     """The documented rules over what this plan would install (exit 2 unless allowed)."""
     framework = req.release.default_framework() if req.with_python else None
     chip = req.chip or req.facts.chip
-    situation = Situation(req.release.version, backend=framework.backend if framework else None,
+    situation = Situation(req.release.version, flavour=framework.flavour if framework else None,
                           chip=chip, os=req.target.rule_os, driver=pins["aws-neuronx-dkms"],
                           runtime=pins["aws-neuronx-runtime-lib"],
                           torch=".".join(framework.torch.split(".")[:2]) if framework else None)
