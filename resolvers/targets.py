@@ -113,10 +113,11 @@ def platform_family(platform: str) -> list[str]:
     return [platform]
 
 
-def parse_python(text: str) -> str:
+def parse_python(text: str, where: str = "--python-version") -> str:
+    """A lock target's Python version; `where` names how it was given, for the error."""
     value = text.strip()
     if not _PYTHON.match(value):
-        raise InputError(f"--python {text!r}: expected a Python version such as 3.12 or 3.12.4")
+        raise InputError(f"{where} {text!r}: expected a Python version such as 3.12 or 3.12.4")
     return value
 
 
@@ -135,11 +136,13 @@ def parse_platform(text: str) -> str:
                      f"{DEFAULT_PLATFORM} or manylinux_2_28_aarch64 (Trainium hosts run Linux)")
 
 
-def make_targets(pythons: Sequence[str], platforms: Sequence[str]) -> tuple[Target, ...]:
+def make_targets(pythons: Sequence[str], platforms: Sequence[str],
+                 python_source: str = "--python-version") -> tuple[Target, ...]:
     """Every python x platform pair, validated, de-duplicated and in a stable order."""
     if not pythons:
-        raise InputError("no target Python: pass --python 3.12 (or set python in [tool.neuronctl])")
-    py = [parse_python(p) for p in pythons]
+        raise InputError("no Python version to lock for: pass --python-version 3.12 (or set "
+                         "python in [tool.neuronctl])")
+    py = [parse_python(p, python_source) for p in pythons]
     plat = [parse_platform(p) for p in platforms] or [DEFAULT_PLATFORM]
     return tuple(sorted({Target(p, q) for p in py for q in plat},
                         key=lambda t: (t.minor, t.python, t.platform)))

@@ -101,6 +101,57 @@ def test_init_takes_python_version_and_the_old_spelling(cli, project) -> None:
     assert 'python = ["3.12"]' in (project / "pyproject.toml").read_text()
 
 
+def test_a_malformed_lock_python_version_names_the_new_flag(cli, project) -> None:
+    for command in ("lock", "init"):
+        r = cli(command, *(("--offline", "-o", "-") if command == "lock" else ()),
+                "--python-version", "3.x")
+        assert r.code == 2, r.err
+        assert r.err.strip() == ("neuronctl: error: --python-version '3.x': expected a Python "
+                                 "version such as 3.12 or 3.12.4"), r.err
+
+
+def test_init_names_a_config_python_the_release_lacks_as_the_config(cli, project) -> None:
+    _config(project, 'release = "2.33.1"\npython = ["3.8"]')
+    r = cli("init", "--torch", "2.14")
+    assert r.code == 2 and "config python 3.8: Neuron 2.33.1" in r.err, r.err
+    typed = cli("init", "--torch", "2.14", "--python-version", "3.9")
+    assert typed.code == 2 and "--python-version 3.9: Neuron 2.33.1" in typed.err, typed.err
+
+
+# -- doctor's release: named in the report's header with where it came from ---------------------------
+
+def _doctor_release(cli, *args: str) -> tuple[str, str]:
+    """The text report's release line, and the JSON's release_source."""
+    text = cli(*DOCTOR, *args)
+    assert text.code == 0, text.err
+    header = next(line for line in text.out.splitlines() if line.startswith("release "))
+    doc = cli(*DOCTOR, "--json", *args)
+    assert doc.code == 0, doc.err
+    data = json.loads(doc.out)
+    assert data["environment"]["release"]["flavour"] == data["environment"]["release"]["backend"]
+    return header, data["release_source"]
+
+
+def test_doctor_names_the_default_release_and_why(cli, project) -> None:
+    newest = json.loads(cli("releases", "--json").out)["default"]["version"]
+    header, source = _doctor_release(cli)
+    assert header == f"release {newest} (default: newest fully published, native TorchNeuron)"
+    assert source == "default"
+
+
+def test_doctor_names_a_release_from_the_config_with_its_file(cli, project) -> None:
+    _config(project, 'release = "2.31.1"')
+    assert _doctor_release(cli) == ("release 2.31.1 (from pyproject.toml)", "pyproject.toml")
+    # the flag beats the config, and says so
+    assert _doctor_release(cli, "--release", "2.30.0") == ("release 2.30.0 (from --release)",
+                                                           "--release")
+
+
+def test_doctor_quiet_prints_no_release_header(cli, project) -> None:
+    r = cli("-q", *DOCTOR, "--release", "2.31.1")
+    assert r.code == 0 and not any(line.startswith("release ") for line in r.out.splitlines())
+
+
 # -- doctor's check limit: --check-timeout > config check_timeout > config timeout (noted) ----------
 
 DOCTOR = ("doctor", "--level", "1", "--only", "python.version")
