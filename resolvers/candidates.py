@@ -18,7 +18,7 @@ from packaging.utils import (
 from packaging.version import Version
 
 from neuronctl.resolvers.simple_index import DistFile
-from neuronctl.resolvers.targets import Target
+from neuronctl.resolvers.targets import PlatformTarget
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ def _unusable(dist: DistFile, want: NormalizedName) -> Rejected | None:
     return Rejected(dist.filename, version, f"unusable: {dist.unusable}")
 
 
-def select_files(project: str, files: Iterable[DistFile], target: Target
+def select_files(project: str, files: Iterable[DistFile], target: PlatformTarget
                  ) -> tuple[list[VersionFiles], list[Rejected]]:
     """Versions (newest first) with their fitting wheels, and every file turned away with why."""
     want: NormalizedName = canonicalize_name(project)

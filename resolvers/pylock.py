@@ -36,7 +36,7 @@ from packaging.version import Version
 from neuronctl import __version__
 from neuronctl.devices import FALLBACK_DEVICES
 from neuronctl.errors import InputError
-from neuronctl.resolvers.targets import Target
+from neuronctl.resolvers.targets import PlatformTarget
 from neuronctl.routing import redact_url
 from neuronctl.safety import checked_hashes, checked_url, open_regular, safe_filename
 from neuronctl.tomlfile import MAX_TOML_BYTES, loads_toml, read_toml
@@ -60,9 +60,9 @@ class LockedPackage:
     version: Version
     index_name: str
     index_url: str
-    targets: tuple[Target, ...]
+    targets: tuple[PlatformTarget, ...]
     wheels: tuple[DistFile, ...]
-    best: Mapping[Target, DistFile]
+    best: Mapping[PlatformTarget, DistFile]
     marker: str | None
 
 
@@ -77,7 +77,7 @@ class LockInputs:
     torch_neuronx: str
     latest: bool
     requirements: tuple[str, ...]
-    targets: tuple[Target, ...]
+    targets: tuple[PlatformTarget, ...]
     pins: Mapping[str, str]
     indexes: Mapping[str, str] = field(default_factory=dict)
     fallback: Mapping[str, str] | None = None
@@ -113,7 +113,7 @@ class LockInputs:
         }
 
 
-def targets_marker(targets: Sequence[Target]) -> str:
+def targets_marker(targets: Sequence[PlatformTarget]) -> str:
     if len(targets) == 1:
         return targets[0].marker
     return " or ".join(f"({t.marker})" for t in targets)
@@ -223,7 +223,7 @@ def render_requirements(packages: Sequence[LockedPackage], inputs: LockInputs, h
              "# install with: pip install --require-hashes --no-deps -r <this file>",
              "--no-index"]
     for pkg in packages:
-        by_wheel: dict[str, list[Target]] = {}
+        by_wheel: dict[str, list[PlatformTarget]] = {}
         for target in pkg.targets:
             by_wheel.setdefault(pkg.best[target].filename, []).append(target)
         wheels = {w.filename: w for w in pkg.wheels}

@@ -30,7 +30,7 @@ from neuronctl.resolvers.candidates import Rejected, VersionFiles, select_files
 from neuronctl.resolvers.core_metadata import CoreMetadata, MetadataMismatch
 from neuronctl.resolvers.finder import Finder
 from neuronctl.resolvers.simple_index import DistFile
-from neuronctl.resolvers.targets import Target
+from neuronctl.resolvers.targets import PlatformTarget
 from neuronctl.routing import redact_url
 
 PYTHON = NormalizedName("<python>")
@@ -97,7 +97,7 @@ class Pin:
 class Resolution:
     """The pins a resolution chose for one target."""
 
-    target: Target
+    target: PlatformTarget
     pins: Mapping[NormalizedName, Pin]
 
 
@@ -110,7 +110,7 @@ class _Seen:
 
 
 class NeuronProvider(AbstractProvider):  # type: ignore[type-arg]
-    def __init__(self, finder: Finder, target: Target, version_filter: VersionFilter,
+    def __init__(self, finder: Finder, target: PlatformTarget, version_filter: VersionFilter,
                  pinned: set[NormalizedName]) -> None:
         self.finder = finder
         self.target = target
@@ -227,7 +227,7 @@ class NeuronProvider(AbstractProvider):  # type: ignore[type-arg]
         return out
 
 
-def resolve(finder: Finder, target: Target, roots: Sequence[Req], *,
+def resolve(finder: Finder, target: PlatformTarget, roots: Sequence[Req], *,
             version_filter: VersionFilter) -> Resolution:
     pinned = {r.name for r in roots if any(s.operator in ("==", "===") for s in r.specifier)}
     provider = NeuronProvider(finder, target, version_filter, pinned)
@@ -249,7 +249,7 @@ def resolve(finder: Finder, target: Target, roots: Sequence[Req], *,
     return Resolution(target, dict(sorted(pins.items())))
 
 
-def explain_failure(target: Target, causes: Iterable[RequirementInformation[Req, Candidate]],
+def explain_failure(target: PlatformTarget, causes: Iterable[RequirementInformation[Req, Candidate]],
                     provider: NeuronProvider, finder: Finder) -> str:
     by_name: dict[NormalizedName, list[str]] = {}
     refusals: list[str] = []
@@ -270,7 +270,7 @@ def explain_failure(target: Target, causes: Iterable[RequirementInformation[Req,
     return f"cannot resolve for {target.label}: " + " | ".join(parts + sorted(set(refusals)))
 
 
-def _project_line(name: NormalizedName, wants: list[str], target: Target, provider: NeuronProvider,
+def _project_line(name: NormalizedName, wants: list[str], target: PlatformTarget, provider: NeuronProvider,
                   finder: Finder) -> str:
     index, url = finder.index_of(name)
     seen = provider.seen.get(name, _Seen())

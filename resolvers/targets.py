@@ -1,4 +1,6 @@
-"""Lock targets: the Python version and platform a lock is for, not the machine running neuronctl.
+"""Platform targets: the Python version and platform a lock (or an install's wheel choice) is
+for, not the machine running neuronctl. "Target interpreter" is another thing: the Python an
+install, doctor or probe works on (neuronctl.ops.target_env).
 
 Each target gives the wheel tags it accepts (best first), the marker environment requirements
 are evaluated in, and the marker expression that names it in a lock's `environments`.
@@ -25,7 +27,7 @@ _LEGACY_MANYLINUX = {"manylinux2014": (2, 17), "manylinux2010": (2, 12), "manyli
 
 
 @dataclass(frozen=True, order=True)
-class Target:
+class PlatformTarget:
     """One Python and Linux platform a lock or resolution is for (3.12, manylinux_2_28_x86_64)."""
 
     python: str
@@ -93,6 +95,9 @@ class Target:
         return {"python": self.python, "platform": self.platform}
 
 
+Target = PlatformTarget  # the old name, for modules not yet moved to "platform target"
+
+
 def platform_family(platform: str) -> list[str]:
     """The platform tags a target platform accepts, newest first (as pip does for --platform)."""
     m = _MANYLINUX.match(platform)
@@ -137,19 +142,20 @@ def parse_platform(text: str) -> str:
 
 
 def make_targets(pythons: Sequence[str], platforms: Sequence[str],
-                 python_source: str = "--python-version") -> tuple[Target, ...]:
+                 python_source: str = "--python-version") -> tuple[PlatformTarget, ...]:
     """Every python x platform pair, validated, de-duplicated and in a stable order."""
     if not pythons:
         raise InputError("no Python version to lock for: pass --python-version 3.12 (or set "
                          "python in [tool.neuronctl])")
     py = [parse_python(p, python_source) for p in pythons]
     plat = [parse_platform(p) for p in platforms] or [DEFAULT_PLATFORM]
-    return tuple(sorted({Target(p, q) for p in py for q in plat},
+    return tuple(sorted({PlatformTarget(p, q) for p in py for q in plat},
                         key=lambda t: (t.minor, t.python, t.platform)))
 
 
-def target_for_interpreter(python_version: str, libc: Sequence[str], machine: str) -> Target:
-    """The lock target an inspected interpreter is: its Python line and its glibc/musl platform."""
+def target_for_interpreter(python_version: str, libc: Sequence[str], machine: str
+                           ) -> PlatformTarget:
+    """The platform target an inspected interpreter is: its Python line and its glibc/musl platform."""
     minor = ".".join(python_version.split(".")[:2])
     if machine not in ARCHES:
         raise InputError(f"Python {python_version} runs on {machine}; Neuron wheels are for "
@@ -157,7 +163,7 @@ def target_for_interpreter(python_version: str, libc: Sequence[str], machine: st
     kind, version = (*libc, "", "")[:2]
     parts = version.split(".")
     if kind == "glibc" and len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
-        return Target(minor, f"manylinux_{parts[0]}_{parts[1]}_{machine}")
+        return PlatformTarget(minor, f"manylinux_{parts[0]}_{parts[1]}_{machine}")
     if kind == "musl" and len(parts) >= 2:
-        return Target(minor, f"musllinux_{parts[0]}_{parts[1]}_{machine}")
-    return Target(minor, f"linux_{machine}")
+        return PlatformTarget(minor, f"musllinux_{parts[0]}_{parts[1]}_{machine}")
+    return PlatformTarget(minor, f"linux_{machine}")

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from sysroots import build_cpu_host, build_host
 
-from neuronctl.ops.doctor.runner import Check, Outcome, run_checks
+from neuronctl.ops.doctor.runner import Check, CheckOutcome, run_checks
 
 
 def doctor_json(cli, *args):
@@ -318,7 +318,7 @@ def test_release_override_and_output_file(cli, stacks, trn2, tmp_path):
 def test_runner_timeouts_and_raising_checks_are_failures():
     def slow():
         time.sleep(30)
-        return Outcome("pass", "never")
+        return CheckOutcome("pass", "never")
 
     def broken():
         raise KeyError("boom")
@@ -326,7 +326,7 @@ def test_runner_timeouts_and_raising_checks_are_failures():
     start = time.monotonic()
     results = run_checks([Check("a.slow", "slow", slow, 0.5),
                           Check("b.broken", "broken", broken, 5),
-                          Check("c.fine", "fine", lambda: Outcome("pass", "ok"), 5)])
+                          Check("c.fine", "fine", lambda: CheckOutcome("pass", "ok"), 5)])
     assert time.monotonic() - start < 5
     by_id = {r.id: r for r in results}
     assert by_id["a.slow"].status == "fail" and "timed out after 0.5s" in by_id["a.slow"].message

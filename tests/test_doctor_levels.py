@@ -19,7 +19,7 @@ from wheels import build_wheel, make_venv, pip_install
 
 from neuronctl.ops.doctor.checks_model import NO_MODEL
 from neuronctl.ops.doctor.levels import LEVELS, Budget, budget_for
-from neuronctl.ops.doctor.runner import Check, Outcome, run_checks
+from neuronctl.ops.doctor.runner import Check, CheckOutcome, run_checks
 from neuronctl.probes.target_run import TargetScript
 
 SLOW_TORCH = '''
@@ -118,13 +118,13 @@ def test_level_2_probe_of_a_hanging_torch_times_out_and_leaves_nothing(slow_torc
 
 
 def test_the_run_budget_cuts_every_check_still_running() -> None:
-    def slow() -> Outcome:
+    def slow() -> CheckOutcome:
         time.sleep(30)
-        return Outcome("pass", "never")
+        return CheckOutcome("pass", "never")
 
     started = time.monotonic()
     results = run_checks([Check("a.slow", "slow", slow, 10), Check("b.slow", "slow", slow, 10),
-                          Check("c.fine", "fine", lambda: Outcome("pass", "ok"), 10)], total=0.5)
+                          Check("c.fine", "fine", lambda: CheckOutcome("pass", "ok"), 10)], total=0.5)
     assert time.monotonic() - started < 3
     assert [(r.id, r.status) for r in results] == [("a.slow", "fail"), ("b.slow", "fail"),
                                                    ("c.fine", "pass")]
@@ -137,12 +137,12 @@ def test_a_check_past_its_budget_leaves_no_target_interpreter_running(tmp_path: 
     (hang / "sitecustomize.py").write_text("import time\ntime.sleep(60)\n")
     started: list[TargetScript] = []
 
-    def inspect() -> Outcome:
+    def inspect() -> CheckOutcome:
         script = TargetScript(sys.executable, "python_version.py", [],
                               env={**os.environ, "PYTHONPATH": str(hang)})
         started.append(script)
         script.collect(60)
-        return Outcome("pass", "never")
+        return CheckOutcome("pass", "never")
 
     (result,) = run_checks([Check("python.version", "Python", inspect, 1.0)])
     assert result.status == "fail" and result.message == "timed out after 1s"

@@ -28,14 +28,14 @@ from neuronctl.probes.pyenv import PythonEnv
 from neuronctl.resolvers.candidates import select_files
 from neuronctl.resolvers.pylock import load_pylock
 from neuronctl.resolvers.simple_index import parse_project_page
-from neuronctl.resolvers.targets import Target
+from neuronctl.resolvers.targets import PlatformTarget
 from neuronctl.safety import HEX_LENGTHS, contained, safe_filename
 
 FUZZ = settings(max_examples=250, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                        HealthCheck.filter_too_much, HealthCheck.data_too_large])
 COUNTS: Counter[str] = Counter()
-TARGET = Target("3.12", "manylinux_2_28_x86_64")
+TARGET = PlatformTarget("3.12", "manylinux_2_28_x86_64")
 SHA = "5e" * 32
 
 # -- watching the file system ------------------------------------------------------------------------

@@ -301,11 +301,11 @@ def test_a_direct_reference_is_refused_not_replaced_by_an_index_version(cli, uni
 
 def test_a_yank_reason_is_shown_without_control_characters_and_sizes_fit_a_lock():
     from neuronctl.resolvers.candidates import select_files
-    from neuronctl.resolvers.targets import Target
+    from neuronctl.resolvers.targets import PlatformTarget
 
     files = parse_project_page(page(entry(yanked="bad\x1b[2J build", size=12)),
                                JSON, PAGE_URL, "nki")
-    _, rejected = select_files("nki", files, Target("3.12", "manylinux_2_28_x86_64"))
+    _, rejected = select_files("nki", files, PlatformTarget("3.12", "manylinux_2_28_x86_64"))
     assert rejected[0].reason == "yanked (bad?[2J build)"
     assert "below 2**63" in one(page(entry(size=2**63))).unusable
 

@@ -8,7 +8,7 @@ from packaging.pylock import Pylock
 from universe import running
 
 from neuronctl.resolvers.pylock import load_pylock
-from neuronctl.resolvers.targets import Target
+from neuronctl.resolvers.targets import PlatformTarget
 from neuronctl.tomlfile import read_toml
 
 
@@ -78,7 +78,7 @@ def test_several_targets_share_one_lock_with_markers(cli, uni):
     assert len(lock.environments) == 2
     assert sorted(versions(lock)["typing-extensions"]) == ["4.12.2", "5.0.0"]
     for python, te in (("3.12", "4.12.2"), ("3.13", "5.0.0")):
-        target = Target(python, "manylinux_2_28_x86_64")
+        target = PlatformTarget(python, "manylinux_2_28_x86_64")
         chosen = {str(p.name): (str(p.version), w.name) for p, w in
                   lock.select(environment=target.markers, tags=list(target.tags))}
         assert chosen["typing-extensions"][0] == te
@@ -324,7 +324,7 @@ def test_pages_are_fetched_concurrently(cli, uni):
 def test_target_tags_follow_pip_for_linux_hosts():
     from packaging.tags import parse_tag
 
-    t = Target("3.12", "manylinux_2_28_x86_64")
+    t = PlatformTarget("3.12", "manylinux_2_28_x86_64")
 
     def rank(tag):
         return t.wheel_rank(parse_tag(tag))

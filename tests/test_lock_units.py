@@ -32,11 +32,11 @@ from neuronctl.resolvers.pylock import (
 )
 from neuronctl.resolvers.resolve import Pin, Req, Resolution, resolve
 from neuronctl.resolvers.simple_index import DistFile
-from neuronctl.resolvers.targets import Target
+from neuronctl.resolvers.targets import PlatformTarget
 from neuronctl.routing import IndexRouting
 
-PY312 = Target("3.12", "manylinux_2_28_x86_64")
-PY313 = Target("3.13", "manylinux_2_28_x86_64")
+PY312 = PlatformTarget("3.12", "manylinux_2_28_x86_64")
+PY313 = PlatformTarget("3.13", "manylinux_2_28_x86_64")
 INDEX = "https://index.example/simple"
 
 
@@ -275,7 +275,7 @@ def dist(name: str, version: str, *requires: str, requires_python: str | None = 
     return wheel(name, version), md
 
 
-def resolve_in_memory(projects, roots: list[str], target: Target = PY312) -> Resolution:
+def resolve_in_memory(projects, roots: list[str], target: PlatformTarget = PY312) -> Resolution:
     memory = MemoryIndex(projects)
     routing = IndexRouting({"pypi": INDEX})
     with Finder(memory, routing, memory) as finder:  # type: ignore[arg-type]

@@ -231,16 +231,16 @@ def test_neuron_ls_both_json_forms(tmp_path: Path) -> None:
 
 
 def test_kernel_mismatch_outweighs_a_passing_driver_check(tmp_path: Path) -> None:
-    from neuronctl.ops.doctor.runner import Outcome
+    from neuronctl.ops.doctor.runner import CheckOutcome
     from neuronctl.ops.doctor.system_checks import with_kernel_check
 
     kernel_tree(tmp_path, running="6.8.0-1020-aws", built_for="6.8.0-1015-aws")
-    driver = Outcome("pass", "driver 2.31.7.0", None, ("loaded module: 2.31.7.0",))
+    driver = CheckOutcome("pass", "driver 2.31.7.0", None, ("loaded module: 2.31.7.0",))
     merged = with_kernel_check(driver, check_driver_kernel(facts(tmp_path)))
     assert merged.status == "fail" and merged.message.endswith("; driver 2.31.7.0")
     assert merged.fix is not None and "dkms install" in merged.fix
     assert merged.details[0] == "loaded module: 2.31.7.0"
-    skipped = with_kernel_check(driver, Outcome("skip", "unknown kernel"))
+    skipped = with_kernel_check(driver, CheckOutcome("skip", "unknown kernel"))
     assert skipped == driver
 
 

@@ -133,7 +133,8 @@ def _request(python: str | None, level: int, only: tuple[str, ...], lookback: st
     target = target_python(python)
     model, release = resolve("model", rules=rules), resolve("release", rules=rules)
     request = DoctorRequest(
-        manifest=app.manifest(manifest_path), python=target.python, release=release.value, lock=resolve("lock", rules=rules).value,
+        manifest=app.manifest(manifest_path), python=target.python, release=release.value,
+        lock=resolve("lock", rules=rules).value,
         device=resolve("device", rules=rules).value, level=level,
         strict=resolve("strict", rules=rules).value, only=only,
         skip=given_values("skip") + rules.config_list("skip"),

@@ -5,7 +5,7 @@ What each check reads and which fixes it can suggest are found in its code, not 
 the check function and every doctor function it calls (followed through the names each module
 binds) are parsed, and the Facts properties they read (`f.hardware`), the probes they import and
 the fix helpers they call (`install_fix(f)`, `neuronctl_command(f, "lock", ...)`, a fix string
-handed to `Outcome`) are collected. A check added to the registry is documented on the next
+handed to `CheckOutcome`) are collected. A check added to the registry is documented on the next
 `python -m neuronctl.cli.docs_gen` with no edit here.
 """
 
@@ -159,7 +159,7 @@ def _scan(fn: FunctionType, facts: frozenset[str], found: Found, seen: set[str])
         if not isinstance(sub, ast.Call) or not isinstance(sub.func, ast.Name):
             continue
         name = sub.func.id
-        if name == "Outcome":
+        if name in ("CheckOutcome", "Outcome"):  # Outcome: its old name
             fix, severity = _outcome_parts(sub)
             text = _string(fix, module)
             if text:

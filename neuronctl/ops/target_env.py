@@ -23,7 +23,7 @@ GIVEN = "--python"
 
 @dataclass(frozen=True)
 class TargetPython:
-    """The interpreter a command works on, and why it was chosen."""
+    """The target interpreter: the Python a command works on, and why it was chosen."""
 
     python: str
     """Absolute, not resolved: a venv's bin/python is a symlink out of the venv."""

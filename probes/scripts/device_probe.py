@@ -15,7 +15,8 @@ import time
 from typing import IO, Any, Callable, Dict, List, Tuple
 
 HELLO = {"probe": "neuronctl-device-probe", "version": 1}
-Outcome = Tuple[str, str, Dict[str, Any]]
+TierResult = Tuple[str, str, Dict[str, Any]]
+"""A tier's status, detail and extra fields (parsed back into probes.device.TierResult)."""
 
 
 class Probe:
@@ -32,7 +33,7 @@ class Probe:
         self.channel.write(json.dumps(record) + "\n")
         self.channel.flush()
 
-    def run(self, tier: str, body: Callable[[], Outcome]) -> bool:
+    def run(self, tier: str, body: Callable[[], TierResult]) -> bool:
         """One tier: its line is written at once; False ends the probe."""
         t0 = time.perf_counter()
         try:
@@ -45,12 +46,12 @@ class Probe:
         self.emit(record)
         return status == "pass"
 
-    def tier_import(self) -> Outcome:
+    def tier_import(self) -> TierResult:
         self.torch = importlib.import_module("torch")
         version = str(self.torch.__version__)
         return "pass", f"torch {version}", {"torch": version}
 
-    def tier_backend(self) -> Outcome:
+    def tier_backend(self) -> TierResult:
         torch, want = self.torch, self.want
         name = torch._C._get_privateuse1_backend_name()
         if name != "neuron" and want in ("auto", "neuron") and importlib.util.find_spec("torch_neuronx"):
@@ -75,7 +76,7 @@ class Probe:
             return "fail", f"CUDA not available ({info})", {"device": device}
         return "pass", info, {"device": device}
 
-    def tier_device_count(self) -> Outcome:
+    def tier_device_count(self) -> TierResult:
         torch, device = self.torch, self.device
         if device == "cpu":
             count = 1
@@ -93,11 +94,11 @@ class Probe:
             return "fail", f"{device}: 0 devices visible", {}
         return "pass", f"{count} {device} device(s)", {"count": int(count)}
 
-    def tier_allocate(self) -> Outcome:
+    def tier_allocate(self) -> TierResult:
         x = self.torch.ones(4, 4, device=self.device)
         return "pass", f"allocated {tuple(x.shape)} on {x.device}", {}
 
-    def tier_op(self) -> Outcome:
+    def tier_op(self) -> TierResult:
         torch, device = self.torch, self.device
         g = self.generator = torch.Generator().manual_seed(0)
         a = torch.randn(64, 64, generator=g)
@@ -109,7 +110,7 @@ class Probe:
             return "fail", f"matmul differs from CPU (max abs error {err:.3g})", {}
         return "pass", f"matmul matches CPU (max abs error {err:.2g})", {}
 
-    def tier_autograd(self) -> Outcome:
+    def tier_autograd(self) -> TierResult:
         torch = self.torch
         x = torch.randn(8, 8, generator=self.generator)
         xd = x.to(self.device).requires_grad_(True)
@@ -118,7 +119,7 @@ class Probe:
             return "fail", "gradient differs from CPU", {}
         return "pass", "backward() matches CPU", {}
 
-    def tier_compile(self) -> Outcome:
+    def tier_compile(self) -> TierResult:
         if not self.do_compile:
             return "skip", "opt-in (--compile)", {}
         torch, device = self.torch, self.device
@@ -130,7 +131,7 @@ class Probe:
             return "fail", f"torch.compile(backend={backend!r}) result differs", {}
         return "pass", f"torch.compile(backend={backend!r}) matches eager", {}
 
-    def tiers(self) -> List[Tuple[str, Callable[[], Outcome]]]:
+    def tiers(self) -> List[Tuple[str, Callable[[], TierResult]]]:
         return [("import", self.tier_import), ("backend", self.tier_backend),
                 ("device_count", self.tier_device_count), ("allocate", self.tier_allocate),
                 ("op", self.tier_op), ("autograd", self.tier_autograd),

@@ -8,7 +8,7 @@ import shlex
 
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.registry import check
-from neuronctl.ops.doctor.runner import Outcome
+from neuronctl.ops.doctor.runner import CheckOutcome
 
 MIN_FREE_BYTES = 1 << 30
 """Free space under which a cache warns: neuronctl's own threshold (AWS documents none); one
@@ -36,7 +36,7 @@ def _compiler(f: Facts) -> str | None:
 
 
 @check("cache.compile", "Compile caches")
-def check_compile_cache(f: Facts) -> Outcome:
+def check_compile_cache(f: Facts) -> CheckOutcome:
     from neuronctl.ops.cache import public
     from neuronctl.probes.compile_cache import cache_locations, inspect_cache
 
@@ -85,10 +85,10 @@ def check_compile_cache(f: Facts) -> Outcome:
                 fixes.append(f"neuronctl cache prune --python {shlex.quote(f.python)} --yes  "
                              "# other compilers' entries; see the list without --yes first")
     if warnings:
-        return Outcome("warn", "; ".join(warnings), " && ".join(dict.fromkeys(fixes)) or None,
+        return CheckOutcome("warn", "; ".join(warnings), " && ".join(dict.fromkeys(fixes)) or None,
                        tuple(details), "fix")
     if not present:
-        return Outcome("pass", "no compile cache in use yet (each is made on first compile)",
+        return CheckOutcome("pass", "no compile cache in use yet (each is made on first compile)",
                        None, tuple(details))
-    return Outcome("pass", f"{present} compile cache(s), writable, current compiler only", None,
+    return CheckOutcome("pass", f"{present} compile cache(s), writable, current compiler only", None,
                    tuple(details))

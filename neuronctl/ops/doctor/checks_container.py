@@ -22,7 +22,7 @@ from packaging.version import InvalidVersion, Version
 from neuronctl.manifest import Release
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.fixes import public
-from neuronctl.ops.doctor.runner import Outcome
+from neuronctl.ops.doctor.runner import CheckOutcome
 
 RELEASE_VAR = "NEURONCTL_IMAGE_RELEASE"
 RANGE_VAR = "NEURONCTL_IMAGE_DRIVER_RANGE"
@@ -54,7 +54,7 @@ def _driver_range(f: Facts, release: Release | None) -> tuple[str | None, str]:
     return rng, "; ".join(ids)
 
 
-def check_container_image(f: Facts) -> Outcome | None:
+def check_container_image(f: Facts) -> CheckOutcome | None:
     """None outside a container (device.access says all there is)."""
     from neuronctl.probes.system_facts import container_evidence
 
@@ -101,8 +101,8 @@ def check_container_image(f: Facts) -> Outcome | None:
                          "device) or lower NEURON_RT_VISIBLE_CORES to the cores passed "
                          f"(0-{passed * per_device - 1})")
     if problems:
-        return Outcome("fail", "; ".join(problems), "; ".join(fixes), tuple(details), "fix")
-    return Outcome("pass", "container: the image's runtime fits the host driver"
+        return CheckOutcome("fail", "; ".join(problems), "; ".join(fixes), tuple(details), "fix")
+    return CheckOutcome("pass", "container: the image's runtime fits the host driver"
                    if rng and driver else "container: image release or host driver unknown",
                    None, tuple(details))
 

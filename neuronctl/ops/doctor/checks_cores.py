@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from neuronctl.chips import get_chip
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.registry import HARDWARE, check
-from neuronctl.ops.doctor.runner import Outcome
+from neuronctl.ops.doctor.runner import CheckOutcome
 
 MAX_CORE = 65535
 MAX_ENV_CHARS = 4096
@@ -153,7 +153,7 @@ def _counts(f: Facts, lnc: int | None) -> tuple[int | None, int | None]:
 
 
 @check("runtime.cores", "NeuronCore allocation", gathers=HARDWARE)
-def check_runtime_cores(f: Facts) -> Outcome:
+def check_runtime_cores(f: Facts) -> CheckOutcome:
     env = f.environ
     problems: list[str] = []
     warnings: list[str] = []
@@ -200,15 +200,15 @@ def check_runtime_cores(f: Facts) -> Outcome:
            "and the same LNC for the compiler (NEURON_CC_FLAGS --lnc) and the runtime "
            "(NEURON_LOGICAL_NC_CONFIG)")
     if problems:
-        return Outcome("fail", "; ".join(problems), fix, tuple(details), "fix")
+        return CheckOutcome("fail", "; ".join(problems), fix, tuple(details), "fix")
     if warnings:
-        return Outcome("warn", "; ".join(warnings), fix, tuple(details), "fix")
+        return CheckOutcome("warn", "; ".join(warnings), fix, tuple(details), "fix")
     if not hw.present:
-        return Outcome("skip", "no Neuron hardware: no NeuronCores to allocate", None,
+        return CheckOutcome("skip", "no Neuron hardware: no NeuronCores to allocate", None,
                        tuple(details))
     asked = (f"cores {_ranges(chosen)} (NEURON_RT_VISIBLE_CORES)" if chosen
              else f"{num.strip()} core(s) (NEURON_RT_NUM_CORES)" if num and num.strip() != "0"
              else "all cores")
-    return Outcome("pass", f"the runtime gets {asked}"
+    return CheckOutcome("pass", f"the runtime gets {asked}"
                    + (f" of {total} at LNC={lnc}" if total is not None and lnc else
                       f" of {total}" if total is not None else ""), None, tuple(details))

@@ -18,7 +18,7 @@ from neuronctl.ops.doctor.health_rules import (
     within_lookback,
 )
 from neuronctl.ops.doctor.registry import HARDWARE, check
-from neuronctl.ops.doctor.runner import Outcome
+from neuronctl.ops.doctor.runner import CheckOutcome
 
 WHAT_TO_DO = ("drain the node (scontrol update NodeName=<node> State=DRAIN, or let "
               "`neuronctl doctor --slurm-drain` do it) and open an AWS support case with "
@@ -82,10 +82,10 @@ def _missing_devices(f: Facts) -> str | None:
 
 
 @check("hardware.errors", "Neuron hardware errors", gathers=HARDWARE, severity="drain")
-def check_hardware_errors(f: Facts) -> Outcome:
+def check_hardware_errors(f: Facts) -> CheckOutcome:
     hw = f.hardware
     if not hw.present:
-        return Outcome("skip", "no Neuron hardware on this machine: no hardware errors to read")
+        return CheckOutcome("skip", "no Neuron hardware on this machine: no hardware errors to read")
     failures, details = _log_problems(f)
     sys_failures, warnings, sys_details = _sysfs_problems(f)
     failures += sys_failures
@@ -94,17 +94,17 @@ def check_hardware_errors(f: Facts) -> Outcome:
     if missing:
         failures.append(missing)
     if failures:
-        return Outcome("fail", "; ".join(failures[:20]), WHAT_TO_DO, tuple(details), "drain")
+        return CheckOutcome("fail", "; ".join(failures[:20]), WHAT_TO_DO, tuple(details), "drain")
     if warnings:
-        return Outcome("warn", "; ".join(warnings[:20]),
+        return CheckOutcome("warn", "; ".join(warnings[:20]),
                        "watch the counters; drain and contact AWS support (with "
                        "`neuronctl bundle`) if they keep rising or an uncorrectable error appears",
                        tuple(details), "info")
     if f.kernel_log.source is None and not any(d.unhealthy is not None for d in f.device_health):
         # absent is not healthy: nothing was read that could show an error
-        return Outcome("skip", f"no kernel log readable ({f.kernel_log.problem}) and no sysfs "
+        return CheckOutcome("skip", f"no kernel log readable ({f.kernel_log.problem}) and no sysfs "
                                "health exposed: run as root (or with access to the journal)",
                        None, tuple(details))
     seen = f"{len(f.device_health)} device(s)"
-    return Outcome("pass", f"no documented hardware error in the kernel log or sysfs ({seen})",
+    return CheckOutcome("pass", f"no documented hardware error in the kernel log or sysfs ({seen})",
                    None, tuple(details))

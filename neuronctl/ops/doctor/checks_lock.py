@@ -10,7 +10,7 @@ from pathlib import Path
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.fixes import install_fix, neuronctl_command, public
 from neuronctl.ops.doctor.registry import check
-from neuronctl.ops.doctor.runner import Outcome
+from neuronctl.ops.doctor.runner import CheckOutcome
 from neuronctl.probes.sysroot import read_regular_bytes
 
 TOOLING = frozenset({"pip", "setuptools", "wheel"})
@@ -117,14 +117,14 @@ def unlisted(f: Facts, listed: Iterable[str]) -> list[str]:
 
 
 @check("lock.drift", "Lock file drift")
-def check_lock(f: Facts) -> Outcome:
+def check_lock(f: Facts) -> CheckOutcome:
     from neuronctl.resolvers.pylock import packages_for
 
     assert f.lock is not None
     lock = f.pylock
     markers = dict(f.env.markers)
     if not f.lock_fits():
-        return Outcome("fail", f"{f.lock} is not for this environment (Python {f.env.python}, "
+        return CheckOutcome("fail", f"{f.lock} is not for this environment (Python {f.env.python}, "
                                f"{f.env.machine}): its environments are "
                                + "; ".join(str(m) for m in lock.environments or ()),
                        _relock_fix(f))
@@ -141,10 +141,10 @@ def check_lock(f: Facts) -> Outcome:
     shown = extra[:SHOWN] + ([f"and {len(extra) - SHOWN} more"] if len(extra) > SHOWN else [])
     if drift:
         also = f"; {len(extra)} installed packages are not in it" if extra else ""
-        return Outcome("fail", f"{len(drift)} of {len(locked)} locked packages differ from "
+        return CheckOutcome("fail", f"{len(drift)} of {len(locked)} locked packages differ from "
                                f"{f.lock}{also}", install_fix(f), tuple(drift + shown))
     if extra:
-        return Outcome("warn", f"all {len(locked)} packages match {f.lock}, but {len(extra)} "
+        return CheckOutcome("warn", f"all {len(locked)} packages match {f.lock}, but {len(extra)} "
                                "installed packages are not in it (your own, or left behind by "
                                "a stack the lock replaced)", None, tuple(shown))
-    return Outcome("pass", f"all {len(locked)} packages match {f.lock}")
+    return CheckOutcome("pass", f"all {len(locked)} packages match {f.lock}")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.fixes import neuronctl_command
 from neuronctl.ops.doctor.registry import check
-from neuronctl.ops.doctor.runner import Outcome
+from neuronctl.ops.doctor.runner import CheckOutcome
 
 if TYPE_CHECKING:  # only a level-3 doctor with a model gets a report (probes.smoke: statistics)
     from neuronctl.probes.smoke import SmokeReport
@@ -29,16 +29,16 @@ def _details(report: SmokeReport) -> tuple[str, ...]:
 
 
 @check("model.smoke", "Your model on the device", level=3, gathers=("smoke",))
-def check_model(f: Facts) -> Outcome:
+def check_model(f: Facts) -> CheckOutcome:
     model = f.model
     if model is None:
-        return Outcome("skip", NO_MODEL)
+        return CheckOutcome("skip", NO_MODEL)
     # One process at a time owns the NeuronCores: the model runs after the device probe, never
     # beside it, and only on a device the probe found working.
     if f.knows("probe"):
         probe = f.probe
         if not probe.ok:
-            return Outcome("skip", f"{model.spec} not run: the device probe did not pass "
+            return CheckOutcome("skip", f"{model.spec} not run: the device probe did not pass "
                                    f"({probe.detail})")
     report = f.smoke
     label = f"{model.spec} ({model.origin})"
@@ -46,10 +46,10 @@ def check_model(f: Facts) -> Outcome:
         speed = f"median step {report.median_ms:,.2f} ms" if report.median_ms is not None else ""
         if report.tokens_per_s:
             speed += f", {report.tokens_per_s:,.0f} tokens/s"
-        return Outcome("pass", f"{label} ran on {report.device} and matches CPU"
+        return CheckOutcome("pass", f"{label} ran on {report.device} and matches CPU"
                                + (f": {speed}" if speed else ""), None, _details(report))
     where = report.stage + (f" step {report.step}" if report.step else "") if report.stage else ""
-    return Outcome("fail", f"{label}: {report.outcome}" + (f" in {where}" if where else "")
+    return CheckOutcome("fail", f"{label}: {report.outcome}" + (f" in {where}" if where else "")
                            + f": {report.detail}",
                    neuronctl_command(f, "smoke", "--model", model.spec, "--python", f.python,
                                      "--device", f.device),

@@ -13,7 +13,7 @@ from typing import Any
 
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.registry import check
-from neuronctl.ops.doctor.runner import Outcome
+from neuronctl.ops.doctor.runner import CheckOutcome
 
 EFA_DEVICES = {"trn1.32xlarge": 8, "trn1n.32xlarge": 16}
 """EFA devices by instance type, where a source gives them (setup-trn1-multi-node-execution)."""
@@ -27,10 +27,10 @@ def efa_section(f: Facts) -> dict[str, Any]:
 
 
 @check("network.efa", "EFA for multi-node jobs", level=2, gathers=("hardware", "efa"))
-def check_efa(f: Facts) -> Outcome:
+def check_efa(f: Facts) -> CheckOutcome:
     hw, efa = f.hardware, f.efa
     if not hw.present:
-        return Outcome("skip", "no Neuron hardware: no EFA to check")
+        return CheckOutcome("skip", "no Neuron hardware: no EFA to check")
     collectives = hw.system_packages.get("aws-neuronx-collectives")
     fabric = ", ".join(f"{k} {v}" for k, v in sorted(efa.libfabric.items()))
     details = [f"EFA devices: {', '.join(efa.devices) or 'none'}",
@@ -42,16 +42,16 @@ def check_efa(f: Facts) -> Outcome:
         details.append(f"other RDMA devices: {', '.join(efa.other_rdma)}")
     want = EFA_DEVICES.get(hw.instance_type or "")
     if want is not None and len(efa.devices) < want:
-        return Outcome("warn", f"{len(efa.devices)} EFA device(s) on a {hw.instance_type}, which "
+        return CheckOutcome("warn", f"{len(efa.devices)} EFA device(s) on a {hw.instance_type}, which "
                                f"has {want}: multi-node jobs need EFA enabled on every instance",
                        "launch the instance with all its EFA interfaces and install the EFA "
                        "driver (aws-efa-installer)", tuple(details), "fix")
     if efa.devices and not collectives:
-        return Outcome("warn", f"{len(efa.devices)} EFA device(s) but no aws-neuronx-collectives: "
+        return CheckOutcome("warn", f"{len(efa.devices)} EFA device(s) but no aws-neuronx-collectives: "
                                "multi-node collectives cannot run",
                        "sudo apt-get install -y aws-neuronx-collectives", tuple(details), "fix")
     if not efa.devices:
-        return Outcome("pass", "no EFA devices: single-node work only (multi-node jobs need EFA "
+        return CheckOutcome("pass", "no EFA devices: single-node work only (multi-node jobs need EFA "
                                "on every instance)", None, tuple(details))
-    return Outcome("pass", f"{len(efa.devices)} EFA device(s), collectives {collectives}", None,
+    return CheckOutcome("pass", f"{len(efa.devices)} EFA device(s), collectives {collectives}", None,
                    tuple(details))

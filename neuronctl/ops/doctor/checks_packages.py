@@ -16,7 +16,7 @@ from neuronctl.ops.doctor.fixes import (
     uninstall_fix,
 )
 from neuronctl.ops.doctor.registry import HARDWARE, check
-from neuronctl.ops.doctor.runner import Outcome, Status
+from neuronctl.ops.doctor.runner import CheckOutcome, Status
 from neuronctl.probes.pyenv import PythonEnv, torch_build
 from neuronctl.rules import Rule, Situation, broken_rules, describe
 from neuronctl.torch_neuronx import classify, torch_matches
@@ -55,7 +55,8 @@ def _target_framework(f: Facts) -> Framework | None:
 
 
 def _xla_rules(rules: tuple[Rule, ...] | list[Rule]) -> list[Rule]:
-    return [r for r in rules if r.kind == "support" and "xla" in r.when.get("backend", ())]  # the rule's key for the flavour
+    # "backend": a rule's key for the flavour
+    return [r for r in rules if r.kind == "support" and "xla" in r.when.get("backend", ())]
 
 
 def _broken_xla(f: Facts) -> list[Rule]:
@@ -94,7 +95,7 @@ def shipped_xla(f: Facts) -> tuple[str, tuple[str, ...]] | None:
 
 
 @check("python.version", "Python interpreter")
-def check_python(f: Facts) -> Outcome:
+def check_python(f: Facts) -> CheckOutcome:
     env, release = f.env, f.selection.release
     fw = _target_framework(f)
     supported = fw.python if fw else release.python
@@ -104,76 +105,76 @@ def check_python(f: Facts) -> Outcome:
                f"{', '.join(supported) or 'unknown'}",)
     if not supported or py in supported:
         if fw and fw.flavour == "native" and (env.system != "Linux" or env.machine != "x86_64"):
-            return Outcome("warn", f"{where}: native TorchNeuron ships for Linux x86_64 only, "
+            return CheckOutcome("warn", f"{where}: native TorchNeuron ships for Linux x86_64 only, "
                                    f"this is {env.system} {env.machine}", None, details)
-        return Outcome("pass", f"{where} fits Neuron {release.version}", None, details)
+        return CheckOutcome("pass", f"{where} fits Neuron {release.version}", None, details)
     tnx = f.env.get("torch-neuronx")
     fix = install_fix(f)
     message = (f"{where} is not supported by Neuron {release.version} "
                f"({fw.flavour if fw else release.flavour} needs {supported[0]}-{supported[-1]})")
     if tnx is None:
-        return Outcome("warn", message + "; nothing Neuron is installed here yet", fix, details)
-    return Outcome("fail", message, fix, details)
+        return CheckOutcome("warn", message + "; nothing Neuron is installed here yet", fix, details)
+    return CheckOutcome("fail", message, fix, details)
 
 
 @check("packages.torch-neuronx", "torch-neuronx", gathers=HARDWARE)
-def check_torch_neuronx(f: Facts) -> Outcome:
+def check_torch_neuronx(f: Facts) -> CheckOutcome:
     release = f.selection.release
     tnx = f.env.get("torch-neuronx")
     hw = f.hardware
     if tnx is None:
-        return Outcome("warn", f"torch-neuronx is not installed (Neuron {release.version} pins "
+        return CheckOutcome("warn", f"torch-neuronx is not installed (Neuron {release.version} pins "
                                f"{listed(release.packages.get('torch-neuronx', ()))})", install_fix(f))
     info = classify(tnx.version)
     chip = get_chip(hw.chip) if hw.chip else None
     details = (f"selected release {release.version}: {f.selection.reason}",)
     if info.flavour == "placeholder" or tnx.wrong_package:
-        return Outcome("fail", f"torch-neuronx {tnx.version} is the PyPI placeholder, not Neuron's "
+        return CheckOutcome("fail", f"torch-neuronx {tnx.version} is the PyPI placeholder, not Neuron's "
                                "package (import raises 'WRONG PACKAGE')", install_fix(f), details)
     if info.flavour == "xla":
         if chip is not None and not chip.native_torch:
-            return Outcome("pass", f"torch-neuronx {tnx.version}: legacy XLA line for torch "
+            return CheckOutcome("pass", f"torch-neuronx {tnx.version}: legacy XLA line for torch "
                                    f"{info.torch}, the right stack for {chip.id} ({chip.name} cannot "
                                    "run native TorchNeuron)", None, details)
         shipped = shipped_xla(f) if release.flavour == "native" else None
         if shipped is not None:
-            return Outcome("warn", f"torch-neuronx {tnx.version} (torch {info.torch}) is "
+            return CheckOutcome("warn", f"torch-neuronx {tnx.version} (torch {info.torch}) is "
                                    f"{shipped[0]}", install_fix(f), (*details, *shipped[1]))
         if release.flavour == "native":
-            return Outcome("fail", f"torch-neuronx {tnx.version} is the legacy XLA library (torch "
+            return CheckOutcome("fail", f"torch-neuronx {tnx.version} is the legacy XLA library (torch "
                                    f"{info.torch}); Neuron {release.version} ships native TorchNeuron"
                            + xla_ended(f), install_fix(f), details)
-        return Outcome("pass", f"torch-neuronx {tnx.version}: legacy XLA line for torch {info.torch}, "
+        return CheckOutcome("pass", f"torch-neuronx {tnx.version}: legacy XLA line for torch {info.torch}, "
                                f"as Neuron {release.version} ships", None, details)
     if info.flavour == "native":
         if chip is not None and not chip.native_torch:
-            return Outcome("fail", f"torch-neuronx {tnx.version} is native TorchNeuron, which runs on "
+            return CheckOutcome("fail", f"torch-neuronx {tnx.version} is native TorchNeuron, which runs on "
                                    f"trn2/trn3 only; this host is {chip.id} ({chip.name})",
                            install_fix(f), details)
         pinned = {public(v) for v in release.packages.get("torch-neuronx", ())}
         if info.public not in pinned:
-            return Outcome("warn", f"torch-neuronx {tnx.version} (native, torch {info.torch}) is not "
+            return CheckOutcome("warn", f"torch-neuronx {tnx.version} (native, torch {info.torch}) is not "
                                    f"a version Neuron {release.version} pins ({listed(sorted(pinned))})",
                            install_fix(f), details)
-        return Outcome("pass", f"torch-neuronx {tnx.version}: native TorchNeuron for torch "
+        return CheckOutcome("pass", f"torch-neuronx {tnx.version}: native TorchNeuron for torch "
                                f"{info.torch}, pinned by Neuron {release.version}", None, details)
-    return Outcome("warn", f"torch-neuronx {tnx.version}: a version line neuronctl does not know",
+    return CheckOutcome("warn", f"torch-neuronx {tnx.version}: a version line neuronctl does not know",
                    neuronctl_command(f, "releases"), details)
 
 
 @check("packages.legacy-xla", "Legacy XLA stack", gathers=HARDWARE)
-def check_legacy(f: Facts) -> Outcome:
+def check_legacy(f: Facts) -> CheckOutcome:
     report = f.legacy
     details = tuple(f"{s.name}: {s.says} ({s.detail})" for s in report.signals)
     chip = get_chip(f.hardware.chip) if f.hardware.chip else None
     if report.verdict in ("none", "native"):
-        return Outcome("pass", "no legacy XLA stack", None, details)
+        return CheckOutcome("pass", "no legacy XLA stack", None, details)
     pkgs = " ".join(report.legacy_packages) or "torch-xla libneuronxla"
     if report.verdict == "mixed":
-        return Outcome("warn", "signals disagree: native and legacy XLA parts are both present",
+        return CheckOutcome("warn", "signals disagree: native and legacy XLA parts are both present",
                        install_fix(f) if report.legacy_packages else "unset PJRT_DEVICE", details)
     if chip is not None and not chip.native_torch:
-        return Outcome("pass", f"legacy XLA stack, expected on {chip.id} ({chip.name})", None,
+        return CheckOutcome("pass", f"legacy XLA stack, expected on {chip.id} ({chip.name})", None,
                        details)
     native = f.selection.release.flavour == "native"
     fix = install_fix(f) if native else uninstall_fix(f, pkgs.split())
@@ -181,17 +182,17 @@ def check_legacy(f: Facts) -> Outcome:
              f"{', '.join(report.legacy_packages) or 'environment'}")
     shipped = shipped_xla(f) if native else None
     if shipped is not None:
-        return Outcome("warn", f"{found}; torch-neuronx is {shipped[0]}", fix,
+        return CheckOutcome("warn", f"{found}; torch-neuronx is {shipped[0]}", fix,
                        (*details, *shipped[1]))
-    return Outcome("fail", found + (xla_ended(f) if native else ""), fix, details)
+    return CheckOutcome("fail", found + (xla_ended(f) if native else ""), fix, details)
 
 
 @check("packages.placeholders", "PyPI placeholder packages")
-def check_placeholders(f: Facts) -> Outcome:
+def check_placeholders(f: Facts) -> CheckOutcome:
     report = f.legacy
     if not report.placeholders:
-        return Outcome("pass", "no PyPI placeholder packages")
-    return Outcome("fail", f"PyPI placeholder packages installed: {', '.join(report.placeholders)} "
+        return CheckOutcome("pass", "no PyPI placeholder packages")
+    return CheckOutcome("fail", f"PyPI placeholder packages installed: {', '.join(report.placeholders)} "
                            "(a merged-index install picked them)",
                    install_fix(f))
 
@@ -216,7 +217,7 @@ def _unpublished_pin(name: str, version: str, release: Release) -> tuple[Status,
 
 
 @check("packages.coherence", "Package versions agree", gathers=HARDWARE)
-def check_coherence(f: Facts) -> Outcome:
+def check_coherence(f: Facts) -> CheckOutcome:
     env, release = f.env, f.selection.release
     findings: list[tuple[Status, str]] = []
     fixes: list[str] = []
@@ -258,9 +259,9 @@ def check_coherence(f: Facts) -> Outcome:
                                  "needs the CPU build (CUDA wheels add GBs and nothing for Neuron)"))
         fixes.append(install_fix(f))  # the plan reinstalls torch as the +cpu build
     if not findings:
-        return Outcome("skip", "no Neuron packages installed to compare")
+        return CheckOutcome("skip", "no Neuron packages installed to compare")
     status = _worst([s for s, _ in findings])
     problems = [m for s, m in findings if s != "pass"]
     message = "; ".join(problems) if problems else f"{len(findings)} version pairs agree"
-    return Outcome(status, message, " && ".join(dict.fromkeys(fixes)) or None,
+    return CheckOutcome(status, message, " && ".join(dict.fromkeys(fixes)) or None,
                    tuple(f"{s}: {m}" for s, m in findings))

@@ -10,7 +10,7 @@ import datetime as dt
 from typing import TYPE_CHECKING
 
 from neuronctl.ops.doctor.registry import HARDWARE, check
-from neuronctl.ops.doctor.runner import Outcome, Status
+from neuronctl.ops.doctor.runner import CheckOutcome, Status
 from neuronctl.rules import Rule, Situation, broken_rules, describe
 
 if TYPE_CHECKING:
@@ -22,12 +22,12 @@ if TYPE_CHECKING:
 STALE_AFTER_DAYS = 45
 
 
-def _outcome(f: Facts, rules: list[Rule], ok: str, details: tuple[str, ...] = ()) -> Outcome:
+def _outcome(f: Facts, rules: list[Rule], ok: str, details: tuple[str, ...] = ()) -> CheckOutcome:
     if not rules:
-        return Outcome("pass", ok, None, details)
+        return CheckOutcome("pass", ok, None, details)
     words = [describe(r) for r in rules]
     status: Status = "fail" if any(r.severity == "fail" for r in rules) else "warn"
-    return Outcome(status, "; ".join(words), None, (*details, *words))
+    return CheckOutcome(status, "; ".join(words), None, (*details, *words))
 
 
 def host_os(root: SysRoot) -> str | None:
@@ -51,15 +51,15 @@ def host_os(root: SysRoot) -> str | None:
 
 
 @check("host.os", "Operating system", gathers=HARDWARE)
-def check_host_os(f: Facts) -> Outcome:
+def check_host_os(f: Facts) -> CheckOutcome:
     release = f.selection.release
     name = host_os(f.sysroot)
     if name is None:
-        return Outcome("skip", "no os-release on this root: the OS rules cannot be checked")
+        return CheckOutcome("skip", "no os-release on this root: the OS rules cannot be checked")
     s = Situation(release.version, flavour=release.flavour, os=name)
     rules = broken_rules(f.manifest.rules, s, ("os",))
     if rules and not f.hardware.present:  # an environment prepared here for another host
-        return Outcome("skip", f"no Neuron hardware here: the OS rules apply on the Neuron host "
+        return CheckOutcome("skip", f"no Neuron hardware here: the OS rules apply on the Neuron host "
                                f"({name} would break: {'; '.join(describe(r) for r in rules)})",
                        None, (f"os-release: {name}",))
     return _outcome(f, rules, f"{name}: no documented OS rule of Neuron {release.version} breaks",
@@ -67,7 +67,7 @@ def check_host_os(f: Facts) -> Outcome:
 
 
 @check("runtime.compat", "Neuron runtime", gathers=HARDWARE)
-def check_runtime_compat(f: Facts) -> Outcome:
+def check_runtime_compat(f: Facts) -> CheckOutcome:
     """The runtime against the driver: the existing comparison, then AWS's rules."""
     from neuronctl.ops.doctor.checks_hardware import check_runtime  # not for install's rules
 
@@ -82,7 +82,7 @@ def check_runtime_compat(f: Facts) -> Outcome:
     rank = {"skip": 0, "pass": 1, "warn": 2, "fail": 3}
     status = ruled.status if rank[ruled.status] > rank[base.status] else base.status
     message = ruled.message if base.status in ("pass", "skip") else f"{base.message}; {ruled.message}"
-    return Outcome(status, message, base.fix, (*base.details, *ruled.details))
+    return CheckOutcome(status, message, base.fix, (*base.details, *ruled.details))
 
 
 def _line(version: str | None) -> str | None:
@@ -93,7 +93,7 @@ def _line(version: str | None) -> str | None:
 
 
 @check("packages.lifecycle", "Support windows", gathers=HARDWARE)
-def check_lifecycle(f: Facts) -> Outcome:
+def check_lifecycle(f: Facts) -> CheckOutcome:
     release, env = f.selection.release, f.env
     tnx, torch = env.get("torch-neuronx"), env.get("torch")
     flavour = None

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from neuronctl.ops.doctor.facts import Facts
-    from neuronctl.ops.doctor.runner import Outcome, Severity
+    from neuronctl.ops.doctor.runner import CheckOutcome, Severity
 
-CheckFunction = Callable[["Facts"], "Outcome"]
+CheckFunction = Callable[["Facts"], "CheckOutcome"]
 HARDWARE = frozenset({"hardware"})
 
 

@@ -20,8 +20,10 @@ SEVERITIES: tuple[Severity, ...] = ("drain", "fix", "info")
 
 
 @dataclass(frozen=True)
-class Outcome:
-    """What a check function returns."""
+class CheckOutcome:
+    """What a check function returns: its status, message and fix (the check outcome; the runner
+    adds the id and the time taken to make its CheckResult). An operation's "outcome" is another
+    thing: the frozen result an ops function returns."""
 
     status: Status
     message: str
@@ -29,6 +31,9 @@ class Outcome:
     details: tuple[str, ...] = ()
     severity: Severity | None = None
     """None: the check's own (CheckSpec.severity) when it warns or fails."""
+
+
+Outcome = CheckOutcome  # the old name, for checks not yet moved to the word "check outcome"
 
 
 @dataclass(frozen=True)
@@ -56,13 +61,13 @@ class Check:
 
     id: str
     title: str
-    run: Callable[[], Outcome]
+    run: Callable[[], CheckOutcome]
     timeout: float
     severity: Severity = "fix"
     """The severity of this check's warnings and failures unless its outcome names one."""
 
 
-def severity_of(outcome: Outcome, default: Severity) -> Severity:
+def severity_of(outcome: CheckOutcome, default: Severity) -> Severity:
     if outcome.status in ("pass", "skip"):
         return "info"
     return outcome.severity or default
@@ -73,9 +78,9 @@ def _run_one(check: Check, slot: list[CheckResult]) -> None:
     try:
         outcome = check.run()
     except NeuronctlError as exc:
-        outcome = Outcome("fail", exc.message, exc.hint)
+        outcome = CheckOutcome("fail", exc.message, exc.hint)
     except Exception as exc:  # a broken check must not take the doctor down
-        outcome = Outcome("fail", f"check raised {type(exc).__name__}: {exc}")
+        outcome = CheckOutcome("fail", f"check raised {type(exc).__name__}: {exc}")
     ms = round((time.perf_counter() - start) * 1000, 1)
     slot.append(CheckResult(check.id, check.title, outcome.status, outcome.message, outcome.fix, ms,
                             outcome.details, severity_of(outcome, check.severity)))

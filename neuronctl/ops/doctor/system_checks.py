@@ -12,7 +12,7 @@ from neuronctl.manifest import Release
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.fixes import public
 from neuronctl.ops.doctor.registry import check
-from neuronctl.ops.doctor.runner import Outcome, Status
+from neuronctl.ops.doctor.runner import CheckOutcome, Status
 
 if TYPE_CHECKING:  # each check imports the probe it reads: a doctor choosing none loads neither
     from neuronctl.probes.system_facts import DeviceAccess, KernelModuleState
@@ -31,12 +31,12 @@ def _uses_dpkg(f: Facts) -> bool:
 # ------------------------------------------------------------------------------ device.holders
 
 @check("device.holders", "Processes holding Neuron devices")
-def check_device_holders(f: Facts) -> Outcome:
+def check_device_holders(f: Facts) -> CheckOutcome:
     # Without device nodes nothing can hold one: the /proc scan (every process's fd table, long
     # on a busy CI host or laptop) is for hosts that have them. A process still holding a node
     # since removed (the driver unloaded) is not named here; hardware.driver fails on that host.
     if not f.sysroot.glob("/dev", "neuron*"):
-        return Outcome("skip", "no /dev/neuron* nodes: nothing to hold")
+        return CheckOutcome("skip", "no /dev/neuron* nodes: nothing to hold")
     from neuronctl.probes.system_facts import descends_from, find_device_holders
 
     scan = find_device_holders(f.sysroot)
@@ -48,7 +48,7 @@ def check_device_holders(f: Facts) -> Outcome:
         details.append(f"{scan.unreadable} process(es) could not be inspected (another user's): "
                        "run as root to see every holder")
     if not holders:
-        return Outcome("pass", "no other process holds /dev/neuron*", None, tuple(details))
+        return CheckOutcome("pass", "no other process holds /dev/neuron*", None, tuple(details))
     stale = [h for h in holders if h.zombie or h.parent_gone]
     message = (f"{len(holders)} process(es) hold Neuron devices; a new run cannot get those "
                "NeuronCores (nrt_allocate_neuron_cores fails at start-up)")
@@ -60,7 +60,7 @@ def check_device_holders(f: Facts) -> Outcome:
         fix += " && kill " + " ".join(str(p) for p in zombie_parents)
     fix += ("  # or share the chip: give each job its own cores with "
             "NEURON_RT_VISIBLE_CORES=<first>-<last>")
-    return Outcome("warn", message, fix, tuple(details))
+    return CheckOutcome("warn", message, fix, tuple(details))
 
 
 # ---------------------------------------------------------------- hardware.driver: the kernel
@@ -127,13 +127,13 @@ def driver_load_fix(f: Facts, want: str | None) -> str:
     return f"{package_install(f, 'aws-neuronx-dkms', want)} && sudo modprobe neuron"
 
 
-def check_driver_kernel(f: Facts) -> Outcome:
+def check_driver_kernel(f: Facts) -> CheckOutcome:
     """The driver module against the running kernel (extends `hardware.driver`)."""
     from neuronctl.probes.system_facts import read_kernel_modules
 
     state = read_kernel_modules(f.sysroot)
     if state.kernel is None:
-        return Outcome("skip", "running kernel release unknown (/proc/sys/kernel/osrelease)")
+        return CheckOutcome("skip", "running kernel release unknown (/proc/sys/kernel/osrelease)")
     built = {k: v for k, v in state.modules_by_kernel.items() if v}
     dkms_kernels = sorted({k for versions in state.dkms.values() for ks in versions.values()
                            for k in ks})
@@ -144,19 +144,19 @@ def check_driver_kernel(f: Facts) -> Outcome:
     if state.loaded_version:
         details.append(f"loaded module: {state.loaded_version}")
     if not built and not state.dkms and not state.loaded_version:
-        return Outcome("skip", "no neuron driver module installed (see hardware.driver)", None,
+        return CheckOutcome("skip", "no neuron driver module installed (see hardware.driver)", None,
                        tuple(details))
     if state.module_for_running_kernel:
-        return Outcome("pass", f"neuron module built for the running kernel {state.kernel}", None,
+        return CheckOutcome("pass", f"neuron module built for the running kernel {state.kernel}", None,
                        tuple(details))
     others = sorted(set(built) | set(dkms_kernels))
     fix = _rebuild_fix(f, state.kernel, _dkms_version(state, f))
     elsewhere = f" (built for {', '.join(others)})" if others else ""
     if state.loaded_version:
-        return Outcome("warn", f"the loaded neuron module has no file for kernel {state.kernel}"
+        return CheckOutcome("warn", f"the loaded neuron module has no file for kernel {state.kernel}"
                                f"{elsewhere}: it cannot be loaded again after a reboot or rmmod",
                        fix, tuple(details))
-    return Outcome("fail", f"no neuron module for the running kernel {state.kernel}{elsewhere}: "
+    return CheckOutcome("fail", f"no neuron module for the running kernel {state.kernel}{elsewhere}: "
                            "the kernel was upgraded without a DKMS rebuild", fix, tuple(details),
                    "drain")  # no driver can load: the node runs no Neuron work until rebuilt
 
@@ -201,7 +201,7 @@ def _release_problems(f: Facts, pk: SystemPackages) -> tuple[list[str], str | No
 
 
 @check("packages.system", "Neuron system packages")
-def check_system_packages(f: Facts) -> Outcome:
+def check_system_packages(f: Facts) -> CheckOutcome:
     from neuronctl.probes.system_packages import find_runtime_libraries, read_system_packages
 
     pk = read_system_packages(f.sysroot)
@@ -210,7 +210,7 @@ def check_system_packages(f: Facts) -> Outcome:
     details += [f"libnrt in {lib.directory}: {', '.join(lib.files)} -> {lib.real}" for lib in libraries]
     generation, generation_fix = _generation_problems(f, pk)
     if generation:
-        return Outcome("fail", "mixed Neuron package generations: " + "; ".join(generation),
+        return CheckOutcome("fail", "mixed Neuron package generations: " + "; ".join(generation),
                        generation_fix, tuple(details))
     problems: list[str] = []
     fix = None
@@ -223,11 +223,11 @@ def check_system_packages(f: Facts) -> Outcome:
     problems += release_problems
     fix = release_fix or fix
     if problems:
-        return Outcome("warn", "; ".join(problems), fix, tuple(details))
+        return CheckOutcome("warn", "; ".join(problems), fix, tuple(details))
     if not pk.packages and not libraries:
-        return Outcome("skip", "no Neuron system packages (dpkg/rpm) and no libnrt found", None,
+        return CheckOutcome("skip", "no Neuron system packages (dpkg/rpm) and no libnrt found", None,
                        tuple(details))
-    return Outcome("pass", f"{len(pk.packages)} Neuron system package(s) from Neuron "
+    return CheckOutcome("pass", f"{len(pk.packages)} Neuron system package(s) from Neuron "
                            f"{f.selection.release.version}, one runtime library", None, tuple(details))
 
 
@@ -243,51 +243,51 @@ def _container_fix(acc: DeviceAccess) -> str:
 
 
 def check_device_access(f: Facts, uid: int | None = None,
-                        groups: set[int] | None = None) -> Outcome:
+                        groups: set[int] | None = None) -> CheckOutcome:
     from neuronctl.probes.system_facts import read_device_access
 
     acc = read_device_access(f.sysroot, uid, groups)
     details = [f"container: {', '.join(acc.container_evidence)}"] if acc.in_container else []
     details += [f"node: {n}" for n in acc.nodes]
     if acc.denied:
-        return Outcome("fail", f"{len(acc.denied)} of {len(acc.nodes)} /dev/neuron* node(s) are not "
+        return CheckOutcome("fail", f"{len(acc.denied)} of {len(acc.nodes)} /dev/neuron* node(s) are not "
                                f"readable and writable by this user: {', '.join(acc.denied)}",
                        "sudo chmod 0666 /dev/neuron*  # for good: a udev rule, e.g. "
                        "KERNEL==\"neuron*\", MODE=\"0666\" in /etc/udev/rules.d/neuron.rules",
                        tuple(details))
     if acc.nodes:
-        return Outcome("pass", f"{len(acc.nodes)} /dev/neuron* node(s) readable and writable",
+        return CheckOutcome("pass", f"{len(acc.nodes)} /dev/neuron* node(s) readable and writable",
                        None, tuple(details))
     if acc.in_container and acc.host_devices:
-        return Outcome("fail", f"inside a container without /dev/neuron*, on a host with "
+        return CheckOutcome("fail", f"inside a container without /dev/neuron*, on a host with "
                                f"{acc.host_devices} Neuron device(s): the devices were not passed in",
                        _container_fix(acc), tuple(details))
     if acc.in_container:
-        return Outcome("skip", "inside a container without /dev/neuron* and no Neuron device "
+        return CheckOutcome("skip", "inside a container without /dev/neuron* and no Neuron device "
                                "seen: on a Neuron host, pass the devices in (--device=/dev/neuron0 "
                                "...)", None, tuple(details))
-    return Outcome("skip", "no /dev/neuron* nodes (see hardware.driver)", None, tuple(details))
+    return CheckOutcome("skip", "no /dev/neuron* nodes (see hardware.driver)", None, tuple(details))
 
 
 # ------------------------------------------------------------------------------------ wiring
 
-def with_kernel_check(driver: Outcome, kernel: Outcome) -> Outcome:
+def with_kernel_check(driver: CheckOutcome, kernel: CheckOutcome) -> CheckOutcome:
     """`hardware.driver` extended by the kernel match: the worse status speaks (its message
     first, its fix), the other's message follows, the details of both are kept."""
     if kernel.status == "skip":
-        return Outcome(driver.status, driver.message, driver.fix, driver.details + kernel.details,
+        return CheckOutcome(driver.status, driver.message, driver.fix, driver.details + kernel.details,
                        driver.severity)
     # A tie of failures is the kernel's: a driver not loaded because no module fits the running
     # kernel is fixed by the rebuild, not by installing the package again.
     kernel_first = _SEVERITY[kernel.status] > _SEVERITY[driver.status] \
         or kernel.status == driver.status == "fail"
     first, second = (kernel, driver) if kernel_first else (driver, kernel)
-    return Outcome(first.status, f"{first.message}; {second.message}", first.fix or second.fix,
+    return CheckOutcome(first.status, f"{first.message}; {second.message}", first.fix or second.fix,
                    driver.details + kernel.details, first.severity or second.severity)
 
 
 @check("device.access", "Neuron device access")
-def check_device_access_and_image(f: Facts) -> Outcome:
+def check_device_access_and_image(f: Facts) -> CheckOutcome:
     """device.access, and inside a container the image against the host (checks_container)."""
     from neuronctl.ops.doctor.checks_container import check_container_image
 
@@ -296,8 +296,8 @@ def check_device_access_and_image(f: Facts) -> Outcome:
     if image is None:
         return access
     if access.status == "skip" and image.status == "pass":
-        return Outcome("skip", access.message, access.fix, access.details + image.details)
+        return CheckOutcome("skip", access.message, access.fix, access.details + image.details)
     first, second = (image, access) if _SEVERITY[image.status] > _SEVERITY[access.status] \
         else (access, image)
-    return Outcome(first.status, f"{first.message}; {second.message}", first.fix or second.fix,
+    return CheckOutcome(first.status, f"{first.message}; {second.message}", first.fix or second.fix,
                    access.details + image.details, first.severity or second.severity)

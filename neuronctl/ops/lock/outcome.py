@@ -9,7 +9,7 @@ from typing import Any
 
 from neuronctl.errors import EXIT_FAILED
 from neuronctl.resolvers.pylock import LockedPackage
-from neuronctl.resolvers.targets import Target
+from neuronctl.resolvers.targets import PlatformTarget
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class LockOutcome:
     fmt: str
     release: str
     torch: str
-    targets: tuple[Target, ...]
+    targets: tuple[PlatformTarget, ...]
     routing: Mapping[str, Any]
     packages: tuple[LockedPackage, ...] = ()
     network: Mapping[str, Any] = field(default_factory=dict)
