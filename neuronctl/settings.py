@@ -170,10 +170,10 @@ SPECS: tuple[Spec[Any], ...] = (
     _spec("torch", "--torch", None, "torch", (str,), "a torch version string such as \"2.14\"",
           "the PyTorch line of the stack (lock, install, init)", _text),
     _spec("python_versions", "--python-version", None, "python", (str, list),
-          "a Python version or a list of them", "the lock target's Python versions (lock, init, "
-          "download; `--python` is always an interpreter)", _texts, ()),
+          "a Python version or a list of them", "the platform targets' Python versions (lock, "
+          "init, download; `--python` is always an interpreter)", _texts, ()),
     _spec("platforms", "--platform", None, "platform", (str, list),
-          "a platform tag or a list of them", "the lock target's platform tags", _texts, ()),
+          "a platform tag or a list of them", "the platform targets' platform tags", _texts, ()),
     _spec("requirements", "--with", None, "with", (list,), "a list of requirement strings",
           "your own requirements, locked and installed with the stack", _texts, ()),
     _spec("manifest", "--manifest", "NEURONCTL_MANIFEST", "manifest", (str,),

@@ -119,7 +119,7 @@ def platform_family(platform: str) -> list[str]:
 
 
 def parse_python(text: str, where: str = "--python-version") -> str:
-    """A lock target's Python version; `where` names how it was given, for the error."""
+    """A platform target's Python version; `where` names how it was given, for the error."""
     value = text.strip()
     if not _PYTHON.match(value):
         raise InputError(f"{where} {text!r}: expected a Python version such as 3.12 or 3.12.4")

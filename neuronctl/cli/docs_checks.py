@@ -3,7 +3,7 @@ beside its function, ops/doctor/registry.py; listed in report order by ops/docto
 
 What each check reads and which fixes it can suggest are found in its code, not listed by hand:
 the check function and every doctor function it calls (followed through the names each module
-binds) are parsed, and the Facts properties they read (`f.hardware`), the probes they import and
+binds) are parsed, and the Facts properties they read (`f.hardware`), the `probes` modules they import and
 the fix helpers they call (`install_fix(f)`, `neuronctl_command(f, "lock", ...)`, a fix string
 handed to `CheckOutcome`) are collected. A check added to the registry is documented on the next
 `python -m neuronctl.cli.docs_gen` with no edit here.

@@ -188,7 +188,7 @@ CONFIG_EXAMPLE = """
 [tool.neuronctl]
 release = "2.33.0"
 torch = "2.14"
-python = ["3.12", "3.13"]                 # lock/install targets
+python = ["3.12", "3.13"]                 # platform targets (lock, init, download)
 platform = "manylinux_2_28_x86_64"
 with = ["transformers>=4.50"]
 indexes = { neuron = "https://mirror.example/neuron/simple" }

@@ -80,7 +80,7 @@ def json_option(f: F) -> F:
 
 
 def python_option(f: F) -> F:
-    """`--python`: always an interpreter (lock targets are `--python-version`)."""
+    """`--python`: always the target interpreter (platform targets are `--python-version`)."""
     return click.option("--python", "python", metavar="PATH",
                         help="Interpreter (or venv directory) to inspect; default: the active "
                              "VIRTUAL_ENV, else ./.venv, else neuronctl's own.")(f)
@@ -108,8 +108,8 @@ def timeout_option(f: F) -> F:
 
 def target_options(default_help: str, platform_help: str = "default: config platform, else "
                    "manylinux_2_28_x86_64") -> Callable[[F], F]:
-    """A lock target: `--python-version X.Y` (once `--python`, still accepted with a note) and
-    `--platform TAG`."""
+    """The platform targets: `--python-version X.Y` (once `--python`, still accepted with a note)
+    and `--platform TAG`."""
 
     def apply(f: F) -> F:
         f = click.option("--platform", "platforms", multiple=True, metavar="TAG",

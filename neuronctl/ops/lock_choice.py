@@ -55,7 +55,7 @@ class HostDevices:
 
     @property
     def found(self) -> str:
-        """What the probes found, as the reasons say it."""
+        """What the hardware readers found, as the reasons say it."""
         if self.neuron_devices > 0:
             return f"{self.neuron_devices} Neuron device(s)"
         return self.nvidia if self.nvidia_driver is not None else "no Neuron device and no NVIDIA GPU"
