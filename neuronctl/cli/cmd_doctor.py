@@ -102,8 +102,8 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
                             if output is not None else ""))
     check_output_file(output, "-o")
     chosen = choose_level(level, no_device_probe, compile_tier)
-    request, policy, target, release = _request(python, chosen, only, lookback, sysroot,
-                                                manifest_path)
+    request, policy, target, chosen_release = _request(python, chosen, only, lookback, sysroot,
+                                                       manifest_path)
     started, clock = time.time(), time.perf_counter()
     from neuronctl.cli.progress import status_reporter
 
@@ -113,7 +113,7 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
         report = doctor_run.doctor(request, reporter)
     duration = time.perf_counter() - clock
     drained = _slurm_drain(report, policy) if slurm_drain else None
-    _deliver(DoctorView(report, target, drained, release), fmt, output, started, duration)
+    _deliver(DoctorView(report, target, drained, chosen_release), fmt, output, started, duration)
     if drained is not None and drained.get("action") == "error":
         return 1
     if exit_on is not None:
