@@ -280,7 +280,7 @@ def test_wrong_hash_on_full_download_is_refused(cli, wheels):
 
 
 def test_bad_flags_are_one_line_errors(cli):
-    for args, text in ((["--python", "three"], "--python 'three'"),
+    for args, text in ((["--python-version", "three"], "--python-version 'three'"),
                        (["--platform", "win_amd64"], "Linux platform tag"),
                        (["--release", "9.9.9"], "unknown Neuron release"),
                        (["--torch", "1.0"], "offers torch"),
