@@ -9,22 +9,10 @@ from typing import Literal
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from neuronctl.locked_file import LockedFile
 from neuronctl.routing import redact_url
 
 Action = Literal["install", "upgrade", "downgrade", "reinstall", "remove", "keep"]
-
-
-@dataclass(frozen=True)
-class Wanted:
-    """One wheel the target should have: name, version, where it is fetched, its sha256."""
-
-    name: str
-    version: str
-    filename: str
-    url: str
-    sha256: str | None
-    size: int | None
-    index: str | None = None
 
 
 @dataclass(frozen=True)
@@ -35,7 +23,7 @@ class Change:
     name: str
     old: str | None
     new: str | None
-    wanted: Wanted | None = None
+    wanted: LockedFile | None = None
     why: str = ""
 
     def to_json(self) -> dict[str, object]:
@@ -104,7 +92,7 @@ def _action(old: str, new: str) -> Action:
     return "upgrade" if b > a else "downgrade"
 
 
-def diff(installed: Mapping[str, str], wanted: Iterable[Wanted],
+def diff(installed: Mapping[str, str], wanted: Iterable[LockedFile],
          remove: Mapping[str, str]) -> Plan:
     """`installed`: name -> version; `remove`: name -> why (packages that must go, e.g. legacy
     XLA ones), unless also wanted."""

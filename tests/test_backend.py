@@ -4,8 +4,9 @@ import pytest
 
 from neuronctl.backend.choose import choose_backend
 from neuronctl.backend.external_tool import clean_environment
-from neuronctl.backend.plan import Wanted, diff
+from neuronctl.backend.plan import diff
 from neuronctl.errors import InputError
+from neuronctl.locked_file import LockedFile
 
 
 def test_backend_precedence_flag_config_env_auto(tmp_path):
@@ -52,7 +53,7 @@ def test_engines_never_reach_an_index():
 
 
 def w(name, version):
-    return Wanted(name, version, f"{name}-{version}.whl", f"http://i/{name}", "0" * 64, 1)
+    return LockedFile(name, version, f"{name}-{version}.whl", f"http://i/{name}", "0" * 64, 1)
 
 
 def test_plan_diff_actions():

@@ -17,10 +17,11 @@ from loopback import QuietHandler, serving
 from wheels import build_wheel, find_python, make_venv, site_packages
 
 from neuronctl.errors import InputError
-from neuronctl.ops.install.requirements import REQUIREMENTS, EngineFile, render
+from neuronctl.locked_file import LockedFile
+from neuronctl.ops.install.requirements import REQUIREMENTS, render
 from neuronctl.resolvers.pylock import load_pylock
 from neuronctl.resolvers.simple_index import parse_project_page
-from neuronctl.resolvers.toml_emit import dumps
+from neuronctl.toml_emit import dumps
 
 NOWHERE = "http://127.0.0.1:9/files/"
 
@@ -165,10 +166,12 @@ def test_no_value_of_the_engine_input_can_start_a_line_or_an_option(field):
     made them (a lock, a resolution, a wheelhouse, the seed pip)."""
     good = {"name": "demo", "version": "1.0", "filename": "demo-1.0-py3-none-any.whl",
             "url": NOWHERE + "demo-1.0-py3-none-any.whl", "sha256": "a" * 64}
-    EngineFile(**good)  # type: ignore[arg-type]
+    LockedFile(**good).checked()  # type: ignore[arg-type]
     for bad in ("\n-r /root/.netrc", " --index-url http://127.0.0.1:9/", "\r#"):
         with pytest.raises(InputError):
-            EngineFile(**{**good, field: good[field] + bad})  # type: ignore[arg-type]
+            LockedFile(**{**good, field: good[field] + bad}).checked()  # type: ignore[arg-type]
+        with pytest.raises(InputError):  # and the engine's input never holds one unchecked
+            render([LockedFile(**{**good, field: good[field] + bad})], REQUIREMENTS, {})  # type: ignore[arg-type]
 
 
 def test_an_environment_variable_in_a_url_is_never_expanded_by_pip(cli, tmp_path, pip_venvs,
@@ -194,7 +197,7 @@ def test_an_environment_variable_in_a_url_is_never_expanded_by_pip(cli, tmp_path
     assert r.code != 0 and said(python) is None
     assert paths, "pip never asked the server"
     assert all("s3cr3t" not in p for p in paths), paths
-    text = render([EngineFile("demo", "1.0", wheel.name, url, sha(wheel))], REQUIREMENTS, {})
+    text = render([LockedFile("demo", "1.0", wheel.name, url, sha(wheel))], REQUIREMENTS, {})
     assert "${" not in text and "%7BNEURONCTL_TEST_SECRET%7D" in text
 
 
@@ -224,7 +227,7 @@ def test_uv_input_holds_each_url_as_one_toml_string(tmp_path):
     from neuronctl.tomlfile import read_toml
 
     url = NOWHERE + "${HOME}/d\u00e9mo-1.0-py3-none-any.whl"
-    text = render([EngineFile("demo", "1.0", "demo-1.0-py3-none-any.whl", url, "a" * 64)], PYLOCK, {})
+    text = render([LockedFile("demo", "1.0", "demo-1.0-py3-none-any.whl", url, "a" * 64)], PYLOCK, {})
     (tmp_path / "pylock.toml").write_text(text)
     (pkg,) = read_toml(tmp_path / "pylock.toml", "lock")["packages"]
     assert pkg["wheels"][0]["url"] == NOWHERE + "$%7BHOME%7D/d%C3%A9mo-1.0-py3-none-any.whl"

@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from neuronctl.backend.plan import Wanted
 from neuronctl.errors import FaultError, InputError, Interrupted
+from neuronctl.locked_file import LockedFile
 from neuronctl.ops.install.apply import ApplyFailure
 from neuronctl.ops.install.failure import failure_error
-from neuronctl.ops.install.requirements import EngineFile
 from neuronctl.ops.install.source import InstallSource
 from neuronctl.ops.install.target import InstallTarget
 from neuronctl.ops.install.wheelhouse_source import from_wheelhouse, mismatched
@@ -34,7 +33,7 @@ def sha(data: bytes) -> str:
 
 
 def source_for(data: bytes = GOOD, size: int | None = len(GOOD)) -> InstallSource:
-    wanted = Wanted("nki", "0.7.0", NAME, REMOTE, sha(data), size)
+    wanted = LockedFile("nki", "0.7.0", NAME, REMOTE, sha(data), size)
     return InstallSource((wanted,), None, None, "lock pylock.toml", Path("pylock.toml"))
 
 
@@ -44,8 +43,8 @@ def tampered(data: bytes) -> bytes:
     return data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1:]
 
 
-def engine_file(url: str, digest: str = sha(GOOD)) -> EngineFile:
-    return EngineFile("nki", "0.7.0", NAME, url, digest)
+def engine_file(url: str, digest: str = sha(GOOD)) -> LockedFile:
+    return LockedFile("nki", "0.7.0", NAME, url, digest)
 
 
 def test_a_same_size_file_with_other_bytes_is_handed_to_the_engine_unhashed(tmp_path):

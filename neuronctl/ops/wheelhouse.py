@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from neuronctl.errors import FaultError, InputError
+from neuronctl.locked_file import LockedFile
 from neuronctl.ops.reporter import Event, Reporter
 from neuronctl.safety import checked_hash, safe_filename
 
@@ -41,18 +42,6 @@ if TYPE_CHECKING:
 STAGING = ".neuronctl-partial"
 WORKERS = 4
 LABEL_WIDTH = 28
-
-
-@dataclass(frozen=True)
-class LockedFile:
-    """One wheel a lock names: where to fetch it and the sha256 it must have."""
-
-    package: str
-    version: str
-    filename: str
-    url: str
-    sha256: str
-    size: int | None
 
 
 @dataclass(frozen=True)
@@ -76,7 +65,7 @@ class FileOutcome:
     """"downloaded", "present" (already there and verified) or "replaced" (there, unverified)."""
 
     def to_json(self) -> dict[str, object]:
-        return {"name": self.file.package, "version": self.file.version,
+        return {"name": self.file.name, "version": self.file.version,
                 "file": self.file.filename, "sha256": self.file.sha256, "size": self.file.size,
                 "status": self.status}
 
@@ -189,7 +178,7 @@ def verified(file: LockedFile, path: Path) -> bool:
 
 
 def label(file: LockedFile) -> str:
-    text = f"{file.package} {file.version}"
+    text = f"{file.name} {file.version}"
     return text if len(text) <= LABEL_WIDTH else text[:LABEL_WIDTH - 1] + "…"
 
 
@@ -210,7 +199,7 @@ def download(request: DownloadRequest, reporter: Reporter) -> DownloadOutcome:
     fetcher = Fetcher(cache=None, offline=False, timeout=request.timeout,
                       credentials=routing.credentials())
     preflight(file_hosts(f.url for f in files  # the hosts of what is not there yet, at once
-                         if not (dest / safe_filename(f.filename, f.package)).is_file()), fetcher)
+                         if not (dest / safe_filename(f.filename, f.name)).is_file()), fetcher)
     reporter.emit(Event("info", f"{len(files)} files for {dest}"))
     abandon = threading.Event()
     mode = shared_file_mode()
@@ -268,7 +257,7 @@ def _fetch_one(file: LockedFile, dest: Path, fetcher: Any, reporter: Reporter,
                abandon: threading.Event, mode: int) -> FileOutcome:
     from neuronctl.resolvers.download import download_verified
 
-    final = dest / safe_filename(file.filename, file.package)  # not resolved: a link there is
+    final = dest / safe_filename(file.filename, file.name)  # not resolved: a link there is
     present = os.path.lexists(final)  # replaced by the verified file, never written through
     if present and verified(file, final):
         reporter.finished(file.filename, f"{file.filename}: already there, sha256 ok")

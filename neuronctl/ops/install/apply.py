@@ -17,7 +17,8 @@ from neuronctl.backend.engine_watch import install_limits, step_limits
 from neuronctl.backend.external_tool import run_engine
 from neuronctl.backend.plan import Plan
 from neuronctl.errors import FaultError, InputError, Interrupted, NeuronctlError
-from neuronctl.ops.install.requirements import NAME_RE, EngineFile, written
+from neuronctl.locked_file import NAME_RE, LockedFile
+from neuronctl.ops.install.requirements import written
 from neuronctl.ops.install.target import InstallTarget
 from neuronctl.routing import Origin
 
@@ -141,7 +142,7 @@ class EarlyVenv:
 
 
 def _run_steps(plan: Plan, requirements: Path, target: InstallTarget, engine: Engine, run: Runner,
-               files: Sequence[EngineFile], offline: bool, timeout: float,
+               files: Sequence[LockedFile], offline: bool, timeout: float,
                before: Snapshot | None, uv_lock: Path | None) -> None:
     step = step_limits(STEP_LIMIT_S, timeout)
     for stage, argv in apply_steps(plan, requirements, target, engine, offline=offline,
@@ -158,7 +159,7 @@ def _run_steps(plan: Plan, requirements: Path, target: InstallTarget, engine: En
                                before) from None
 
 
-def apply(plan: Plan, target: InstallTarget, engine: Engine, files: Sequence[EngineFile],
+def apply(plan: Plan, target: InstallTarget, engine: Engine, files: Sequence[LockedFile],
           credentials: Mapping[Origin, tuple[str, str]], *, run: Runner = run_engine,
           watch: Callable[[], Snapshot] | None = None, offline: bool = False,
           early: EarlyVenv | None = None, engine_starting: Callable[[], None] | None = None,

@@ -15,8 +15,8 @@ from neuronctl.backend.external_tool import shown
 from neuronctl.backend.plan import changed_between, restore_commands
 from neuronctl.backend.snapshot import Stray, file_changes
 from neuronctl.errors import FaultError, InputError, Interrupted, NeuronctlError
+from neuronctl.locked_file import LockedFile
 from neuronctl.ops.install.apply import ApplyFailure
-from neuronctl.ops.install.requirements import EngineFile
 from neuronctl.ops.install.target import InstallTarget
 from neuronctl.probes.pyenv import PythonEnv, inspect_python
 
@@ -28,7 +28,7 @@ def _versions(env: PythonEnv) -> dict[str, str]:
 
 
 def _refused(failure: ApplyFailure, wheelhouse: Path | None,
-             files: Sequence[EngineFile]) -> InputError | None:
+             files: Sequence[LockedFile]) -> InputError | None:
     """A wheelhouse file the engine was given that is not the locked file, when the engine failed
     installing (not when it was interrupted: nothing is hashed then)."""
     if isinstance(failure.error, InputError):  # the private copy's check named it already
@@ -42,7 +42,7 @@ def _refused(failure: ApplyFailure, wheelhouse: Path | None,
 
 def failure_error(failure: ApplyFailure, target: InstallTarget, before: PythonEnv,
                   index_url_for: Callable[[str], str], *, wheelhouse: Path | None = None,
-                  files: Sequence[EngineFile] = ()) -> NeuronctlError:
+                  files: Sequence[LockedFile] = ()) -> NeuronctlError:
     """The error to raise for `failure` (an interrupt keeps its own exit code); `before` is the
     target as inspected before the plan, `index_url_for` the routing's URL for a package;
     `wheelhouse` the --find-links directory some of the engine's `files` came from."""

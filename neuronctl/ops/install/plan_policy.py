@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from neuronctl.backend.plan import Plan, Wanted, diff
+from neuronctl.backend.plan import Plan, diff
 from neuronctl.errors import InputError, OperationFailed
+from neuronctl.locked_file import LockedFile
 from neuronctl.probes.legacy import detect_legacy
 from neuronctl.probes.pyenv import PythonEnv
 from neuronctl.torch_neuronx import classify
@@ -20,11 +21,11 @@ Confirm = Callable[[str], bool]
 """Asks a person a yes/no question (the CLI's prompt); absent where nobody can answer."""
 
 
-def installs_native(wanted: Iterable[Wanted]) -> bool:
+def installs_native(wanted: Iterable[LockedFile]) -> bool:
     return any(w.name == "torch-neuronx" and classify(w.version).backend == "native" for w in wanted)
 
 
-def removals(env: PythonEnv, wanted: Iterable[Wanted]) -> dict[str, str]:
+def removals(env: PythonEnv, wanted: Iterable[LockedFile]) -> dict[str, str]:
     """name -> why, for what must leave the target: only when the source is the native stack,
     the legacy packages and placeholders the target has (a legacy source removes nothing)."""
     if not installs_native(wanted):
@@ -36,7 +37,7 @@ def removals(env: PythonEnv, wanted: Iterable[Wanted]) -> dict[str, str]:
     return remove
 
 
-def make_plan(env: PythonEnv, wanted: tuple[Wanted, ...]) -> Plan:
+def make_plan(env: PythonEnv, wanted: tuple[LockedFile, ...]) -> Plan:
     """The diff of what `env` has against `wanted`, with the removals the policy adds: the
     legacy ones, then what only the removed or replaced packages required."""
     installed: Mapping[str, str] = {d.name: d.version for d in env.distributions.values()}

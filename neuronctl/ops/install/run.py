@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from neuronctl.backend.engine import Choice
     from neuronctl.backend.plan import Plan
+    from neuronctl.locked_file import LockedFile
     from neuronctl.manifest import Manifest
     from neuronctl.ops.doctor.report import DoctorReport
     from neuronctl.ops.install.apply import EarlyVenv
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
     from neuronctl.ops.install.outcome import InstallOutcome
     from neuronctl.ops.install.plan_policy import Confirm
     from neuronctl.ops.install.request import InstallRequest
-    from neuronctl.ops.install.requirements import EngineFile
     from neuronctl.ops.install.source import InstallSource
     from neuronctl.ops.install.sourcing import Sourced
     from neuronctl.probes.hardware import HardwareReport
@@ -229,7 +229,7 @@ class _Install:
                                             "venv gets no pip"))
         return target
 
-    def _engine_files(self, plan: Plan, target: InstallTarget, sourced: Sourced) -> list[EngineFile]:
+    def _engine_files(self, plan: Plan, target: InstallTarget, sourced: Sourced) -> list[LockedFile]:
         """What the engine installs: the plan's files from their URLs, and a new venv's pip from
         its base Python's own wheel (hashed here: it is a local file neuronctl trusts)."""
         files = sourced.engine_files([c.wanted for c in plan.applies if c.wanted])
@@ -238,16 +238,14 @@ class _Install:
 
             from packaging.utils import parse_wheel_filename
 
-            from neuronctl.ops.install.requirements import EngineFile
-
             wheel = target.seed_pip
             version = str(parse_wheel_filename(wheel.name)[1])
             data = wheel.read_bytes()
-            files.append(EngineFile("pip", version, wheel.name, wheel.resolve().as_uri(),
-                                    hashlib.sha256(data).hexdigest(), len(data)))
+            files.append(LockedFile("pip", version, wheel.name, wheel.resolve().as_uri(),
+                                    hashlib.sha256(data).hexdigest(), len(data)).checked())
         return files
 
-    def _check_offline(self, choice: Choice, files: list[EngineFile]) -> None:
+    def _check_offline(self, choice: Choice, files: list[LockedFile]) -> None:
         """--offline with an engine that keeps no files of its own can install only local files."""
         if not self.request.offline or choice.engine.has_offline_cache:
             return
@@ -260,7 +258,7 @@ class _Install:
                                   "install from a wheel directory (neuronctl download)")
 
     def _apply(self, plan: Plan, target: InstallTarget, choice: Choice, before: PythonEnv,
-               sourced: Sourced, files: list[EngineFile], early: EarlyVenv | None) -> None:
+               sourced: Sourced, files: list[LockedFile], early: EarlyVenv | None) -> None:
         import functools as ft
 
         from neuronctl.backend.external_tool import run_engine

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from neuronctl.backend.plan import Wanted
 from neuronctl.errors import InputError
+from neuronctl.locked_file import LockedFile
 from neuronctl.manifest import Framework, Manifest
 from neuronctl.probes.pyenv import PythonEnv
 from neuronctl.resolvers.targets import Target
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 class InstallSource:
     """The wheels an install puts in place, from a lock or a fresh resolution, and their stack."""
 
-    wanted: tuple[Wanted, ...]
+    wanted: tuple[LockedFile, ...]
     release: str | None
     framework: Framework | None
     describe: str
@@ -73,7 +73,7 @@ def from_lock(path: Path, lock: Pylock, env: PythonEnv, target: Target, manifest
     return InstallSource(tuple(wanted), release, framework, f"lock {path}", path, indexes)
 
 
-def _wanted(path: Path, pkg: Any, dist: Any) -> Wanted:
+def _wanted(path: Path, pkg: Any, dist: Any) -> LockedFile:
     """One selected wheel, its name and sha256 checked again here (this face never trusts that
     the lock came through load_pylock)."""
     from packaging.pylock import PackageWheel
@@ -94,7 +94,7 @@ def _wanted(path: Path, pkg: Any, dist: Any) -> Wanted:
     if not sha:
         raise InputError(f"{where}: wheel {dist.name} has no sha256; neuronctl verifies every file")
     filename = safe_filename(dist.filename, where)
-    return Wanted(str(pkg.name), str(pkg.version), filename, url, checked_hash("sha256", sha, where),
+    return LockedFile(str(pkg.name), str(pkg.version), filename, url, checked_hash("sha256", sha, where),
                   dist.size, pkg.index)
 
 
@@ -120,11 +120,11 @@ def _recorded_stack(path: Path, lock: Pylock, manifest: Manifest, release_hint: 
                          hint=exc.hint) from None
 
 
-def wanted_from_resolution(packages: Sequence[Any], target: Target, hash_of: Any) -> tuple[Wanted, ...]:
+def wanted_from_resolution(packages: Sequence[Any], target: Target, hash_of: Any) -> tuple[LockedFile, ...]:
     out = []
     for pkg in packages:
         dist = pkg.best[target]
-        out.append(Wanted(str(pkg.name), str(pkg.version), dist.filename, dist.url, hash_of(dist),
+        out.append(LockedFile(str(pkg.name), str(pkg.version), dist.filename, dist.url, hash_of(dist),
                           dist.size, pkg.index_url))
     return tuple(out)
 

@@ -10,12 +10,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from neuronctl.backend.plan import Wanted
-from neuronctl.errors import InputError
+from neuronctl.locked_file import LockedFile
 from neuronctl.manifest import Framework, Manifest
 from neuronctl.ops.install.preflight import check_chip, check_python, release_note
 from neuronctl.ops.install.request import InstallRequest
-from neuronctl.ops.install.requirements import EngineFile
 from neuronctl.ops.install.source import InstallSource, from_lock, from_resolution
 from neuronctl.ops.reporter import Event, Reporter
 from neuronctl.probes.hardware import HardwareReport
@@ -44,20 +42,14 @@ class Sourced:
     """The fresh resolution (None for a lock), with the request it answered."""
     stack: StackRequest | None = None
 
-    def file_url(self, wanted: Wanted) -> str:
+    def file_url(self, wanted: LockedFile) -> str:
         """The one place where the URL the engine fetches a file from is chosen: the lock's (or
         the resolution's) URL, so each package comes from its own index."""
         return wanted.url
 
-    def engine_files(self, wanted: Sequence[Wanted]) -> list[EngineFile]:
+    def engine_files(self, wanted: Sequence[LockedFile]) -> list[LockedFile]:
         """What the engine is given for `wanted`: each file's URL and its checked sha256."""
-        files = []
-        for w in wanted:
-            if w.sha256 is None:
-                raise InputError(f"{w.filename[:80]}: no sha256; neuronctl installs only verified files")
-            files.append(EngineFile(w.name, w.version, w.filename, self.file_url(w), w.sha256,
-                                    w.size))
-        return files
+        return [replace(w, url=self.file_url(w)).checked() for w in wanted]
 
     def write_lock(self, path: Path | None) -> Path | None:
         """The fresh resolution as a pylock.toml at `path` (--write-lock), if both are there."""

@@ -18,9 +18,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from neuronctl.backend.plan import Wanted
 from neuronctl.errors import InputError
-from neuronctl.ops.install.requirements import EngineFile
+from neuronctl.locked_file import LockedFile
 from neuronctl.ops.install.source import InstallSource
 from neuronctl.ops.reporter import Event, Reporter
 from neuronctl.safety import contained, safe_filename
@@ -45,7 +44,7 @@ def _path(folder: Path, filename: str) -> Path:
     return contained(folder, safe_filename(filename, f"--find-links {folder}"))
 
 
-def _local(folder: Path, wanted: Wanted) -> Path | None:
+def _local(folder: Path, wanted: LockedFile) -> Path | None:
     """The copy of `wanted` in `folder` (its bytes are the engine's to check); None when it is
     not there; InputError naming it when it cannot be the locked file: not a regular readable
     file, or not the lock's size."""
@@ -55,8 +54,6 @@ def _local(folder: Path, wanted: Wanted) -> Path | None:
     where = _where(folder, path.name)
     if not path.is_file():
         raise InputError(f"{where} is not a file")
-    if wanted.sha256 is None:  # the lock reader refuses this already; never hand on an unchecked file
-        raise InputError(f"{where}: the lock gives no sha256; neuronctl installs only verified files")
     try:
         size = path.stat().st_size
         if wanted.size is not None and size != wanted.size:
@@ -112,7 +109,7 @@ def _sha256_regular(path: Path) -> str:
         os.close(fd)
 
 
-def mismatched(folder: Path, files: Sequence[EngineFile]) -> InputError | None:
+def mismatched(folder: Path, files: Sequence[LockedFile]) -> InputError | None:
     """After the engine failed: the first of `files` that came from the wheelhouse `folder` and
     is not the file the lock names (hashed now, only on this path), as the error naming it; None
     when each is the locked file (the engine failed for another reason)."""
