@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -58,24 +58,6 @@ def changed_between(before: Mapping[str, str], after: Mapping[str, str]
     new = {str(canonicalize_name(k)): v for k, v in after.items()}
     return [(k, old.get(k), new.get(k)) for k in sorted(old.keys() | new.keys())
             if old.get(k) != new.get(k)]
-
-
-def restore_commands(python: str, before: Mapping[str, str], after: Mapping[str, str],
-                     index_url_for: Callable[[str], str]) -> list[list[str]]:
-    """Commands that put back what a failed apply changed: each old version from the one index
-    its routing names (no merged indexes here either), then removal of what was new. The index
-    URL is shown without credentials: pip takes them from ~/.netrc, as the README says."""
-    changed = changed_between(before, after)
-    by_index: dict[str, list[str]] = {}
-    for name, old, _new in changed:
-        if old is not None:
-            by_index.setdefault(redact_url(index_url_for(name)), []).append(f"{name}=={old}")
-    cmds = [[python, "-m", "pip", "install", "--no-deps", "--index-url", url, *pins]
-            for url, pins in sorted(by_index.items())]
-    added = [name for name, old, _new in changed if old is None]
-    if added:
-        cmds.append([python, "-m", "pip", "uninstall", "--yes", *added])
-    return cmds
 
 
 def _action(old: str, new: str) -> Action:

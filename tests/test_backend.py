@@ -70,16 +70,42 @@ def test_plan_diff_actions():
 
 
 def test_restore_commands_use_one_index_each():
-    from neuronctl.backend.plan import changed_between, restore_commands
+    from neuronctl.backend.pip_engine import PipEngine
+    from neuronctl.backend.plan import changed_between
+    from neuronctl.backend.uv_engine import UvEngine
 
     before = {"torch": "2.9.0", "Torch_XLA": "2.9.0", "filelock": "3.16.1"}
     after = {"torch": "2.14.0+cpu", "filelock": "3.16.1", "nki": "0.7.0"}
     assert changed_between(before, after) == [("nki", None, "0.7.0"), ("torch", "2.9.0", "2.14.0+cpu"),
                                               ("torch-xla", "2.9.0", None)]
     index = {"torch": "http://torch", "torch-xla": "http://neuron"}
-    cmds = restore_commands("/v/bin/python", before, after, index.__getitem__)
+    cmds = PipEngine().restore_commands("/v/bin/python", before, after, index.__getitem__)
+    assert UvEngine("/bin/uv").restore_commands("/v/bin/python", before, after, index.__getitem__) == cmds
     assert cmds == [
         ["/v/bin/python", "-m", "pip", "install", "--no-deps", "--index-url", "http://neuron", "torch-xla==2.9.0"],
         ["/v/bin/python", "-m", "pip", "install", "--no-deps", "--index-url", "http://torch", "torch==2.9.0"],
         ["/v/bin/python", "-m", "pip", "uninstall", "--yes", "nki"],
     ]
+
+
+def test_each_engine_takes_away_only_what_it_left_in_an_environment(tmp_path):
+    """uv leaves an empty `.lock` at an environment's root: after a failed step it goes again
+    where it was not there before; one that was there stays; pip leaves nothing to take away."""
+    from neuronctl.backend.pip_engine import PipEngine
+    from neuronctl.backend.uv_engine import UvEngine
+
+    env = tmp_path / "env"
+    env.mkdir()
+    cleanup = UvEngine("/bin/uv").cleanup(str(env))
+    (env / ".lock").touch()  # what uv leaves
+    cleanup()
+    assert not (env / ".lock").exists()
+    (env / ".lock").touch()  # there before the engine ran: not the engine's to take away
+    cleanup = UvEngine("/bin/uv").cleanup(str(env))
+    cleanup()
+    assert (env / ".lock").exists()
+    (env / ".lock").unlink()
+    cleanup = PipEngine().cleanup(str(env))
+    (env / ".lock").touch()
+    cleanup()
+    assert (env / ".lock").exists()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from neuronctl.backend.engine import Engine
+from neuronctl.backend.engine import Engine, nothing
 from neuronctl.backend.engine_watch import install_limits, step_limits
 from neuronctl.backend.external_tool import run_engine
 from neuronctl.backend.plan import Plan
@@ -85,24 +85,6 @@ def _remove_new_venv(target: InstallTarget) -> Path | None:
     return target.venv
 
 
-def _new_uv_lock(target: InstallTarget, engine: Engine) -> Path | None:
-    """uv takes its lock on an environment through an empty `.lock` file at its root, which it
-    leaves there; where there was none before, a failed install takes it away again, so that the
-    environment is as it was, byte for byte."""
-    if engine.name != "uv" or target.new_venv:
-        return None
-    path = Path(target.environment) / ".lock"
-    return None if path.exists() or path.is_symlink() else path
-
-
-def _drop_uv_lock(path: Path | None) -> None:
-    try:
-        if path is not None and not path.is_symlink() and path.is_file() and path.stat().st_size == 0:
-            path.unlink()
-    except OSError:
-        pass
-
-
 ABANDON_WAIT_S = 60.0
 """How long an abandoned install waits for its venv's creation (milliseconds, normally) before
 removing what it made."""
@@ -143,7 +125,7 @@ class EarlyVenv:
 
 def _run_steps(plan: Plan, requirements: Path, target: InstallTarget, engine: Engine, run: Runner,
                files: Sequence[LockedFile], offline: bool, timeout: float,
-               before: Snapshot | None, uv_lock: Path | None) -> None:
+               before: Snapshot | None, cleanup: Callable[[], None]) -> None:
     step = step_limits(STEP_LIMIT_S, timeout)
     for stage, argv in apply_steps(plan, requirements, target, engine, offline=offline,
                                    installs=bool(files)):
@@ -151,10 +133,10 @@ def _run_steps(plan: Plan, requirements: Path, target: InstallTarget, engine: En
         try:
             run(argv, limits=limits)
         except FaultError as exc:
-            _drop_uv_lock(uv_lock)
+            cleanup()
             raise ApplyFailure(stage, exc, _remove_new_venv(target), before) from None
         except KeyboardInterrupt as signal:  # the engine may have changed things: report them
-            _drop_uv_lock(uv_lock)
+            cleanup()
             raise ApplyFailure(stage, Interrupted.caused_by(signal), _remove_new_venv(target),
                                before) from None
 
@@ -186,13 +168,13 @@ def apply(plan: Plan, target: InstallTarget, engine: Engine, files: Sequence[Loc
         before = watch() if watch is not None else None
         if engine_starting is not None:
             engine_starting()
-        uv_lock = _new_uv_lock(target, engine)
+        cleanup = nothing if target.new_venv else engine.cleanup(target.environment)
         try:
-            with written(files, engine.input_name, credentials,
+            with written(files, engine, credentials,
                          private_copies=local_label if engine.rereads_local_files else None
                          ) as requirements:
                 _run_steps(plan, requirements, target, engine, run, files, offline, timeout,
-                           before, uv_lock)
+                           before, cleanup)
         except InputError as exc:  # a local file that is not the locked one: the engine never ran
             raise ApplyFailure("install", exc, _remove_new_venv(target), before) from None
     except ApplyFailure:

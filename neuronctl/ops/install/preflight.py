@@ -49,6 +49,6 @@ def release_note(manifest: Manifest, version: str | None) -> str | None:
 
 def check_engine(choice: Choice, target: InstallTarget, env: PythonEnv) -> None:
     """The pip engine is the target's own pip: an existing target without one cannot use it."""
-    if choice.engine.name == "pip" and not target.new_venv and env.get("pip") is None:
+    if choice.engine.needs_target_pip and not target.new_venv and env.get("pip") is None:
         raise InputError(f"{target.final_python} has no pip, and the pip engine is its own pip "
                          f"({choice.reason})", hint="use --backend uv, or install pip there first")

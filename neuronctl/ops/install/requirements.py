@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from neuronctl.backend.engine import Engine
 from neuronctl.locked_file import LockedFile
 from neuronctl.routing import Origin, redact_url, url_origin
 from neuronctl.safety import checked_url
@@ -28,8 +29,6 @@ URL_SAFE = "!#$&'()*+,/:;=?@[]-._~%"
 anything else in a URL is percent-encoded for the engine. `{` and `}` are among the rest, so no
 `${NAME}` reaches pip, which would put that environment variable's value into the URL."""
 
-PYLOCK = "pylock.toml"
-REQUIREMENTS = "requirements.txt"
 
 
 def engine_url(url: str) -> str:
@@ -56,24 +55,16 @@ def shown_lines(files: Sequence[LockedFile]) -> tuple[str, ...]:
     return tuple(f.requirement(redact_url(f.url)) for f in files)
 
 
-def render(files: Sequence[LockedFile], input_name: str,
+def render(files: Sequence[LockedFile], engine: Engine,
            credentials: Mapping[Origin, tuple[str, str]]) -> str:
-    """The engine's input: a pylock.toml or a requirements.txt of exactly `files`, each checked
-    again here (whoever made it)."""
-    files = [f.checked() for f in files]
-    if input_name == REQUIREMENTS:
-        return "\n".join(f.requirement(_with_credentials(f.url, credentials)) for f in files) + "\n"
-    from neuronctl.toml_emit import dumps
-
-    packages = [{"name": f.name, "version": f.version,
-                 "wheels": [{"name": f.filename, "url": _with_credentials(f.url, credentials),
-                             "hashes": {"sha256": f.sha256}}]} for f in files]
-    return dumps({"lock-version": "1.0", "created-by": "neuronctl", "packages": packages},
-                 arrays_of_tables=("packages",))
+    """The engine's input for exactly `files` (the engine writes its own form), each checked
+    again here, whoever made it."""
+    return engine.render_input([f.checked() for f in files],
+                               lambda f: _with_credentials(f.url, credentials))
 
 
 @contextlib.contextmanager
-def written(files: Sequence[LockedFile], input_name: str,
+def written(files: Sequence[LockedFile], engine: Engine,
             credentials: Mapping[Origin, tuple[str, str]], *,
             private_copies: Callable[[Path], str] | None = None) -> Iterator[Path]:
     """The engine's input for `files`, private to this user, removed afterwards.
@@ -86,8 +77,8 @@ def written(files: Sequence[LockedFile], input_name: str,
             from neuronctl.ops.install.private_copy import private_copies as copies
 
             files = copies(files, Path(folder) / "files", private_copies)
-        text = render(files, input_name, credentials)
-        path = Path(folder) / input_name
+        text = render(files, engine, credentials)
+        path = Path(folder) / engine.input_name
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from neuronctl.backend.choose import choose_backend
 from neuronctl.errors import InputError
+from neuronctl.locked_file import LockedFile
 from neuronctl.ops.install.target import InstallTarget, resolve_target
 from neuronctl.ops.reporter import Event, Reporter
 from neuronctl.probes.pyenv import Inspection, PythonEnv
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 
     from neuronctl.backend.engine import Choice
     from neuronctl.backend.plan import Plan
-    from neuronctl.locked_file import LockedFile
     from neuronctl.manifest import Manifest
     from neuronctl.ops.doctor.report import DoctorReport
     from neuronctl.ops.install.apply import EarlyVenv
@@ -282,7 +282,7 @@ class _Install:
                   timeout=self.request.timeout,
                   local_label=ft.partial(local_label, self.request.find_links))
         except ApplyFailure as failure:
-            raise failure_error(failure, target, before, sourced.routing.url_for,
+            raise failure_error(failure, target, choice.engine, before, sourced.routing.url_for,
                                 wheelhouse=self.request.find_links, files=files) from None
         self.reporter.emit(Event("info", f"applied: {len(plan.applies)} installed, "
                                          f"{len(plan.removals)} removed ({target.final_python})"))
