@@ -257,7 +257,7 @@ def test_a_uv_or_python_in_the_working_directory_is_never_found_through_a_relati
     import os
 
     from neuronctl.backend.choose import find_uv
-    from neuronctl.ops.install.target import find_interpreter
+    from neuronctl.ops.interpreters import find_interpreter
 
     for name in ("uv", "python3.12"):
         fake = Path.cwd() / name
