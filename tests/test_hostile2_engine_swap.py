@@ -130,8 +130,8 @@ def test_a_fifo_swapped_in_after_the_source_check_is_refused_not_waited_on(tmp_p
     the wheelhouse: neither open waits for a writer."""
     from neuronctl.errors import InputError
     from neuronctl.locked_file import LockedFile
+    from neuronctl.ops.install.find_links import mismatched
     from neuronctl.ops.install.private_copy import private_copy
-    from neuronctl.ops.install.wheelhouse_source import mismatched
 
     house = tmp_path / "house"
     house.mkdir()

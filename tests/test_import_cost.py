@@ -28,11 +28,11 @@ def _loaded(modules: list[str], watched: list[str], cwd: Path, then: str = "") -
 
 INSTALL_PATH = [
     "neuronctl.cli.main", "neuronctl.cli.cmd_install", "neuronctl.cli.install_report",
-    "neuronctl.ops.install.run", "neuronctl.ops.install.sourcing", "neuronctl.ops.install.source",
-    "neuronctl.ops.install.apply", "neuronctl.ops.install.outcome",
-    "neuronctl.ops.install.preflight", "neuronctl.ops.install.plan_policy",
-    "neuronctl.ops.install.request", "neuronctl.ops.install.target",
-    "neuronctl.ops.install.lock_pick", "neuronctl.ops.install.requirements",
+    "neuronctl.ops.install.run", "neuronctl.ops.install.source", "neuronctl.ops.install.find_links",
+    "neuronctl.ops.install.apply", "neuronctl.ops.install.outcome", "neuronctl.ops.install.check",
+    "neuronctl.ops.install.preflight", "neuronctl.ops.install.plan",
+    "neuronctl.ops.install.request", "neuronctl.ops.install.target", "neuronctl.ops.install.background",
+    "neuronctl.ops.lock_choice", "neuronctl.ops.install.requirements",
     "neuronctl.probes.hardware",
 ]
 

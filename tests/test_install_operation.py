@@ -10,20 +10,33 @@ from test_install import LEGACY, snapshot
 from test_lock_interop import installed
 from wheels import find_python, make_venv, pip_install
 
+from neuronctl.backend.choose import choose_backend
 from neuronctl.cache_dir import user_cache_dir
 from neuronctl.config import Config
 from neuronctl.errors import OperationFailed
 from neuronctl.manifest import load_bundled_manifest
+from neuronctl.ops.index_routing import build_routing
 from neuronctl.ops.install.env_mutex import environment_lock
 from neuronctl.ops.install.request import InstallRequest
 from neuronctl.ops.install.run import install
+from neuronctl.ops.lock.request import StackRequest, build_request
 from neuronctl.ops.reporter import CollectingReporter
 
 pytestmark = pytest.mark.slow
 
 
-def request(**fields) -> InstallRequest:
-    return InstallRequest(config=Config(), manifest=load_bundled_manifest, **fields)
+def request(backend: str | None = None, **fields) -> InstallRequest:
+    """The request the CLI builds, with no config: settings from the bundled defaults."""
+    config = Config()
+
+    def stack(python: str, platform: str) -> StackRequest:
+        return build_request(config, load_bundled_manifest(), release=None, torch=None,
+                             pythons=(python,), platforms=(platform,), requirements=(),
+                             index_flags=(), route_flags=(), latest=False)
+
+    return InstallRequest(manifest=load_bundled_manifest, engine=choose_backend(backend, None),
+                          routing=lambda recorded: build_routing(config, (), (), recorded=recorded),
+                          stack=stack, **fields)
 
 
 def test_a_dry_run_reports_through_the_reporter_and_prints_nothing(locked, tmp_path, capsys):

@@ -13,7 +13,7 @@ from packaging.pylock import Pylock
 from neuronctl.errors import InputError, OperationFailed
 from neuronctl.locked_file import LockedFile
 from neuronctl.manifest import load_bundled_manifest
-from neuronctl.ops.install.plan_policy import (
+from neuronctl.ops.install.plan import (
     LEGACY_WHY,
     PLACEHOLDER_WHY,
     confirm_removals,

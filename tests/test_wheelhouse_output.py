@@ -17,6 +17,7 @@ from rich.console import Console
 
 from neuronctl.cli.progress import CliReporter
 from neuronctl.config import Config
+from neuronctl.ops.index_routing import build_routing
 from neuronctl.ops.reporter import CollectingReporter, Reporter
 from neuronctl.ops.wheelhouse import DownloadOutcome, DownloadRequest, download
 from neuronctl.toml_emit import dumps
@@ -57,7 +58,9 @@ def _lock(folder: Path, base: str, *names: tuple[str, str, str]) -> Path:
 def _download(tmp_path: Path, reporter: Reporter, *names: tuple[str, str, str]) -> DownloadOutcome:
     with serving(Slow) as base:
         lock = _lock(tmp_path, base, *names)
-        return download(DownloadRequest(lock=lock, dest=tmp_path / "house", config=Config()), reporter)
+        request = DownloadRequest(lock=lock, dest=tmp_path / "house",
+                                  routing=lambda recorded: build_routing(Config(), (), (), recorded=recorded))
+        return download(request, reporter)
 
 
 def test_progress_bars_are_labelled_by_name_and_version_and_fit_80_columns(monkeypatch, tmp_path):

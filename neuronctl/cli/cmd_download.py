@@ -34,6 +34,7 @@ def download(lock_path: Path, dest: Path, pythons: tuple[str, ...], platforms: t
     Ctrl-C or on another day, skips what is already there and verified."""
     from neuronctl.cli.progress import CliReporter
     from neuronctl.errors import InputError
+    from neuronctl.ops.index_routing import build_routing
     from neuronctl.ops.reporter import NullReporter, Reporter
     from neuronctl.ops.wheelhouse import DownloadRequest
     from neuronctl.ops.wheelhouse import download as run_download
@@ -45,7 +46,8 @@ def download(lock_path: Path, dest: Path, pythons: tuple[str, ...], platforms: t
     if platforms and not pythons:
         raise InputError("--platform needs --python (the target is a Python and a platform)")
     targets = make_targets(pythons, platforms) if pythons else ()
-    request = DownloadRequest(lock=lock_path, dest=dest, config=config, targets=targets,
+    request = DownloadRequest(lock=lock_path, dest=dest, targets=targets,
+                              routing=lambda recorded: build_routing(config, (), (), recorded=recorded),
                               timeout=timeout_value(timeout, config.get("timeout"), 30.0))
     if as_json or app.quiet:
         reporter: Reporter = NullReporter()

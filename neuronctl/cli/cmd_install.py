@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,7 +19,9 @@ from neuronctl.cli.options import request_options
 if TYPE_CHECKING:
     from neuronctl.ops.install.outcome import InstallOutcome
     from neuronctl.ops.install.request import InstallRequest
+    from neuronctl.ops.lock.request import StackRequest
     from neuronctl.ops.reporter import Event, Reporter
+    from neuronctl.routing import IndexRouting
 
 
 @click.command("install")
@@ -68,25 +70,52 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
     DIR (a wheelhouse from neuronctl download) the engine reads the lock's files from DIR,
     checking each against its sha256. Then the doctor checks the target and prints in brief
     (-v: its full table; --no-check skips it)."""
-    from neuronctl.ops.install.request import InstallRequest
     from neuronctl.ops.install.run import install as install_stack
 
     app = get_app()
-    config = app.config()
-    request = InstallRequest(
-        config=config, manifest=functools.cache(app.manifest),
-        timeout=timeout_value(timeout, config.get("timeout"), 30.0), release=release, torch=torch,
-        with_=with_, indexes=indexes, routes=routes, latest=latest, offline=offline, lock=lock_path,
-        python=python, venv=venv, venv_python=venv_python, backend=backend, dry_run=dry_run, yes=yes,
-        write_lock=write_lock, check=not no_check, sysroot=check_sysroot(sysroot),
-        find_links=find_links, device=device, allow_unsupported=allow_unsupported,
-        show_engine=not app.quiet and not as_json and sys.stderr.isatty())
+    request = _request(app, release=release, torch=torch, with_=with_, indexes=indexes,
+                       routes=routes, latest=latest, offline=offline, timeout=timeout,
+                       allow_unsupported=allow_unsupported, lock=lock_path, find_links=find_links,
+                       python=python, venv=venv, venv_python=venv_python, backend=backend,
+                       device=device, dry_run=dry_run, yes=yes, write_lock=write_lock,
+                       check=not no_check, sysroot=check_sysroot(sysroot),
+                       show_engine=not app.quiet and not as_json and sys.stderr.isatty())
     show = not app.quiet and not as_json
     # Removals are confirmed by a person at a terminal; a script or --json needs --yes.
     confirm = _ask if not as_json and sys.stdin.isatty() else None
     with _reporter(app, request, show) as reporter:
         outcome = install_stack(request, reporter, confirm=confirm)
     return _render(app, outcome, as_json, show)
+
+
+def _request(app: App, *, release: str | None, torch: str | None, with_: tuple[str, ...],
+             indexes: tuple[str, ...], routes: tuple[str, ...], latest: bool,
+             timeout: float | None, backend: str | None, **flags: Any) -> InstallRequest:
+    """The install's settings, resolved here (flag, environment, config, default): the
+    operation gets typed values and never the config."""
+    from neuronctl.backend.choose import choose_backend
+    from neuronctl.ops.index_routing import build_routing
+    from neuronctl.ops.install.request import InstallRequest
+
+    config = app.config()
+    manifest = functools.cache(app.manifest)
+    release = release or config.get("release")
+    torch = torch or config.get("torch")
+
+    def routing(recorded: Mapping[str, str]) -> IndexRouting:
+        return build_routing(config, indexes, routes, recorded=recorded)
+
+    def stack(python: str, platform: str) -> StackRequest:
+        from neuronctl.ops.lock.request import build_request  # only a resolution needs it
+
+        return build_request(config, manifest(), release=release, torch=torch, pythons=(python,),
+                             platforms=(platform,), requirements=with_, index_flags=indexes,
+                             route_flags=routes, latest=latest)
+
+    return InstallRequest(manifest=manifest, engine=choose_backend(backend, config.get("backend")),
+                          routing=routing, stack=stack,
+                          timeout=timeout_value(timeout, config.get("timeout"), 30.0),
+                          release=release, torch=torch, with_=with_, latest=latest, **flags)
 
 
 def _ask(question: str) -> bool:
@@ -110,9 +139,9 @@ def _reporter(app: App, request: InstallRequest, show: bool) -> Iterator[Reporte
         print_plan(data["plan"], data["source"], data["target"], data["choice"],  # type: ignore[arg-type]
                    verbose=app.verbose, color=wants_color(app.color))
 
-    def applying(event: Event) -> None:
-        table = ("rich.table", "neuronctl.cli.doctor_report") if app.verbose else ()
-        preload("neuronctl.ops.doctor.run", "neuronctl.ops.doctor.facts", *table)
+    def applying(event: Event) -> None:  # the operation loads the doctor itself meanwhile
+        if app.verbose:
+            preload("rich.table", "neuronctl.cli.doctor_report")
 
     with CliReporter(lambda: app.console(stderr=True),
                      steps={"plan": plan, "applying": applying}) as reporter:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING, Any
 from neuronctl.errors import FaultError, InputError
 from neuronctl.locked_file import LockedFile
 from neuronctl.ops.reporter import Event, Reporter
+from neuronctl.routing import IndexRouting
 from neuronctl.safety import checked_hash, safe_filename
 
 if TYPE_CHECKING:
     from packaging.pylock import Pylock
 
-    from neuronctl.config import Config
     from neuronctl.resolvers.targets import Target
 
 STAGING = ".neuronctl-partial"
@@ -50,7 +50,9 @@ class DownloadRequest:
 
     lock: Path
     dest: Path
-    config: Config
+    routing: Callable[[Mapping[str, str]], IndexRouting]
+    """The index routing (bundled, config, NEURONCTL_INDEX_*) over the indexes the lock records:
+    the credentials each file's origin is fetched with."""
     targets: tuple[Target, ...] = ()
     """Empty: every target the lock records (see the module's docstring)."""
     timeout: float = 30.0
@@ -185,7 +187,6 @@ def label(file: LockedFile) -> str:
 def download(request: DownloadRequest, reporter: Reporter) -> DownloadOutcome:
     """Every selected file into request.dest, verified; the first failure (or Ctrl-C, SIGTERM)
     stops the others, and what completed stays (a re-run skips it)."""
-    from neuronctl.ops.index_routing import build_routing
     from neuronctl.ops.net_preflight import file_hosts, preflight
     from neuronctl.resolvers.http_fetch import Fetcher
     from neuronctl.resolvers.pylock import load_pylock, neuronctl_table
@@ -195,7 +196,7 @@ def download(request: DownloadRequest, reporter: Reporter) -> DownloadOutcome:
     dest = _prepare(request.dest)
     recorded = (neuronctl_table(lock) or {}).get("indexes")
     indexes = {str(k): str(v) for k, v in recorded.items()} if isinstance(recorded, dict) else {}
-    routing = build_routing(request.config, (), (), recorded=indexes)
+    routing = request.routing(indexes)
     fetcher = Fetcher(cache=None, offline=False, timeout=request.timeout,
                       credentials=routing.credentials())
     preflight(file_hosts(f.url for f in files  # the hosts of what is not there yet, at once

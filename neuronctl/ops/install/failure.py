@@ -18,6 +18,7 @@ from neuronctl.backend.snapshot import Stray, file_changes
 from neuronctl.errors import FaultError, InputError, Interrupted, NeuronctlError
 from neuronctl.locked_file import LockedFile
 from neuronctl.ops.install.apply import ApplyFailure
+from neuronctl.ops.install.find_links import mismatched
 from neuronctl.ops.install.target import InstallTarget
 from neuronctl.probes.pyenv import PythonEnv, inspect_python
 
@@ -36,8 +37,6 @@ def _refused(failure: ApplyFailure, wheelhouse: Path | None,
         return failure.error
     if wheelhouse is None or failure.stage != "install" or isinstance(failure.error, Interrupted):
         return None
-    from neuronctl.ops.install.wheelhouse_source import mismatched
-
     return mismatched(wheelhouse, files)
 
 

@@ -1,5 +1,6 @@
-"""`install --lock LOCK --find-links DIR`: the lock's files taken from a wheelhouse (made by
-`neuronctl download`) and handed to the engine as file:// URLs with the lock's sha256.
+"""`install --lock LOCK --find-links DIR` (part of the source step): the lock's files taken from
+a wheelhouse (made by `neuronctl download`) and handed to the engine as file:// URLs with the
+lock's sha256.
 
 Each local file is checked by the engine against the lock's sha256 as it reads it, the same
 check as a download (both engines run with --require-hashes and check every file before they
@@ -14,15 +15,19 @@ verified as any download is, and a note names it.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from neuronctl.errors import InputError
 from neuronctl.locked_file import LockedFile
-from neuronctl.ops.install.source import InstallSource
 from neuronctl.ops.reporter import Event, Reporter
 from neuronctl.safety import contained, safe_filename
+
+if TYPE_CHECKING:  # the source module hands its source here
+    from neuronctl.ops.install.source import InstallSource
 
 MISSING_SHOWN = 5
 REFETCH = "fetch it again with neuronctl download"
@@ -94,8 +99,7 @@ class NotRegularError(OSError):
 
 
 def _sha256_regular(path: Path) -> str:
-    import hashlib
-    import stat
+    import hashlib  # only after the engine failed: OpenSSL is not loaded on the way in
 
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
