@@ -1,5 +1,6 @@
-"""Which engine runs: --backend flag > config `backend` > NEURONCTL_BACKEND > auto (uv when it
-is installed, else pip), with the reason reported."""
+"""Which installer engine runs: --backend flag > NEURONCTL_BACKEND > config `backend` > auto (uv
+when it is installed, else pip), the one precedence of neuronctl.settings, with the reason
+reported."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from pathlib import Path
 
 from neuronctl.backend.engine import Choice
 from neuronctl.errors import InputError
+from neuronctl.settings import ENGINES
 
-BACKENDS = ("auto", "pip", "uv")
+BACKENDS = ENGINES  # the engines' names, declared in neuronctl.settings
 
 
 def absolute_path(path: str | None) -> str:
@@ -47,8 +49,8 @@ def _pip(reason: str) -> Choice:
 def choose_backend(flag: str | None, config: str | None, environ: Mapping[str, str] | None = None,
                    uv_path: str | None = None) -> Choice:
     env = os.environ if environ is None else environ
-    for value, where in ((flag, "--backend"), (config, "config backend"),
-                         (env.get("NEURONCTL_BACKEND"), "NEURONCTL_BACKEND")):
+    for value, where in ((flag, "--backend"), (env.get("NEURONCTL_BACKEND"), "NEURONCTL_BACKEND"),
+                         (config, "config backend")):
         if not value:
             continue
         if value not in BACKENDS:

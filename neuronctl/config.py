@@ -8,30 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from neuronctl.errors import InputError
+from neuronctl.settings import BY_KEY
 from neuronctl.tomlfile import read_toml
 
-# key -> (accepted Python types, human description)
+# key -> (accepted Python types, human description): the config column of the one settings table
 SCHEMA: dict[str, tuple[tuple[type, ...], str]] = {
-    "release": ((str,), "a Neuron release version string"),
-    "torch": ((str,), "a torch version string such as \"2.14\""),
-    "python": ((str, list), "a Python version or a list of them"),
-    "platform": ((str, list), "a platform tag or a list of them"),
-    "with": ((list,), "a list of requirement strings"),
-    "manifest": ((str,), "a path to a neuronctl manifest"),
-    "manifest_url": ((str,), "the URL `neuronctl releases update` fetches release data from"),
-    "backend": ((str,), "one of auto, pip, uv"),
-    "indexes": ((dict,), "a table of index name = URL"),
-    "routes": ((dict,), "a table of package = index name"),
-    "device": ((str,), "one of auto, neuron, cuda, cpu"),
-    "timeout": ((int, float), "a number of seconds"),
-    "strict": ((bool,), "true or false"),
-    "skip": ((list,), "a list of check ids"),
-    "drain_on": ((str,), "what `doctor --slurm-drain` drains for: drain, fail or warn"),
-    "system_repo": ((str,), "a mirror of the Neuron apt/yum repository `neuronctl setup` plans with"),
-    "lock": ((str,), "a path to a pylock.toml"),
-    "model": ((str,), "a model factory MODULE:FACTORY for `neuronctl smoke`, e.g. \"pkg.mod:make\""),
-    "prices": ((dict,), "a table of instance type = USD per hour (or {usd_per_hour, accelerators}); "
-                        "checked by `neuronctl cost`"),
+    key: (spec.types, spec.description) for key, spec in BY_KEY.items()
 }
 
 

@@ -17,6 +17,10 @@ from neuronctl.resolvers.simple_index import DistFile, IndexClient
 from neuronctl.routing import IndexRouting, redact_url
 
 T = TypeVar("T")
+FetchProgress = Callable[[str, int, int, str], None]
+"""(what, done, total, project): called as each fetch starts and ends, "index pages" or
+"metadata", with how many of that kind are done of those asked for so far. The caller renders it
+(the resolvers never import the operations)."""
 
 
 def _elsewhere(index: str) -> str:
@@ -27,13 +31,16 @@ def _elsewhere(index: str) -> str:
 
 class Finder:
     def __init__(self, client: IndexClient, routing: IndexRouting, metadata: MetadataFetcher,
-                 *, workers: int = 8) -> None:
+                 *, workers: int = 8, progress: FetchProgress | None = None) -> None:
         self.client = client
         self.routing = routing
         self.metadata_fetcher = metadata
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="neuronctl-fetch")
         self._lock = threading.Lock()
         self._futures: dict[object, Future[object]] = {}
+        self._progress = progress
+        self._asked: dict[str, int] = {}
+        self._done: dict[str, int] = {}
         self.metadata_methods: dict[str, str] = {}
         """filename -> how its metadata was obtained (sidecar, range, download, file, cache)."""
 
@@ -48,13 +55,31 @@ class Finder:
     def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
         self.close(wait=kind is None)
 
-    def _once(self, key: object, work: Callable[[], T]) -> Future[T]:
+    def _once(self, key: tuple[str, str], project: str, work: Callable[[], T]) -> Future[T]:
         with self._lock:
             future = self._futures.get(key)
             if future is None:
-                future = self._pool.submit(work)
+                kind = "index pages" if key[0] == "files" else "metadata"
+                self._asked[kind] = self._asked.get(kind, 0) + 1
+                future = self._pool.submit(self._counted, kind, project, work)
                 self._futures[key] = future
         return future  # type: ignore[return-value]
+
+    def _counted(self, kind: str, project: str, work: Callable[[], T]) -> T:
+        self._tell(kind, project)
+        try:
+            return work()
+        finally:
+            with self._lock:
+                self._done[kind] = self._done.get(kind, 0) + 1
+            self._tell(kind, project)
+
+    def _tell(self, kind: str, project: str) -> None:
+        if self._progress is None:
+            return
+        with self._lock:
+            done, total = self._done.get(kind, 0), self._asked.get(kind, 0)
+        self._progress(kind, done, total, project)
 
     def index_of(self, project: str) -> tuple[str, str]:
         name = self.routing.index_for(project)
@@ -80,11 +105,12 @@ class Finder:
     def prefetch(self, projects: Iterable[str]) -> None:
         for project in projects:
             name = canonicalize_name(project)
-            self._once(("files", name), lambda n=name: self._load_files(n))  # type: ignore[misc]
+            self._once(("files", name), name,
+                       lambda n=name: self._load_files(n))  # type: ignore[misc]
 
     def files(self, project: str) -> list[DistFile]:
         name = canonicalize_name(project)
-        return self._once(("files", name), lambda: self._load_files(name)).result()
+        return self._once(("files", name), name, lambda: self._load_files(name)).result()
 
     def _load_metadata(self, dist: DistFile, project: str) -> CoreMetadata:
         md, how = self.metadata_fetcher.fetch(dist, project)
@@ -92,7 +118,8 @@ class Finder:
         return md
 
     def prefetch_metadata(self, dist: DistFile, project: str) -> None:
-        self._once(("metadata", dist.url), lambda: self._load_metadata(dist, project))
+        self._once(("metadata", dist.url), project, lambda: self._load_metadata(dist, project))
 
     def metadata(self, dist: DistFile, project: str) -> CoreMetadata:
-        return self._once(("metadata", dist.url), lambda: self._load_metadata(dist, project)).result()
+        return self._once(("metadata", dist.url), project,
+                          lambda: self._load_metadata(dist, project)).result()

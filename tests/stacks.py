@@ -11,6 +11,16 @@ WRONG = ('raise Exception("WRONG PACKAGE. Please install the package from Neuron
          'https://pip.repos.neuron.amazonaws.com")\n')
 
 
+def _legacy_torch_neuronx(out: Path, version: str) -> Path:
+    """A legacy XLA torch-neuronx wheel: its Requires-Dist and `xla_impl/` files."""
+    return build_wheel(
+        out, "torch-neuronx", version,
+        requires=("libneuronxla==2.2.*", "numpy", "protobuf", "psutil", "torch==2.9.0",
+                  "torch-xla==2.9.*"),
+        files={"torch_neuronx/__init__.py": "", "torch_neuronx/xla_impl/__init__.py": "",
+               "torch_neuronx/xla_impl/trace.py": "", "torch_neuronx/xla_impl/data_parallel.py": ""})
+
+
 def wheel_set(out: Path) -> dict[str, Path]:
     w = {}
     w["torch-2.14"] = build_wheel(out, "torch", "2.14.0+cpu", requires=("filelock", "sympy>=1.13.3"),
@@ -27,12 +37,9 @@ def wheel_set(out: Path) -> dict[str, Path]:
         out, "torch-neuronx", "2.14.3.0", requires=("torch==2.14.*", "neuronx-cc==2.*", "nki>=0.6"),
         files={"torch_neuronx/__init__.py": "", "torch_neuronx/_C.py": "",
                "torch_neuronx/nki.py": ""}, requires_python=">=3.12")
-    w["tnx-legacy"] = build_wheel(
-        out, "torch-neuronx", "2.9.0.2.15.32035+de43f57c",
-        requires=("libneuronxla==2.2.*", "numpy", "protobuf", "psutil", "torch==2.9.0",
-                  "torch-xla==2.9.*"),
-        files={"torch_neuronx/__init__.py": "", "torch_neuronx/xla_impl/__init__.py": "",
-               "torch_neuronx/xla_impl/trace.py": "", "torch_neuronx/xla_impl/data_parallel.py": ""})
+    w["tnx-legacy"] = _legacy_torch_neuronx(out, "2.9.0.2.15.32035+de43f57c")  # 2.33.x ships it
+    # A legacy XLA build no Neuron release ships: the doctor fails it under a native release.
+    w["tnx-legacy-unshipped"] = _legacy_torch_neuronx(out, "2.9.0.2.15.30001+0c0ffee0")
     w["tnx-placeholder"] = build_wheel(out, "torch-neuronx", "1.0",
                                        files={"torch_neuronx/__init__.py": WRONG})
     w["cc-placeholder"] = build_wheel(out, "neuronx-cc", "1.0.post1",
@@ -51,6 +58,8 @@ def wheel_set(out: Path) -> dict[str, Path]:
 STACKS = {
     "native": ("3.12", ["torch-2.14", "tnx-native", "cc-2.28", "nki-0.7"]),
     "legacy": ("3.11", ["torch-2.9", "tnx-legacy", "torch-xla", "libneuronxla", "cc-2.26"]),
+    "legacy-unshipped": ("3.11", ["torch-2.9", "tnx-legacy-unshipped", "torch-xla", "libneuronxla",
+                                  "cc-2.26"]),
     "placeholder": ("3.12", ["torch-2.14", "tnx-placeholder", "cc-placeholder"]),
     "clash": ("3.12", ["torch-2.13", "tnx-native", "cc-2.28", "nki-0.7", "nrtpy"]),
     "cuda": ("3.12", ["torch-cuda", "tnx-native", "cc-2.28", "nki-0.7"]),

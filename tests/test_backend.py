@@ -9,17 +9,20 @@ from neuronctl.errors import InputError
 from neuronctl.locked_file import LockedFile
 
 
-def test_backend_precedence_flag_config_env_auto(tmp_path):
+def test_backend_precedence_flag_env_config_auto(tmp_path):
+    """One precedence for every setting: the environment beats the config (it was the other way
+    round for the engine alone)."""
     env = {"NEURONCTL_BACKEND": "pip", "PATH": str(tmp_path)}
     assert choose_backend("uv", "pip", env, uv_path="/opt/uv").reason == "--backend uv"
-    assert choose_backend(None, "uv", env, uv_path="/opt/uv").engine.name == "uv"
-    chosen = choose_backend(None, None, env, uv_path="/opt/uv")
+    chosen = choose_backend(None, "uv", env, uv_path="/opt/uv")
     assert chosen.engine.name == "pip" and chosen.reason == "NEURONCTL_BACKEND pip"
+    config = choose_backend(None, "uv", {"PATH": str(tmp_path)}, uv_path="/opt/uv")
+    assert config.engine.name == "uv" and config.reason == "config backend uv"
     auto = choose_backend(None, None, {"PATH": str(tmp_path)}, uv_path="/opt/uv")
     assert auto.engine.name == "uv" and auto.reason.startswith("auto: uv found")
     assert choose_backend("auto", "pip", env, uv_path="/opt/uv").engine.name == "uv"
     with pytest.raises(InputError, match="config backend 'conda'"):
-        choose_backend(None, "conda", env)
+        choose_backend(None, "conda", {"PATH": str(tmp_path)})
 
 
 def test_auto_falls_back_to_pip_and_uv_must_exist(tmp_path, monkeypatch):

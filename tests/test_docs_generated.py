@@ -138,7 +138,9 @@ def test_analysis_follows_calls_and_reads_fixes_from_code():
 
 
 HAND_WRITTEN = ("architecture", "benchmarks", "bundle", "ci", "cost", "doctor", "fleet", "install",
-                "lock", "releases", "smoke")
+                "lock", "releases", "security", "setup", "smoke")
+# The README's first session and set-up hold `neuronctl ...` lines too: checked like the pages.
+SYNOPSIS_PAGES = tuple(f"docs/{name}.md" for name in HAND_WRITTEN) + ("README.md",)
 
 
 def _anchors(text: str) -> set[str]:
@@ -166,6 +168,16 @@ def test_every_link_between_the_pages_lands():
     assert checked >= 15
 
 
+def test_every_link_from_the_readme_lands():
+    """The README keeps only the first hour: everything else is a link into docs/, so each must land."""
+    links = re.findall(r"\]\((docs/[\w.-]+\.md)(?:#([\w-]+))?\)", (REPO / "README.md").read_text())
+    assert len(links) >= 10
+    for target, anchor in links:
+        assert (REPO / target).is_file(), target
+        if anchor:
+            assert anchor in _anchors((REPO / target).read_text()), (target, anchor)
+
+
 def _options_of(words: list[str]) -> set[str] | None:
     """The options `neuronctl WORDS...` accepts (its own and the global ones), None if no command."""
     import click
@@ -184,11 +196,11 @@ def _options_of(words: list[str]) -> set[str] | None:
     return None if command is cli else options
 
 
-@pytest.mark.parametrize("name", HAND_WRITTEN)
+@pytest.mark.parametrize("name", SYNOPSIS_PAGES)
 def test_hand_written_synopses_name_only_options_the_commands_have(name):
     """Each `neuronctl CMD ...` line in a code block of a hand-written page: every --option it
     shows is one that command has (the README's synopses had drifted)."""
-    text = (REPO / "docs" / f"{name}.md").read_text()
+    text = (REPO / name).read_text()
     blocks = re.findall(r"```[a-z]*\n(.*?)```", text, re.S)
     for block in blocks:
         for command_line in re.split(r"\n(?=neuronctl |\S+/neuronctl )", block):

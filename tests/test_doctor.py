@@ -58,7 +58,8 @@ def test_native_on_trn1_fails(cli, stacks, tmp_path):
 
 
 def test_legacy_stack_on_trn2_fails_with_fix(cli, stacks, trn2):
-    code, _, checks = doctor_json(cli, "--python", str(stacks["legacy"]), "--sysroot", str(trn2),
+    # A legacy XLA build no release ships (the one 2.33.x ships is a warning: see below).
+    code, _, checks = doctor_json(cli, "--python", str(stacks["legacy-unshipped"]), "--sysroot", str(trn2),
                                   "--no-device-probe")
     assert code == 1
     legacy = checks["packages.legacy-xla"]
@@ -69,6 +70,43 @@ def test_legacy_stack_on_trn2_fails_with_fix(cli, stacks, trn2):
     assert checks["packages.torch-neuronx"]["fix"] == legacy["fix"]
     assert len(legacy["details"]) == 5
     assert checks["packages.torch-neuronx"]["status"] == "fail"
+
+
+def test_shipped_legacy_line_on_trn2_is_inference_only(cli, stacks, trn2):
+    # Issue 23: 2.33.x ships torch-neuronx 2.9.0.2.15.32035 as its legacy XLA line, and AWS
+    # supports XLA inference on Trn2/Trn3 through 2.33: a warning, with the rules' sources.
+    _, _, checks = doctor_json(cli, "--python", str(stacks["legacy"]), "--sysroot", str(trn2),
+                               "--release", "2.33.1", "--no-device-probe")
+    for check in ("packages.torch-neuronx", "packages.legacy-xla"):
+        out = checks[check]
+        assert out["status"] == "warn", out
+        assert "Neuron 2.33.1 still ships, supported on trn2 for inference only" in out["message"]
+        assert "XLA training ended in 2.30" in out["message"]
+        assert "[support.xla-training-ended-2.30; source: https://awsdocs-neuron" in out["message"]
+        assert "support.xla-inference-trn2-trn3-ended-2.34" in out["message"]
+        assert any("announce-no-support-pytorch-xla-training.html" in d for d in out["details"])
+
+
+def test_unshipped_legacy_line_on_trn2_fails_under_2_33_1(cli, stacks, trn2):
+    _, _, checks = doctor_json(cli, "--python", str(stacks["legacy-unshipped"]), "--sysroot",
+                               str(trn2), "--release", "2.33.1", "--no-device-probe")
+    assert checks["packages.torch-neuronx"]["status"] == "fail"
+    assert "legacy XLA library" in checks["packages.torch-neuronx"]["message"]
+    assert "inference only" not in checks["packages.torch-neuronx"]["message"]
+    assert checks["packages.legacy-xla"]["status"] == "fail"
+
+
+def test_shipped_legacy_line_on_trn2_fails_under_2_34_0(cli, stacks, trn2):
+    # XLA inference on Trn2/Trn3 ended in 2.34.0: the rule's words and source are named.
+    code, _, checks = doctor_json(cli, "--python", str(stacks["legacy"]), "--sysroot", str(trn2),
+                                  "--release", "2.34.0", "--no-device-probe")
+    assert code == 1
+    for check in ("packages.torch-neuronx", "packages.legacy-xla"):
+        out = checks[check]
+        assert out["status"] == "fail", out
+        assert "[support.xla-inference-trn2-trn3-ended-2.34; source: https://awsdocs-neuron" \
+            in out["message"]
+        assert "inference only" not in out["message"]
 
 
 def test_legacy_stack_on_trn1_is_expected(cli, stacks, tmp_path):
@@ -179,7 +217,8 @@ def test_empty_env_needs_no_hardware_or_network(cli, stacks, tmp_path):
 
 def test_junit_output_is_valid(cli, stacks, trn2, tmp_path):
     out = tmp_path / "doctor.xml"
-    r = cli("doctor", "--format", "junit", "-o", str(out), "--python", str(stacks["legacy"]),
+    r = cli("doctor", "--format", "junit", "-o", str(out), "--python",
+            str(stacks["legacy-unshipped"]),
             "--sysroot", str(trn2), "--no-device-probe")
     assert r.code == 1
     assert "fail: problems found" in r.out
@@ -199,8 +238,8 @@ def test_github_format_and_step_summary(cli, stacks, trn2, tmp_path, monkeypatch
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    r = cli("doctor", "--format", "github", "--python", str(stacks["legacy"]), "--sysroot", str(trn2),
-            "--no-device-probe")
+    r = cli("doctor", "--format", "github", "--python", str(stacks["legacy-unshipped"]),
+            "--sysroot", str(trn2), "--no-device-probe")
     assert r.code == 1
     errors = [line for line in r.out.splitlines() if line.startswith("::error ")]
     assert any(line.startswith("::error title=neuronctl packages.legacy-xla::") for line in errors)

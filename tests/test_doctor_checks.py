@@ -36,7 +36,8 @@ from neuronctl.probes.sysroot import SysRoot
 from neuronctl.tomlfile import loads_toml
 
 NATIVE = {"torch-neuronx": "2.14.3.0", "torch": "2.14.0"}
-XLA = {"torch-neuronx": "2.9.0.2.15.32035", "torch": "2.9.0"}
+XLA = {"torch-neuronx": "2.9.0.2.15.32035", "torch": "2.9.0"}  # 2.33's legacy XLA line
+XLA_UNSHIPPED = {"torch-neuronx": "2.9.0.2.15.30001", "torch": "2.9.0"}  # no release's
 
 
 @pytest.fixture(autouse=True)
@@ -86,6 +87,16 @@ def test_python_warn_unsupported_with_nothing_neuron_installed() -> None:
     assert out.fix is not None and "install --release 2.33.0" in out.fix
 
 
+def test_legacy_warn_on_trn2_for_the_xla_line_the_release_ships() -> None:
+    given = legacy("legacy", packages=("torch-xla", "libneuronxla"))
+    out = check_legacy(facts(legacy=given, env=python_env(packages=XLA), hardware=machine("trn2")))
+    assert out.status == "warn" and "inference only" in out.message
+    assert "announce-no-support-pytorch-xla-training.html" in out.message
+    unshipped = check_legacy(facts(legacy=given, env=python_env(packages=XLA_UNSHIPPED),
+                                   hardware=machine("trn2")))
+    assert unshipped.status == "fail"
+
+
 def test_python_fail_unsupported_under_an_installed_stack() -> None:
     out = check_python(facts(env=python_env("3.10.14", NATIVE)))
     assert out.status == "fail" and "not supported by Neuron 2.33.0" in out.message
@@ -131,8 +142,21 @@ def test_torch_neuronx_fail_native_on_trn1() -> None:
 
 
 def test_torch_neuronx_fail_legacy_under_a_native_release_on_trn2() -> None:
-    out = check_torch_neuronx(facts(env=python_env(packages=XLA), hardware=machine("trn2")))
+    out = check_torch_neuronx(facts(env=python_env(packages=XLA_UNSHIPPED),
+                                    hardware=machine("trn2")))
     assert out.status == "fail" and "legacy XLA library" in out.message
+
+
+def test_torch_neuronx_warn_legacy_line_the_release_ships_on_trn2() -> None:
+    out = check_torch_neuronx(facts(env=python_env(packages=XLA), hardware=machine("trn2")))
+    assert out.status == "warn" and "supported on trn2 for inference only" in out.message
+    assert "support.xla-training-ended-2.30; source: https://" in out.message
+
+
+def test_torch_neuronx_fail_legacy_line_after_xla_inference_ended() -> None:
+    out = check_torch_neuronx(facts(env=python_env(packages=XLA), hardware=machine("trn2"),
+                                    release="2.34.0"))
+    assert out.status == "fail" and "support.xla-inference-trn2-trn3-ended-2.34" in out.message
 
 
 # packages.legacy-xla
@@ -305,9 +329,16 @@ def test_device_pass() -> None:
     assert out.status == "pass" and out.message == "all tiers passed (torch 2.14.0)"
 
 
-def test_device_warn_cpu_on_a_neuron_host() -> None:
+def test_device_skip_cpu_on_a_neuron_host_without_torch_neuronx() -> None:
     out = check_device(facts(probe=probe(device="cpu"), hardware=machine("trn2")))
-    assert out.status == "warn" and "no 'neuron' torch backend" in out.message
+    assert out.status == "skip" and "no Neuron torch backend is installed here" in out.message
+    assert out.fix is None
+
+
+def test_device_warn_cpu_on_a_neuron_host_with_torch_neuronx() -> None:
+    out = check_device(facts(probe=probe(device="cpu"), hardware=machine("trn2"),
+                             env=python_env(packages=NATIVE)))
+    assert out.status == "warn" and "no 'neuron' torch backend" in out.message and out.fix
 
 
 def test_device_fail_asked_device_without_torch() -> None:

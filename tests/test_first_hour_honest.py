@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from doctor_facts import facts, machine, probe
+from doctor_facts import facts, machine, probe, python_env
 from sysroots import build_cpu_host
 
 from neuronctl.ops.doctor.checks_hardware import check_device
@@ -84,7 +84,13 @@ def test_a_cpu_probe_when_neuron_is_asked_is_a_skip_saying_why():
 
 
 def test_a_cpu_probe_on_a_neuron_host_is_never_a_pass():
+    # Nothing Neuron installed: the CPU-only probe is a skip, saying why.
     out = check_device(facts(probe=probe(device="cpu"), hardware=machine("trn2")))
+    assert out.status == "skip" and out.message.startswith("probe ran on cpu, not a Neuron device")
+    assert "no Neuron torch backend is installed here" in out.message
+    # torch-neuronx installed and still no Neuron device reached: a warning.
+    env = python_env(packages={"torch-neuronx": "2.14.3.0", "torch": "2.14.0"})
+    out = check_device(facts(probe=probe(device="cpu"), hardware=machine("trn2"), env=env))
     assert out.status == "warn" and out.message.startswith("probe ran on cpu, not a Neuron device")
 
 

@@ -59,6 +59,24 @@ def test_efa_is_level_2() -> None:
     assert "network.efa" in select_checks((), (), None, level=2)
 
 
+def test_efa_runs_at_level_1_in_a_step_over_several_nodes(cli, tmp_path: Path,
+                                                          monkeypatch) -> None:
+    assert "network.efa" in select_checks((), (), None, level=1, multi_node=True)
+    assert select_checks(("network",), (), None, level=1, multi_node=True) == ["network.efa"]
+    root = build_host(tmp_path / "h", "trn2")
+    add_efa(root, 4, libfabric="1.21.0amzn1.0")
+    args = ("doctor", "--json", "--level", "1", "--sysroot", str(root), "--python", sys.executable)
+    monkeypatch.setenv("SLURM_STEP_NUM_NODES", "1")  # a one-node step: level 1 as it is
+    one = json.loads(cli(*args).out)
+    assert "network.efa" not in {c["id"] for c in one["checks"]} and "efa" not in one["environment"]
+    monkeypatch.setenv("SLURM_STEP_NUM_NODES", "2")
+    two = json.loads(cli(*args).out)
+    assert "network.efa" in {c["id"] for c in two["checks"]}
+    assert two["environment"]["efa"] == {"devices": 4, "libfabric": "libfabric-aws 1.21.0amzn1.0"}
+    skipped = json.loads(cli(*args, "--skip", "network.efa").out)
+    assert "network.efa" not in {c["id"] for c in skipped["checks"]}
+
+
 def test_a_link_out_of_the_tree_is_only_named_never_followed(tmp_path: Path) -> None:
     root = build_host(tmp_path / "h", "trn2")
     dev = root / "sys/class/infiniband/evil/device"
@@ -81,7 +99,7 @@ def test_fleet_reports_collectives_drift_between_two_nodes(cli, cluster: SlurmCl
     monkeypatch.setenv("SLURM_CONF", str(cluster.conf))
     one, two = build_host(tmp_path / "one", "trn2"), build_host(tmp_path / "two", "trn2")
     add_efa(one, 4, collectives="2.35.49.0")
-    add_efa(two, 4, collectives="2.35.43.0", libfabric="1.21.0amzn1.0")
+    add_efa(two, 2, collectives="2.35.43.0", libfabric="1.21.0amzn1.0")
     cluster.set_node_env("node1", NEURONCTL_SYSROOT=str(one))
     cluster.set_node_env("node2", NEURONCTL_SYSROOT=str(two))
     r = cli("fleet", "doctor", "--level", "1", "--timeout", "60", "--json")
@@ -89,10 +107,31 @@ def test_fleet_reports_collectives_drift_between_two_nodes(cli, cluster: SlurmCl
     assert r.code == 1, doc
     differences = doc["drift"]["differences"]
     assert differences["node2"]["collectives"] == {"baseline": "2.35.49.0", "node": "2.35.43.0"}
+    # More than one node: network.efa runs on each at level 1 too, and its facts are compared.
+    assert differences["node2"]["libfabric"] == {"baseline": "libfabric-aws 1.22.0amzn4.0",
+                                                 "node": "libfabric-aws 1.21.0amzn1.0"}
+    assert differences["node2"]["efa_devices"] == {"baseline": "4", "node": "2"}
+    for node in doc["nodes"]:
+        assert "network.efa" in {c["id"] for c in node["doctor"]["checks"]}, node["node"]
     text = cli("fleet", "doctor", "--level", "1", "--timeout", "60")
     assert "collectives: 2.35.49.0 -> 2.35.43.0" in text.out
-    # level 2 (fleet doctor's default) adds libfabric and the EFA devices
+    assert "libfabric: libfabric-aws 1.22.0amzn4.0 -> libfabric-aws 1.21.0amzn1.0" in text.out
+    assert "efa_devices: 4 -> 2" in text.out
+    # level 2 (fleet doctor's default) compares the same
     r = cli("fleet", "doctor", "--level", "2", "--timeout", "90", "--json")
     differences = json.loads(r.out)["drift"]["differences"]
     assert differences["node2"]["libfabric"] == {"baseline": "libfabric-aws 1.22.0amzn4.0",
                                                  "node": "libfabric-aws 1.21.0amzn1.0"}
+
+
+@pytest.mark.skipif(not slurm_available(), reason="needs slurm-wlm and munge (.ci/run)")
+def test_fleet_on_one_node_keeps_level_1_as_it_is(cli, cluster: SlurmCluster, tmp_path: Path,
+                                                  monkeypatch) -> None:
+    monkeypatch.setenv("SLURM_CONF", str(cluster.conf))
+    root = build_host(tmp_path / "one", "trn2")
+    add_efa(root, 4)
+    cluster.set_node_env("node1", NEURONCTL_SYSROOT=str(root))
+    r = cli("fleet", "doctor", "--nodelist", "node1", "--level", "1", "--timeout", "60", "--json")
+    doc = json.loads(r.out)
+    (node,) = doc["nodes"]
+    assert "network.efa" not in {c["id"] for c in node["doctor"]["checks"]}, doc

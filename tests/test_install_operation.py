@@ -4,6 +4,7 @@ to a reporter, a frozen outcome back; no click, nothing printed."""
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 import pytest
 from test_install import LEGACY, snapshot
@@ -12,30 +13,28 @@ from wheels import find_python, make_venv, pip_install
 
 from neuronctl.backend.choose import choose_backend
 from neuronctl.cache_dir import user_cache_dir
-from neuronctl.config import Config
 from neuronctl.errors import OperationFailed
 from neuronctl.manifest import load_bundled_manifest
-from neuronctl.ops.index_routing import build_routing
+from neuronctl.ops.index_routing import route_indexes
 from neuronctl.ops.install.env_mutex import environment_lock
 from neuronctl.ops.install.request import InstallRequest
 from neuronctl.ops.install.run import install
-from neuronctl.ops.lock.request import StackRequest, build_request
+from neuronctl.ops.lock.request import StackRequest, StackSettings, plan_request
 from neuronctl.ops.reporter import CollectingReporter
 
 pytestmark = pytest.mark.slow
 
 
 def request(backend: str | None = None, **fields) -> InstallRequest:
-    """The request the CLI builds, with no config: settings from the bundled defaults."""
-    config = Config()
+    """The request the CLI builds, with no config and no flags: the bundled defaults."""
+    settings = StackSettings()
 
     def stack(python: str, platform: str) -> StackRequest:
-        return build_request(config, load_bundled_manifest(), release=None, torch=None,
-                             pythons=(python,), platforms=(platform,), requirements=(),
-                             index_flags=(), route_flags=(), latest=False)
+        return plan_request(load_bundled_manifest(),
+                            replace(settings, python_versions=(python,), platforms=(platform,)))
 
     return InstallRequest(manifest=load_bundled_manifest, engine=choose_backend(backend, None),
-                          routing=lambda recorded: build_routing(config, (), (), recorded=recorded),
+                          routing=lambda recorded: route_indexes(settings.indexes, recorded),
                           stack=stack, **fields)
 
 

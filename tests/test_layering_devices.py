@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 SPELLED = re.compile(r"""["']auto["'],\s*["']neuron["'],\s*["']cuda["'],\s*["']cpu["']|"""
                      r"""\(\s*["']cuda["'],\s*["']cpu["']\s*\)""")
 # Modules other sessions were editing when the vocabulary moved; each still spells it (issue 24).
-PENDING = {"neuronctl/ops/smoke.py", "neuronctl/ops/doctor/run.py", "probes/device.py"}
+PENDING = {"neuronctl/ops/smoke.py", "probes/device.py"}
 # Stand-alone scripts that run inside the target interpreter and cannot import neuronctl.
 STANDALONE = "probes/scripts/"
 

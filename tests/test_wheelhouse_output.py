@@ -16,8 +16,7 @@ from loopback import QuietHandler, serving
 from rich.console import Console
 
 from neuronctl.cli.progress import CliReporter
-from neuronctl.config import Config
-from neuronctl.ops.index_routing import build_routing
+from neuronctl.ops.index_routing import IndexSources, route_indexes
 from neuronctl.ops.reporter import CollectingReporter, Reporter
 from neuronctl.ops.wheelhouse import DownloadOutcome, DownloadRequest, download
 from neuronctl.toml_emit import dumps
@@ -59,7 +58,7 @@ def _download(tmp_path: Path, reporter: Reporter, *names: tuple[str, str, str]) 
     with serving(Slow) as base:
         lock = _lock(tmp_path, base, *names)
         request = DownloadRequest(lock=lock, dest=tmp_path / "house",
-                                  routing=lambda recorded: build_routing(Config(), (), (), recorded=recorded))
+                                  routing=lambda recorded: route_indexes(IndexSources(), recorded))
         return download(request, reporter)
 
 

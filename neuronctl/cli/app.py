@@ -53,12 +53,11 @@ class App:
 
     def manifest(self, override: Path | None = None) -> Manifest:
         from neuronctl.manifest import load_manifest
+        from neuronctl.settings import Resolver
 
-        path = override or self.manifest_path
+        path = override or self.manifest_path  # --manifest > NEURONCTL_MANIFEST > config manifest
         if path is None:
-            path = self.config().path("manifest")
-        if path is None and os.environ.get("NEURONCTL_MANIFEST"):
-            path = Path(os.environ["NEURONCTL_MANIFEST"])
+            path = Resolver.of(self.config()).value("manifest")
         return load_manifest(path)
 
     def console(self, *, stderr: bool = False) -> Console:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from neuronctl.cli.app import get_app
+from neuronctl.cli.options import resolver
 from neuronctl.cli.output import emit_json, fitted_table, print_fitted
 from neuronctl.errors import InputError
 from neuronctl.ops.cost import (
@@ -92,12 +93,11 @@ def cost(from_file: Path | None, throughput: float | None, instances: tuple[str,
     else:
         assert throughput is not None
         speed, source = check_throughput(throughput, "--throughput"), "--throughput"
-    config = app.config()
-    table = config.get("prices") or {}
+    table, where = resolver().config_entries("prices")  # layered: --price rows beside these
     request = CostRequest(
         speed, source, tuple(dict.fromkeys(check_instance_type(i, "--instance") for i in instances)),
-        tuple(parse_price_flag(p) for p in prices),
-        prices_from_config(table, config.source or "config"), tokens, hours, measured)
+        tuple(parse_price_flag(p) for p in prices), prices_from_config(table, where), tokens, hours,
+        measured)
     host, host_source = (None, None) if request.instances else host_instance_type()
     outcome = estimate(request, bundled, host, host_source)
     if as_json:

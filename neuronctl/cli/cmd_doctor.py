@@ -9,15 +9,7 @@ from pathlib import Path
 import click
 
 from neuronctl.cli.app import get_app, paint, terminal_text
-from neuronctl.cli.common import (
-    DEVICE_CHOICE,
-    check_sysroot,
-    echo_target,
-    python_option,
-    sysroot_option,
-    target_python,
-    timeout_value,
-)
+from neuronctl.cli.common import check_sysroot, echo_target, target_python
 from neuronctl.cli.doctor_report import (
     json_payload,
     print_text,
@@ -26,6 +18,15 @@ from neuronctl.cli.doctor_report import (
     render_junit,
     render_markdown_summary,
     render_plain,
+)
+from neuronctl.cli.options import (
+    device_option,
+    given_values,
+    python_option,
+    renamed,
+    resolve,
+    resolver,
+    sysroot_option,
 )
 from neuronctl.cli.output import emit_json, write_atomic
 from neuronctl.errors import InputError, NeuronctlError
@@ -48,13 +49,13 @@ FORMATS = ("text", "json", "junit", "github", "prometheus")
 @click.option("--release", metavar="V", help="Check against this Neuron release.")
 @click.option("--lock", type=click.Path(path_type=Path, dir_okay=False),
               help="Also check installed versions against this pylock.toml.")
-@click.option("--device", type=DEVICE_CHOICE, default=None, help="Device for the probe tiers.")
+@device_option("what the probe tiers use")
 @click.option("--level", type=click.IntRange(1, 3), default=None, metavar="[1|2|3]",
               help=f"What to check, within what time (above) [{DEFAULT_LEVEL}].")
 @click.option("--no-device-probe", is_flag=True, help="Skip the device probe tiers (= --level 1).")
 @click.option("--compile", "compile_tier", is_flag=True,
               help="Also probe torch.compile, and run your model (= --level 3).")
-@click.option("--strict", is_flag=True, help="Warnings fail too.")
+@click.option("--strict", is_flag=True, help="Warnings fail too [config strict].")
 @click.option("--only", multiple=True, metavar="ID",
               help=f"Run only these checks or groups (repeatable; {SELECTORS_HELP}).")
 @click.option("--skip", multiple=True, metavar="ID",
@@ -64,8 +65,10 @@ FORMATS = ("text", "json", "junit", "github", "prometheus")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the report in --format to FILE; a text summary still goes to stdout.")
-@click.option("--timeout", type=float, default=None,
-              help="Each check's time limit in seconds [the level's budget].")
+@click.option("--check-timeout", type=float, default=None,
+              help="Each check's time limit in seconds [config check_timeout, else the level's "
+                   "budget].")
+@renamed("--timeout", "--check-timeout", "check_timeout", " (each check's time limit)", type=float)
 @click.option("--slurm-drain", is_flag=True,
               help="After the report, drain this Slurm node (scontrol) when a check calls for it "
                    "(--drain-on), and resume it when none does if neuronctl drained it (for "
@@ -86,11 +89,10 @@ FORMATS = ("text", "json", "junit", "github", "prometheus")
 def doctor(python: str | None, release: str | None, lock: Path | None, device: str | None,
            level: int | None, no_device_probe: bool, compile_tier: bool, strict: bool,
            only: tuple[str, ...], skip: tuple[str, ...], fmt: str | None, as_json: bool,
-           output: Path | None, timeout: float | None, slurm_drain: bool, drain_on: str | None,
+           output: Path | None, check_timeout: float | None, slurm_drain: bool, drain_on: str | None,
            exit_on: str | None, lookback: str | None, sysroot: Path | None,
            manifest_path: Path | None) -> int:
     app = get_app()
-    config = app.config()
     if as_json and fmt not in (None, "json"):
         raise InputError("--json conflicts with --format " + str(fmt))
     fmt = "json" if as_json else (fmt or "text")
@@ -100,22 +102,7 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
                             if output is not None else ""))
     check_output_file(output, "-o")
     chosen = choose_level(level, no_device_probe, compile_tier)
-    from neuronctl.ops.slurm_node import drain_on_value
-
-    policy = drain_on_value(drain_on, config.get("drain_on"))
-    config_timeout = config.get("timeout")
-    target = target_python(python)
-    request = DoctorRequest(
-        manifest=app.manifest(manifest_path), python=target.python,
-        release=release or config.get("release"), lock=lock or config.path("lock"),
-        device=device or config.get("device") or "auto", level=chosen,
-        strict=strict or bool(config.get("strict")), only=only,
-        skip=skip + tuple(config.list("skip")),
-        timeout=None if timeout is None and config_timeout is None
-        else timeout_value(timeout, config_timeout, 60.0),
-        sysroot=check_sysroot(sysroot), model=config.get("model"),
-        model_origin=f"config model ({config.source or 'pyproject.toml'})",
-        model_cwd=config.base_dir, lookback_s=lookback_seconds(lookback))
+    request, policy, target = _request(python, chosen, only, lookback, sysroot, manifest_path)
     started, clock = time.time(), time.perf_counter()
     from neuronctl.cli.progress import status_reporter
 
@@ -133,6 +120,28 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
 
         return 1 if drain_triggers(report.checks, exit_on, report.strict) else 0
     return report.exit_code
+
+
+def _request(python: str | None, level: int, only: tuple[str, ...], lookback: str | None,
+             sysroot: Path | None, manifest_path: Path | None
+             ) -> tuple[DoctorRequest, str, TargetPython]:
+    """The doctor request from the flags, the environment and the config (neuronctl.settings),
+    the --slurm-drain policy, and the target."""
+    app, rules = get_app(), resolver()
+    policy = resolve("drain_on", rules=rules).value
+    target = target_python(python)
+    model = resolve("model", rules=rules)
+    request = DoctorRequest(
+        manifest=app.manifest(manifest_path), python=target.python,
+        release=resolve("release", rules=rules).value, lock=resolve("lock", rules=rules).value,
+        device=resolve("device", rules=rules).value, level=level,
+        strict=resolve("strict", rules=rules).value, only=only,
+        skip=given_values("skip") + rules.config_list("skip"),
+        check_timeout=resolve("check_timeout", rules=rules).value,
+        sysroot=check_sysroot(sysroot), model=model.value,
+        model_origin=f"config model ({rules.config.source or 'pyproject.toml'})",
+        model_cwd=rules.config.base_dir, lookback_s=lookback_seconds(lookback))
+    return request, policy, target
 
 
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.common import timeout_value
+from neuronctl.cli.options import given_values, resolve, resolver, target_options, timeout_option
 from neuronctl.ops.output_path import check_output_dir
 
 
@@ -17,13 +17,9 @@ from neuronctl.ops.output_path import check_output_dir
 @click.option("-d", "--dest", required=True, type=click.Path(path_type=Path, file_okay=False),
               help="The wheelhouse directory (made if absent; files already there and verified "
                    "are kept).")
-@click.option("--python", "pythons", multiple=True, metavar="X.Y",
-              help="Only the files for this target Python (repeatable; default: every target the "
-                   "lock records, all of their wheels).")
-@click.option("--platform", "platforms", multiple=True, metavar="TAG",
-              help="With --python: the target platform tag (repeatable; default "
-                   "manylinux_2_28_x86_64).")
-@click.option("--timeout", type=float, help="Per-request timeout in seconds (default 30).")
+@target_options("only the files for it; default: every target the lock records, all of their "
+                "wheels", "with --python-version; default manylinux_2_28_x86_64")
+@timeout_option
 @click.option("--json", "as_json", is_flag=True, help="The files and what became of each, as JSON.")
 def download(lock_path: Path, dest: Path, pythons: tuple[str, ...], platforms: tuple[str, ...],
              timeout: float | None, as_json: bool) -> int:
@@ -34,21 +30,23 @@ def download(lock_path: Path, dest: Path, pythons: tuple[str, ...], platforms: t
     Ctrl-C or on another day, skips what is already there and verified."""
     from neuronctl.cli.progress import CliReporter
     from neuronctl.errors import InputError
-    from neuronctl.ops.index_routing import build_routing
+    from neuronctl.ops.index_routing import index_sources, route_indexes
     from neuronctl.ops.reporter import NullReporter, Reporter
     from neuronctl.ops.wheelhouse import DownloadRequest
     from neuronctl.ops.wheelhouse import download as run_download
     from neuronctl.resolvers.targets import make_targets
 
     check_output_dir(dest, "-d")
-    app = get_app()
-    config = app.config()
+    app, rules = get_app(), resolver()
+    pythons = given_values("pythons")  # the lock's own targets otherwise, not config `python`
     if platforms and not pythons:
-        raise InputError("--platform needs --python (the target is a Python and a platform)")
+        raise InputError("--platform needs --python-version (the target is a Python and a "
+                         "platform)")
     targets = make_targets(pythons, platforms) if pythons else ()
+    sources = index_sources(rules)  # the config's and the environment's indexes (no flags here)
     request = DownloadRequest(lock=lock_path, dest=dest, targets=targets,
-                              routing=lambda recorded: build_routing(config, (), (), recorded=recorded),
-                              timeout=timeout_value(timeout, config.get("timeout"), 30.0))
+                              routing=lambda recorded: route_indexes(sources, recorded),
+                              timeout=resolve("timeout", rules=rules).value)
     if as_json or app.quiet:
         reporter: Reporter = NullReporter()
         outcome = run_download(request, reporter)

@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from neuronctl.cli.app import get_app
-from neuronctl.cli.common import python_option, sysroot_option, target_python, timeout_value
+from neuronctl.cli.common import target_python
+from neuronctl.cli.options import python_option, resolver, sysroot_option, typed
 from neuronctl.cli.output import emit_json
 from neuronctl.ops.env import REDACTED, TORCH_TIMEOUT_S, relevant_environ
 from neuronctl.ops.env import collect_env as collect
@@ -124,11 +124,13 @@ def to_markdown(data: dict[str, Any]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Versioned JSON output.")
 @sysroot_option
 @click.option("--timeout", type=float, default=None,
-              help=f"Seconds for torch's collect_env in the target [{TORCH_TIMEOUT_S:g}].")
+              help="Seconds for torch's collect_env in the target [config check_timeout, else "
+                   f"{TORCH_TIMEOUT_S:g}].")
 def env(python: str | None, as_json: bool, sysroot: Path | None, timeout: float | None) -> int:
     """Dump everything a Neuron bug report needs, as markdown (or JSON): a superset of
     `python -m torch.utils.collect_env`, plus every Neuron package, the driver, runtime and chip."""
-    limit = timeout_value(timeout, get_app().config().get("timeout"), TORCH_TIMEOUT_S)
+    # collect_env is bounded like a check: config `check_timeout`, which a flag beats.
+    limit = resolver().resolve("check_timeout", typed("timeout")).value or TORCH_TIMEOUT_S
     target = target_python(python)
     data = collect(target.python, sysroot, None, limit).to_json()
     if as_json:

@@ -7,15 +7,14 @@ from pathlib import Path
 import click
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.common import json_option
+from neuronctl.cli.options import given_values, json_option, target_options
 from neuronctl.cli.output import emit_json
 
 
 @click.command("init")
 @click.option("--release", help="Neuron release (default: kept, else the newest native one).")
 @click.option("--torch", help="PyTorch line, e.g. 2.14 (default: kept, else the release's own).")
-@click.option("--python", "pythons", multiple=True, metavar="X.Y", help="Target Python (repeatable).")
-@click.option("--platform", "platforms", multiple=True, metavar="TAG", help="Target platform (repeatable).")
+@target_options("default: kept", "default: kept")
 @json_option
 def init(release: str | None, torch: str | None, pythons: tuple[str, ...],
          platforms: tuple[str, ...], as_json: bool) -> int:
@@ -23,8 +22,8 @@ def init(release: str | None, torch: str | None, pythons: tuple[str, ...],
     from neuronctl.ops.init import InitRequest, init_project
 
     app = get_app()
-    request = InitRequest(Path.cwd() / "pyproject.toml", app.manifest(), release, torch, pythons,
-                          platforms)
+    request = InitRequest(Path.cwd() / "pyproject.toml", app.manifest(), release, torch,
+                          given_values("pythons"), platforms)
     outcome = init_project(request)
     if as_json:
         emit_json(outcome.to_json())

@@ -7,14 +7,15 @@ import functools
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from neuronctl.cli.app import App, get_app
-from neuronctl.cli.common import DEVICE_CHOICE, check_sysroot, sysroot_option, timeout_value
-from neuronctl.cli.options import request_options
+from neuronctl.cli.common import DEVICE_CHOICE, check_sysroot, sysroot_option
+from neuronctl.cli.options import request_options, resolve, resolver, stack_settings
 
 if TYPE_CHECKING:
     from neuronctl.ops.install.outcome import InstallOutcome
@@ -38,11 +39,12 @@ if TYPE_CHECKING:
 @click.option("--venv-python", metavar="X.Y|PATH", help="Python for a new --venv (default: the lowest "
               "the release supports that this machine has).")
 @click.option("--backend", type=click.Choice(["auto", "pip", "uv"]), default=None,
-              help="Installer engine (default: config backend, NEURONCTL_BACKEND, else auto).")
+              help="Installer engine (default: NEURONCTL_BACKEND, else config backend, else auto).")
 @click.option("--device", type=DEVICE_CHOICE, default="auto",
-              show_default=True, help="With --lock: which lock to install. auto: the Neuron lock where "
-              "there are Neuron devices, else pylock.cuda.toml beside it where there is an NVIDIA "
-              "GPU; neuron, cuda, cpu: that lock. A lock recording a fallback device installs "
+              show_default=True, help="The device this environment is for, as doctor's and smoke's "
+              "--device; with --lock it picks the lock. auto: the Neuron lock where there are Neuron "
+              "devices, else pylock.cuda.toml beside it where there is an NVIDIA GPU; neuron, cuda, "
+              "cpu: that device's lock. A lock recording a fallback device installs "
               "only where the hardware has that device, or with --device naming it.")
 @click.option("--dry-run", is_flag=True, help="Print the plan, the engine commands and the files "
               "they install; change nothing.")
@@ -73,8 +75,7 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
     from neuronctl.ops.install.run import install as install_stack
 
     app = get_app()
-    request = _request(app, release=release, torch=torch, with_=with_, indexes=indexes,
-                       routes=routes, latest=latest, offline=offline, timeout=timeout,
+    request = _request(app, with_=with_, latest=latest, offline=offline,
                        allow_unsupported=allow_unsupported, lock=lock_path, find_links=find_links,
                        python=python, venv=venv, venv_python=venv_python, backend=backend,
                        device=device, dry_run=dry_run, yes=yes, write_lock=write_lock,
@@ -88,34 +89,34 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
     return _render(app, outcome, as_json, show)
 
 
-def _request(app: App, *, release: str | None, torch: str | None, with_: tuple[str, ...],
-             indexes: tuple[str, ...], routes: tuple[str, ...], latest: bool,
-             timeout: float | None, backend: str | None, **flags: Any) -> InstallRequest:
-    """The install's settings, resolved here (flag, environment, config, default): the
-    operation gets typed values and never the config."""
+def _request(app: App, *, with_: tuple[str, ...], latest: bool, backend: str | None,
+             **flags: Any) -> InstallRequest:
+    """The install's settings, resolved here by neuronctl.settings' one rule (a typed flag >
+    environment > config > default): the operation gets typed values and never the config. The
+    resolution's target (Python, platform) is the target interpreter's, known only once it is
+    inspected: `stack` takes it."""
     from neuronctl.backend.choose import choose_backend
-    from neuronctl.ops.index_routing import build_routing
+    from neuronctl.ops.index_routing import route_indexes
     from neuronctl.ops.install.request import InstallRequest
 
-    config = app.config()
+    rules = resolver()
+    settings = stack_settings(rules, latest=latest, pythons="", platforms="")
     manifest = functools.cache(app.manifest)
-    release = release or config.get("release")
-    torch = torch or config.get("torch")
 
     def routing(recorded: Mapping[str, str]) -> IndexRouting:
-        return build_routing(config, indexes, routes, recorded=recorded)
+        return route_indexes(settings.indexes, recorded)
 
     def stack(python: str, platform: str) -> StackRequest:
-        from neuronctl.ops.lock.request import build_request  # only a resolution needs it
+        from neuronctl.ops.lock.request import plan_request  # only a resolution needs it
 
-        return build_request(config, manifest(), release=release, torch=torch, pythons=(python,),
-                             platforms=(platform,), requirements=with_, index_flags=indexes,
-                             route_flags=routes, latest=latest)
+        return plan_request(manifest(), replace(settings, python_versions=(python,),
+                                                python_source="--python", platforms=(platform,)))
 
-    return InstallRequest(manifest=manifest, engine=choose_backend(backend, config.get("backend")),
-                          routing=routing, stack=stack,
-                          timeout=timeout_value(timeout, config.get("timeout"), 30.0),
-                          release=release, torch=torch, with_=with_, latest=latest, **flags)
+    return InstallRequest(manifest=manifest,
+                          engine=choose_backend(backend, rules.config_text("engine")),
+                          routing=routing, stack=stack, timeout=resolve("timeout", rules=rules).value,
+                          release=settings.release.value, torch=settings.torch, with_=with_,
+                          latest=latest, **flags)
 
 
 def _ask(question: str) -> bool:

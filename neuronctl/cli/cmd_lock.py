@@ -12,8 +12,14 @@ from dataclasses import replace
 import click
 
 from neuronctl.cli.app import App, get_app
-from neuronctl.cli.common import timeout_value
-from neuronctl.cli.options import make_request, request_options
+from neuronctl.cli.options import (
+    given_values,
+    request_options,
+    resolve,
+    resolver,
+    stack_settings,
+    target_options,
+)
 from neuronctl.cli.output import emit_json
 from neuronctl.ops.lock.outcome import LockOutcome
 from neuronctl.ops.reporter import Event, NullReporter, Reporter
@@ -22,9 +28,17 @@ from neuronctl.routing import redact_url
 
 
 class _StderrNotes:
-    """Events as `kind: message` lines on stderr (progress is not shown for lock)."""
+    """Events as `kind: message` lines on stderr; `status` events (the index fetches) only to
+    the live status line, which is drawn on a terminal alone (progress.status_reporter)."""
+
+    def __init__(self, line: Reporter | None = None) -> None:
+        self._line = line
 
     def emit(self, event: Event) -> None:
+        if event.kind == "status":
+            if self._line is not None:
+                self._line.emit(event)
+            return
         click.echo(f"{event.kind}: {event.message}", err=True)
 
     def progress(self, key: str, label: str, done: int, total: int | None) -> None:
@@ -36,10 +50,7 @@ class _StderrNotes:
 
 @click.command("lock")
 @request_options
-@click.option("--python", "pythons", multiple=True, metavar="X.Y",
-              help="Target Python (repeatable; default: config, else the release's lowest).")
-@click.option("--platform", "platforms", multiple=True, metavar="TAG",
-              help="Target platform tag (repeatable; default manylinux_2_28_x86_64).")
+@target_options("default: config python, else the release's lowest")
 @click.option("-o", "--output", metavar="FILE", help="Lock file (default: config `lock`, else pylock.toml; "
               "- for stdout). With --fallback it names the Neuron lock, and the fallback lock goes "
               "beside it as pylock.DEVICE.toml, never over it.")
@@ -57,18 +68,25 @@ def lock(release: str | None, torch: str | None, with_: tuple[str, ...], indexes
          output: str | None, fmt: str | None, check: bool, fallback: str | None,
          as_json: bool) -> int:
     """Resolve a Neuron release into exact, hashed pins, each package from its own index."""
-    from neuronctl.ops.lock.request import build_lock_request
+    from neuronctl.ops.lock.request import build_lock_request, plan_request
     from neuronctl.ops.lock.run import lock as run_lock
 
     app = get_app()
-    stack = make_request(app, release=release, torch=torch, pythons=pythons, platforms=platforms,
-                         with_=with_, indexes=indexes, routes=routes, latest=latest, fallback=fallback)
-    seconds = 30.0 if check else timeout_value(timeout, app.config().get("timeout"), 30.0)
-    request = replace(build_lock_request(stack, app.config(), output=output, fmt=fmt, check=check,
-                                         offline=offline, timeout=seconds),
+    rules = resolver()
+    settings = stack_settings(rules, latest=latest, fallback=fallback)
+    stack = plan_request(app.manifest(), settings)
+    seconds = 30.0 if check else float(resolve("timeout", rules=rules).value)
+    lock_key = rules.config_text("lock")  # as written: -o's errors quote it so
+    request = replace(build_lock_request(stack, output=output, fmt=fmt, check=check,
+                                         offline=offline, timeout=seconds, config_lock=lock_key),
                       allow_unsupported=allow_unsupported)
-    reporter: Reporter = NullReporter() if as_json or app.quiet else _StderrNotes()
-    outcome = run_lock(request, reporter)
+    pythons = given_values("pythons")  # --python-version, or the old --python
+    from neuronctl.cli.progress import status_reporter
+
+    quiet = as_json or app.quiet
+    with status_reporter(lambda: app.console(stderr=True), shown=not quiet) as line:
+        reporter: Reporter = NullReporter() if quiet else _StderrNotes(line)
+        outcome = run_lock(request, reporter)
     if outcome.checked:
         flags = _flags(release, torch, with_, indexes, routes, latest, pythons, platforms, output, fmt)
         flags += [f"--fallback={fallback}"] if fallback else []
@@ -87,7 +105,7 @@ def _flags(release: str | None, torch: str | None, with_: Sequence[str], indexes
     flags += [f"--torch={torch}"] if torch else []
     flags += [f"--with={w}" for w in with_] + [f"--index={_public(i)}" for i in indexes]
     flags += [f"--route={r}" for r in routes] + (["--latest"] if latest else [])
-    flags += [f"--python={p}" for p in pythons] + [f"--platform={p}" for p in platforms]
+    flags += [f"--python-version={p}" for p in pythons] + [f"--platform={p}" for p in platforms]
     flags += [f"--output={output}"] if output else []
     return flags + ([f"--format={fmt}"] if fmt else [])
 

@@ -5,28 +5,26 @@ from __future__ import annotations
 import click
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.common import (
-    DEVICE_CHOICE,
-    echo_target,
-    python_option,
-    target_python,
-    timeout_value,
-)
+from neuronctl.cli.common import echo_target, target_python
+from neuronctl.cli.options import device_option, python_option, resolve, resolver, typed
 from neuronctl.cli.output import emit_json, outcome_words
 from neuronctl.ops import probe as probe_op
 
 
 @click.command()
-@click.option("--device", type=DEVICE_CHOICE, default="auto", show_default=True)
+@device_option("what the tiers probe")
 @python_option
 @click.option("--json", "as_json", is_flag=True, help="Versioned JSON output.")
-@click.option("--timeout", type=float, default=None, help="Seconds before the probe is killed [120].")
+@click.option("--timeout", type=float, default=None,
+              help="Seconds before the probe is killed [config check_timeout, else 120].")
 @click.option("--compile", "compile_tier", is_flag=True, help="Also probe torch.compile (slow).")
-def probe(device: str, python: str | None, as_json: bool, timeout: float | None,
+def probe(device: str | None, python: str | None, as_json: bool, timeout: float | None,
           compile_tier: bool) -> int:
     """Import torch, find the device, allocate, compute, differentiate: stop at the first failure."""
-    app = get_app()
-    limit = timeout_value(timeout, app.config().get("timeout"), 120.0)
+    app, rules = get_app(), resolver()
+    # The probe's run is bounded like a check's: config `check_timeout`, which a flag beats.
+    limit = rules.resolve("check_timeout", typed("timeout")).value or 120.0
+    device = resolve("device", rules=rules).value
     target = target_python(python)
     from neuronctl.cli.progress import status_reporter
 

@@ -255,21 +255,18 @@ def import_(path: Path, as_json: bool, output: Path | None) -> int:
 
 @releases.command("update")
 @click.option("--from", "source", metavar="URL|FILE",
-              help="Where to fetch the manifest (default: config `manifest_url`, "
-                   "NEURONCTL_MANIFEST_URL, else AWS's n2-manifest.json on GitHub).")
+              help="Where to fetch the manifest (default: NEURONCTL_MANIFEST_URL, else config "
+                   "`manifest_url`, else AWS's n2-manifest.json on GitHub).")
 @click.option("--accept-changes", is_flag=True,
               help="Apply the values that differ from the data in use (listed as conflicts).")
 @click.option("--json", "as_json", is_flag=True, help="Versioned JSON summary.")
 def update(source: str | None, accept_changes: bool, as_json: bool) -> int:
     """Fetch newer release data, merge it into the data in use and store it for later runs."""
-    import os
-
+    from neuronctl.cli.options import resolve
     from neuronctl.manifest import load_default_manifest, stored_manifest_path
     from neuronctl.ops.releases import DEFAULT_MANIFEST_URL, update_releases
 
-    app = get_app()
-    url = (source or os.environ.get("NEURONCTL_MANIFEST_URL") or app.config().get("manifest_url")
-           or DEFAULT_MANIFEST_URL)
+    url = resolve("manifest_url", "source").value or DEFAULT_MANIFEST_URL
     store = stored_manifest_path()
     outcome = update_releases(load_default_manifest(), url, accept=accept_changes, store=store)
     if as_json:

@@ -91,7 +91,9 @@ def setup(release: str | None, os_name: str | None, sysroot: Path | None, repo: 
     fmt = "json" if as_json else fmt
     manifest = app.manifest()
     chosen = manifest.get(release) if release else manifest.default
-    repo = repo or app.config().get("system_repo")
+    from neuronctl.cli.options import resolve
+
+    repo = resolve("system_repo", "repo").value
     if chip:
         chip = get_chip(chip).id
     if dockerfile:

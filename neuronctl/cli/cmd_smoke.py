@@ -8,13 +8,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.common import (
-    DEVICE_CHOICE,
-    echo_target,
-    python_option,
-    target_python,
-    timeout_value,
-)
+from neuronctl.cli.common import echo_target, target_python
+from neuronctl.cli.options import device_option, python_option, resolve, resolver
 from neuronctl.cli.output import JsonError, emit_json, outcome_words, to_json_text, write_atomic
 from neuronctl.errors import InputError
 from neuronctl.ops.output_path import check_output_file
@@ -31,7 +26,7 @@ if TYPE_CHECKING:
                    "(default: config `model`, else the built-in reference model).")
 @click.option("--script", type=click.Path(path_type=Path, dir_okay=False),
               help="A Python file that defines make() (same return as FACTORY).")
-@click.option("--device", type=DEVICE_CHOICE, default=None, help="Device to run on [auto].")
+@device_option("what the model runs on")
 @python_option
 @click.option("--steps", type=click.IntRange(1, 1000), default=10, show_default=True,
               help="Timed steps.")
@@ -51,16 +46,17 @@ def smoke(model: str | None, script: Path | None, device: str | None, python: st
           as_json: bool, output: Path | None) -> int:
     """Run your model on the device: warm-up, timed steps, and a CPU comparison."""
     check_output_file(output, "-o")  # before the model runs, not after
-    app = get_app()
-    config = app.config()
+    app, rules = get_app(), resolver()
     origin = "--model"
-    if model is None and script is None and config.get("model") is not None:
-        model, origin = config.get("model"), f"config model ({config.source})"
+    if model is None and script is None:
+        configured = rules.resolve("model")
+        if configured.given:
+            model, origin = configured.value, f"config model ({rules.config.source})"
     target = target_python(python)
     request = SmokeRequest(
         python=target.python, model=model, script=script, origin=origin,
-        device=device or config.get("device") or "auto", steps=steps, warmup=warmup, train=train,
-        compile=compile_model, timeout=timeout_value(timeout, None, DEFAULT_TIMEOUT))
+        device=resolve("device", rules=rules).value, steps=steps, warmup=warmup, train=train,
+        compile=compile_model, timeout=_kill_limit(timeout))
     from neuronctl.cli.progress import status_reporter
 
     # The step running, on a terminal (`--steps 1000 --train` runs for minutes).
@@ -81,6 +77,13 @@ def smoke(model: str | None, script: Path | None, device: str | None, python: st
     if outcome.bad_input:  # exit 2 with the one-line message (and, with --json, in `error`)
         raise InputError(outcome.report.detail)
     return outcome.exit_code
+
+
+def _kill_limit(timeout: float | None) -> float:
+    """--timeout bounds the whole run (not a network request nor one check): no config key."""
+    from neuronctl.settings import seconds
+
+    return DEFAULT_TIMEOUT if timeout is None else seconds(timeout, "--timeout")
 
 
 def _ms(value: float | None) -> str:

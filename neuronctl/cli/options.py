@@ -1,15 +1,125 @@
-"""Options several commands share to say what stack to build (lock and install), and the one
-way they become a request."""
+"""The options several commands share, declared once, and the one way a command turns its flags,
+the environment and the config into resolved settings (neuronctl.settings: a flag the user typed
+> environment > config > default; click's ParameterSource tells a typed flag from a default)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+from click.core import ParameterSource
+
+from neuronctl.devices import DEVICES
+from neuronctl.settings import Flag, Resolver, Setting
 
 if TYPE_CHECKING:
-    from neuronctl.cli.app import App
-    from neuronctl.ops.lock.request import StackRequest
+    from neuronctl.ops.lock.request import StackSettings
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEVICE_CHOICE = click.Choice(DEVICES)
+
+_RENAMED = "neuronctl.renamed"
+"""ctx.meta's table: the values typed under an old spelling, by the new option's parameter."""
+
+
+# -- resolving -----------------------------------------------------------------------------------
+
+def note(line: str) -> None:
+    """A one-line note on stderr (an old spelling accepted, an old config key read)."""
+    click.echo(f"neuronctl: note: {line}", err=True)
+
+
+def resolver() -> Resolver:
+    """The rule over this invocation's config (read once) and environment."""
+    from neuronctl.cli.app import get_app
+
+    return Resolver.of(get_app().config(), note)
+
+
+def typed(param: str) -> Flag | None:
+    """The option `param` of the running command as the user typed it (under its own spelling or
+    an old one), else None: its default is the resolver's last resort, not a flag."""
+    ctx = click.get_current_context()
+    if ctx.get_parameter_source(param) is ParameterSource.COMMANDLINE:
+        option = next(p for p in ctx.command.params if p.name == param)
+        return Flag(ctx.params[param], max(option.opts, key=len))
+    found: Flag | None = ctx.meta.get(_RENAMED, {}).get(param)
+    return found
+
+
+def resolve(name: str, param: str | None = None, rules: Resolver | None = None) -> Setting[Any]:
+    """Setting `name` for the running command (`param`: its option's parameter, if not `name`)."""
+    return (rules or resolver()).resolve(name, typed(param or name))
+
+
+def renamed(old: str, new: str, param: str, why: str = "", **kwargs: Any) -> Callable[[F], F]:
+    """`old`, the spelling option `new` (parameter `param`) had, still accepted and hidden from
+    help; using it prints a one-line note. `typed(param)` returns its value."""
+
+    def keep(ctx: click.Context, option: click.Parameter, value: Any) -> Any:
+        if option.name and ctx.get_parameter_source(option.name) is ParameterSource.COMMANDLINE:
+            note(f"{old} is now {new}{why}; the old spelling still works")
+            ctx.meta.setdefault(_RENAMED, {})[param] = Flag(value, old)
+        return value
+
+    return click.option(old, f"renamed_{param}", hidden=True, expose_value=False, callback=keep,
+                        **kwargs)
+
+
+# -- shared options ------------------------------------------------------------------------------
+
+def json_option(f: F) -> F:
+    """`--json` as every command spells it (`as_json`). The error boundary notices it given (on
+    any command: cli/main.py watches every `--json` and `--format`), and then writes one JSON
+    document on failure too; a command emits its own through `output.emit_json`."""
+    return click.option("--json", "as_json", is_flag=True, help="Versioned JSON output on stdout "
+                        "(one document, on failure too).")(f)
+
+
+def python_option(f: F) -> F:
+    """`--python`: always an interpreter (lock targets are `--python-version`)."""
+    return click.option("--python", "python", metavar="PATH",
+                        help="Interpreter (or venv directory) to inspect; default: the active "
+                             "VIRTUAL_ENV, else ./.venv, else neuronctl's own.")(f)
+
+
+def sysroot_option(f: F) -> F:
+    return click.option("--sysroot", type=click.Path(path_type=Path, file_okay=False),
+                        help="Read hardware facts under this root (default: / or "
+                             "NEURONCTL_SYSROOT).")(f)
+
+
+def device_option(default_help: str) -> Callable[[F], F]:
+    """`--device`: the device the environment is for (config `device`, else auto)."""
+    return click.option("--device", type=DEVICE_CHOICE, default=None,
+                        help=f"The device this environment is for: {default_help} "
+                             "[config device, else auto].")
+
+
+def timeout_option(f: F) -> F:
+    """`--timeout`: each network request's limit (config `timeout`)."""
+    return click.option("--timeout", type=float,
+                        help="Each network request's time limit in seconds [config timeout, "
+                             "else 30].")(f)
+
+
+def target_options(default_help: str, platform_help: str = "default: config platform, else "
+                   "manylinux_2_28_x86_64") -> Callable[[F], F]:
+    """A lock target: `--python-version X.Y` (once `--python`, still accepted with a note) and
+    `--platform TAG`."""
+
+    def apply(f: F) -> F:
+        f = click.option("--platform", "platforms", multiple=True, metavar="TAG",
+                         help=f"Target platform tag (repeatable; {platform_help}).")(f)
+        f = renamed("--python", "--python-version", "pythons",
+                    " (a target version; --python is an interpreter)", multiple=True)(f)
+        return click.option("--python-version", "pythons", multiple=True, metavar="X.Y",
+                            help=f"Target Python version (repeatable; {default_help}).")(f)
+
+    return apply
 
 
 def request_options(f: Any) -> Any:
@@ -26,7 +136,7 @@ def request_options(f: Any) -> Any:
         click.option("--latest", is_flag=True,
                      help="Newest builds within the release's lines instead of its exact versions."),
         click.option("--offline", is_flag=True, help="Only the HTTP cache and file:// indexes."),
-        click.option("--timeout", type=float, help="Per-request timeout in seconds (default 30)."),
+        timeout_option,
         click.option("--allow-unsupported", is_flag=True,
                      help="Proceed where a documented rule (OS, support window, driver/runtime) "
                           "forbids the stack; the rule and its source are still named."),
@@ -36,13 +146,30 @@ def request_options(f: Any) -> Any:
     return f
 
 
-def make_request(app: App, *, release: str | None, torch: str | None, pythons: tuple[str, ...],
-                 platforms: tuple[str, ...], with_: tuple[str, ...], indexes: tuple[str, ...],
-                 routes: tuple[str, ...], latest: bool, fallback: str | None = None) -> StackRequest:
-    """The stack request from these options, the config and the manifest (each read once);
-    `fallback` (lock --fallback cuda[=VARIANT]|cpu) asks for a fallback lock's stack."""
-    from neuronctl.ops.lock.request import build_request
+def stack_settings(rules: Resolver, *, latest: bool, fallback: str | None = None,
+                   pythons: str = "pythons", platforms: str = "platforms") -> StackSettings:
+    """The stack the running command's request options ask for, resolved; `pythons` and
+    `platforms`: the parameters that hold the target (a command without them: "")."""
+    from neuronctl.ops.index_routing import index_sources
+    from neuronctl.ops.lock.request import StackSettings
 
-    return build_request(app.config(), app.manifest(), release=release, torch=torch, pythons=pythons,
-                         platforms=platforms, requirements=with_, index_flags=indexes,
-                         route_flags=routes, latest=latest, fallback=fallback)
+    python = rules.resolve("python_versions", typed(pythons) if pythons else None)
+    return StackSettings(
+        rules.resolve("release", typed("release")), resolve("torch", rules=rules).value,
+        python.value, _where(python, "python"),
+        rules.resolve("platforms", typed(platforms) if platforms else None).value,
+        resolve("requirements", "with_", rules).value,
+        index_sources(rules, given_values("indexes"), given_values("routes")), latest, fallback)
+
+
+def given_values(param: str) -> tuple[str, ...]:
+    """A repeatable option's values as typed (under an old spelling too), else ()."""
+    flag = typed(param)
+    values = flag.value if flag is not None else ()
+    return tuple(str(v) for v in values) if isinstance(values, tuple | list) else ()
+
+
+def _where(setting: Setting[Any], key: str) -> str:
+    """How an error names a setting's value: the flag as typed, the variable, `config KEY`."""
+    kind = setting.source.kind
+    return setting.source.name if kind in ("flag", "env") else f"config {key}"

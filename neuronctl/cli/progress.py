@@ -38,8 +38,14 @@ class CliReporter:
         self._bars: Progress | None = None
         self._tasks: dict[str, TaskID] = {}
         self._lock = threading.Lock()
+        self._line = StatusLine(console, enabled=self._bars_wanted)
 
     def emit(self, event: Event) -> None:
+        if event.kind == "status":  # a live line where bars would be drawn, and while none is
+            with self._lock:
+                if self._bars is None:
+                    self._line.emit(event)
+            return
         self.stop_bars()  # a line is never drawn into the bars
         if event.kind == "step":
             handler = self._steps.get(str(event.data.get("step", "")))
@@ -56,6 +62,8 @@ class CliReporter:
         if not self._bars_wanted:
             return
         with self._lock:
+            if self._bars is None:
+                self._line.stop()  # one live display at a time: the bars take over
             bars = self._bars or self._start_bars()
             task = self._tasks.get(key)
             if task is None:
@@ -79,6 +87,7 @@ class CliReporter:
         return bars
 
     def stop_bars(self) -> None:
+        self._line.stop()
         with self._lock:
             bars, self._bars = self._bars, None
             self._tasks.clear()

@@ -1,5 +1,6 @@
-"""Index routing as the user set it: bundled data, config, NEURONCTL_INDEX_<NAME>, a lock's
-recorded indexes, then --index / --route flags.
+"""Index routing as the user set it, in layers: bundled data, config, NEURONCTL_INDEX_<NAME>, a
+lock's recorded indexes, then --index / --route flags (each index on its own; the environment over
+the config is the one rule of neuronctl.settings).
 
 A name that matches no index is an error, never a new index nobody uses: `--index neurn=URL` or
 `NEURONCTL_INDEX_PYTORCHCPU` would otherwise be ignored while the run went to the internet. A new
@@ -10,11 +11,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from neuronctl.config import Config
 from neuronctl.errors import InputError
 from neuronctl.routing import IndexRouting, load_default_routing, parse_assignment, unknown_index
+
+if TYPE_CHECKING:
+    from neuronctl.config import Config
+    from neuronctl.settings import Resolver
 
 INDEX_ENV_PREFIX = "NEURONCTL_INDEX_"
 
@@ -43,23 +48,38 @@ def _env_settings(env: Mapping[str, str], known: Sequence[str]) -> list[_IndexSe
     return out
 
 
-def _index_settings(config: Config, index_flags: Sequence[str], env: Mapping[str, str],
+@dataclass(frozen=True)
+class IndexSources:
+    """The user's index and route settings, each layer apart: the config's tables (and the file
+    they are in), the environment, and the flags. Resolved by neuronctl.settings' rule, env over
+    config, within the layering build_routing applies."""
+
+    config_indexes: Mapping[str, str] = field(default_factory=dict)
+    config_routes: Mapping[str, str] = field(default_factory=dict)
+    config_source: str = "config"
+    environ: Mapping[str, str] | None = None
+    """None: this process's environment."""
+    index_flags: Sequence[str] = ()
+    route_flags: Sequence[str] = ()
+
+
+def _index_settings(sources: IndexSources, env: Mapping[str, str],
                     known: Sequence[str]) -> list[_IndexSetting]:
-    where = config.source or "config"
+    where = sources.config_source
     settings = [_IndexSetting(name, url, f"{where}: indexes: {name}")
-                for name, url in (config.get("indexes") or {}).items() if url]
+                for name, url in sources.config_indexes.items() if url]
     settings += _env_settings(env, known)
-    for text in index_flags:
+    for text in sources.index_flags:
         name, url = parse_assignment(text, "--index")
         settings.append(_IndexSetting(name, url, f"--index {name}", from_flag=True))
     return settings
 
 
-def _route_settings(config: Config, route_flags: Sequence[str]) -> list[tuple[str, str, str]]:
-    where = config.source or "config"
+def _route_settings(sources: IndexSources) -> list[tuple[str, str, str]]:
+    where = sources.config_source
     routes = [(package, index, f"{where}: routes: {package}")
-              for package, index in (config.get("routes") or {}).items()]
-    for text in route_flags:
+              for package, index in sources.config_routes.items()]
+    for text in sources.route_flags:
         package, index = parse_assignment(text, "--route")
         routes.append((package, index, f"--route {package}={index}"))
     return routes
@@ -78,18 +98,17 @@ def _unknown_error(setting: _IndexSetting, known: Sequence[str]) -> InputError:
     return unknown_index(setting.name, known, setting.where)
 
 
-def build_routing(config: Config, index_flags: Sequence[str], route_flags: Sequence[str],
-                  environ: Mapping[str, str] | None = None,
-                  recorded: Mapping[str, str] | None = None,
+def route_indexes(sources: IndexSources, recorded: Mapping[str, str] | None = None,
                   base: IndexRouting | None = None) -> IndexRouting:
-    """Bundled routing (or `base`: a fallback lock's), then config, then NEURONCTL_INDEX_<NAME>,
-    then the indexes a lock recorded, then flags (last one wins)."""
+    """Bundled routing (or `base`: a fallback lock's), then config, then NEURONCTL_INDEX_<NAME>
+    (the environment over the config, as for every setting), then the indexes a lock recorded,
+    then flags (last one wins)."""
     routing = base or load_default_routing()
     recorded = dict(recorded or {})
     known = list(dict.fromkeys([*routing.indexes, *recorded]))
-    env = os.environ if environ is None else environ
-    settings = _index_settings(config, index_flags, env, known)
-    routes = _route_settings(config, route_flags)
+    env = os.environ if sources.environ is None else sources.environ
+    settings = _index_settings(sources, env, known)
+    routes = _route_settings(sources)
     routed = {index for _pkg, index, _where in routes}
     for setting in settings:
         if setting.name not in known and setting.name not in routed:
@@ -105,3 +124,23 @@ def build_routing(config: Config, index_flags: Sequence[str], route_flags: Seque
             raise unknown_index(index, routing.indexes, where)
         routing = routing.with_route(package, index)
     return routing
+
+
+def index_sources(resolver: Resolver, index_flags: Sequence[str] = (),
+                  route_flags: Sequence[str] = ()) -> IndexSources:
+    """The index and route layers of this invocation (the config's tables, the environment)."""
+    indexes, where = resolver.config_entries("indexes")
+    routes, _ = resolver.config_entries("routes")
+    return IndexSources(indexes, routes, where, resolver.environ, index_flags, route_flags)
+
+
+def build_routing(config: Config, index_flags: Sequence[str], route_flags: Sequence[str],
+                  environ: Mapping[str, str] | None = None,
+                  recorded: Mapping[str, str] | None = None,
+                  base: IndexRouting | None = None) -> IndexRouting:
+    """route_indexes from a Config: only for the install operation and the wheelhouse until they
+    are handed IndexSources (the CLI resolves them: neuronctl.cli.options.index_sources)."""
+    from neuronctl.settings import Resolver
+
+    resolver = Resolver.of(config, environ=environ)
+    return route_indexes(index_sources(resolver, index_flags, route_flags), recorded, base)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from neuronctl.errors import FaultError, InputError
 from neuronctl.locked_file import LockedFile
-from neuronctl.ops.reporter import Event, Reporter
+from neuronctl.ops.reporter import Event, Reporter, status
 from neuronctl.routing import IndexRouting
 from neuronctl.safety import checked_hash, safe_filename
 
@@ -199,14 +199,21 @@ def download(request: DownloadRequest, reporter: Reporter) -> DownloadOutcome:
     routing = request.routing(indexes)
     fetcher = Fetcher(cache=None, offline=False, timeout=request.timeout,
                       credentials=routing.credentials())
-    preflight(file_hosts(f.url for f in files  # the hosts of what is not there yet, at once
-                         if not (dest / safe_filename(f.filename, f.name)).is_file()), fetcher)
+    hosts = file_hosts(f.url for f in files  # the hosts of what is not there yet, at once
+                       if not (dest / safe_filename(f.filename, f.name)).is_file())
+    if hosts:
+        reporter.emit(status(f"checking {len(hosts)} host(s) before downloading"))
+    preflight(hosts, fetcher)
     reporter.emit(Event("info", f"{len(files)} files for {dest}"))
     abandon = threading.Event()
     mode = shared_file_mode()
+    tell = _files_status(reporter, len(files))
 
     def one(file: LockedFile) -> FileOutcome:
-        return _fetch_one(file, dest, fetcher, reporter, abandon, mode)
+        tell(file, 0)
+        outcome = _fetch_one(file, dest, fetcher, reporter, abandon, mode)
+        tell(file, 1)
+        return outcome
 
     pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="neuronctl-wheelhouse")
     try:
@@ -220,6 +227,22 @@ def download(request: DownloadRequest, reporter: Reporter) -> DownloadOutcome:
     reporter.emit(Event("info", f"{dest}: {len(done)} files verified against {request.lock} "
                                 f"({fetched} fetched, {len(done) - fetched} already there)"))
     return DownloadOutcome(dest, done)
+
+
+def _files_status(reporter: Reporter, total: int) -> Any:
+    """`status` events as files start and end ("files: 3 of 40 done (torch)"): on a terminal,
+    what a re-run is doing while it checks the sha256 of files already there."""
+    lock = threading.Lock()
+    done = [0]
+
+    def tell(file: LockedFile, finished: int) -> None:
+        with lock:
+            done[0] += finished
+            count = done[0]
+        reporter.emit(status(f"files: {count} of {total} done ({file.name})", count, total,
+                             (file.name,)))
+
+    return tell
 
 
 def _prepare(dest: Path) -> Path:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shlex
 
 from neuronctl.ops.doctor.facts import Facts
+from neuronctl.ops.doctor.registry import check
 from neuronctl.ops.doctor.runner import Outcome
 
 MIN_FREE_BYTES = 1 << 30
@@ -34,6 +35,7 @@ def _compiler(f: Facts) -> str | None:
     return dist.version if dist is not None else None
 
 
+@check("cache.compile", "Compile caches")
 def check_compile_cache(f: Facts) -> Outcome:
     from neuronctl.ops.cache import public
     from neuronctl.probes.compile_cache import cache_locations, inspect_cache

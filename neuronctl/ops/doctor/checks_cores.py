@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from neuronctl.chips import get_chip
 from neuronctl.ops.doctor.facts import Facts
+from neuronctl.ops.doctor.registry import HARDWARE, check
 from neuronctl.ops.doctor.runner import Outcome
 
 MAX_CORE = 65535
@@ -151,6 +152,7 @@ def _counts(f: Facts, lnc: int | None) -> tuple[int | None, int | None]:
     return total, total // hw.device_count
 
 
+@check("runtime.cores", "NeuronCore allocation", gathers=HARDWARE)
 def check_runtime_cores(f: Facts) -> Outcome:
     env = f.environ
     problems: list[str] = []

@@ -9,6 +9,7 @@ from neuronctl.chips import get_chip
 from neuronctl.manifest import Release
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.fixes import apt_install, install_fix, public, shell_join
+from neuronctl.ops.doctor.registry import HARDWARE, check
 from neuronctl.ops.doctor.runner import Outcome
 from neuronctl.ops.doctor.system_checks import (
     check_driver_kernel,
@@ -18,6 +19,7 @@ from neuronctl.ops.doctor.system_checks import (
 )
 
 
+@check("hardware.chip", "Chip generation", gathers=HARDWARE)
 def check_chip(f: Facts) -> Outcome:
     hw = f.hardware
     details = tuple(f"{e.source}: {e.value}" + (f" -> {e.chip}" if e.chip else "")
@@ -124,6 +126,7 @@ def check_runtime(f: Facts) -> Outcome:
                    None, tuple(details))
 
 
+@check("device.probe", "Device probe", level=2, gathers=("hardware", "probe"))
 def check_device(f: Facts) -> Outcome:
     report = f.probe
     details = tuple(f"{t.tier}: {t.status} ({t.detail}, {t.ms:g} ms)" for t in report.tiers)
@@ -134,7 +137,13 @@ def check_device(f: Facts) -> Outcome:
     if not report.ok:
         return Outcome("fail", report.detail, None, details)
     if f.hardware.present and report.device != "neuron":
-        # a warning, not a skip: a Neuron host whose torch cannot reach its devices is a problem
+        tnx = f.env.get("torch-neuronx")
+        if tnx is None or tnx.wrong_package:  # nothing Neuron to probe: no pass, and no verdict
+            return Outcome("skip", f"probe ran on {report.device}, not a Neuron device: no "
+                                   "Neuron torch backend is installed here (torch-neuronx: see "
+                                   "packages.torch-neuronx), so the devices were not probed "
+                                   f"(torch {report.torch})", None, details)
+        # a warning: torch-neuronx is there and still cannot reach this host's devices
         return Outcome("warn", f"probe ran on {report.device}, not a Neuron device: this host has "
                                "Neuron devices and no 'neuron' torch backend is registered",
                        install_fix(f), details)
@@ -145,6 +154,7 @@ def check_device(f: Facts) -> Outcome:
     return Outcome("pass", f"{report.detail} (torch {report.torch})", None, details)
 
 
+@check("hardware.driver", "Neuron driver", gathers=HARDWARE)
 def check_driver_and_kernel(f: Facts) -> Outcome:
     """hardware.driver: the loaded driver against the release, and the driver module against
     the running kernel (a kernel upgraded without a DKMS rebuild)."""

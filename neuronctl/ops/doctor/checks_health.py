@@ -17,6 +17,7 @@ from neuronctl.ops.doctor.health_rules import (
     match_hw_errors,
     within_lookback,
 )
+from neuronctl.ops.doctor.registry import HARDWARE, check
 from neuronctl.ops.doctor.runner import Outcome
 
 WHAT_TO_DO = ("drain the node (scontrol update NodeName=<node> State=DRAIN, or let "
@@ -80,6 +81,7 @@ def _missing_devices(f: Facts) -> str | None:
     return None
 
 
+@check("hardware.errors", "Neuron hardware errors", gathers=HARDWARE, severity="drain")
 def check_hardware_errors(f: Facts) -> Outcome:
     hw = f.hardware
     if not hw.present:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.fixes import install_fix, neuronctl_command, public
+from neuronctl.ops.doctor.registry import check
 from neuronctl.ops.doctor.runner import Outcome
 from neuronctl.probes.sysroot import read_regular_bytes
 
@@ -115,6 +116,7 @@ def unlisted(f: Facts, listed: Iterable[str]) -> list[str]:
             for k, s in sized]
 
 
+@check("lock.drift", "Lock file drift")
 def check_lock(f: Facts) -> Outcome:
     from neuronctl.resolvers.pylock import packages_for
 

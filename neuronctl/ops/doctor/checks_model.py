@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.fixes import neuronctl_command
+from neuronctl.ops.doctor.registry import check
 from neuronctl.ops.doctor.runner import Outcome
 
 if TYPE_CHECKING:  # only a level-3 doctor with a model gets a report (probes.smoke: statistics)
@@ -27,6 +28,7 @@ def _details(report: SmokeReport) -> tuple[str, ...]:
     return tuple(details)
 
 
+@check("model.smoke", "Your model on the device", level=3, gathers=("smoke",))
 def check_model(f: Facts) -> Outcome:
     model = f.model
     if model is None:

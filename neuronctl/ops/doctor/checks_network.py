@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from neuronctl.ops.doctor.facts import Facts
+from neuronctl.ops.doctor.registry import check
 from neuronctl.ops.doctor.runner import Outcome
 
 EFA_DEVICES = {"trn1.32xlarge": 8, "trn1n.32xlarge": 16}
@@ -25,6 +26,7 @@ def efa_section(f: Facts) -> dict[str, Any]:
             "libfabric": ", ".join(f"{k} {v}" for k, v in sorted(efa.libfabric.items())) or None}
 
 
+@check("network.efa", "EFA for multi-node jobs", level=2, gathers=("hardware", "efa"))
 def check_efa(f: Facts) -> Outcome:
     hw, efa = f.hardware, f.efa
     if not hw.present:

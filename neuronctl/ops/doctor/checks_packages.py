@@ -15,8 +15,10 @@ from neuronctl.ops.doctor.fixes import (
     public,
     uninstall_fix,
 )
+from neuronctl.ops.doctor.registry import HARDWARE, check
 from neuronctl.ops.doctor.runner import Outcome, Status
 from neuronctl.probes.pyenv import PythonEnv, torch_build
+from neuronctl.rules import Rule, Situation, broken_rules, describe
 from neuronctl.torch_neuronx import classify, torch_matches
 
 
@@ -52,6 +54,46 @@ def _target_framework(f: Facts) -> Framework | None:
     return release.default_framework()
 
 
+def _xla_rules(rules: tuple[Rule, ...] | list[Rule]) -> list[Rule]:
+    return [r for r in rules if r.kind == "support" and "xla" in r.when.get("backend", ())]
+
+
+def _broken_xla(f: Facts) -> list[Rule]:
+    s = Situation(f.selection.release.version, backend="xla", chip=f.hardware.chip or None)
+    return _xla_rules(broken_rules(f.manifest.rules, s, ("support",)))
+
+
+def xla_ended(f: Facts) -> str:
+    """The fail-severity rules that end the XLA line here, as words to append ("" if none)."""
+    words = [describe(r) for r in _broken_xla(f) if r.severity == "fail"]
+    return f"; {'; '.join(words)}" if words else ""
+
+
+def shipped_xla(f: Facts) -> tuple[str, tuple[str, ...]] | None:
+    """The words for a legacy XLA torch-neuronx the native release in use still ships (2.33.x
+    keeps the 2.9 line for inference on Trn2/Trn3): inference only, with the support rules and
+    their sources. None where the release does not ship the installed version, or where a
+    fail-severity rule of the data ends that line here (XLA inference on Trn2/Trn3 in 2.34)."""
+    release, tnx = f.selection.release, f.env.get("torch-neuronx")
+    if tnx is None or classify(tnx.version).backend != "xla":
+        return None
+    if public(tnx.version) not in {public(v) for v in release.packages.get("torch-neuronx", ())}:
+        return None
+    chip = f.hardware.chip or None
+    ruled = _broken_xla(f)
+    if any(r.severity == "fail" for r in ruled):
+        return None
+    # The rule that will end this line on this chip, where the data knows one.
+    ends = [r for r in _xla_rules(f.manifest.rules) if r.severity == "fail"
+            and not r.applies_to(release.version) and chip in r.when.get("chips", (chip,))]
+    words = tuple(describe(r) for r in (*ruled, *ends))
+    where = f" on {chip}" if chip else ""
+    said = f": {'; '.join(words)}" if words else ""
+    return (f"the legacy XLA line Neuron {release.version} still ships, supported{where} for "
+            f"inference only (XLA training ended in 2.30){said}", words)
+
+
+@check("python.version", "Python interpreter")
 def check_python(f: Facts) -> Outcome:
     env, release = f.env, f.selection.release
     fw = _target_framework(f)
@@ -74,6 +116,7 @@ def check_python(f: Facts) -> Outcome:
     return Outcome("fail", message, fix, details)
 
 
+@check("packages.torch-neuronx", "torch-neuronx", gathers=HARDWARE)
 def check_torch_neuronx(f: Facts) -> Outcome:
     release = f.selection.release
     tnx = f.env.get("torch-neuronx")
@@ -92,10 +135,14 @@ def check_torch_neuronx(f: Facts) -> Outcome:
             return Outcome("pass", f"torch-neuronx {tnx.version}: legacy XLA line for torch "
                                    f"{info.torch}, the right stack for {chip.id} ({chip.name} cannot "
                                    "run native TorchNeuron)", None, details)
+        shipped = shipped_xla(f) if release.backend == "native" else None
+        if shipped is not None:
+            return Outcome("warn", f"torch-neuronx {tnx.version} (torch {info.torch}) is "
+                                   f"{shipped[0]}", install_fix(f), (*details, *shipped[1]))
         if release.backend == "native":
             return Outcome("fail", f"torch-neuronx {tnx.version} is the legacy XLA library (torch "
-                                   f"{info.torch}); Neuron {release.version} ships native TorchNeuron",
-                           install_fix(f), details)
+                                   f"{info.torch}); Neuron {release.version} ships native TorchNeuron"
+                           + xla_ended(f), install_fix(f), details)
         return Outcome("pass", f"torch-neuronx {tnx.version}: legacy XLA line for torch {info.torch}, "
                                f"as Neuron {release.version} ships", None, details)
     if info.backend == "native":
@@ -114,6 +161,7 @@ def check_torch_neuronx(f: Facts) -> Outcome:
                    neuronctl_command(f, "releases"), details)
 
 
+@check("packages.legacy-xla", "Legacy XLA stack", gathers=HARDWARE)
 def check_legacy(f: Facts) -> Outcome:
     report = f.legacy
     details = tuple(f"{s.name}: {s.says} ({s.detail})" for s in report.signals)
@@ -127,12 +175,18 @@ def check_legacy(f: Facts) -> Outcome:
     if chip is not None and not chip.native_torch:
         return Outcome("pass", f"legacy XLA stack, expected on {chip.id} ({chip.name})", None,
                        details)
-    fix = install_fix(f) if f.selection.release.backend == "native" else \
-        uninstall_fix(f, pkgs.split())
-    return Outcome("fail", f"legacy XLA stack installed ({len(report.signals)} signals): "
-                           f"{', '.join(report.legacy_packages) or 'environment'}", fix, details)
+    native = f.selection.release.backend == "native"
+    fix = install_fix(f) if native else uninstall_fix(f, pkgs.split())
+    found = (f"legacy XLA stack installed ({len(report.signals)} signals): "
+             f"{', '.join(report.legacy_packages) or 'environment'}")
+    shipped = shipped_xla(f) if native else None
+    if shipped is not None:
+        return Outcome("warn", f"{found}; torch-neuronx is {shipped[0]}", fix,
+                       (*details, *shipped[1]))
+    return Outcome("fail", found + (xla_ended(f) if native else ""), fix, details)
 
 
+@check("packages.placeholders", "PyPI placeholder packages")
 def check_placeholders(f: Facts) -> Outcome:
     report = f.legacy
     if not report.placeholders:
@@ -161,6 +215,7 @@ def _unpublished_pin(name: str, version: str, release: Release) -> tuple[Status,
                     f"({shown}; its pin is not published)")
 
 
+@check("packages.coherence", "Package versions agree", gathers=HARDWARE)
 def check_coherence(f: Facts) -> Outcome:
     env, release = f.env, f.selection.release
     findings: list[tuple[Status, str]] = []

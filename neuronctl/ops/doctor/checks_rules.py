@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING
 
+from neuronctl.ops.doctor.registry import HARDWARE, check
 from neuronctl.ops.doctor.runner import Outcome, Status
 from neuronctl.rules import Rule, Situation, broken_rules, describe
 
@@ -49,6 +50,7 @@ def host_os(root: SysRoot) -> str | None:
     return f"{os_id} {version or ''}".strip().lower()[:80]
 
 
+@check("host.os", "Operating system", gathers=HARDWARE)
 def check_host_os(f: Facts) -> Outcome:
     release = f.selection.release
     name = host_os(f.sysroot)
@@ -64,6 +66,7 @@ def check_host_os(f: Facts) -> Outcome:
                     (f"os-release: {name}",))
 
 
+@check("runtime.compat", "Neuron runtime", gathers=HARDWARE)
 def check_runtime_compat(f: Facts) -> Outcome:
     """The runtime against the driver: the existing comparison, then AWS's rules."""
     from neuronctl.ops.doctor.checks_hardware import check_runtime  # not for install's rules
@@ -89,6 +92,7 @@ def _line(version: str | None) -> str | None:
     return ".".join(parts[:2]) if len(parts) >= 2 else None
 
 
+@check("packages.lifecycle", "Support windows", gathers=HARDWARE)
 def check_lifecycle(f: Facts) -> Outcome:
     release, env = f.selection.release, f.env
     tnx, torch = env.get("torch-neuronx"), env.get("torch")

@@ -9,12 +9,28 @@ and the user's own model. Each budget is a hard limit: a check past it is a fail
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from neuronctl.errors import InputError
 
 LONG_CHECKS = ("device.probe", "model.smoke")
 """The checks that run code on the device: they get the level's long budget."""
+
+MULTI_NODE_CHECKS = ("network.efa",)
+"""The checks that run at every level when the doctor is one task of a Slurm step over more than
+one node (fleet doctor's sweep): a multi-node job needs EFA on each node and the same libfabric
+and aws-neuronx-collectives on every one, which fleet doctor compares (issue 27)."""
+
+
+def multi_node_step(environ: Mapping[str, str]) -> bool:
+    """Whether this run is one task of a Slurm step over more than one node: srun sets
+    SLURM_STEP_NUM_NODES in every task's environment (Slurm's HealthCheckProgram runs outside
+    any step, so it keeps level 1 as it is)."""
+    try:
+        return int(environ.get("SLURM_STEP_NUM_NODES", "1")) > 1
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True)

@@ -6,16 +6,25 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from neuronctl.devices import DEVICES
 from neuronctl.errors import InputError
 from neuronctl.manifest import Manifest
 from neuronctl.ops.doctor.checks import CHECK_IDS, CHECK_LEVELS, CHECKS
 from neuronctl.ops.doctor.facts import Facts, ModelRun
-from neuronctl.ops.doctor.levels import DEFAULT_LEVEL, LEVELS, Budget, budget_for
+from neuronctl.ops.doctor.levels import (
+    DEFAULT_LEVEL,
+    LEVELS,
+    MULTI_NODE_CHECKS,
+    Budget,
+    budget_for,
+    multi_node_step,
+)
 from neuronctl.ops.doctor.report import DoctorReport
 from neuronctl.ops.doctor.runner import Check, run_checks
 from neuronctl.ops.reporter import Event, NullReporter, Reporter, status
@@ -23,7 +32,6 @@ from neuronctl.probes.pyenv import resolve_python
 from neuronctl.probes.sysroot import SysRoot
 
 GROUPS: tuple[str, ...] = tuple(dict.fromkeys(i.split(".")[0] for i in CHECK_IDS))
-DEVICES: tuple[str, ...] = ("auto", "neuron", "cuda", "cpu")
 SELECTORS_HELP = f"groups: {', '.join(GROUPS)}; ids: {', '.join(CHECK_IDS)}"
 
 
@@ -36,20 +44,25 @@ def _no_such_check(flag: str, pattern: str) -> InputError:
 
 
 def select_checks(only: tuple[str, ...], skip: tuple[str, ...], lock: Path | None,
-                  probe: bool = True, level: int = DEFAULT_LEVEL) -> list[str]:
-    """The checks to run: the level's, narrowed by --only and --skip; `probe=False` leaves out
-    the device probe (install's post-install doctor on a host without Neuron devices)."""
+                  probe: bool = True, level: int = DEFAULT_LEVEL,
+                  multi_node: bool = False) -> list[str]:
+    """The checks to run: the level's (with the multi-node ones at every level when
+    `multi_node`), narrowed by --only and --skip; `probe=False` leaves out the device probe
+    (install's post-install doctor on a host without Neuron devices)."""
     def expand(pattern: str, flag: str) -> set[str]:
         hits = {i for i in CHECK_IDS if i == pattern or i.startswith(pattern + ".")}
         if not hits:
             raise _no_such_check(flag, pattern)
         return hits
 
-    chosen = {i for i in CHECK_IDS if CHECK_LEVELS[i] <= level}
+    def runs(check_id: str) -> bool:
+        return CHECK_LEVELS[check_id] <= level or (multi_node and check_id in MULTI_NODE_CHECKS)
+
+    chosen = {i for i in CHECK_IDS if runs(i)}
     if only:
         asked = [(p, expand(p, "--only")) for p in only]
         for pattern, hits in asked:
-            if all(CHECK_LEVELS[i] > level for i in hits):
+            if not any(runs(i) for i in hits):
                 need = min(CHECK_LEVELS[i] for i in hits)
                 raise InputError(f"--only {pattern}: runs from level {need}, this run is level "
                                  f"{level}", hint=f"add --level {need}")
@@ -181,8 +194,9 @@ class DoctorRequest:
     strict: bool = False
     only: tuple[str, ...] = ()
     skip: tuple[str, ...] = ()
-    timeout: float | None = None
-    """Each check's limit in seconds (--timeout, config `timeout`); None: the level's budget."""
+    check_timeout: float | None = None
+    """Each check's limit in seconds (--check-timeout, config `check_timeout`); None: the
+    level's budget."""
     sysroot: Path | None = None
     environ: Mapping[str, str] | None = None
     model: str | None = None
@@ -216,13 +230,15 @@ def doctor(request: DoctorRequest, reporter: Reporter | None = None) -> DoctorRe
     if request.release:
         request.manifest.get(request.release)
     if request.device not in DEVICES:
-        raise InputError(f"device must be auto, neuron, cuda or cpu, got {request.device!r}")
+        raise InputError(f"device must be {', '.join(DEVICES[:-1])} or {DEVICES[-1]}, "
+                         f"got {request.device!r}")
+    environ = os.environ if request.environ is None else request.environ
     ids = select_checks(request.only, request.skip, request.lock, request.device_probe,
-                        request.level)
+                        request.level, multi_node_step(environ))
     if request.sysroot is not None and not request.sysroot.is_dir():
         raise InputError(f"--sysroot {request.sysroot}: no such directory")
     model = _model(request, ids)
-    budget = budget_for(request.level, request.timeout)
+    budget = budget_for(request.level, request.check_timeout)
     reporter.emit(Event("step", f"running {len(ids)} checks (level {request.level})",
                         {"checks": tuple(ids), "level": request.level}))
     facts = Facts(python=resolve_python(request.python), sysroot=SysRoot.from_env(request.sysroot),

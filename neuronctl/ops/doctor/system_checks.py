@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from neuronctl.manifest import Release
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.fixes import public
+from neuronctl.ops.doctor.registry import check
 from neuronctl.ops.doctor.runner import Outcome, Status
 
 if TYPE_CHECKING:  # each check imports the probe it reads: a doctor choosing none loads neither
@@ -29,6 +30,7 @@ def _uses_dpkg(f: Facts) -> bool:
 
 # ------------------------------------------------------------------------------ device.holders
 
+@check("device.holders", "Processes holding Neuron devices")
 def check_device_holders(f: Facts) -> Outcome:
     # Without device nodes nothing can hold one: the /proc scan (every process's fd table, long
     # on a busy CI host or laptop) is for hosts that have them. A process still holding a node
@@ -198,6 +200,7 @@ def _release_problems(f: Facts, pk: SystemPackages) -> tuple[list[str], str | No
     return problems, shlex.join([*engine, *(p if _uses_dpkg(f) else p.replace("=", "-") for p in pins)])
 
 
+@check("packages.system", "Neuron system packages")
 def check_system_packages(f: Facts) -> Outcome:
     from neuronctl.probes.system_packages import find_runtime_libraries, read_system_packages
 
@@ -283,6 +286,7 @@ def with_kernel_check(driver: Outcome, kernel: Outcome) -> Outcome:
                    driver.details + kernel.details, first.severity or second.severity)
 
 
+@check("device.access", "Neuron device access")
 def check_device_access_and_image(f: Facts) -> Outcome:
     """device.access, and inside a container the image against the host (checks_container)."""
     from neuronctl.ops.doctor.checks_container import check_container_image
@@ -297,12 +301,3 @@ def check_device_access_and_image(f: Facts) -> Outcome:
         else (access, image)
     return Outcome(first.status, f"{first.message}; {second.message}", first.fix or second.fix,
                    access.details + image.details, first.severity or second.severity)
-
-
-SYSTEM_CHECKS = (
-    ("device.holders", "Processes holding Neuron devices", check_device_holders),
-    ("device.access", "Neuron device access", check_device_access_and_image),
-    ("packages.system", "Neuron system packages", check_system_packages),
-)
-"""New check ids (id, title, check) for the doctor's list; the kernel match joins
-`hardware.driver` through `with_kernel_check`."""

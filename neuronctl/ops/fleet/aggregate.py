@@ -32,7 +32,8 @@ FINGERPRINT_PATHS: dict[str, tuple[str, ...]] = {
     "runtime": ("hardware", "runtime"),
     "tools": ("hardware", "tools"),
     # multi-node: the same collectives and libfabric on every node, EFA on each (issue 27;
-    # libfabric and EFA come from network.efa, level 2, fleet doctor's default)
+    # libfabric and the EFA count come from network.efa, which the doctor runs at every level
+    # in a step over more than one node: levels.MULTI_NODE_CHECKS)
     "collectives": ("hardware", "collectives"),
     "libfabric": ("efa", "libfabric"),
     "efa_devices": ("efa", "devices"),

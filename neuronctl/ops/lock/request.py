@@ -1,19 +1,18 @@
-"""What the user asks for (flags > environment > [tool.neuronctl] > bundled defaults), turned
-into one validated request: the stack (shared by lock and install) and, for lock, where and in
-which format the lock goes."""
+"""What the user asks for (resolved by neuronctl.settings: flag > environment > [tool.neuronctl]
+> default), turned into one validated request: the stack (shared by lock and install) and, for
+lock, where and in which format the lock goes."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from neuronctl.config import Config
 from neuronctl.devices import FALLBACK_DEVICES
 from neuronctl.errors import InputError
 from neuronctl.manifest import Manifest, Release
-from neuronctl.ops.index_routing import build_routing
+from neuronctl.ops.index_routing import IndexSources, index_sources, route_indexes
 from neuronctl.resolvers.pylock import LockInputs
 from neuronctl.resolvers.stack_plan import (
     Fallback,
@@ -31,6 +30,10 @@ from neuronctl.routing import (
     fallback_only_indexes,
     load_fallback_routing,
 )
+from neuronctl.settings import DEFAULT, Setting
+
+if TYPE_CHECKING:
+    from neuronctl.config import Config
 
 LockFormat = Literal["pylock", "requirements"]
 STDOUT = "-"
@@ -111,25 +114,64 @@ def _fallback_plan(rel: Release, torch: str | None, latest: bool, device: str,
     return plan_fallback(rel, torch, latest, Fallback(device, variant if device == "cuda" else None))
 
 
+@dataclass(frozen=True)
+class StackSettings:
+    """What the user asked the stack to be, resolved by neuronctl.settings (flag > environment >
+    config > default); the release keeps its source for messages."""
+
+    release: Setting[str | None] = field(default_factory=lambda: Setting(None, DEFAULT))
+    torch: str | None = None
+    python_versions: tuple[str, ...] = ()
+    python_source: str = "--python-version"
+    """How the Python versions were given, for the error naming one the release lacks."""
+    platforms: tuple[str, ...] = ()
+    requirements: tuple[str, ...] = ()
+    indexes: IndexSources = field(default_factory=IndexSources)
+    latest: bool = False
+    fallback: str | None = None
+    """lock --fallback cuda[=VARIANT]|cpu: a fallback lock's stack."""
+
+
+def plan_request(manifest: Manifest, settings: StackSettings) -> StackRequest:
+    """The stack request from resolved settings and the manifest."""
+    release = settings.release
+    try:
+        rel = pick_release(manifest, release.value)
+    except InputError as exc:  # a release from the config or the environment: say which
+        if release.source.kind in ("flag", "default"):
+            raise
+        raise InputError(f"{exc.message} (from {release.source.label})", hint=exc.hint) from None
+    device = parse_fallback(settings.fallback)
+    torch, latest = settings.torch, settings.latest
+    plan = _fallback_plan(rel, torch, latest, *device) if device else plan_stack(rel, torch, latest)
+    fw = plan.framework
+    py = list(settings.python_versions) or list(fw.python[:1])
+    targets = make_targets(py, list(settings.platforms))
+    for target in targets:
+        if fw.python and target.python_minor not in fw.python:
+            raise InputError(f"{settings.python_source} {target.python}: Neuron {rel.version} with "
+                             f"torch {fw.torch} supports Python {', '.join(fw.python)}")
+    base = fallback_base_routing(*device) if device else None
+    return StackRequest(plan, settings.requirements, targets,
+                        route_indexes(settings.indexes, base=base))
+
+
 def build_request(config: Config, manifest: Manifest, *, release: str | None, torch: str | None,
                   pythons: Sequence[str], platforms: Sequence[str], requirements: Sequence[str],
                   index_flags: Sequence[str], route_flags: Sequence[str], latest: bool,
                   fallback: str | None = None) -> StackRequest:
-    wanted = release or config.get("release")
-    rel = pick_release(manifest, wanted)
-    device = parse_fallback(fallback)
-    torch = torch or config.get("torch")
-    plan = _fallback_plan(rel, torch, latest, *device) if device else plan_stack(rel, torch, latest)
-    fw = plan.framework
-    py = list(pythons) or config.list("python") or list(fw.python[:1])
-    targets = make_targets(py, list(platforms) or config.list("platform"))
-    for target in targets:
-        if fw.python and target.python_minor not in fw.python:
-            raise InputError(f"--python {target.python}: Neuron {rel.version} with torch {fw.torch} "
-                             f"supports Python {', '.join(fw.python)}")
-    reqs = tuple(requirements) or tuple(config.list("with"))
-    base = fallback_base_routing(*device) if device else None
-    return StackRequest(plan, reqs, targets, build_routing(config, index_flags, route_flags, base=base))
+    """plan_request from a Config and flags: only for the install operation until it is handed
+    StackSettings (the CLI resolves them: neuronctl.cli.options.stack_settings)."""
+    from neuronctl.settings import Flag, Resolver
+
+    r, flag = Resolver.of(config), Flag
+    return plan_request(manifest, StackSettings(
+        r.resolve("release", flag(release, "--release")), r.value("torch", flag(torch, "--torch")),
+        r.value("python_versions", flag(tuple(pythons), "--python")), "--python",
+        r.value("platforms", flag(tuple(platforms), "--platform")),
+        r.value("requirements", flag(tuple(requirements), "--with")),
+        index_sources(r, index_flags, route_flags),
+        latest, fallback))
 
 
 _KIND = {"cuda": "the CUDA fallback lock", "cpu": "the CPU fallback lock"}
@@ -166,12 +208,12 @@ def fallback_path(main: str, device: str, fmt: LockFormat = "pylock", *,
     return str(path.with_name(name))
 
 
-def lock_output(config: Config, output: str | None, fmt: str | None,
-                fallback: str | None = None, *, check: bool = False) -> tuple[str, LockFormat]:
+def lock_output(output: str | None, fmt: str | None, fallback: str | None = None, *,
+                check: bool = False, config_lock: str | None = None) -> tuple[str, LockFormat]:
     """Where the lock goes and its format (--format, else by the file name). The Neuron lock: -o,
     else config `lock`, else pylock.toml, named as PEP 751 says and never a fallback lock's name
     (install would take it for the GPU's); a fallback lock beside that path (fallback_path)."""
-    main = output or config.get("lock") or "pylock.toml"
+    main = output or config_lock or "pylock.toml"
     where = f"-o {main}" if output else f"config `lock` {main}"
     if fmt not in (None, "pylock", "requirements"):
         raise InputError(f"--format {fmt!r}: expected pylock or requirements")
@@ -204,10 +246,11 @@ def lock_output(config: Config, output: str | None, fmt: str | None,
     return out, chosen
 
 
-def build_lock_request(stack: StackRequest, config: Config, *, output: str | None, fmt: str | None,
-                       check: bool, offline: bool, timeout: float) -> LockRequest:
+def build_lock_request(stack: StackRequest, *, output: str | None, fmt: str | None, check: bool,
+                       offline: bool, timeout: float, config_lock: str | None = None) -> LockRequest:
+    """`config_lock`: config `lock`, where the lock goes without -o."""
     device = stack.plan.fallback.device if stack.plan.fallback else None
-    out, chosen = lock_output(config, output, fmt, device, check=check)
+    out, chosen = lock_output(output, fmt, device, check=check, config_lock=config_lock)
     if check and out == STDOUT:
         raise InputError("--check needs a lock file, not -o -")
     return LockRequest(stack, out, chosen, check, offline, timeout)

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from neuronctl.ops.lock.request import StackRequest
+from neuronctl.ops.reporter import Reporter, status
 from neuronctl.resolvers.download import download_verified
-from neuronctl.resolvers.finder import Finder
+from neuronctl.resolvers.finder import FetchProgress, Finder
 from neuronctl.resolvers.http_fetch import Fetcher, cached_fetcher
 from neuronctl.resolvers.metadata_fetch import MetadataFetcher
 from neuronctl.resolvers.pylock import LockedPackage, merge, with_sizes
@@ -46,17 +47,29 @@ def request_fetcher(request: StackRequest, *, offline: bool, timeout: float) -> 
     return cached_fetcher(offline=offline, timeout=timeout, credentials=request.routing.credentials())
 
 
+def fetch_status(reporter: Reporter) -> FetchProgress:
+    """The resolvers' fetch progress as the reporter's `status` events ("fetching index pages:
+    12 of 30 (torch-neuronx)"), for a live line on a terminal."""
+    def tell(what: str, done: int, total: int, project: str) -> None:
+        reporter.emit(status(f"fetching {what}: {done} of {total} ({project})", done, total,
+                             (project,)))
+
+    return tell
+
+
 def resolve_request(request: StackRequest, *, offline: bool, timeout: float,
-                    fetcher: Fetcher | None = None, cache_root: Path | None = None) -> Resolved:
+                    fetcher: Fetcher | None = None, cache_root: Path | None = None,
+                    progress: FetchProgress | None = None) -> Resolved:
     """Every target of `request` resolved, merged into the packages of one lock. With no
-    `fetcher`, one is made (request_fetcher); a caller that fetches more passes its own."""
+    `fetcher`, one is made (request_fetcher); a caller that fetches more passes its own.
+    `progress` hears of each index page and metadata fetch (fetch_status)."""
     if fetcher is None or cache_root is None:
         fetcher, cache_root = request_fetcher(request, offline=offline, timeout=timeout)
     metadata = MetadataFetcher(fetcher, fetcher.cache, cache_root)
     roots = root_requirements(request.plan, request.requirements)
     refuse = version_filter(request.plan)
     try:
-        with Finder(IndexClient(fetcher), request.routing, metadata) as finder:
+        with Finder(IndexClient(fetcher), request.routing, metadata, progress=progress) as finder:
             resolutions = [resolve(finder, t, roots, version_filter=refuse) for t in request.targets]
             methods = dict(finder.metadata_methods)
     except BaseException:

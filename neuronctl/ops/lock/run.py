@@ -10,7 +10,7 @@ from neuronctl.atomic import write_text_atomic
 from neuronctl.ops.lock.check import lock_differences
 from neuronctl.ops.lock.outcome import LockOutcome
 from neuronctl.ops.lock.request import LockRequest
-from neuronctl.ops.lock.resolve import Resolved, request_fetcher, resolve_request
+from neuronctl.ops.lock.resolve import Resolved, fetch_status, request_fetcher, resolve_request
 from neuronctl.ops.net_preflight import preflight_stack
 from neuronctl.ops.reporter import Event, Reporter
 from neuronctl.resolvers.pylock import build_pylock, read_recorded, render_pylock, render_requirements
@@ -33,7 +33,8 @@ def lock(request: LockRequest, reporter: Reporter) -> LockOutcome:
                                           timeout=request.timeout)
     preflight_stack(request.stack, fetcher)  # every index at once, before resolving
     resolved = resolve_request(request.stack, offline=request.offline, timeout=request.timeout,
-                               fetcher=fetcher, cache_root=cache_root)
+                               fetcher=fetcher, cache_root=cache_root,
+                               progress=fetch_status(reporter))
     text = lock_text(request, resolved)
     if not request.to_stdout:
         write_text_atomic(Path(request.output), text)

@@ -1,0 +1,301 @@
+"""Every setting neuronctl reads, declared once (flag, environment variable, config key, type,
+what it bounds), and the one rule that resolves it: a flag the user typed > the environment >
+`[tool.neuronctl]` > the default. Each resolved value keeps its source, so a message can say
+where it came from ("release 2.33.1 (from pyproject.toml)").
+
+Two settings are layered data rather than one value, and say so in the table: the indexes
+(bundled < config < NEURONCTL_INDEX_<NAME> < a lock's recorded indexes < --index, each index
+on its own; neuronctl.ops.index_routing) and the lists that add up (doctor's `skip`, cost's
+`prices`: config and flags together). Within each layer the environment still beats the config.
+
+The CLI tells a typed flag from a default (click's ParameterSource) and resolves each command's
+settings once; operations get the typed values, never the Config.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+
+from neuronctl.devices import DEVICES
+from neuronctl.errors import InputError
+
+if TYPE_CHECKING:
+    from neuronctl.config import Config
+
+T = TypeVar("T")
+
+SourceKind = Literal["flag", "env", "config", "default"]
+
+MAX_SECONDS = 86400.0
+"""A day: longer is a typo (1e300), and would overflow the clocks that deadlines are built on."""
+
+ENGINES = ("auto", "pip", "uv")
+"""The installer engines `--backend` (config `backend`, NEURONCTL_BACKEND) chooses among."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a value came from: the flag as typed, the variable, the config file, or the default."""
+
+    kind: SourceKind
+    name: str
+    """"--release", "NEURONCTL_BACKEND", the config file's path, or "default"."""
+
+    @property
+    def label(self) -> str:
+        if self.kind != "config":
+            return self.name
+        try:  # ./pyproject.toml reads as pyproject.toml; elsewhere, the whole path
+            relative = os.path.relpath(self.name)
+        except ValueError:
+            return self.name
+        return relative if not relative.startswith("..") else self.name
+
+
+DEFAULT = Source("default", "default")
+
+
+@dataclass(frozen=True)
+class Setting(Generic[T]):
+    """One resolved value and where it came from."""
+
+    value: T
+    source: Source
+
+    @property
+    def given(self) -> bool:
+        """Set by the user (a flag, the environment or the config), not the default."""
+        return self.source.kind != "default"
+
+    def said(self, shown: object = None) -> str:
+        """The value as a message shows it: `2.33.1 (from pyproject.toml)`; the default bare."""
+        text = str(self.value if shown is None else shown)
+        return text if not self.given else f"{text} (from {self.source.label})"
+
+
+Parse = Callable[[object, str, Path], Any]
+"""(raw value, where it came from for errors, the folder a relative path starts in) -> value."""
+
+
+@dataclass(frozen=True)
+class Spec(Generic[T]):
+    """One setting: how each source spells it, its type, its default, and what it bounds."""
+
+    name: str
+    flag: str | None
+    env: str | None
+    key: str | None
+    """The `[tool.neuronctl]` key."""
+    types: tuple[type, ...]
+    """The TOML types the config key accepts (neuronctl.config validates them)."""
+    description: str
+    """What a config value must be, for its error."""
+    what: str
+    """What the setting means or bounds, for the docs."""
+    parse: Parse
+    default: T
+    legacy_keys: tuple[str, ...] = ()
+    """Old config keys still read (with a one-line note) when the key is absent."""
+    layered: bool = False
+    """Not one value: resolved in layers (see the module docstring), documented here only."""
+
+
+def _text(value: object, where: str, base: Path) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{where}: expected a non-empty string, got {value!r}")
+    return value
+
+
+def _path(value: object, where: str, base: Path) -> Path:
+    p = Path(_text(str(value) if isinstance(value, Path) else value, where, base)).expanduser()
+    return p if p.is_absolute() else base / p
+
+
+def _texts(value: object, where: str, base: Path) -> tuple[str, ...]:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or not all(isinstance(v, str) for v in items):
+        raise InputError(f"{where}: expected a string or a list of strings, got {value!r}")
+    return tuple(items)
+
+
+def _flag(value: object, where: str, base: Path) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise InputError(f"{where}: expected true or false, got {value!r}")
+
+
+def seconds(value: object, where: str, base: Path | None = None) -> float:
+    """A finite number of seconds above 0 and at most a day (click parses 'nan' and 'inf' as
+    floats, and the environment gives text: both are checked here)."""
+    number: object = value
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            number = value
+    if (not isinstance(number, int | float) or isinstance(number, bool) or not math.isfinite(number)
+            or not 0 < number <= MAX_SECONDS):
+        raise InputError(f"{where}: timeout must be a positive number of seconds, at most "
+                         f"{MAX_SECONDS:g}; got {value!r}")
+    return float(number)
+
+
+def choice(*allowed: str) -> Parse:
+    def parse(value: object, where: str, base: Path) -> str:
+        if value not in allowed:
+            raise InputError(f"{where} {value!r}: expected one of {', '.join(allowed)}")
+        return str(value)
+    return parse
+
+
+def _any(value: object, where: str, base: Path) -> object:
+    return value  # layered settings: their own modules check each entry, naming it
+
+
+def _spec(name: str, flag: str | None, env: str | None, key: str | None, types: tuple[type, ...],
+          description: str, what: str, parse: Parse, default: Any = None,
+          **extra: Any) -> Spec[Any]:
+    return Spec(name, flag, env, key, types, description, what, parse, default, **extra)
+
+
+_SECONDS = "a number of seconds"
+SPECS: tuple[Spec[Any], ...] = (
+    _spec("release", "--release", None, "release", (str,), "a Neuron release version string",
+          "the Neuron release (lock, install, doctor, init)", _text),
+    _spec("torch", "--torch", None, "torch", (str,), "a torch version string such as \"2.14\"",
+          "the PyTorch line of the stack (lock, install, init)", _text),
+    _spec("python_versions", "--python-version", None, "python", (str, list),
+          "a Python version or a list of them", "the lock target's Python versions (lock, init, "
+          "download; `--python` is always an interpreter)", _texts, ()),
+    _spec("platforms", "--platform", None, "platform", (str, list),
+          "a platform tag or a list of them", "the lock target's platform tags", _texts, ()),
+    _spec("requirements", "--with", None, "with", (list,), "a list of requirement strings",
+          "your own requirements, locked and installed with the stack", _texts, ()),
+    _spec("manifest", "--manifest", "NEURONCTL_MANIFEST", "manifest", (str,),
+          "a path to a neuronctl manifest", "the release data (default: the stored, else the "
+          "bundled)", _path),
+    _spec("manifest_url", "--from", "NEURONCTL_MANIFEST_URL", "manifest_url", (str,),
+          "the URL `neuronctl releases update` fetches release data from",
+          "where `releases update` fetches release data", _text),
+    _spec("engine", "--backend", "NEURONCTL_BACKEND", "backend", (str,), "one of auto, pip, uv",
+          "the installer engine (auto: uv when installed, else the target's pip)",
+          choice(*ENGINES), "auto"),
+    _spec("indexes", "--index", "NEURONCTL_INDEX_<NAME>", "indexes", (dict,),
+          "a table of index name = URL", "package indexes, by name (layered)", _any,
+          layered=True),
+    _spec("routes", "--route", None, "routes", (dict,), "a table of package = index name",
+          "which index a package comes from (layered with the indexes)", _any, layered=True),
+    _spec("device", "--device", None, "device", (str,), "one of auto, neuron, cuda, cpu",
+          "the device the environment is for: what doctor and smoke probe, the lock install "
+          "picks", choice(*DEVICES), "auto"),
+    _spec("timeout", "--timeout", None, "timeout", (int, float), _SECONDS,
+          "each network request's time limit (lock, install, download)", seconds, 30.0),
+    _spec("check_timeout", "--check-timeout", None, "check_timeout", (int, float), _SECONDS,
+          "each doctor check's time limit, and probe's and env's run in the target (default: "
+          "the level's budget; config `timeout` is read here too when this key is absent)",
+          seconds, None, legacy_keys=("timeout",)),
+    _spec("strict", "--strict", None, "strict", (bool,), "true or false",
+          "doctor: warnings fail too", _flag, False),
+    _spec("skip", "--skip", None, "skip", (list,), "a list of check ids",
+          "doctor checks not run (config and flags add up)", _texts, (), layered=True),
+    _spec("drain_on", "--drain-on", None, "drain_on", (str,),
+          "what `doctor --slurm-drain` drains for: drain, fail or warn",
+          "what `doctor --slurm-drain` drains for", choice("drain", "fail", "warn"), "drain"),
+    _spec("system_repo", "--repo", None, "system_repo", (str,),
+          "a mirror of the Neuron apt/yum repository `neuronctl setup` plans with",
+          "the Neuron apt/yum repository `setup` plans with", _text),
+    _spec("lock", "--lock", None, "lock", (str,), "a path to a pylock.toml",
+          "the lock file: what `lock` writes (its -o), what doctor checks against", _path),
+    _spec("model", "--model", None, "model", (str,),
+          "a model factory MODULE:FACTORY for `neuronctl smoke`, e.g. \"pkg.mod:make\"",
+          "the model smoke (and doctor at level 3) runs", _text),
+    _spec("prices", "--price", None, "prices", (dict,),
+          "a table of instance type = USD per hour (or {usd_per_hour, accelerators}); "
+          "checked by `neuronctl cost`", "instance prices for `cost` (config and flags add up)",
+          _any, layered=True),
+    _spec("sysroot", "--sysroot", "NEURONCTL_SYSROOT", None, (), "",
+          "the root hardware facts are read under (default /)", _path),
+    _spec("cache_dir", None, "NEURONCTL_CACHE_DIR", None, (), "",
+          "neuronctl's HTTP and data cache", _path),
+)
+
+BY_NAME: dict[str, Spec[Any]] = {s.name: s for s in SPECS}
+BY_KEY: dict[str, Spec[Any]] = {s.key: s for s in SPECS if s.key is not None}
+
+
+def spec(name: str) -> Spec[Any]:
+    return BY_NAME[name]
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A flag's value as the user typed it, and the spelling they used (an old one, too)."""
+
+    value: object
+    spelled: str
+
+
+@dataclass(frozen=True)
+class Resolver:
+    """The rule, applied to one invocation's sources: a typed flag > the environment > the
+    config > the default. `note` receives one-line notes (an old config key read)."""
+
+    config: Config
+    environ: Mapping[str, str]
+    note: Callable[[str], None] = lambda line: None
+
+    @classmethod
+    def of(cls, config: Config, note: Callable[[str], None] | None = None,
+           environ: Mapping[str, str] | None = None) -> Resolver:
+        return cls(config, os.environ if environ is None else environ, note or (lambda line: None))
+
+    def resolve(self, name: str, flag: Flag | None = None) -> Setting[Any]:
+        """`name`'s value and source; `flag` only when the user typed it (ParameterSource)."""
+        s = BY_NAME[name]
+        cwd = Path()  # a flag's or variable's relative path stays relative (to the working folder)
+        if flag is not None and flag.value not in (None, ()):
+            return Setting(s.parse(flag.value, flag.spelled, cwd), Source("flag", flag.spelled))
+        if s.env is not None and not s.layered and self.environ.get(s.env):
+            return Setting(s.parse(self.environ[s.env], s.env, cwd), Source("env", s.env))
+        for key in (s.key, *s.legacy_keys) if s.key else ():
+            value = self.config.get(key)
+            if value is None:
+                continue
+            where = self.config.source or "pyproject.toml"
+            if key != s.key:
+                self.note(f"{where}: `{key}` is read as `{s.key}` here ({s.what.split(' (')[0]}); "
+                          f"name it `{s.key}`")
+            return Setting(s.parse(value, f"config {key}", self.config.base_dir),
+                           Source("config", where))
+        return Setting(s.default, DEFAULT)
+
+    def value(self, name: str, flag: Flag | None = None) -> Any:
+        return self.resolve(name, flag).value
+
+    def config_entries(self, name: str) -> tuple[Mapping[str, Any], str]:
+        """A layered setting's config table and the file it is in, for its own resolution."""
+        s = BY_NAME[name]
+        value = self.config.get(s.key) if s.key else None
+        return (value or {}), (self.config.source or "config")
+
+    def config_text(self, name: str) -> str | None:
+        """A setting's config value as written (a path as the user spelled it, for messages)."""
+        s = BY_NAME[name]
+        value = self.config.get(s.key) if s.key else None
+        return None if value is None else _text(value, f"config {s.key}", self.config.base_dir)
+
+    def config_list(self, name: str) -> tuple[str, ...]:
+        """A list setting's config entries (the lists that add up to the flags)."""
+        s = BY_NAME[name]
+        value = self.config.get(s.key) if s.key else None
+        return () if value is None else _texts(value, f"config {s.key}", self.config.base_dir)
+
+
+def precedence_table(specs: Sequence[Spec[Any]] = SPECS) -> list[tuple[str, str, str, str, str]]:
+    """(setting, flag, environment variable, config key, what it is) for the docs."""
+    return [(s.name, s.flag or "", s.env or "", s.key or "", s.what) for s in specs]
