@@ -228,10 +228,6 @@ BY_NAME: dict[str, Spec[Any]] = {s.name: s for s in SPECS}
 BY_KEY: dict[str, Spec[Any]] = {s.key: s for s in SPECS if s.key is not None}
 
 
-def spec(name: str) -> Spec[Any]:
-    return BY_NAME[name]
-
-
 @dataclass(frozen=True)
 class Flag:
     """A flag's value as the user typed it, and the spelling they used (an old one, too)."""

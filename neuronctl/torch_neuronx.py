@@ -15,7 +15,9 @@ from packaging.version import InvalidVersion, Version
 
 from neuronctl.errors import InputError
 
-Backend = Literal["native", "xla", "placeholder", "unknown"]
+Flavour = Literal["native", "xla", "placeholder", "unknown"]
+"""What a torch-neuronx build is: the flavour (an "engine" is pip or uv, never this)."""
+Backend = Flavour  # the old name, for modules not yet moved to the word "flavour"
 
 FIRST_NATIVE_LINE = (2, 13)
 LAST_XLA_LINE = (2, 9)
@@ -53,11 +55,16 @@ class TorchNeuronxVersion:
     version: str
     public: str
     local: str | None
-    backend: Backend
+    flavour: Flavour
     torch: str | None
     """The torch it targets: "2.9.0" for legacy builds, the series "2.14" for native ones."""
     neuron: str | None
     """For legacy builds, the Neuron part of the version ("2.15.32035")."""
+
+    @property
+    def backend(self) -> Flavour:
+        """The flavour under its old name (JSON keys and some modules still say "backend")."""
+        return self.flavour
 
     @property
     def line(self) -> str:
@@ -67,7 +74,7 @@ class TorchNeuronxVersion:
     def torch_requirement(self) -> str | None:
         if self.torch is None:
             return None
-        return f"=={self.torch}.*" if self.backend == "native" else f"=={self.torch}"
+        return f"=={self.torch}.*" if self.flavour == "native" else f"=={self.torch}"
 
 
 def parse_version(text: str, *, what: str = "version") -> Version:
@@ -116,6 +123,6 @@ def torch_matches(torch_version: str, tnx: TorchNeuronxVersion) -> bool:
         torch = Version(torch_version)
     except InvalidVersion:
         return False
-    if tnx.backend == "native":
+    if tnx.flavour == "native":
         return f"{torch.major}.{torch.minor}" == tnx.torch
     return torch.public == Version(tnx.torch).public

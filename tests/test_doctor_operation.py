@@ -12,9 +12,10 @@ from doctor_facts import MANIFEST, machine, python_env
 
 import neuronctl.probes.hardware
 from neuronctl.errors import InputError
+from neuronctl.ops.doctor.levels import DEFAULT_LEVEL
 from neuronctl.ops.doctor.run import DoctorRequest, doctor
 from neuronctl.ops.env import REDACTED, build_env_report
-from neuronctl.ops.reporter import CollectingReporter
+from neuronctl.ops.reporter import CollectingReporter, DoctorStarted
 from neuronctl.probes.sysroot import SysRoot
 
 
@@ -49,8 +50,8 @@ def test_the_reporter_hears_the_chosen_checks(no_hardware_reads: None, tmp_path:
     report = doctor(DoctorRequest(manifest=MANIFEST, only=("python",), release=release,
                                   sysroot=tmp_path), reporter)
     assert [(c.id, c.status) for c in report.checks] == [("python.version", "pass")]
-    step = reporter.wait_for("step", 0)
-    assert step is not None and step.data["checks"] == ("python.version",)
+    step = reporter.wait_for(DoctorStarted, 0)
+    assert isinstance(step, DoctorStarted) and step.checks == ("python.version",) and step.level == DEFAULT_LEVEL
     assert "hardware" not in report.environment
 
 

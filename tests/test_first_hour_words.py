@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from neuronctl.cli.cmd_env import _collect_env_lines
+from neuronctl.cli.env_report import _collect_env_lines
 
 VERDICT = ("pass: ", "warn: ", "fail: ")
 _PYENV = os.environ.get("PYENV_ROOT") or ""

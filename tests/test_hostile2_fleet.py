@@ -274,8 +274,8 @@ def test_npd_config_refuses_a_timeout_too_short_for_a_result(cli) -> None:
     short = cli("fleet", "npd-config", "--timeout", "10")
     assert short.code == 2 and "at least 15 s" in short.err and short.out == ""
     cut = cli("fleet", "npd-config", "--timeout", "16")
-    assert cut.code == 0 and json.loads(cut.out)["rules"][0]["args"][-2:] == ["--timeout", "6"]
-    assert "doctor runs with --timeout 6" in cut.err
+    assert cut.code == 0 and json.loads(cut.out)["rules"][0]["args"][-2:] == ["--check-timeout", "6"]
+    assert "doctor runs with --check-timeout 6" in cut.err
 
 
 def test_npd_config_warns_of_a_path_in_a_temporary_environment(

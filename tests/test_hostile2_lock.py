@@ -111,7 +111,7 @@ def test_a_lock_name_that_would_take_another_locks_place_is_exit_2(cli, cu, args
     Path("locks").mkdir()
     if "pylock.toml" in args:
         Path("pylock.cuda.toml").mkdir()
-    r = cli("lock", *cu.index_flags(), "--python", "3.12", *args)
+    r = cli("lock", *cu.index_flags(), "--python-version", "3.12", *args)
     assert r.code == 2 and message in one_error_line(r.err), r.err
     assert not [p for p in Path(".").rglob("*") if p.is_file() and p.suffix in (".toml", ".txt")]
     assert cu.cuda.hits == [] and not [h for h in cu.uni.pypi.hits if "/simple/" in h[1]]

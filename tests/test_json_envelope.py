@@ -15,7 +15,7 @@ from sysroots import build_host
 from wheels import make_venv
 
 from neuronctl.cli.main import COMMANDS, cli
-from neuronctl.cli.output import emit_json
+from neuronctl.cli.printer import emit_json
 from neuronctl.errors import FaultError, TerminateSignal
 
 EMPTY = "empty-root"  # a sysroot with nothing in it: no Neuron hardware, fast to read
@@ -32,14 +32,14 @@ def document(r: Result) -> dict[str, Any]:
 def assert_succeeded(r: Result, command: str) -> dict[str, Any]:
     assert r.code == 0, r.err
     doc = document(r)
-    assert doc["command"] == command and "error" not in doc
+    assert doc["command"] == command and doc["status"] == "ok" and "error" not in doc
     return doc
 
 
 def assert_failed(r: Result, command: str, code: int, kind: str) -> dict[str, Any]:
     assert r.code == code, (r.out, r.err)
     doc = document(r)
-    assert doc["command"] == command
+    assert doc["command"] == command and doc["status"] == "failed" and list(doc)[-1] == "error"
     error = doc["error"]
     assert set(error) == {"kind", "message", "hint"} and error["kind"] == kind
     assert error["message"] and "\n" not in error["message"]
@@ -103,7 +103,7 @@ def test_an_error_is_one_document_with_the_error_and_the_line_on_stderr(cli, com
                                                                         kind):
     r = cli(*args)
     doc = assert_failed(r, command, code, kind)
-    assert set(doc) == {"schema", "command", "error"}
+    assert list(doc) == ["schema", "command", "status", "error"] and doc["status"] == "failed"
     assert_error_line(r, doc)
 
 
@@ -235,5 +235,5 @@ def test_a_document_emitted_before_a_failure_carries_the_error(cli, monkeypatch)
     doc = assert_failed(cli("half-done", "--json", "--then", "return"), "half-done", 1, "failed")
     assert doc["steps_done"] == 2 and doc["error"]["message"] == "neuronctl half-done failed (exit 1)"
     doc = assert_failed(cli("says-nothing", "--json"), "says-nothing", 1, "failed")
-    assert set(doc) == {"schema", "command", "error"}
+    assert list(doc) == ["schema", "command", "status", "error"] and doc["status"] == "failed"
     assert cli("says-nothing").out == ""

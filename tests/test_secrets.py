@@ -91,7 +91,7 @@ def test_private_index_with_basic_auth_locks_and_the_password_is_nowhere(cli, wh
         r = cli("lock", *flags, "--python", "3.13", "--check")
         assert r.code == 1
         assert_no_secret(r.out, r.err)
-        assert f"--index=pypi={uni.urls['pypi']}" in r.err and "--python=3.13" in r.err
+        assert f"--index=pypi={uni.urls['pypi']}" in r.err and "--python-version=3.13" in r.err
         # Without the password the index refuses: the credentials above really were used.
         r = cli("lock", f"--index=pypi={uni.urls['pypi']}", *flags[1:], "-o", "pylock.other.toml")
         assert r.code == 1 and "401" in r.err
@@ -236,7 +236,7 @@ def test_check_lists_each_change_once_and_shows_no_recorded_credentials(cli, uni
     assert sum("torch-neuronx" in ln for ln in lines) == 1 and sum("'2.13.0'" in ln for ln in lines) == 1
     assert not any("indexes" in ln for ln in lines)  # the same index, credentials or not
     assert f"hint: refresh it with: neuronctl lock --torch=2.13 --index=pypi={uni.urls['pypi']} " in r.err
-    assert r.err.rstrip().endswith("--python=3.12")
+    assert r.err.rstrip().endswith("--python-version=3.12")
 
 
 def test_lock_notes_a_beta_release_once_and_not_under_json_or_quiet(cli, uni):

@@ -1,48 +1,95 @@
-"""Per-invocation state shared by every command: global options, config, manifest."""
+"""Per-invocation state shared by every command: the printer, the global options, config and
+manifest. How anything is written is the Printer's (cli/printer.py); App only holds it."""
 
 from __future__ import annotations
 
-import functools
-import os
-import re
-import sys
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
 import click
 
-from neuronctl.redact import redact
+from neuronctl.cli.printer import Printer, current
+from neuronctl.cli.terminal import (
+    PIPE_WIDTH,
+    TerminalStream,
+    is_tty,
+    safe_chars,
+    terminal_text,
+)
 
 if TYPE_CHECKING:
-    from rich.console import Console, ConsoleOptions, RenderableType
-    from rich.segment import Segment
+    from rich.console import Console
 
     from neuronctl.cli.output import HeldJson
     from neuronctl.config import Config
     from neuronctl.manifest import Manifest
 
+__all__ = ["PIPE_WIDTH", "App", "TerminalStream", "get_app", "paint", "safe_chars",
+           "terminal_text"]
 
-@dataclass
+
 class App:
-    """What the commands of one invocation share: the global options, the config and manifest
-    read once, and the JSON document held for the error boundary."""
+    """What the commands of one invocation share: the printer, the global options, and the
+    config and manifest read once. -v, -q, --no-color and the JSON state are the printer's;
+    the properties below are the names main.py and the commands set them by."""
 
-    verbose: int = 0
-    quiet: bool = False
-    color: bool = True
-    config_path: Path | None = None
-    manifest_path: Path | None = None
-    _config: Config | None = field(default=None, repr=False)
-    # What the error boundary needs to write a command's one JSON document (cli/output.py):
-    holds_json: bool = False
-    """emit_json hands the document to the boundary (set by main.run) instead of printing it."""
-    json_held: HeldJson | None = field(default=None, repr=False)
-    json_wanted: bool = False
-    """--json (or --format json) was given to the command being run."""
-    command: str | None = None
-    """The command being run, as users type it ("releases show"), once its options are read."""
+    def __init__(self, *, holds_json: bool = False, config_path: Path | None = None,
+                 manifest_path: Path | None = None) -> None:
+        self.config_path = config_path
+        self.manifest_path = manifest_path
+        self.printer = Printer(holds_json=holds_json)
+        self.command: str | None = None
+        """The command being run, as users type it ("releases show"), once its options are read."""
+        self._config: Config | None = None
+
+    @property
+    def verbose(self) -> int:
+        return self.printer.verbose
+
+    @verbose.setter
+    def verbose(self, value: int) -> None:
+        self.printer.verbose = value
+
+    @property
+    def quiet(self) -> bool:
+        return self.printer.quiet
+
+    @quiet.setter
+    def quiet(self, value: bool) -> None:
+        self.printer.quiet = value
+
+    @property
+    def color(self) -> bool:
+        """False once --no-color is given; whether a stream gets colour is printer.colour()."""
+        return not self.printer.no_color
+
+    @color.setter
+    def color(self, value: bool) -> None:
+        self.printer.no_color = not value
+
+    @property
+    def json_wanted(self) -> bool:
+        return self.printer.json_wanted
+
+    @json_wanted.setter
+    def json_wanted(self, value: bool) -> None:
+        self.printer.json_wanted = value
+
+    @property
+    def holds_json(self) -> bool:
+        return self.printer.holds_json
+
+    @holds_json.setter
+    def holds_json(self, value: bool) -> None:
+        self.printer.holds_json = value
+
+    @property
+    def json_held(self) -> HeldJson | None:
+        return self.printer.held
+
+    @json_held.setter
+    def json_held(self, value: HeldJson | None) -> None:
+        self.printer.held = value
 
     def config(self) -> Config:
         if self._config is None:
@@ -61,184 +108,15 @@ class App:
         return load_manifest(path)
 
     def console(self, *, stderr: bool = False) -> Console:
-        stream = sys.stderr if stderr else sys.stdout
-        # Piped output is read in logs and CI and pasted from: it is not wrapped at all (rich's
-        # 80-column fallback folded tables), unless COLUMNS asks for a width.
-        width = None if stream.isatty() else _columns() or PIPE_WIDTH
-        # No emoji codes: data such as the PCI address 0000:cd:00.0 would print as an emoji.
-        # Rich writes its own cursor and colour codes (progress bars), so it gets the stream
-        # without the CLI's filter; what it renders from data is made safe segment by segment.
-        raw = cast("IO[str]", stream.unfiltered if isinstance(stream, TerminalStream) else stream)
-        return _safe_console()(file=raw, no_color=not self.color, highlight=False, emoji=False,
-                               width=width)
+        return self.printer.console(stderr=stderr)
 
 
-PIPE_WIDTH = 10_000
-"""The console's width on a pipe: wide enough that rich wraps no line."""
-
-
-def _columns() -> int | None:
-    try:
-        columns = int(os.environ.get("COLUMNS", ""))
-    except ValueError:
-        return None
-    return columns if 20 <= columns <= PIPE_WIDTH else None
-
-
-# Whether this run may colour its output at all (--no-color, before or after the command); the
-# error boundary prints after the command's context is gone, so it reads this, not the App.
-_colour_allowed = [True]
-
-
-def allow_colour(allowed: bool) -> None:
-    _colour_allowed[0] = allowed
-
-
-_PLAIN = re.compile(r"[\x20-\x7e]*")
-_PLAIN_LINES = re.compile(r"[\x20-\x7e\n]*")
-_PLAIN_STREAM = re.compile(r"[\x20-\x7e\n\t]*")  # what the stream passes untouched (JSON, tables)
-
-
-def safe_chars(text: str, *, lines: bool = False, keep_width: bool = False,
-               tabs: bool = False) -> str:
-    """The one terminal sanitiser's character rule: every character a terminal acts on rather
-    than shows (C0 and C1 controls, ESC and so every escape sequence's start: OSC 52 clipboard
-    writes, screen clears, cursor moves, colours; DEL; bidi overrides and other format
-    characters; line and paragraph separators; lone surrogates) becomes a space; newlines stay
-    when `lines`, tabs when `tabs`. `keep_width`: drop the ones a terminal gives no width
-    instead (rich's layout has measured the text already)."""
-    if (_PLAIN_LINES if lines else _PLAIN).fullmatch(text) or text.isprintable():
-        return text
-    kept = ("\n" if lines else "") + ("\t" if tabs else "")
-    if keep_width:
-        from rich.cells import cell_len
-
-        return "".join(ch if ch.isprintable() or ch in kept else " " * min(cell_len(ch), 1)
-                       for ch in text)
-    return "".join(ch if ch.isprintable() or ch in kept else " " for ch in text)
-
-
-def terminal_text(text: str, limit: int | None = 300, *, lines: bool = False) -> str:
-    """Text that came from elsewhere (a check's message, a node's answer, an error) as it may be
-    printed: control characters and escape sequences made spaces (newlines too, unless `lines`),
-    credentials redacted, cut at `limit`."""
-    return redact(safe_chars(str(text), lines=lines))[:limit]
-
-
-@functools.cache
-def _safe_console() -> type[Console]:
-    """rich's Console with every text segment it renders passed through safe_chars: a Text
-    cell, a table title, a markup string's data. Control segments (rich's own cursor moves for
-    progress bars) pass as they are."""
-    from rich.console import Console
-    from rich.segment import Segment
-
-    class SafeConsole(Console):
-        def render(self, renderable: RenderableType,
-                   options: ConsoleOptions | None = None) -> Iterable[Segment]:
-            for segment in super().render(renderable, options):
-                if segment.control or not segment.text or _PLAIN_LINES.fullmatch(segment.text):
-                    yield segment
-                else:
-                    yield Segment(safe_chars(segment.text, lines=True, keep_width=True),
-                                  segment.style)
-
-    return SafeConsole
-
-
-# What click.style writes for neuronctl (a reset, bold, dim, a foreground colour): the only
-# escape sequences the stream passes, so data that slipped past a renderer can at most colour
-# text, never hide it (conceal, reverse, background), blink it or move anything.
-_SGR = re.compile(r"\x1b\[(?:0|1|2|22|3[0-79]|9[0-7])?m")
-
-
-class _PipeState:
-    closed = False
-
-
-class TerminalStream:
-    """stdout or stderr as the CLI writes to them (main.run installs it for one invocation).
-
-    Two guarantees, whatever a command prints: (1) a reader that went away (`neuronctl doctor |
-    head -3`) never fails the command: the first EPIPE points the file descriptor at /dev/null
-    and the rest is dropped quietly, so the exit code stays the command's own; (2) nothing
-    written through it can act on a terminal: only colour codes (SGR) pass, on a terminal; every
-    other control character or escape sequence becomes a space (a backstop under the sanitising
-    each renderer does: terminal_text, the safe console). `unfiltered` is the same stream with
-    (1) only, for rich, whose segments are made safe before it writes them."""
-
-    def __init__(self, stream: IO[str], *, filtered: bool = True,
-                 state: _PipeState | None = None) -> None:
-        self._stream = stream
-        self._filtered = filtered
-        self._state = state or _PipeState()
-
-    @property
-    def unfiltered(self) -> TerminalStream:
-        return TerminalStream(self._stream, filtered=False, state=self._state)
-
-    def write(self, text: str) -> int:
-        if not isinstance(text, str):  # bytes: the TypeError a text stream raises
-            return self._stream.write(text)
-        if self._state.closed:
-            return len(text)
-        shown = self._safe(text) if self._filtered else text
-        try:
-            self._stream.write(shown)
-        except BrokenPipeError:
-            self._closed()
-        return len(text)
-
-    def flush(self) -> None:
-        if self._state.closed:
-            return
-        try:
-            self._stream.flush()
-        except BrokenPipeError:
-            self._closed()
-
-    def _safe(self, text: str) -> str:
-        if _PLAIN_STREAM.fullmatch(text):
-            return text
-        if not _is_tty(self._stream):
-            return safe_chars(text, lines=True, tabs=True)
-        out, done = [], 0
-        for code in _SGR.finditer(text):
-            out += [safe_chars(text[done:code.start()], lines=True, tabs=True), code[0]]
-            done = code.end()
-        out.append(safe_chars(text[done:], lines=True, tabs=True))
-        return "".join(out)
-
-    def _closed(self) -> None:
-        # What is still buffered, and anything written later (the interpreter's last flush, a
-        # child started after this), goes to /dev/null instead of raising EPIPE again.
-        self._state.closed = True
-        try:
-            null = os.open(os.devnull, os.O_WRONLY)
-            try:
-                os.dup2(null, self._stream.fileno())
-            finally:
-                os.close(null)
-        except (OSError, ValueError, AttributeError):  # not a real file (pytest's capture)
-            pass
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-
-def _is_tty(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
+_is_tty = is_tty  # the name cli/progress.py and others' branches import
 
 
 def paint(text: str, colour: str, *, err: bool = False) -> str:
-    """`text` in `colour` on a terminal; unchanged in a pipe, with NO_COLOR or --no-color."""
-    stream = sys.stderr if err else sys.stdout
-    if not _is_tty(stream) or not _colour_allowed[0] or os.environ.get("NO_COLOR"):
-        return text
-    return click.style(text, fg=colour, bold=True)
+    """`text` in `colour` where the running command's printer gives that stream colour."""
+    return current().paint(text, colour, err=err)
 
 
 def get_app() -> App:

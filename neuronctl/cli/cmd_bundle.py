@@ -9,32 +9,15 @@ import click
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import (
     check_sysroot,
-    echo_target,
     json_option,
     python_option,
     sysroot_option,
     target_python,
 )
-from neuronctl.cli.output import emit_json
-from neuronctl.ops.bundle import BundleOutcome, BundleRequest, make_bundle
+from neuronctl.ops.bundle import BundleRequest, make_bundle
 from neuronctl.ops.output_path import check_output_file
 from neuronctl.ops.reporter import NullReporter
 from neuronctl.probes.sysroot import SysRoot
-
-
-def _print(outcome: BundleOutcome) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    console = get_app().console()
-    table = Table("file", "status", "reason / note", box=None, pad_edge=False)
-    styles = {"collected": "green", "partial": "yellow", "unavailable": "dim", "failed": "red"}
-    for item in outcome.items:  # every value is data: Text, never markup
-        table.add_row(Text(item.file), Text(item.status, style=styles.get(item.status, "")),
-                      Text(item.reason or ""))
-    console.print(table)
-    console.print(Text(f"wrote {outcome.path} ({outcome.size} bytes); attach it to the support "
-                       "case. Secrets are masked; read index.json inside for what is there."))
 
 
 @click.command()
@@ -63,12 +46,7 @@ def bundle(output: Path | None, python: str | None, sysroot: Path | None,
                             redact_hostnames=redact_hostnames,
                             config=app.config_path or Path("pyproject.toml"),
                             global_args=tuple(global_args))
-    outcome = make_bundle(request, NullReporter())
-    if as_json:
-        emit_json({"bundle": outcome.to_json(), "target": target.to_json()})
-    elif not app.quiet:
-        echo_target(target, app.quiet)
-        _print(outcome)
-    else:
-        click.echo(str(outcome.path))
+    from neuronctl.cli.hardware_report import BundleView
+
+    app.printer.emit(BundleView(make_bundle(request, NullReporter()), target))
     return 0

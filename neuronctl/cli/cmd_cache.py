@@ -4,24 +4,14 @@ version, and pruning the stale ones (dry run unless --yes)."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
-from typing import Any
 
 import click
 
-from neuronctl.cli.app import get_app, terminal_text
+from neuronctl.cli.app import get_app
+from neuronctl.cli.cache_report import CacheView, PruneView
 from neuronctl.cli.common import python_option, target_python
-from neuronctl.cli.output import emit_json
 from neuronctl.errors import InputError
-from neuronctl.ops.cache import (
-    CacheReport,
-    PruneOutcome,
-    apply_prune,
-    plan_prune,
-    public,
-    show_caches,
-)
-from neuronctl.ops.doctor.checks_cache import size_text
+from neuronctl.ops.cache import CacheReport, apply_prune, plan_prune, show_caches
 
 _VERSION_CHARS = set("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.+_-")
 
@@ -45,47 +35,6 @@ def _report(python: str | None, keep: str | None) -> CacheReport:
 
     compiler, source, _target = _compiler(python, keep)
     return show_caches(os.environ, compiler, source)
-
-
-def _cache_json(report: CacheReport) -> dict[str, Any]:
-    keep = public(report.compiler) if report.compiler else None
-    caches = []
-    for state in report.caches:
-        entries = [{**asdict(e), "current": None if e.version is None or keep is None
-                    else public(e.version) == keep} for e in state.entries]
-        caches.append({**asdict(state.location), "present": state.present,
-                       "writable": state.writable, "free_bytes": state.free_bytes,
-                       "fstype": state.fstype, "network": state.network,
-                       "truncated": state.truncated, "problem": state.problem,
-                       "size": sum(e.size for e in state.entries), "entries": entries})
-    return {"compiler": report.compiler, "compiler_source": report.compiler_source,
-            "caches": caches}
-
-
-def say(text: str) -> None:
-    """One line of data (paths and names from the filesystem) made safe for the terminal."""
-    click.echo(terminal_text(text, None))
-
-
-def _print_report(report: CacheReport) -> None:
-    keep = public(report.compiler) if report.compiler else None
-    say(f"compiler: {report.compiler or 'none'} ({report.compiler_source})")
-    for state in report.caches:
-        loc = state.location
-        head = f"{loc.path} [{loc.kind}, {loc.source}]"
-        if not state.present or state.problem:
-            say(f"{head}: {state.problem or 'not there'}")
-            continue
-        extra = [f"on {state.fstype}" if state.fstype else "",
-                 f"{size_text(state.free_bytes)} free" if state.free_bytes is not None else "",
-                 "NOT writable" if state.writable is False else ""]
-        say(f"{head}: {size_text(sum(e.size for e in state.entries))} in {len(state.entries)} "
-            f"entries" + "".join(f", {x}" for x in extra if x))
-        for e in state.entries:
-            mark = "link, left alone" if e.link else (
-                "" if e.version is None or keep is None else
-                "current" if public(e.version) == keep else "stale")
-            say(f"  {e.name}: {size_text(e.size)}, {e.files} files" + (f" ({mark})" if mark else ""))
 
 
 @click.group(invoke_without_command=True)
@@ -121,26 +70,8 @@ def _given(python: str | None, keep: str | None, as_json: bool) -> tuple[str | N
 def show(python: str | None = None, keep: str | None = None, as_json: bool = False) -> int:
     """Each cache with its size and entries by compiler version (stale: another neuronx-cc)."""
     python, keep, as_json = _given(python, keep, as_json)
-    report = _report(python, keep)
-    if as_json or get_app().json_wanted:
-        emit_json(_cache_json(report))
-    else:
-        _print_report(report)
+    get_app().printer.emit(CacheView(_report(python, keep)))
     return 0
-
-
-def _print_prune(outcome: PruneOutcome) -> None:
-    verb = "removed" if outcome.applied else "would remove"
-    for item in outcome.items:
-        say(f"{verb}: {item.cache}/{item.name} ({size_text(item.size)}, {item.files} files): "
-            f"{item.reason}")
-    for note in outcome.notes:
-        say(f"left alone: {note}")
-    for failure in outcome.failed:
-        say(f"failed: {failure}")
-    total = sum(i.size for i in outcome.items)
-    say(f"{len(outcome.items)} entr{'y' if len(outcome.items) == 1 else 'ies'}, {size_text(total)}"
-        + ("" if outcome.applied else "; dry run: add --yes to remove them"))
 
 
 @cache.command("prune")
@@ -160,11 +91,5 @@ def prune(python: str | None, older: float | None, keep: str | None, yes: bool,
     report = _report(python, keep)
     items, notes = plan_prune(report, older)
     outcome = apply_prune(items, notes, yes)
-    if as_json or get_app().json_wanted:
-        emit_json({"compiler": report.compiler, "applied": outcome.applied,
-                   "items": [asdict(i) for i in outcome.items], "removed": list(outcome.removed),
-                   "failed": list(outcome.failed), "notes": list(outcome.notes)},
-                  failure=f"{len(outcome.failed)} entries not removed" if outcome.failed else None)
-    else:
-        _print_prune(outcome)
+    get_app().printer.emit(PruneView(report.compiler, outcome))
     return 1 if outcome.failed else 0

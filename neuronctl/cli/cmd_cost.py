@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.options import resolver
-from neuronctl.cli.output import emit_json, fitted_table, print_fitted
 from neuronctl.errors import InputError
 from neuronctl.ops.cost import (
-    FORMULA,
-    CostOutcome,
     CostRequest,
-    Price,
     check_instance_type,
     check_throughput,
     estimate,
@@ -30,9 +26,6 @@ from neuronctl.ops.cost import (
 # Bounds that keep a job's arithmetic in float range (a 400-digit --tokens overflowed).
 MAX_JOB_TOKENS = 10**18
 MAX_JOB_HOURS = 1e6
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 
 class TokenCount(click.ParamType[int, Any]):
@@ -80,7 +73,10 @@ def cost(from_file: Path | None, throughput: float | None, instances: tuple[str,
     app = get_app()
     bundled = load_bundled_prices()
     if list_prices:
-        return _list_prices(bundled, as_json, app.console())
+        from neuronctl.cli.cost_report import PriceList
+
+        app.printer.emit(PriceList(bundled))
+        return 0
     if (from_file is None) == (throughput is None):
         raise InputError("give one of --from smoke.json or --throughput TOKENS_PER_S")
     if tokens is not None and hours is not None:
@@ -99,78 +95,5 @@ def cost(from_file: Path | None, throughput: float | None, instances: tuple[str,
         tuple(parse_price_flag(p) for p in prices), prices_from_config(table, where), tokens, hours,
         measured)
     host, host_source = (None, None) if request.instances else host_instance_type()
-    outcome = estimate(request, bundled, host, host_source)
-    if as_json:
-        emit_json({"cost": outcome.to_json()})
-    else:
-        print_costs(outcome, app.console(), quiet=app.quiet)
+    app.printer.emit(estimate(request, bundled, host, host_source))
     return 0
-
-
-def _list_prices(bundled: tuple[Price, ...], as_json: bool, console: Console) -> int:
-    if as_json:
-        emit_json({"prices": [{k: v for k, v in p.__dict__.items() if k != "accelerators"}
-                              for p in bundled]})
-        return 0
-    from rich.text import Text
-
-    rows = [[Text(c) for c in (p.instance, f"{p.usd_per_hour:.3f}", p.rate, p.published or "-",
-                               p.source)] for p in bundled]
-    # Instance names, prices and URLs are never split: a narrow terminal drops columns instead.
-    print_fitted(console, fitted_table(
-        console, ["instance", "USD/hour", "rate", "published", "source"], rows,
-        droppable=("source", "published", "rate"),
-        title="bundled prices (trn2, trn3 and GPU instances: give --price)"))
-    return 0
-
-
-def _usd(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"${value:,.2f}" if value >= 100 else f"${value:.4g}"
-
-
-def _short_source(price: Price) -> str:
-    """A bundled row's file name and date (its full URL: --json, --prices), or --price/config."""
-    if not price.published:
-        return price.source
-    return f"{price.source.rsplit('/', 1)[-1]} ({price.published})"
-
-
-def print_costs(outcome: CostOutcome, console: Console, *, quiet: bool = False) -> None:
-    from rich.markup import escape
-    from rich.text import Text
-
-    if not quiet:
-        speed = f"{outcome.tokens_per_s:,.1f} tokens/s"
-        console.print(f"throughput {speed} ({escape(outcome.throughput_source)})")
-        if outcome.host:
-            console.print(f"this host: {escape(outcome.host)} ({escape(outcome.host_source or '?')})")
-    columns = ["instance", "accel.", "USD/hour", "rate", "$ per 1M tokens", "x accel."]
-    if outcome.tokens is not None:
-        columns += ["job hours", "job $", "job $ x accel."]
-    elif outcome.hours is not None:
-        columns += ["job tokens", "job $", "job tokens x accel."]
-    rows = []
-    for row in outcome.rows:
-        cells = [row.price.instance, str(row.accelerators or "?"), f"{row.price.usd_per_hour:,.3f}",
-                 row.price.rate, _usd(row.usd_per_million_tokens), _usd(row.usd_per_million_tokens_all)]
-        if row.job is not None and outcome.tokens is not None:
-            cells += [f"{row.job.hours:,.2f}", _usd(row.job.usd),
-                      _usd(None if row.job_all is None else row.job_all.usd)]
-        elif row.job is not None:
-            cells += [f"{row.job.tokens:,.0f}", _usd(row.job.usd),
-                      "-" if row.job_all is None else f"{row.job_all.tokens:,.0f}"]
-        source = _short_source(row.price)
-        rows.append([Text(c) for c in (*cells, source)])
-    # Instance names and prices are never split ($0.00916|3 read as $0.00916): a narrow terminal
-    # drops the least-needed columns instead, in this order.
-    print_fitted(console, fitted_table(
-        console, [*columns, "price source"], rows,
-        droppable=("price source", "rate", "x accel.", "job $ x accel.", "job tokens x accel.",
-                   "accel.")))
-    for warning in outcome.warnings:  # with -q too: it changes what the numbers mean
-        console.print(f"[yellow]warn[/]: {escape(warning)}")
-    if not quiet:
-        console.print(f"[dim]{FORMULA}; 'x accelerators': the throughput taken as one accelerator's, "
-                      "with a copy running on each (data parallel)[/]")

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import click
 
-from neuronctl.cli.app import get_app, paint, terminal_text
-from neuronctl.cli.common import check_sysroot, echo_target, target_python
+from neuronctl.cli.app import get_app, terminal_text
+from neuronctl.cli.common import check_sysroot, target_python
 from neuronctl.cli.doctor_report import (
-    json_payload,
-    print_text,
+    DoctorView,
     render_github,
     render_json,
     render_junit,
@@ -28,7 +27,7 @@ from neuronctl.cli.options import (
     resolver,
     sysroot_option,
 )
-from neuronctl.cli.output import emit_json, write_atomic
+from neuronctl.cli.output import write_atomic
 from neuronctl.errors import InputError, NeuronctlError
 from neuronctl.ops.doctor import run as doctor_run
 from neuronctl.ops.doctor.levels import DEFAULT_LEVEL, LEVELS, choose_level
@@ -66,8 +65,8 @@ FORMATS = ("text", "json", "junit", "github", "prometheus")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the report in --format to FILE; a text summary still goes to stdout.")
 @click.option("--check-timeout", type=float, default=None,
-              help="Each check's time limit in seconds [config check_timeout, else the level's "
-                   "budget].")
+              help="Each check's time limit in seconds (once --timeout, still accepted) [config "
+                   "check_timeout, else the level's budget].")
 @renamed("--timeout", "--check-timeout", "check_timeout", " (each check's time limit)", type=float)
 @click.option("--slurm-drain", is_flag=True,
               help="After the report, drain this Slurm node (scontrol) when a check calls for it "
@@ -108,11 +107,11 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
 
     # Which checks still run, on a terminal (a level-3 doctor takes 20 s and more).
     with status_reporter(lambda: app.console(stderr=True),
-                         shown=fmt == "text" and output is None and not app.quiet) as reporter:
+                         shown=fmt == "text" and output is None and app.printer.chatty) as reporter:
         report = doctor_run.doctor(request, reporter)
     duration = time.perf_counter() - clock
     drained = _slurm_drain(report, policy) if slurm_drain else None
-    _render(report, fmt, output, drained, started, duration, target)
+    _deliver(report, fmt, output, drained, started, duration, target)
     if drained is not None and drained.get("action") == "error":
         return 1
     if exit_on is not None:
@@ -177,13 +176,10 @@ def _slurm_drain(report: DoctorReport, drain_on: str) -> dict[str, str]:
     return {"node": outcome.node, "action": outcome.action, "why": outcome.why}
 
 
-def _render(report: DoctorReport, fmt: str, output: Path | None, drained: dict[str, str] | None,
+def _deliver(report: DoctorReport, fmt: str, output: Path | None, drained: dict[str, str] | None,
             started: float, duration: float, target: TargetPython) -> None:
-    app = get_app()
-    extra: dict[str, object] = {"target": target.to_json()}
-    if drained is not None:
-        extra["slurm_drain"] = drained
-    rendered = {"json": lambda r: render_json(r, extra), "junit": render_junit,
+    view = DoctorView(report, target, drained)
+    rendered = {"json": lambda r: render_json(r, view.extra), "junit": render_junit,
                 "github": render_github}
     if output is not None and fmt == "prometheus":
         # prometheus_client is imported only for this format (level 1 runs should start fast)
@@ -193,31 +189,9 @@ def _render(report: DoctorReport, fmt: str, output: Path | None, drained: dict[s
     elif output is not None:
         text = rendered[fmt](report) if fmt in rendered else render_plain(report)
         write_atomic(output, text)
-    failure = report.verdict_line() if report.exit_code else None
-    if drained is not None and drained["action"] == "error":
-        failure = f"--slurm-drain: {drained['why']}"
-    if fmt == "json" and output is None:  # the one JSON document; `error` added if it failed
-        emit_json(json_payload(report, extra), failure=failure)
-    elif fmt in rendered and output is None:
-        click.echo(rendered[fmt](report), nl=False)
-    else:
-        app.json_wanted = False  # any JSON went to the -o file: stdout is the text report
-        echo_target(target, app.quiet)
-        print_text(report, app.console(), verbose=app.verbose, quiet=app.quiet)
-    if drained is not None and not (fmt == "json" and output is None):
-        _print_drain(drained)
+    get_app().printer.emit(view, "text" if output is not None else fmt)
     if fmt == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
         _append_step_summary(Path(os.environ["GITHUB_STEP_SUMMARY"]), report)
-
-
-def _print_drain(drained: dict[str, str]) -> None:
-    said = {"drain": "drained", "resume": "resumed", "none": "left as it is",
-            "error": "not changed"}[drained["action"]]
-    line = terminal_text(f"slurm: node {drained['node']} {said}: {drained['why']}", None)
-    if drained["action"] == "error":
-        click.echo(f"{paint('neuronctl: error:', 'red', err=True)} {line}", err=True)
-    else:
-        click.echo(line)
 
 
 def _append_step_summary(path: Path, report: DoctorReport) -> None:
@@ -228,6 +202,7 @@ def _append_step_summary(path: Path, report: DoctorReport) -> None:
             fh.write(render_markdown_summary(report))
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        click.echo(f"{paint('neuronctl: warning:', 'yellow', err=True)} GITHUB_STEP_SUMMARY "
+        label = get_app().printer.paint("neuronctl: warning:", "yellow", err=True)
+        click.echo(f"{label} GITHUB_STEP_SUMMARY "
                    f"{terminal_text(str(path), None)}: "
                    f"{reason}; step summary not written", err=True)

@@ -47,14 +47,11 @@ def download(lock_path: Path, dest: Path, pythons: tuple[str, ...], platforms: t
     request = DownloadRequest(lock=lock_path, dest=dest, targets=targets,
                               routing=lambda recorded: route_indexes(sources, recorded),
                               timeout=resolve("timeout", rules=rules).value)
-    if as_json or app.quiet:
+    if not app.printer.chatty:
         reporter: Reporter = NullReporter()
         outcome = run_download(request, reporter)
     else:
         with CliReporter(lambda: app.console(stderr=True)) as cli_reporter:
             outcome = run_download(request, cli_reporter)
-    if as_json:
-        from neuronctl.cli.output import emit_json
-
-        emit_json(outcome.to_json())
+    app.printer.emit(outcome)
     return 0

@@ -13,16 +13,15 @@ from typing import Any
 
 import click
 
-from neuronctl.cli.app import paint, terminal_text
+from neuronctl.cli.app import get_app, paint, terminal_text
 from neuronctl.cli.common import timeout_value
 from neuronctl.cli.fleet_report import (
     render_json_payload,
     render_junit,
     render_markdown,
     render_text,
-    verdict_line,
 )
-from neuronctl.cli.output import emit_json, to_json_text, write_atomic
+from neuronctl.cli.output import to_json_text, write_atomic
 from neuronctl.errors import InputError
 from neuronctl.ops.doctor.levels import LEVELS, RUN_MARGIN_S
 from neuronctl.ops.fleet.aggregate import aggregate
@@ -93,17 +92,12 @@ def fleet_doctor_command(nodes: int | None, nodelist: str | None, all_nodes: boo
                            timeout=timeout_value(timeout, None, 120.0),
                            remote_command=tuple(_remote_command(remote_command)))
     report = aggregate(fleet_doctor(request, request.remote_command))
-    renderers = {"junit": render_junit, "markdown": render_markdown, "text": render_text}
-    failure = None if report.ok else f"fleet doctor: {verdict_line(report)}"
     if output is not None:
+        renderers = {"junit": render_junit, "markdown": render_markdown, "text": render_text}
         text = (to_json_text(render_json_payload(report)) if fmt == "json"
                 else renderers[fmt](report))
         write_atomic(output, text)
-        click.echo(render_text(report), nl=False)
-    elif fmt == "json":
-        emit_json(render_json_payload(report), failure=failure)
-    else:
-        click.echo(renderers[fmt](report), nl=False)
+    get_app().printer.emit(report, "text" if output is not None else fmt)
     return report.exit_code
 
 
@@ -120,7 +114,7 @@ def npd_config(path: str, interval: float, timeout: float, max_output: int) -> d
     limit_args: list[str] = []
     per_check = npd_check_limit(timeout)
     if per_check is not None:
-        limit_args = ["--timeout", f"{per_check:g}"]
+        limit_args = ["--check-timeout", f"{per_check:g}"]
     return {
         "plugin": "custom",
         "pluginConfig": {"invoke_interval": _duration(interval), "timeout": _duration(timeout),
@@ -143,7 +137,7 @@ def npd_config(path: str, interval: float, timeout: float, max_output: int) -> d
 
 
 def npd_check_limit(timeout: float) -> float | None:
-    """Each check's --timeout where NPD's `timeout` is under level 1's budget; None where the
+    """Each check's --check-timeout where NPD's `timeout` is under level 1's budget; None where the
     level's own fits. InputError where not even NPD_MIN_CHECK_S a check would fit."""
     if timeout >= LEVELS[1].total_s + NPD_START_S + RUN_MARGIN_S:
         return None
@@ -199,7 +193,7 @@ def npd_config_command(tool: str | None, interval: int, timeout: int, max_output
     per_check = npd_check_limit(timeout)
     if per_check is not None and per_check < LEVELS[1].check_s:
         _warn(f"--timeout {timeout}: NPD's limit is under level 1's {LEVELS[1].total_s:g} s "
-              f"budget; the doctor runs with --timeout {per_check:g} (each check {per_check:g} s, "
+              f"budget; the doctor runs with --check-timeout {per_check:g} (each check {per_check:g} s, "
               f"not {LEVELS[1].check_s:g} s)")
     why = ephemeral_reason(path)
     if why is not None:

@@ -8,7 +8,6 @@ import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.options import given_values, json_option, target_options
-from neuronctl.cli.output import emit_json
 
 
 @click.command("init")
@@ -24,13 +23,5 @@ def init(release: str | None, torch: str | None, pythons: tuple[str, ...],
     app = get_app()
     request = InitRequest(Path.cwd() / "pyproject.toml", app.manifest(), release, torch,
                           given_values("pythons"), platforms)
-    outcome = init_project(request)
-    if as_json:
-        emit_json(outcome.to_json())
-    elif not outcome.written:
-        click.echo(f"{outcome.path}: [tool.neuronctl] already up to date")
-    elif not app.quiet:
-        through = f" (through the link {outcome.link})" if outcome.link else ""
-        click.echo(f"{'created' if outcome.created else 'updated'} {outcome.path}{through}: "
-                   f"[tool.neuronctl] " + ", ".join(outcome.changed))
+    app.printer.emit(init_project(request))
     return 0

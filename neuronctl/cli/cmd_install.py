@@ -18,10 +18,9 @@ from neuronctl.cli.common import DEVICE_CHOICE, check_sysroot, sysroot_option
 from neuronctl.cli.options import request_options, resolve, resolver, stack_settings
 
 if TYPE_CHECKING:
-    from neuronctl.ops.install.outcome import InstallOutcome
     from neuronctl.ops.install.request import InstallRequest
     from neuronctl.ops.lock.request import StackRequest
-    from neuronctl.ops.reporter import Event, Reporter
+    from neuronctl.ops.reporter import AnyEvent, Reporter
     from neuronctl.routing import IndexRouting
 
 
@@ -81,12 +80,12 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
                        device=device, dry_run=dry_run, yes=yes, write_lock=write_lock,
                        check=not no_check, sysroot=check_sysroot(sysroot),
                        show_engine=not app.quiet and not as_json and sys.stderr.isatty())
-    show = not app.quiet and not as_json
     # Removals are confirmed by a person at a terminal; a script or --json needs --yes.
     confirm = _ask if not as_json and sys.stdin.isatty() else None
-    with _reporter(app, request, show) as reporter:
+    with _reporter(app, request, app.printer.chatty) as reporter:
         outcome = install_stack(request, reporter, confirm=confirm)
-    return _render(app, outcome, as_json, show)
+    app.printer.emit(outcome)
+    return outcome.exit_code
 
 
 def _request(app: App, *, with_: tuple[str, ...], latest: bool, backend: str | None,
@@ -127,46 +126,23 @@ def _ask(question: str) -> bool:
 def _reporter(app: App, request: InstallRequest, show: bool) -> Iterator[Reporter]:
     """The operation's reporter for this run: silent with -q or --json, else the CLI's."""
     from neuronctl.cli.progress import CliReporter, preload
-    from neuronctl.ops.reporter import NullReporter
+    from neuronctl.ops.reporter import Event, NullReporter
 
     if not show:
         yield NullReporter()
         return
 
-    def plan(event: Event) -> None:
-        from neuronctl.cli.install_report import print_plan, wants_color
+    def plan(event: AnyEvent) -> None:
+        from neuronctl.cli.install_report import print_plan
 
-        data = event.data
+        data = event.data if isinstance(event, Event) else {}
         print_plan(data["plan"], data["source"], data["target"], data["choice"],  # type: ignore[arg-type]
-                   verbose=app.verbose, color=wants_color(app.color))
+                   verbose=app.verbose, color=app.printer.colour())
 
-    def applying(event: Event) -> None:  # the operation loads the doctor itself meanwhile
+    def applying(event: AnyEvent) -> None:  # the operation loads the doctor itself meanwhile
         if app.verbose:
             preload("rich.table", "neuronctl.cli.doctor_report")
 
     with CliReporter(lambda: app.console(stderr=True),
                      steps={"plan": plan, "applying": applying}) as reporter:
         yield reporter
-
-
-def _render(app: App, outcome: InstallOutcome, as_json: bool, show: bool) -> int:
-    if outcome.doctor is not None and not as_json:
-        if app.verbose:
-            from neuronctl.cli.doctor_report import print_text
-
-            print_text(outcome.doctor, app.console(), verbose=app.verbose, quiet=app.quiet)
-        else:
-            from neuronctl.cli.install_report import print_doctor, wants_color
-
-            print_doctor(outcome.doctor, outcome.target.final_python, color=wants_color(app.color),
-                         quiet=app.quiet)
-    if as_json:
-        from neuronctl.cli.output import emit_json
-
-        failure = "the doctor found problems in the target" if outcome.exit_code else None
-        emit_json(outcome.to_json(), failure=failure)
-    elif show and outcome.dry_run:
-        from neuronctl.cli.install_report import print_commands
-
-        print_commands(outcome.commands, outcome.requirements)
-    return outcome.exit_code

@@ -5,13 +5,13 @@ its outcome."""
 from __future__ import annotations
 
 import shlex
-import sys
 from collections.abc import Sequence
 from dataclasses import replace
 
 import click
 
 from neuronctl.cli.app import App, get_app
+from neuronctl.cli.lock_report import CheckView
 from neuronctl.cli.options import (
     given_values,
     request_options,
@@ -20,32 +20,8 @@ from neuronctl.cli.options import (
     stack_settings,
     target_options,
 )
-from neuronctl.cli.output import emit_json
-from neuronctl.ops.lock.outcome import LockOutcome
-from neuronctl.ops.reporter import Event, NullReporter, Reporter
-from neuronctl.redact import redact
+from neuronctl.cli.progress import MessageLines
 from neuronctl.routing import redact_url
-
-
-class _StderrNotes:
-    """Events as `kind: message` lines on stderr; `status` events (the index fetches) only to
-    the live status line, which is drawn on a terminal alone (progress.status_reporter)."""
-
-    def __init__(self, line: Reporter | None = None) -> None:
-        self._line = line
-
-    def emit(self, event: Event) -> None:
-        if event.kind == "status":
-            if self._line is not None:
-                self._line.emit(event)
-            return
-        click.echo(f"{event.kind}: {event.message}", err=True)
-
-    def progress(self, key: str, label: str, done: int, total: int | None) -> None:
-        pass
-
-    def finished(self, key: str, message: str) -> None:
-        pass
 
 
 @click.command("lock")
@@ -73,9 +49,8 @@ def lock(release: str | None, torch: str | None, with_: tuple[str, ...], indexes
 
     app = get_app()
     rules = resolver()
-    settings = stack_settings(rules, latest=latest, fallback=fallback)
-    stack = plan_request(app.manifest(), settings)
     seconds = 30.0 if check else float(resolve("timeout", rules=rules).value)
+    stack = plan_request(app.manifest(), stack_settings(rules, latest=latest, fallback=fallback))
     lock_key = rules.config_text("lock")  # as written: -o's errors quote it so
     request = replace(build_lock_request(stack, output=output, fmt=fmt, check=check,
                                          offline=offline, timeout=seconds, config_lock=lock_key),
@@ -83,17 +58,17 @@ def lock(release: str | None, torch: str | None, with_: tuple[str, ...], indexes
     pythons = given_values("pythons")  # --python-version, or the old --python
     from neuronctl.cli.progress import status_reporter
 
-    quiet = as_json or app.quiet
-    with status_reporter(lambda: app.console(stderr=True), shown=not quiet) as line:
-        reporter: Reporter = NullReporter() if quiet else _StderrNotes(line)
+    shown = app.printer.chatty
+    with status_reporter(lambda: app.console(stderr=True), shown=shown) as line:
+        reporter = MessageLines(lambda: app.console(stderr=True), shown=shown, kinds=True,
+                                line=line)
         outcome = run_lock(request, reporter)
     if outcome.checked:
         flags = _flags(release, torch, with_, indexes, routes, latest, pythons, platforms, output, fmt)
         flags += [f"--fallback={fallback}"] if fallback else []
-        return _render_check(outcome, _refresh_command(app, flags), as_json)
-    if outcome.text is not None:
-        sys.stdout.write(outcome.text)
-    _render(app, outcome, as_json)
+        app.printer.emit(CheckView(outcome, _refresh_command(app, flags)))
+    else:
+        app.printer.emit(outcome)
     return outcome.exit_code
 
 
@@ -120,41 +95,3 @@ def _refresh_command(app: App, flags: Sequence[str]) -> str:
     top = [f"--{k}={v}" for k, v in (("config", app.config_path), ("manifest", app.manifest_path))
            if v is not None]
     return shlex.join(["neuronctl", *top, "lock", *flags])
-
-
-def _render_check(outcome: LockOutcome, refresh: str, as_json: bool) -> int:
-    if outcome.missing:
-        click.echo(f"{outcome.path}: no lock file; run `{refresh}`", err=True)
-    for problem in outcome.problems:
-        click.echo(redact(f"{outcome.path}: out of date: {problem}"), err=True)
-    if outcome.problems:
-        click.echo(f"hint: refresh it with: {redact(refresh)}", err=True)
-    if as_json:
-        failure = None if outcome.up_to_date else f"{outcome.path}: the lock no longer matches the request"
-        emit_json(outcome.to_json(), failure=failure, hint=f"refresh it with: {redact(refresh)}")
-    elif outcome.up_to_date:
-        click.echo(f"{outcome.path}: up to date ({outcome.stack_label}, "
-                   f"{len(outcome.targets)} target(s))")
-    return outcome.exit_code
-
-
-def _render(app: App, outcome: LockOutcome, as_json: bool) -> None:
-    if as_json:
-        if outcome.text is None:  # with -o -, stdout holds the lock itself
-            emit_json(outcome.to_json())
-        return
-    if app.quiet:
-        return
-    stream_err = outcome.text is not None
-    labels = ", ".join(t.label for t in outcome.targets)
-    click.echo(f"locked {len(outcome.packages)} packages for {labels} ({outcome.stack_label}) "
-               f"-> {outcome.path}", err=stream_err)
-    if app.verbose or not stream_err:
-        for p in outcome.packages:
-            click.echo(f"  {p.name} {p.version}  [{p.index_name}]", err=stream_err)
-    net, methods = outcome.network, outcome.metadata
-    click.echo(f"network: {net.get('requests')} requests, {net.get('bytes', 0):,} bytes, "
-               f"{net.get('cache_hits')} from cache; "
-               f"metadata: {', '.join(f'{k} {v}' for k, v in methods.items()) or 'none'}", err=stream_err)
-    for note in outcome.full_downloads:
-        click.echo(f"note: downloaded whole {note}", err=True)

@@ -5,9 +5,8 @@ from __future__ import annotations
 import click
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.common import echo_target, target_python
+from neuronctl.cli.common import target_python
 from neuronctl.cli.options import device_option, python_option, resolve, resolver, typed
-from neuronctl.cli.output import emit_json, outcome_words
 from neuronctl.ops import probe as probe_op
 
 
@@ -28,20 +27,9 @@ def probe(device: str | None, python: str | None, as_json: bool, timeout: float 
     target = target_python(python)
     from neuronctl.cli.progress import status_reporter
 
-    with status_reporter(lambda: app.console(stderr=True),
-                         shown=not as_json and not app.quiet) as reporter:
+    with status_reporter(lambda: app.console(stderr=True), shown=app.printer.chatty) as reporter:
         report = probe_op.probe(target.python, device, limit, compile_tier, reporter)
-    if as_json:
-        emit_json({"probe": report.to_json(), "target": target.to_json()})
-    else:
-        echo_target(target, app.quiet)
-        from rich.markup import escape
+    from neuronctl.cli.hardware_report import ProbeView
 
-        console = app.console()
-        style = {"pass": "green", "fail": "red", "skip": "dim"}
-        for t in report.tiers:
-            console.print(f"[{style[t.status]}]{t.status.upper():4}[/] {t.tier:<12} "
-                          f"{escape(t.detail)} [dim]({t.ms:g} ms)[/]")
-        word = "[green]pass[/]" if report.ok else "[red]fail[/]"
-        console.print(f"{word}: {escape(outcome_words(report.outcome, report.detail))}")
+    app.printer.emit(ProbeView(report, target))
     return 0 if report.ok else 1

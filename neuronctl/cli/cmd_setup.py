@@ -11,40 +11,12 @@ import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import json_option
-from neuronctl.cli.output import emit_json, to_json_text, write_atomic
-from neuronctl.ops.reporter import Event
+from neuronctl.cli.output import to_json_text, write_atomic
 from neuronctl.ops.setup.repos import KEY_FINGERPRINT, OS_IDS
 
 if TYPE_CHECKING:
     from neuronctl.manifest import Release
     from neuronctl.ops.setup.plan import SetupPlan
-
-
-class _StepReporter:
-    """Each step's line on stderr as it starts and ends (progress for --yes)."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-
-    def emit(self, event: Event) -> None:
-        if not self.quiet:
-            from rich.text import Text
-
-            get_app().console(stderr=True).print(Text(event.message))
-
-    def progress(self, key: str, label: str, done: int, total: int | None) -> None:
-        pass
-
-    def finished(self, key: str, message: str) -> None:
-        pass
-
-
-def _print(text: str) -> None:
-    from rich.text import Text
-
-    console = get_app().console()
-    for line in text.splitlines():
-        console.print(Text(line), soft_wrap=True)
 
 
 @click.command()
@@ -99,7 +71,7 @@ def setup(release: str | None, os_name: str | None, sysroot: Path | None, repo: 
     if dockerfile:
         if yes or with_python:
             raise InputError("--dockerfile writes a file: it takes neither --yes nor --with-python")
-        return _dockerfile(chosen, base, lock_name, repo, key_fingerprint, output, fmt == "json")
+        return _dockerfile(chosen, base, lock_name, repo, key_fingerprint, output)
     from neuronctl.ops.setup.facts import read_target
     from neuronctl.ops.setup.plan import SetupRequest, make_plan
 
@@ -113,28 +85,25 @@ def setup(release: str | None, os_name: str | None, sysroot: Path | None, repo: 
 
 
 def _write_plan(plan: SetupPlan, fmt: str, output: Path | None) -> int:
+    from neuronctl.cli.setup_report import PlanView
     from neuronctl.ops.setup.script import render_sh, render_text
 
-    if fmt == "json":
-        if output is not None:
-            write_atomic(output, to_json_text({"setup": plan.to_json()}))
-        else:
-            emit_json({"setup": plan.to_json()})
+    if output is None:
+        get_app().printer.emit(PlanView(plan), fmt)
         return 0
-    text = render_sh(plan) if fmt == "sh" else render_text(plan)
-    if output is not None:
-        write_atomic(output, text)
-        if fmt == "sh":
-            output.chmod(0o755)
-        get_app().console(stderr=True).print(f"wrote {output}", markup=False)
-    elif fmt == "sh":
-        click.echo(text, nl=False)
-    else:
-        _print(text)
+    if fmt == "json":
+        write_atomic(output, to_json_text({"setup": plan.to_json()}))
+        return 0
+    write_atomic(output, render_sh(plan) if fmt == "sh" else render_text(plan))
+    if fmt == "sh":
+        output.chmod(0o755)
+    get_app().console(stderr=True).print(f"wrote {output}", markup=False)
     return 0
 
 
 def _apply(plan: SetupPlan, fmt: str, elsewhere: bool) -> int:
+    from neuronctl.cli.progress import MessageLines
+    from neuronctl.cli.setup_report import ApplyView
     from neuronctl.errors import InputError
     from neuronctl.ops.setup.apply import apply_plan
 
@@ -142,24 +111,15 @@ def _apply(plan: SetupPlan, fmt: str, elsewhere: bool) -> int:
         raise InputError("--yes applies to this host: it takes neither --sysroot nor --os",
                          hint="write a script for the other host with --format sh")
     app = get_app()
-    outcome = apply_plan(plan, _StepReporter(app.quiet or fmt == "json"),
-                         is_root=os.geteuid() == 0)
-    if fmt == "json":
-        emit_json({"setup": plan.to_json(), "applied": outcome.to_json()},
-                  failure=f"setup: step {outcome.failed} failed" if outcome.failed else None)
-    elif outcome.failed:
-        err = app.console(stderr=True)
-        err.print(f"setup stopped at {outcome.failed}", markup=False)
-        _print(outcome.output)
-        err.print(f"done: {', '.join(outcome.done) or 'nothing'}; already done: "
-                  f"{', '.join(outcome.skipped) or 'nothing'}; not done: "
-                  f"{', '.join(outcome.not_done) or 'nothing'}", markup=False)
-        err.print(outcome.resume or "", markup=False)
+    steps = MessageLines(lambda: app.console(stderr=True), shown=app.printer.chatty)
+    outcome = apply_plan(plan, steps, is_root=os.geteuid() == 0)
+    app.printer.emit(ApplyView(plan, outcome), "json" if fmt == "json" else "text")
     return 0 if outcome.ok else 1
 
 
 def _dockerfile(release: Release, base: str, lock: str,
-                repo: str | None, fingerprint: str, output: Path | None, as_json: bool) -> int:
+                repo: str | None, fingerprint: str, output: Path | None) -> int:
+    from neuronctl.cli.setup_report import DockerfileView
     from neuronctl.ops.setup.dockerfile import render_dockerfile
     from neuronctl.ops.setup.plan import check_fingerprint, check_repo_url
 
@@ -168,9 +128,5 @@ def _dockerfile(release: Release, base: str, lock: str,
                              fingerprint=check_fingerprint(fingerprint, "--key-fingerprint"))
     if output is not None:
         write_atomic(output, text)
-    if as_json:
-        emit_json({"dockerfile": {"release": release.version, "text": text,
-                                  "written": str(output) if output else None}})
-    elif output is None:
-        click.echo(text, nl=False)
+    get_app().printer.emit(DockerfileView(release.version, text, output))
     return 0

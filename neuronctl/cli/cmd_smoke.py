@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import click
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.common import echo_target, target_python
+from neuronctl.cli.common import target_python
+from neuronctl.cli.hardware_report import SmokeView
 from neuronctl.cli.options import device_option, python_option, resolve, resolver
-from neuronctl.cli.output import JsonError, emit_json, outcome_words, to_json_text, write_atomic
+from neuronctl.cli.output import JsonError, to_json_text, write_atomic
 from neuronctl.errors import InputError
 from neuronctl.ops.output_path import check_output_file
-from neuronctl.ops.smoke import DEFAULT_TIMEOUT, SmokeOutcome, SmokeRequest, run_smoke
-from neuronctl.probes.smoke import SmokeReport
-
-if TYPE_CHECKING:
-    from rich.console import Console
+from neuronctl.ops.smoke import DEFAULT_TIMEOUT, SmokeRequest, run_smoke
 
 
 @click.command()
@@ -60,20 +56,15 @@ def smoke(model: str | None, script: Path | None, device: str | None, python: st
     from neuronctl.cli.progress import status_reporter
 
     # The step running, on a terminal (`--steps 1000 --train` runs for minutes).
-    with status_reporter(lambda: app.console(stderr=True),
-                         shown=not as_json and not app.quiet) as reporter:
+    with status_reporter(lambda: app.console(stderr=True), shown=app.printer.chatty) as reporter:
         outcome = run_smoke(request, reporter)
-    payload = {"smoke": outcome.to_json(), "target": target.to_json()}
-    failure = None if outcome.ok else f"smoke {outcome.report.outcome}: {outcome.report.detail}"
+    view = SmokeView(outcome, target)
     if output is not None:
         kind = "input" if outcome.bad_input else "failed"
-        error = {"error": JsonError.of(kind, failure).to_json()} if failure else {}
-        write_atomic(output, to_json_text({**payload, **error}))
-    if as_json:
-        emit_json(payload, failure=failure)
-    elif not outcome.bad_input:
-        echo_target(target, app.quiet)
-        print_report(outcome, app.console(), quiet=app.quiet)
+        failure = view.failure
+        write_atomic(output, to_json_text(view.payload,
+                                          JsonError.of(kind, failure) if failure else None))
+    app.printer.emit(view)
     if outcome.bad_input:  # exit 2 with the one-line message (and, with --json, in `error`)
         raise InputError(outcome.report.detail)
     return outcome.exit_code
@@ -84,53 +75,3 @@ def _kill_limit(timeout: float | None) -> float:
     from neuronctl.settings import seconds
 
     return DEFAULT_TIMEOUT if timeout is None else seconds(timeout, "--timeout")
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.2f} ms"
-
-
-def _rows(report: SmokeReport) -> list[tuple[str, str]]:
-    rows = [("first step", f"{_ms(report.first_step_ms)}"
-             + (" (includes compilation)" if report.spec.compile else "")),
-            ("steady step", f"median {_ms(report.median_ms)}, p90 {_ms(report.p90_ms)} "
-                            f"over {len(report.step_ms)} step(s)")]
-    if report.tokens_per_s is not None:
-        rows.append(("throughput", f"{report.tokens_per_s:,.0f} tokens/s "
-                                   f"({report.tokens_per_step:,} tokens per step)"))
-    else:
-        rows.append(("throughput", "unknown (the factory gave no tokens per step)"))
-    peak = report.peak_memory_bytes
-    rows.append(("peak memory", f"{peak / 2**20:,.1f} MiB" if peak is not None
-                 else f"not reported by the {report.device} backend"))
-    for c in report.comparisons:
-        verdict = "match" if c.ok else "DIFFER"
-        rows.append((f"vs CPU {c.what}", f"{verdict}: max abs error {c.max_abs:.3g}, max rel error "
-                                         f"{c.max_rel:.3g} over {c.tensors} tensor(s) "
-                                         f"({c.dtype}: rtol {c.rtol:g}, atol {c.atol:g})"))
-    return rows
-
-
-def _facts(report: SmokeReport) -> str:
-    mode = "training step" if report.spec.train else "inference"
-    parts: list[Any] = [report.spec.label, f"{mode} on {report.device or report.spec.device}"]
-    if report.torch:
-        parts.append(f"torch {report.torch}")
-    if report.params is not None:
-        parts.append(f"{report.params:,} parameters ({report.dtype})")
-    return ", ".join(str(p) for p in parts)
-
-
-def print_report(outcome: SmokeOutcome, console: Console, *, quiet: bool = False) -> None:
-    from rich.markup import escape
-
-    report = outcome.report
-    if not quiet:
-        console.print(f"[bold]smoke[/]: {escape(_facts(report))}")
-        if report.step_ms or report.comparisons:
-            for label, text in _rows(report):
-                console.print(f"  {label:<18} {escape(text)}")
-    if outcome.ok:
-        console.print(f"[green]pass[/]: {escape(report.detail)}")
-        return
-    console.print(f"[red]fail[/]: {escape(outcome_words(report.outcome, report.detail))}")

@@ -33,7 +33,8 @@ the same). Global options go before the command; `-v`, `-q`, `--no-color` and `-
 it (`neuronctl doctor -q`). Exit codes: `0` success; `1` a check failed or the operation could not
 be completed; `2` bad usage or bad input, a one-line message naming what and where; `130`
 interrupted, `143` terminated. Every reporting command has `--json` (or `--format json`): exactly
-one JSON document on stdout, on success and on failure, with `"schema": 1` and `"command"`.
+one JSON document on stdout, on success and on failure, in one envelope: `"schema": 1`,
+`"command"`, `"status"`, the command's own keys, `"error"` on failure ([json.md](json.md)).
 
 ## Shell completion
 
@@ -160,22 +161,22 @@ own (`[tool.yourname]`). `neuronctl init` writes the table.
 
 ## Precedence
 
-A command-line option always wins; then the config file; then the built-in default. Some settings
-also have an environment variable; this is where each sits:
+One rule for every setting: **a flag you type > its environment variable > the config file > the
+default**. Each value keeps where it came from, and messages that show one say so (a release the
+data lacks ends "(from pyproject.toml)"; the engine: "NEURONCTL_BACKEND pip"). Two kinds of setting
+are layered data rather than one value: the indexes (bundled routing < config `indexes` <
+`NEURONCTL_INDEX_<NAME>` < the indexes a lock recorded < `--index`, each index on its own; routes
+from config and `--route` together), and the lists that add up (doctor's `skip`, cost's
+`prices`: the config's entries and the flags' together). Within them too, the environment beats the
+config. Old spellings still work, with a one-line note on stderr: `lock`, `init` and `download`
+`--python X.Y` (now `--python-version`: `--python` is always an interpreter), `doctor --timeout`
+(now `--check-timeout`), and config `timeout` where a check's limit is meant (now `check_timeout`;
+`timeout` bounds network requests).
 
-| setting | order |
-| --- | --- |
-| indexes | `--index NAME=URL` > `NEURONCTL_INDEX_<NAME>` > config `indexes` > bundled routing |
-| manifest | `--manifest` > config `manifest` > `NEURONCTL_MANIFEST` > bundled release data |
-| backend | `--backend` > config `backend` > `NEURONCTL_BACKEND` > auto (uv when installed) |
-| release | `--release` > config `release` > the command's own choice (doctor: the newest \
-release listing the installed torch-neuronx, else the newest native one) |
-| manifest_url | `releases update --from` > `NEURONCTL_MANIFEST_URL` > config \
-`manifest_url` > AWS's n2-manifest.json |
+{{SETTINGS}}
 
-Environment variables that are not settings: `NEURONCTL_CACHE_DIR` (the HTTP cache, default
-`~/.cache/neuronctl`), `NEURONCTL_SYSROOT` (read hardware facts under a captured root, default
-`/`) with `NEURONCTL_SYSROOT_TOOLS=1` (trust that root's programs), `NO_COLOR`.
+Other environment variables: `NEURONCTL_SYSROOT_TOOLS=1` (trust the programs of a captured
+`NEURONCTL_SYSROOT`), `NO_COLOR`. The HTTP cache defaults to `~/.cache/neuronctl`.
 
 ## Keys
 """
@@ -194,7 +195,8 @@ indexes = { neuron = "https://mirror.example/neuron/simple" }
 routes = { "my-internal-pkg" = "neuron" }
 backend = "auto"       # auto | pip | uv
 device = "auto"        # auto | neuron | cuda | cpu
-timeout = 60           # per-check seconds
+timeout = 60           # each network request's limit, seconds
+check_timeout = 120    # each doctor check's limit, seconds
 strict = false
 skip = ["device.probe"]
 lock = "pylock.toml"
@@ -207,10 +209,23 @@ model = "mypkg.models:make"   # your model for `neuronctl smoke` and `doctor --l
 """
 
 
+def settings_table() -> str:
+    """Every setting's flag, environment variable, config key and meaning (neuronctl.settings)."""
+    from neuronctl.settings import precedence_table
+
+    rows = ["| setting | flag | environment | config key | what it is |",
+            "| --- | --- | --- | --- | --- |"]
+    for name, flag, env, key, what in precedence_table():
+        cells = [f"`{c}`" if c else "-" for c in (flag, env, key)]
+        rows.append(f"| {name} | {' | '.join(cells)} | {_cell(what)} |")
+    return "\n".join(rows)
+
+
 def config_page() -> str:
     from neuronctl.config import SCHEMA
 
-    lines = [CONFIG_PREAMBLE, "| key | type | meaning |", "| --- | --- | --- |"]
+    lines = [CONFIG_PREAMBLE.replace("{SETTINGS}", settings_table()), "| key | type | meaning |",
+             "| --- | --- | --- |"]
     for key in sorted(SCHEMA):
         types, description = SCHEMA[key]
         lines.append(f"| `{key}` | {_type_words(types)} | {_cell(description)} |")

@@ -1,15 +1,23 @@
-"""The doctor's report and its renderings: text (rich), JSON, JUnit XML, GitHub workflow commands."""
+"""The doctor's report and its renderings: text (rich), JSON, JUnit XML, GitHub workflow commands
+(to stdout through the printer, registered in cli/render.py; as text for -o FILE)."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from neuronctl._version import __version__
-from neuronctl.cli.app import safe_chars, terminal_text
+from neuronctl.cli.common import echo_target
 from neuronctl.cli.output import to_json_text
+from neuronctl.cli.terminal import safe_chars, terminal_text
 from neuronctl.ops.doctor.report import DoctorReport
 from neuronctl.ops.doctor.runner import CheckResult
+
+if TYPE_CHECKING:
+    from neuronctl.cli.printer import Printer
+    from neuronctl.ops.target_env import TargetPython
 
 STATUS_STYLES = {"pass": "green", "warn": "yellow", "fail": "red", "skip": "dim"}
 DRAIN_NOTE = "severity: drain (take the node out of service; --slurm-drain does)"
@@ -183,3 +191,63 @@ def print_text(report: DoctorReport, console: Any, *, verbose: int, quiet: bool)
     notes = report.environment.get("notes")
     for note in notes if isinstance(notes, list) and not quiet else ():
         console.print(Text(f"note: {note}", style="dim"), soft_wrap=True)
+
+
+@dataclass(frozen=True)
+class DoctorView:
+    """`neuronctl doctor`'s result: the report, the target it checked, and what --slurm-drain
+    did (None without it)."""
+
+    report: DoctorReport
+    target: TargetPython
+    drained: Mapping[str, str] | None = None
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """The JSON document's keys beside the report's own."""
+        extra: dict[str, Any] = {"target": self.target.to_json()}
+        if self.drained is not None:
+            extra["slurm_drain"] = dict(self.drained)
+        return extra
+
+    @property
+    def failure(self) -> str | None:
+        if self.drained is not None and self.drained["action"] == "error":
+            return f"--slurm-drain: {self.drained['why']}"
+        return self.report.verdict_line() if self.report.exit_code else None
+
+
+def view_json(view: DoctorView, printer: Printer) -> None:
+    printer.json(json_payload(view.report, view.extra), failure=view.failure)
+
+
+def print_view(view: DoctorView, printer: Printer) -> None:
+    """The text report on stdout (also when the report in --format went to -o FILE)."""
+    printer.json_wanted = False  # any JSON went to the -o file: stdout is the text report
+    echo_target(view.target, printer.quiet)
+    print_text(view.report, printer.console(), verbose=printer.verbose, quiet=printer.quiet)
+    print_drain(view, printer)
+
+
+def print_junit(view: DoctorView, printer: Printer) -> None:
+    printer.echo(render_junit(view.report), nl=False)
+    print_drain(view, printer)
+
+
+def print_github(view: DoctorView, printer: Printer) -> None:
+    printer.echo(render_github(view.report), nl=False)
+    print_drain(view, printer)
+
+
+def print_drain(view: DoctorView, printer: Printer) -> None:
+    """What --slurm-drain did to this node, after the report (an error on stderr)."""
+    drained = view.drained
+    if drained is None:
+        return
+    said = {"drain": "drained", "resume": "resumed", "none": "left as it is",
+            "error": "not changed"}[drained["action"]]
+    line = terminal_text(f"slurm: node {drained['node']} {said}: {drained['why']}", None)
+    if drained["action"] == "error":
+        printer.echo(f"{printer.paint('neuronctl: error:', 'red', err=True)} {line}", err=True)
+    else:
+        printer.echo(line)

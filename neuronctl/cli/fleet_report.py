@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from neuronctl.cli.app import terminal_text
+from neuronctl.cli.terminal import terminal_text
 from neuronctl.ops.fleet.aggregate import FleetReport, NodeResult, failed_check_ids, fingerprint
+
+if TYPE_CHECKING:
+    from neuronctl.cli.printer import Printer
 
 SHOWN_NAMES = 20  # a text line names at most this many nodes; JSON always names them all
 SHOWN_PACKAGES = 10  # a text line names at most this many differing packages; JSON all of them
@@ -128,3 +131,20 @@ def render_markdown(report: FleetReport) -> str:
         status, why = node_status(report, result)
         rows.append(f"| {icon[status]} {status} | {_cell(result.node)} | {_cell(why)} |")
     return "\n".join(rows) + "\n\n"
+
+
+def print_text(report: FleetReport, printer: Printer) -> None:
+    printer.echo(render_text(report), nl=False)
+
+
+def print_json(report: FleetReport, printer: Printer) -> None:
+    printer.json(render_json_payload(report),
+                 failure=None if report.ok else f"fleet doctor: {verdict_line(report)}")
+
+
+def print_junit(report: FleetReport, printer: Printer) -> None:
+    printer.echo(render_junit(report), nl=False)
+
+
+def print_markdown(report: FleetReport, printer: Printer) -> None:
+    printer.echo(render_markdown(report), nl=False)

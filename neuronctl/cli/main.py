@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from neuronctl._version import __version__
-from neuronctl.cli.app import App, TerminalStream, allow_colour, paint, terminal_text
+from neuronctl.cli.app import App, TerminalStream, terminal_text
 from neuronctl.cli.output import JsonError, command_name, error_kind, finish_json
 from neuronctl.errors import EXIT_FAILED, EXIT_USAGE, Interrupted, NeuronctlError, TerminateSignal
 
@@ -64,7 +64,6 @@ def _set_global(name: str) -> Any:
             app.quiet = True
         elif name == "no_color":
             app.color = False
-            allow_colour(False)
         elif name == "config":
             app.config_path = value
 
@@ -174,18 +173,17 @@ def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool,
     app = ctx.ensure_object(App)
     app.verbose = verbose
     app.quiet = quiet
-    app.color = not no_color and not os.environ.get("NO_COLOR")
-    allow_colour(app.color)
+    app.color = not no_color  # NO_COLOR and the rest: the printer's one rule (colour_wanted)
     app.config_path = config_path
     app.manifest_path = manifest_path
 
 
-def _error(kind: str, message: str, hint: str | None = None) -> JsonError:
+def _error(app: App, kind: str, message: str, hint: str | None = None) -> JsonError:
     # The single error boundary: whatever an exception's text carries (a URL with credentials
     # from a library's message, a token; a path or a value with escape sequences or newlines),
     # it is one line through the terminal sanitiser, redacted, before anyone sees it.
-    click.echo(f"{paint('neuronctl: error:', 'red', err=True)} {terminal_text(message, None)}",
-               err=True)
+    label = app.printer.paint("neuronctl: error:", "red", err=True)
+    click.echo(f"{label} {terminal_text(message, None)}", err=True)
     if hint:
         click.echo(f"hint: {terminal_text(hint, None)}", err=True)
     return JsonError.of(kind, message, hint)
@@ -223,7 +221,7 @@ def _click_error(exc: click.ClickException, app: App, args: list[str]) -> JsonEr
     elif isinstance(exc, click.UsageError):
         named = next((a for a in args if a in COMMANDS), None)
         hint = f"see: neuronctl {named} --help" if named else "see: neuronctl --help"
-    return _error(error_kind(exc), _click_message(exc), hint)
+    return _error(app, error_kind(exc), _click_message(exc), hint)
 
 
 def _invoke(args: list[str], app: App) -> tuple[int, JsonError | None]:
@@ -235,16 +233,16 @@ def _invoke(args: list[str], app: App) -> tuple[int, JsonError | None]:
     except click.exceptions.Exit as exc:
         return exc.exit_code, None
     except click.exceptions.Abort:
-        return EXIT_FAILED, _error("failed", "aborted")
+        return EXIT_FAILED, _error(app, "failed", "aborted")
     except click.ClickException as exc:
         return exc.exit_code, _click_error(exc, app, args)
     except NeuronctlError as exc:
         if app.verbose:
             _traceback()
-        return exc.exit_code, _error(error_kind(exc), exc.message, exc.hint)
+        return exc.exit_code, _error(app, error_kind(exc), exc.message, exc.hint)
     except KeyboardInterrupt as signal:
         stopped = Interrupted.caused_by(signal)
-        return stopped.exit_code, _error(error_kind(stopped), stopped.message)
+        return stopped.exit_code, _error(app, error_kind(stopped), stopped.message)
     except BrokenPipeError:  # written past the guard (a binary stream): the command did not end
         app.holds_json = app.json_wanted = False  # stdout is gone: nothing more to write there
         app.json_held = None
@@ -252,7 +250,7 @@ def _invoke(args: list[str], app: App) -> tuple[int, JsonError | None]:
     except Exception as exc:
         if app.verbose:
             _traceback()
-        return EXIT_FAILED, _error("internal", f"internal error: {type(exc).__name__}: {exc} "
+        return EXIT_FAILED, _error(app, "internal", f"internal error: {type(exc).__name__}: {exc} "
                                                "(run with -v for the traceback)")
 
 

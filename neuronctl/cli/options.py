@@ -117,7 +117,8 @@ def target_options(default_help: str, platform_help: str = "default: config plat
         f = renamed("--python", "--python-version", "pythons",
                     " (a target version; --python is an interpreter)", multiple=True)(f)
         return click.option("--python-version", "pythons", multiple=True, metavar="X.Y",
-                            help=f"Target Python version (repeatable; {default_help}).")(f)
+                            help=f"Target Python version (repeatable; {default_help}; once "
+                                 "--python, still accepted).")(f)
 
     return apply
 

@@ -1,15 +1,16 @@
-"""The one place that writes results: versioned JSON for machines, rich text for people.
+"""neuronctl's JSON documents (the envelope, see docs/json.md), and the fitted tables text reports
+print. Nothing here writes to a stream: cli/printer.py's Printer does.
 
-A command with `--json` writes exactly one JSON document to stdout, on success and on failure:
-`{"schema": 1, "command": "releases show", ...its fields..., "error": {...}}`, with `error` only
-when the command failed. Under `run()` (the CLI's error boundary) `emit_json` holds the document
-and the boundary writes it once the command has ended, adding `error` if it failed; a command
-that fails before emitting anything still gets a document (schema, command and error).
+A command's one JSON document is `{"schema": 1, "command": "releases show", "status": "ok",
+...its own keys..., "error": {...}}`: `schema`, `command` and `status` first, then the command's
+keys, `error` (and status "failed") only when the command failed. `envelope` builds it, and
+refuses a command key that would shadow one of the envelope's own.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,11 +67,28 @@ def command_name(ctx: click.Context | None = None) -> str | None:
     return " ".join(reversed(names)) or None
 
 
-def json_document(payload: dict[str, Any], command: str | None) -> dict[str, Any]:
-    head: dict[str, Any] = {"schema": JSON_SCHEMA}
+ENVELOPE_KEYS = ("schema", "command", "status", "error")
+"""The envelope's own keys: no command's payload may use them."""
+
+
+def envelope(payload: Mapping[str, Any], command: str | None,
+             error: JsonError | None = None) -> dict[str, Any]:
+    """The one JSON document shape: schema, command (None for the top-level group: omitted),
+    status ("ok", or "failed" with `error`), then the payload's keys in their order, then error.
+    A payload key that is one of the envelope's is a bug in the command, refused here (a test
+    runs every command's JSON through this)."""
+    shadowed = [key for key in ENVELOPE_KEYS if key in payload]
+    if shadowed:
+        raise NeuronctlError(f"internal error: the JSON payload of {command or 'neuronctl'} "
+                             f"uses the envelope's key(s) {', '.join(shadowed)}")
+    document: dict[str, Any] = {"schema": JSON_SCHEMA}
     if command:
-        head["command"] = command
-    return {**head, **payload}
+        document["command"] = command
+    document["status"] = "failed" if error is not None else "ok"
+    document.update(payload)
+    if error is not None:
+        document["error"] = error.to_json()
+    return document
 
 
 def dump_json(document: dict[str, Any]) -> str:
@@ -83,34 +101,17 @@ def dump_json(document: dict[str, Any]) -> str:
         raise NeuronctlError(f"internal error: the JSON document cannot be written: {exc}") from None
 
 
-def to_json_text(payload: dict[str, Any]) -> str:
-    """The document as text, for a file (`-o`) or for stdout; `command` from click's context."""
-    return dump_json(json_document(payload, command_name()))
-
-
-def emit_json(payload: dict[str, Any], *, failure: str | None = None,
-              hint: str | None = None) -> None:
-    """The command's one JSON document, for stdout. `failure` (and `hint`) say why, should the
-    command's exit code say it failed (e.g. 'doctor: 2 checks failed')."""
-    from neuronctl.cli.app import App
-
-    ctx = click.get_current_context(silent=True)
-    app = ctx.find_object(App) if ctx is not None else None
-    document = json_document(payload, command_name(ctx))
-    text = dump_json(document)  # raises here, inside the command, if it cannot be JSON
-    if app is None or not app.holds_json:
-        click.echo(text, nl=False)
-        return
-    if app.json_held is not None:  # a second document: the first is not lost, nor merged into it
-        click.echo(dump_json(app.json_held.document), nl=False)
-    app.json_held = HeldJson(document, failure, hint)
+def to_json_text(payload: Mapping[str, Any], error: JsonError | None = None) -> str:
+    """The document as text, for a file (`-o`); `command` from click's context."""
+    return dump_json(envelope(payload, command_name(), error))
 
 
 @dataclass(frozen=True)
 class HeldJson:
-    """A command's JSON document, held for the error boundary to write once the command ends."""
+    """A command's JSON payload, held for the error boundary to write once the command ends."""
 
-    document: dict[str, Any]
+    payload: Mapping[str, Any]
+    command: str | None
     failure: str | None = None
     hint: str | None = None
 
@@ -124,7 +125,7 @@ def finish_json(held: HeldJson | None, wanted: bool, command: str | None, code: 
     that exception, else the failure the command gave emit_json, else one its exit code implies.
     """
     if code == 0:
-        return dump_json(held.document) if held is not None else None
+        return dump_json(envelope(held.payload, held.command)) if held is not None else None
     if held is None and not wanted:
         return None
     if error is None and held is not None and held.failure:
@@ -132,9 +133,9 @@ def finish_json(held: HeldJson | None, wanted: bool, command: str | None, code: 
     if error is None:
         error = JsonError.of(kind_of_exit(code), " ".join(
             ["neuronctl", *([command] if command else []), f"failed (exit {code})"]))
-    document = dict(held.document) if held is not None else json_document({}, command)
-    document["error"] = error.to_json()
-    return dump_json(document)
+    if held is None:
+        return dump_json(envelope({}, command, error))
+    return dump_json(envelope(held.payload, held.command, error))
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -142,8 +143,8 @@ def write_atomic(path: Path, text: str) -> None:
     write_text_atomic(path, text)
 
 
-__all__ = ["HeldJson", "JsonError", "emit_json", "error_kind", "finish_json",
-           "to_json_text", "write_atomic"]
+__all__ = ["HeldJson", "JsonError", "envelope", "error_kind", "finish_json", "to_json_text",
+           "write_atomic"]
 
 
 def _cell_lines(cell: Any) -> list[str]:

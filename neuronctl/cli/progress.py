@@ -1,9 +1,10 @@
 """The CLI's Reporter: renders what an operation reports while it runs.
 
-Notes, warnings and waits go to stderr, plain results ("applied: ...") to stdout, steps to the
-handlers the command gives (install prints its plan that way). Download progress is a set of
-rich bars on a terminal, labelled as the operation labels each task (name and version, never
-markup), and one line per finished file otherwise (logs, CI).
+Each event is rendered by its type (neuronctl/ops/reporter.py): notes, warnings and waits go to
+stderr, plain results (Info, StepDone: "applied: ...") to stdout, steps begun to the handlers the
+command gives (install prints its plan that way), Status to the live status line only. Download
+progress is a set of rich bars on a terminal, labelled as the operation labels each task (name
+and version, never markup), and one line per finished file otherwise (logs, CI).
 """
 
 from __future__ import annotations
@@ -16,15 +17,27 @@ from typing import TYPE_CHECKING
 
 import click
 
-from neuronctl.cli.app import _is_tty, terminal_text
-from neuronctl.ops.reporter import Event
+from neuronctl.cli.terminal import is_tty as _is_tty
+from neuronctl.cli.terminal import terminal_text
+from neuronctl.ops.reporter import (
+    AnyEvent,
+    Info,
+    Note,
+    Status,
+    StepDone,
+    StepStarted,
+    Waiting,
+    Warn,
+    typed,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress, TaskID
-    from rich.status import Status
+    from rich.status import Status as Spinner
 
-StepHandler = Callable[[Event], None]
+StepHandler = Callable[[AnyEvent], None]
+"""Given the event as the operation sent it (install's plan step carries its data)."""
 
 
 class CliReporter:
@@ -40,23 +53,26 @@ class CliReporter:
         self._lock = threading.Lock()
         self._line = StatusLine(console, enabled=self._bars_wanted)
 
-    def emit(self, event: Event) -> None:
-        if event.kind == "status":  # a live line where bars would be drawn, and while none is
+    def emit(self, event: AnyEvent) -> None:
+        if isinstance(event, Status) or event.kind == "status":
+            # a live line where bars would be drawn, and while none is
             with self._lock:
                 if self._bars is None:
                     self._line.emit(event)
             return
         self.stop_bars()  # a line is never drawn into the bars
-        if event.kind == "step":
-            handler = self._steps.get(str(event.data.get("step", "")))
+        shown = typed(event)
+        text = terminal_text(shown.message, None, lines=True)  # files, URLs, packages: data
+        if isinstance(shown, StepStarted):
+            handler = self._steps.get(shown.step)
             if handler is not None:
                 handler(event)
-        elif event.kind in ("note", "warning"):  # messages name files, URLs, packages: data
-            click.echo(f"{event.kind}: {terminal_text(event.message, None, lines=True)}", err=True)
-        elif event.kind == "waiting":
-            click.echo(terminal_text(event.message, None, lines=True), err=True)
-        else:
-            click.echo(terminal_text(event.message, None, lines=True))
+        elif isinstance(shown, Note | Warn):
+            click.echo(f"{shown.kind}: {text}", err=True)
+        elif isinstance(shown, Waiting):
+            click.echo(text, err=True)
+        elif isinstance(shown, Info | StepDone):
+            click.echo(text)
 
     def progress(self, key: str, label: str, done: int, total: int | None) -> None:
         if not self._bars_wanted:
@@ -126,20 +142,20 @@ class StatusLine:
     def __init__(self, console: Callable[[], Console], *, enabled: bool = True) -> None:
         self._console = console
         self._enabled = enabled
-        self._status: Status | None = None
+        self._status: Spinner | None = None
         self._lock = threading.Lock()
 
-    def emit(self, event: Event) -> None:
-        if event.kind != "status" or not self._enabled:
+    def emit(self, event: AnyEvent) -> None:
+        if not self._enabled or not isinstance(typed(event), Status):
             return
         from rich.text import Text
 
         text = Text(terminal_text(event.message, 200))  # data (check ids, a model's name)
         with self._lock:
             if self._status is None:
-                from rich.status import Status
+                from rich.status import Status as Spinner
 
-                self._status = Status(text, console=self._console())
+                self._status = Spinner(text, console=self._console())
                 self._status.start()
             else:
                 self._status.update(text)
@@ -168,3 +184,36 @@ def status_reporter(console: Callable[[], Console], *, shown: bool) -> StatusLin
     """The live status line for work that takes a while: drawn only when `shown` (text output,
     no -q) and stderr is a terminal."""
     return StatusLine(console, enabled=shown and _is_tty(sys.stderr))
+
+
+class MessageLines:
+    """Every event's message as a line on stderr, as it comes (setup --yes shows each step as
+    it starts and ends); `kinds`: as `kind: message` (lock's notes). Status events go to `line`
+    alone (the live status line, drawn on a terminal only: status_reporter)."""
+
+    def __init__(self, console: Callable[[], Console], *, shown: bool = True,
+                 kinds: bool = False, line: StatusLine | None = None) -> None:
+        self._console = console
+        self._shown = shown
+        self._kinds = kinds
+        self._line = line
+
+    def emit(self, event: AnyEvent) -> None:
+        if not self._shown:
+            return
+        if isinstance(typed(event), Status):
+            if self._line is not None:
+                self._line.emit(event)
+            return
+        if self._kinds:
+            click.echo(f"{event.kind}: {event.message}", err=True)
+            return
+        from rich.text import Text
+
+        self._console().print(Text(event.message))
+
+    def progress(self, key: str, label: str, done: int, total: int | None) -> None:
+        pass
+
+    def finished(self, key: str, message: str) -> None:
+        pass

@@ -29,7 +29,7 @@ from typing import Any
 from neuronctl._version import __version__
 from neuronctl.errors import FaultError
 from neuronctl.ops.bundle_items import ITEMS, Context, Gathered, Item, Unavailable, this_neuronctl
-from neuronctl.ops.reporter import Event, NullReporter, Reporter
+from neuronctl.ops.reporter import NullReporter, Reporter, StepDone, Warn
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.redact import redact
 
@@ -189,9 +189,8 @@ def gather(request: BundleRequest, reporter: Reporter) -> list[Collected]:
         record, data = slot[0] if slot else (
             ItemRecord(item.name, item.title, "failed", f"timed out after {item.timeout:g}s",
                        None, 0, round(time.monotonic() - start, 2)), None)
-        reporter.emit(Event("step" if data is not None else "warning",
-                            f"{item.name}: {record.status}" + (f" ({record.reason})"
-                                                               if record.reason else "")))
+        said = f"{item.name}: {record.status}" + (f" ({record.reason})" if record.reason else "")
+        reporter.emit(StepDone(said, item.name) if data is not None else Warn(said))
         records.append((record, data))
     return records
 

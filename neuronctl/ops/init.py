@@ -21,7 +21,7 @@ from neuronctl.atomic import write_text_atomic
 from neuronctl.config import validate
 from neuronctl.errors import InputError
 from neuronctl.manifest import Manifest
-from neuronctl.ops.reporter import Event, NullReporter, Reporter
+from neuronctl.ops.reporter import NullReporter, Reporter, StepDone, Written
 from neuronctl.resolvers.stack_plan import pick_release, plan_stack
 from neuronctl.resolvers.targets import parse_platform, parse_python
 from neuronctl.safety import open_regular
@@ -78,12 +78,12 @@ def init_project(request: InitRequest, reporter: Reporter | None = None) -> Init
     after = doc.as_string()
     existed = os.path.lexists(path)
     if after == before and existed:
-        reporter.emit(Event("done", f"{path}: [tool.neuronctl] already up to date"))
+        reporter.emit(StepDone(f"{path}: [tool.neuronctl] already up to date", "init"))
         return InitOutcome(path, created=False, changed=(), link=link)
     write_text_atomic(path, after)  # a link's target, checked: the rename leaves the link a link
     outcome = InitOutcome(path, created=not existed, changed=changed, link=link)
-    reporter.emit(Event("done", f"{'created' if outcome.created else 'updated'} {path}",
-                        {"changed": list(changed)}))
+    reporter.emit(Written(f"{'created' if outcome.created else 'updated'} {path}", "init",
+                         path=str(path), changed=tuple(changed)))
     return outcome
 
 

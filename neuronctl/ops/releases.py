@@ -22,7 +22,7 @@ from neuronctl.manifest import (
     parse_manifest,
     read_json_file,
 )
-from neuronctl.ops.reporter import Event, NullReporter, Reporter
+from neuronctl.ops.reporter import NullReporter, Reporter, Written
 from neuronctl.provenance import check_url
 from neuronctl.release_merge import Merge, check_merged, merge
 from neuronctl.routing import redact_url
@@ -56,8 +56,8 @@ def import_aws_manifest(source: Path, write_to: Path | None = None,
     text = json.dumps(manifest.to_json(), indent=1) + "\n"
     if write_to is not None:
         write_text_atomic(write_to, text)
-        reporter.emit(Event("done", f"wrote {len(manifest.releases)} releases to {write_to}",
-                            {"path": str(write_to), "releases": len(manifest.releases)}))
+        reporter.emit(Written(f"wrote {len(manifest.releases)} releases to {write_to}", "import",
+                              path=str(write_to), count=len(manifest.releases)))
     return ReleasesImport(source, manifest, text, write_to)
 
 
@@ -160,8 +160,8 @@ def update_releases(in_use: Manifest, source: str, *, accept: bool, store: Path,
         return ReleasesUpdate(source, result, None, len(in_use.releases))
     store.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(store, json.dumps(result.data, indent=1) + "\n")
-    reporter.emit(Event("done", f"stored {len(merged.releases)} releases in {store}",
-                        {"path": str(store)}))
+    reporter.emit(Written(f"stored {len(merged.releases)} releases in {store}", "update",
+                          path=str(store), count=len(merged.releases)))
     return ReleasesUpdate(source, result, store, len(merged.releases))
 
 

@@ -1,8 +1,12 @@
 """How an operation tells the outside what is happening while it runs.
 
-Operations never print: they hand events and progress to a Reporter. The CLI's reporter renders
-them with rich (or one line each without a terminal); a test's `CollectingReporter` keeps them,
-so a test can wait for an event instead of sleeping.
+Operations never print: they hand typed events and progress to a Reporter. Each event is a
+small frozen dataclass (StepStarted, StepDone, Note, Warn, Info, Waiting, Status): what it
+carries is in its fields, and the CLI's reporter (cli/progress.py) renders each by its type.
+A test's `CollectingReporter` keeps them, so a test can wait for an event instead of sleeping.
+
+`Event(kind, message, data)` is the old untyped form, still accepted (neuronctl/ops/install
+emits it) and read as the typed event of its kind (`typed`).
 """
 
 from __future__ import annotations
@@ -10,31 +14,140 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import ClassVar, Literal, Protocol
 
 EventKind = Literal["info", "note", "warning", "waiting", "step", "done", "status"]
-"""`status`: what the operation is doing right now ("checks: 3 of 16 done; running
-device.probe"), for a live status line on a terminal; each replaces the one before, and a
-renderer without a terminal drops them (they are never a result)."""
 
 
-def status(message: str, done: int | None = None, total: int | None = None,
-           running: tuple[str, ...] = ()) -> Event:
-    """A `status` event: what runs now, and how far along (done of total) when that is known."""
-    return Event("status", message, {"done": done, "total": total, "running": running})
+@dataclass(frozen=True)
+class Line:
+    """What every event has: one line that says it, and its kind (how a renderer files it)."""
+
+    message: str
+    kind: ClassVar[EventKind] = "info"
+
+
+@dataclass(frozen=True)
+class StepStarted(Line):
+    """A step of the operation begins (`step` names it, for a handler; `message` says it)."""
+
+    step: str = ""
+    kind: ClassVar[EventKind] = "step"
+
+
+@dataclass(frozen=True)
+class StepDone(Line):
+    """A step, or the whole operation, is done; `message` says how it ended."""
+
+    step: str = ""
+    kind: ClassVar[EventKind] = "done"
+
+
+class Note(Line):
+    """Something worth knowing that changes nothing (stderr, `note: ...`)."""
+
+    kind: ClassVar[EventKind] = "note"
+
+
+class Warn(Line):
+    """Something that may be wrong (stderr, `warning: ...`)."""
+
+    kind: ClassVar[EventKind] = "warning"
+
+
+class Info(Line):
+    """A plain result line ("wrote pylock.toml"), for stdout."""
+
+
+class Waiting(Line):
+    """The operation waits on something outside it (a lock, a server)."""
+
+    kind: ClassVar[EventKind] = "waiting"
+
+
+@dataclass(frozen=True)
+class Status(Line):
+    """What the operation is doing right now ("checks: 3 of 16 done; running device.probe"),
+    for a live status line on a terminal; each replaces the one before, and a renderer without
+    a terminal drops them (they are never a result)."""
+
+    done: int | None = None
+    total: int | None = None
+    running: tuple[str, ...] = ()
+    kind: ClassVar[EventKind] = "status"
+
+
+@dataclass(frozen=True)
+class DoctorStarted(StepStarted):
+    """The doctor's checks begin: which ones, at what level."""
+
+    checks: tuple[str, ...] = ()
+    level: int = 0
+
+
+@dataclass(frozen=True)
+class SmokeStarted(StepStarted):
+    """The smoke run begins: which model, on which device."""
+
+    model: str = ""
+    device: str = ""
+
+
+@dataclass(frozen=True)
+class SmokeDone(StepDone):
+    """The smoke run ended, with its outcome label (ok, failed, bad-input, timeout...)."""
+
+    outcome: str = ""
+
+
+@dataclass(frozen=True)
+class Written(StepDone):
+    """A file the operation wrote (an imported manifest, the stored release data, a config)."""
+
+    path: str = ""
+    count: int | None = None
+    changed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class Event:
-    """One thing an operation tells the outside while it runs (the CLI renders, tests collect)."""
+    """The untyped event (compatibility: install still emits it); `typed` reads it."""
 
     kind: EventKind
     message: str
     data: Mapping[str, object] = field(default_factory=dict)
 
 
+AnyEvent = StepStarted | StepDone | Note | Warn | Info | Waiting | Status | Event
+
+_TYPED: dict[str, type[StepStarted | StepDone | Note | Warn | Info | Waiting | Status]] = {
+    "step": StepStarted, "done": StepDone, "note": Note, "warning": Warn, "info": Info,
+    "waiting": Waiting, "status": Status}
+
+
+def typed(event: AnyEvent) -> StepStarted | StepDone | Note | Warn | Info | Waiting | Status:
+    """The event as its typed class (an old Event becomes the class of its kind; a step keeps
+    its `step` name, its other data stays on the Event)."""
+    if not isinstance(event, Event):
+        return event
+    kind = _TYPED[event.kind]
+    if kind in (StepStarted, StepDone):
+        return kind(event.message, str(event.data.get("step", "")))
+    if kind is Status:
+        done, total = event.data.get("done"), event.data.get("total")
+        return Status(event.message, done if isinstance(done, int) else None,
+                      total if isinstance(total, int) else None)
+    return kind(event.message)
+
+
+def status(message: str, done: int | None = None, total: int | None = None,
+           running: tuple[str, ...] = ()) -> Status:
+    """A Status event: what runs now, and how far along (done of total) when that is known."""
+    return Status(message, done, total, running)
+
+
 class Reporter(Protocol):
-    def emit(self, event: Event) -> None:
+    def emit(self, event: AnyEvent) -> None:
         """A line-sized event (a warning, a note, a step begun or done)."""
 
     def progress(self, key: str, label: str, done: int, total: int | None) -> None:
@@ -47,7 +160,7 @@ class Reporter(Protocol):
 class NullReporter:
     """Says nothing (--json, --quiet, and operations run for another operation)."""
 
-    def emit(self, event: Event) -> None:
+    def emit(self, event: AnyEvent) -> None:
         pass
 
     def progress(self, key: str, label: str, done: int, total: int | None) -> None:
@@ -61,11 +174,11 @@ class CollectingReporter:
     """Keeps every event (thread-safe) and lets a caller wait for one."""
 
     def __init__(self) -> None:
-        self.events: list[Event] = []
+        self.events: list[AnyEvent] = []
         self.finished_tasks: list[tuple[str, str]] = []
         self._changed = threading.Condition()
 
-    def emit(self, event: Event) -> None:
+    def emit(self, event: AnyEvent) -> None:
         with self._changed:
             self.events.append(event)
             self._changed.notify_all()
@@ -82,8 +195,12 @@ class CollectingReporter:
         with self._changed:
             return [e.message for e in self.events if kind is None or e.kind == kind]
 
-    def wait_for(self, kind: EventKind, timeout: float) -> Event | None:
-        """The first event of `kind`, waiting up to `timeout` seconds for it."""
+    def wait_for(self, kind: EventKind | type[object], timeout: float) -> AnyEvent | None:
+        """The first event of `kind` (a kind name, or an event class), waiting up to `timeout`
+        seconds for it."""
+        def match(e: AnyEvent) -> bool:
+            return isinstance(e, kind) if isinstance(kind, type) else e.kind == kind
+
         with self._changed:
-            self._changed.wait_for(lambda: any(e.kind == kind for e in self.events), timeout)
-            return next((e for e in self.events if e.kind == kind), None)
+            self._changed.wait_for(lambda: any(match(e) for e in self.events), timeout)
+            return next((e for e in self.events if match(e)), None)

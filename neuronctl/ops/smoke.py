@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from neuronctl.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, InputError
-from neuronctl.ops.reporter import Event, Reporter, status
+from neuronctl.ops.reporter import Reporter, SmokeDone, SmokeStarted, status
 from neuronctl.probes.smoke import MAX_STEPS, MAX_WARMUP, SmokeReport, SmokeSpec, run_smoke_script
 
 DEVICES = ("auto", "neuron", "cuda", "cpu")
@@ -107,8 +107,8 @@ def run_smoke(request: SmokeRequest, reporter: Reporter) -> SmokeOutcome:
     for a request that is wrong on its face; everything the run finds is in the outcome."""
     spec = _spec(request)
     mode = "a training step" if spec.train else "inference"
-    reporter.emit(Event("step", f"smoke: {spec.label}, {mode} on {spec.device} in {request.python}",
-                        {"model": spec.label, "device": spec.device}))
+    reporter.emit(SmokeStarted(f"smoke: {spec.label}, {mode} on {spec.device} in {request.python}",
+                               "smoke", model=spec.label, device=spec.device))
     def on_step(phase: str, i: int) -> None:  # the script counts each phase from 1
         warm = phase == "warmup"
         total = request.warmup if warm else request.steps
@@ -118,6 +118,6 @@ def run_smoke(request: SmokeRequest, reporter: Reporter) -> SmokeOutcome:
     reporter.emit(status(f"smoke: starting {spec.label} in the target"))
     report = run_smoke_script(request.python, spec, request.timeout, request.env,
                               None if request.cwd is None else str(request.cwd), on_step)
-    reporter.emit(Event("done", f"smoke: {report.outcome}: {report.detail}",
-                        {"outcome": report.outcome}))
+    reporter.emit(SmokeDone(f"smoke: {report.outcome}: {report.detail}", "smoke",
+                            outcome=report.outcome))
     return SmokeOutcome(report)

@@ -27,7 +27,7 @@ from neuronctl.ops.doctor.levels import (
 )
 from neuronctl.ops.doctor.report import DoctorReport
 from neuronctl.ops.doctor.runner import Check, run_checks
-from neuronctl.ops.reporter import Event, NullReporter, Reporter, status
+from neuronctl.ops.reporter import DoctorStarted, Note, NullReporter, Reporter, status
 from neuronctl.probes.pyenv import resolve_python
 from neuronctl.probes.sysroot import SysRoot
 
@@ -239,8 +239,8 @@ def doctor(request: DoctorRequest, reporter: Reporter | None = None) -> DoctorRe
         raise InputError(f"--sysroot {request.sysroot}: no such directory")
     model = _model(request, ids)
     budget = budget_for(request.level, request.check_timeout)
-    reporter.emit(Event("step", f"running {len(ids)} checks (level {request.level})",
-                        {"checks": tuple(ids), "level": request.level}))
+    reporter.emit(DoctorStarted(f"running {len(ids)} checks (level {request.level})", "checks",
+                                checks=tuple(ids), level=request.level))
     facts = Facts(python=resolve_python(request.python), sysroot=SysRoot.from_env(request.sysroot),
                   manifest=request.manifest, release=request.release, device=request.device,
                   timeout=budget.inner(budget.check_s),
@@ -248,7 +248,7 @@ def doctor(request: DoctorRequest, reporter: Reporter | None = None) -> DoctorRe
                   environ=request.environ, pylock=pylock, model=model,
                   long_timeout=budget.inner(budget.long_s), lookback_s=request.lookback_s)
     for note in release_notes(facts):
-        reporter.emit(Event("note", note))
+        reporter.emit(Note(note))
     return run_doctor(facts, ids, request.strict, budget.check_s, budget, request.level, reporter)
 
 

@@ -12,7 +12,7 @@ from neuronctl.ops.lock.outcome import LockOutcome
 from neuronctl.ops.lock.request import LockRequest
 from neuronctl.ops.lock.resolve import Resolved, fetch_status, request_fetcher, resolve_request
 from neuronctl.ops.net_preflight import preflight_stack
-from neuronctl.ops.reporter import Event, Reporter
+from neuronctl.ops.reporter import Note, Reporter
 from neuronctl.resolvers.pylock import build_pylock, read_recorded, render_pylock, render_requirements
 from neuronctl.stack_rules import check_stack_rules
 
@@ -22,13 +22,13 @@ def lock(request: LockRequest, reporter: Reporter) -> LockOutcome:
         return check(request)
     release = request.stack.plan.release
     if release.status != "ga":
-        reporter.emit(Event("note", f"Neuron {release.version} is a {release.status} release "
+        reporter.emit(Note(f"Neuron {release.version} is a {release.status} release "
                                     "(choose another with --release; `neuronctl releases` lists them)"))
     if request.stack.plan.fallback is None:  # the documented rules (neuronctl.stack_rules): exit 2
         for note in check_stack_rules(release, request.stack.plan.framework,
                                       [t.python for t in request.stack.targets],
                                       allow=request.allow_unsupported, what="lock"):
-            reporter.emit(Event("note", note))
+            reporter.emit(Note(note))
     fetcher, cache_root = request_fetcher(request.stack, offline=request.offline,
                                           timeout=request.timeout)
     preflight_stack(request.stack, fetcher)  # every index at once, before resolving

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from neuronctl.errors import InputError
-from neuronctl.ops.reporter import Event, Reporter
+from neuronctl.ops.reporter import Reporter, StepDone, StepStarted
 from neuronctl.ops.setup.plan import SetupPlan, Step
 from neuronctl.ops.setup.script import check_script, run_script
 
@@ -90,14 +90,14 @@ def apply_plan(plan: SetupPlan, reporter: Reporter, *, is_root: bool,
         tag = f"[{i}/{total}] {step.id}"
         if step.check and shell(check_script(plan, step), env, CHECK_TIMEOUT_S).returncode == 0:
             skipped.append(step.id)
-            reporter.emit(Event("step", f"{tag}: done already, skipped", {"step": step.id}))
+            reporter.emit(StepDone(f"{tag}: done already, skipped", step.id))
             continue
-        reporter.emit(Event("step", f"{tag}: {step.title}", {"step": step.id}))
+        reporter.emit(StepStarted(f"{tag}: {step.title}", step.id))
         result = shell(run_script(plan, step), env, STEP_TIMEOUT_S)
         if result.returncode != 0:
             return _failed(plan, step, result, done, skipped, resume_command)
         done.append(step.id)
-        reporter.emit(Event("done", f"{tag}: done", {"step": step.id}))
+        reporter.emit(StepDone(f"{tag}: done", step.id))
     return ApplyOutcome(tuple(done), tuple(skipped), None, (), "", None)
 
 

@@ -1,0 +1,101 @@
+"""One output contract (issue 24): every result goes out through the printer, by one render table
+((outcome type, format) -> renderer), in one JSON envelope that no payload can shadow."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from neuronctl.cli.output import ENVELOPE_KEYS, JsonError, envelope
+from neuronctl.cli.printer import Printer, colour_wanted
+from neuronctl.cli.render import RENDERERS, renderer
+from neuronctl.errors import NeuronctlError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _resolve(dotted: str) -> type:
+    module, _, name = dotted.rpartition(".")
+    found = getattr(importlib.import_module(module), name)
+    assert isinstance(found, type), dotted
+    return found
+
+
+@pytest.mark.parametrize(("kind", "fmt"), sorted(RENDERERS))
+def test_every_entry_names_a_real_type_and_renderer(kind, fmt):
+    found = renderer(_resolve(kind), fmt)
+    assert callable(found)
+
+
+def test_an_unregistered_outcome_or_format_is_refused():
+    with pytest.raises(LookupError, match=r"no renderer for builtins\.int"):
+        renderer(int, "text")
+    with pytest.raises(LookupError, match="'yaml'"):
+        renderer(_resolve("neuronctl.ops.cost.CostOutcome"), "yaml")
+
+
+def test_no_command_module_prints_a_result_itself():
+    """cmd_*.py parse flags and run operations; what they print goes through printer.emit (only
+    option callbacks and the one-line warnings and progress beside a result stay there)."""
+    for path in sorted((ROOT / "neuronctl" / "cli").glob("cmd_*.py")):
+        text = path.read_text()
+        assert "emit_json(" not in text, path.name
+        assert not re.search(r"^def (_?print\w*|_render\w*|_release_\w+|_sources_table)\(", text,
+                             re.M), path.name
+        assert ".print(Text(" not in text, path.name
+
+
+def test_the_envelope_orders_its_keys_and_cannot_be_shadowed():
+    doc = envelope({"release": {"version": "2.29"}}, "releases show")
+    assert list(doc) == ["schema", "command", "status", "release"] and doc["status"] == "ok"
+    failed = envelope({"steps": 2}, "setup", JsonError.of("failed", "step 3 failed"))
+    assert list(failed) == ["schema", "command", "status", "steps", "error"]
+    assert failed["status"] == "failed" and failed["error"]["message"] == "step 3 failed"
+    for key in ENVELOPE_KEYS:
+        with pytest.raises(NeuronctlError, match=f"envelope's key\\(s\\) {key}"):
+            envelope({key: 1, "other": 2}, "doctor")
+
+
+def test_a_shadowing_payload_is_an_error_in_the_command_not_a_document(capsys):
+    with pytest.raises(NeuronctlError):
+        Printer().json({"command": "not doctor"})
+    assert capsys.readouterr().out == ""
+    Printer().json({"checks": []})
+    assert json.loads(capsys.readouterr().out) == {"schema": 1, "status": "ok", "checks": []}
+
+
+class _Stream:
+    def __init__(self, tty: bool) -> None:
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+@pytest.mark.parametrize(("environ", "tty", "flag", "wanted"), [
+    ({}, True, False, True),
+    ({}, False, False, False),
+    ({}, True, True, False),  # --no-color
+    ({"NO_COLOR": "1"}, True, False, False),
+    ({"NO_COLOR": "1", "FORCE_COLOR": "1"}, True, False, False),  # NO_COLOR wins
+    ({"FORCE_COLOR": "1"}, False, False, True),
+    ({"FORCE_COLOR": "1"}, True, True, False),  # the flag wins over the environment
+    ({"TERM": "dumb"}, True, False, False),
+    ({"TERM": "xterm-256color"}, True, False, True),
+])
+def test_colour_is_decided_by_one_rule(environ, tty, flag, wanted):
+    assert colour_wanted(_Stream(tty), no_color=flag, environ=environ) is wanted
+
+
+def test_colour_is_decided_in_the_printer_alone():
+    """NO_COLOR, FORCE_COLOR, TERM and isatty are read for colour in cli/printer.py only."""
+    for path in sorted((ROOT / "neuronctl" / "cli").glob("*.py")):
+        if path.name in ("printer.py", "docs_gen.py"):
+            continue
+        text = path.read_text()
+        assert not re.search(r"environ\.get\(\"(NO_COLOR|FORCE_COLOR|TERM)\"", text), path.name
+        assert "allow_colour" not in text, path.name
