@@ -14,11 +14,11 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
 
+from neuronctl import proc
 from neuronctl.backend.engine_watch import Limits, Watch
-from neuronctl.errors import FaultError, TerminateSignal
+from neuronctl.errors import FaultError
 
 DROPPED_PREFIXES = ("PIP_", "UV_")
 DROPPED = frozenset({"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONUSERBASE",
@@ -48,14 +48,7 @@ def clean_environment(environ: Mapping[str, str] | None = None, *, progress: boo
     return env
 
 
-def shown(argv: Sequence[str]) -> str:
-    import shlex
-
-    return " ".join(shlex.quote(a) for a in argv)
-
-
-class Stalled(Exception):
-    """The engine ran past one of its limits (engine_watch.Watch says which)."""
+shown = proc.shown
 
 
 def run_engine(argv: Sequence[str], *, timeout: float = 1800.0,
@@ -90,10 +83,7 @@ def run_engine(argv: Sequence[str], *, timeout: float = 1800.0,
     except OSError as exc:
         raise FaultError(f"cannot make a working directory for {argv[0]}: {exc.strerror or exc}") from None
     try:
-        runner = _run_on_terminal if show else _run_captured
-        code, said = runner(argv, bounds, env, then, cwd)
-    except Stalled as exc:
-        raise FaultError(f"`{shown(argv)}` {exc}") from None
+        code, said = _run(argv, bounds, env, then, cwd, show)
     except OSError as exc:
         raise FaultError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
     finally:
@@ -115,123 +105,29 @@ def failure_lines(said: str, most: int = 4) -> list[str]:
     return [ln[:300] for ln in chosen]
 
 
-def _start(argv: Sequence[str], env: dict[str, str], out: int, err: int,
-           cwd: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
-                            cwd=cwd, start_new_session=True)
+def _run(argv: Sequence[str], limits: Limits, env: dict[str, str], started: Callable[[], None],
+         cwd: str, show: bool) -> tuple[int, str]:
+    """The engine run through neuronctl.proc: stderr with stdout (on a terminal, one pty, drawn
+    on neuronctl's stderr as it comes), its tail kept, its limits watched."""
+    child = proc.Child(argv, env=env, cwd=cwd, stderr=proc.STDOUT, terminal=show)
+    watch = Watch(child.pid, limits)
 
+    def seen(chunk: bytes) -> None:
+        watch.output(len(chunk))  # its writes of what we read are no progress
+        if show:
+            os.write(2, chunk)
 
-def _pump(proc: subprocess.Popen[bytes], fd: int, watch: Watch, sink: Callable[[bytes], None]) -> None:
-    """Read the engine's output from `fd` until it ends and the engine exits, checking its limits
-    (Stalled when one is reached)."""
-    import select
-
-    while True:
-        why = watch.due()
-        if why is not None:
-            raise Stalled(why)
-        ready, _, _ = select.select([fd], [], [], max(min(watch.left(), POLL_S), 0.0))
-        if not ready:
-            continue
-        try:
-            chunk = os.read(fd, 1 << 16)
-        except OSError:  # EIO: every writer closed the terminal's end; the engine is done
-            break
-        if not chunk:
-            break
-        watch.output(len(chunk))
-        sink(chunk)
-    while True:  # its output has ended; it may still be running (a child it left behind)
-        why = watch.due()
-        if why is not None:
-            raise Stalled(why)
-        try:
-            proc.wait(timeout=max(min(watch.left(), POLL_S), 0.01))
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def _run_captured(argv: Sequence[str], limits: Limits, env: dict[str, str],
-                  started: Callable[[], None], cwd: str) -> tuple[int, str]:
-    proc = _start(argv, env, subprocess.PIPE, subprocess.STDOUT, cwd)
-    assert proc.stdout is not None
-    tail = bytearray()
-
-    def keep(chunk: bytes) -> None:
-        tail.extend(chunk)
-        del tail[:-TAIL_BYTES]
-
+    bounds = proc.Bounds(stop_grace=STOP_GRACE, watch=watch.due, poll=POLL_S)
     try:
         started()
-        _pump(proc, proc.stdout.fileno(), Watch(proc.pid, limits), keep)
     except BaseException as exc:
-        _stop(proc, exc)
+        child.stop(exc, STOP_GRACE)
         raise
-    finally:
-        proc.stdout.close()
-    return proc.returncode, tail.decode("utf-8", errors="replace")
-
-
-def _run_on_terminal(argv: Sequence[str], limits: Limits, env: dict[str, str],
-                     started: Callable[[], None], cwd: str) -> tuple[int, str]:
-    import pty
-
-    master, slave = pty.openpty()
-    _copy_window_size(slave)
-    try:
-        proc = _start(argv, env, slave, slave, cwd)
-    finally:
-        os.close(slave)
-    tail = bytearray()
-
-    def show(chunk: bytes) -> None:
-        os.write(2, chunk)
-        tail.extend(chunk)
-        del tail[:-TAIL_BYTES]
-
-    try:
-        started()
-        _pump(proc, master, Watch(proc.pid, limits), show)
-    except BaseException as exc:
-        _stop(proc, exc)
-        raise
-    finally:
-        os.close(master)
-    return proc.returncode, tail.decode("utf-8", errors="replace")
-
-
-def _copy_window_size(slave: int) -> None:
-    """The engine draws its bars for the width of neuronctl's own terminal."""
-    import fcntl
-    import termios
-
-    try:
-        size = fcntl.ioctl(2, termios.TIOCGWINSZ, b"\0" * 8)
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, size)
-    except OSError:
-        pass
-
-
-def _stop(proc: subprocess.Popen[bytes], why: BaseException) -> None:
-    """Stop the engine's process group: the signal neuronctl got (SIGTERM or SIGINT) first, then,
-    if it has not ended within STOP_GRACE seconds, SIGKILL."""
-    if proc.poll() is not None:
-        return
-    sig = signal.SIGTERM if isinstance(why, TerminateSignal) or not isinstance(
-        why, KeyboardInterrupt) else signal.SIGINT
-    for each in (sig, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, each)
-        except OSError:
-            return
-        try:
-            proc.wait(timeout=STOP_GRACE)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-        except KeyboardInterrupt:  # a second Ctrl-C: no more waiting
-            continue
+    done = child.collect(bounds, stdout=proc.Keep(tail=TAIL_BYTES, sink=seen))
+    if done.stopped is not None:
+        raise FaultError(f"`{shown(argv)}` {done.stopped}")
+    assert done.returncode is not None
+    return done.returncode, done.stdout.text()
 
 
 def exit_status(returncode: int) -> str:

@@ -24,7 +24,6 @@ from typing import Any, Literal
 from neuronctl.probes.target_run import CHANNEL_CAP, ScriptExit, TargetScript, last_line, printable
 
 TIERS: tuple[str, ...] = ("import", "backend", "device_count", "allocate", "op", "autograd", "compile")
-DEVICES: tuple[str, ...] = ("auto", "neuron", "cuda", "cpu")
 
 Status = Literal["pass", "fail", "skip"]
 Outcome = Literal["ok", "failed", "timeout", "crashed", "no-torch", "error"]

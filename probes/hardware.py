@@ -400,7 +400,8 @@ def _runtime(ev: HardwareEvidence,
         return lib.rsplit("/", 1)[-1].removeprefix("libnrt.so."), lib
     found: tuple[str | None, str | None] = (None, None)
     for entry in ls_devices or []:
-        for proc in entry.get("neuron_processes") or []:
+        procs = entry.get("neuron_processes")
+        for proc in procs if isinstance(procs, list) else []:  # `true` from a hostile neuron-ls
             version = proc.get("neuron_runtime_version") if isinstance(proc, dict) else None
             if isinstance(version, str) and _RUNTIME_VERSION.fullmatch(version):
                 found = version, "neuron-ls"

@@ -24,10 +24,10 @@ from __future__ import annotations
 import errno
 import os
 import re
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from neuronctl import proc
 from neuronctl.probes.sysroot import SysRoot
 
 MAX_LOG_BYTES = 8 * 1024 * 1024
@@ -145,15 +145,15 @@ Journal = Callable[[list[str], float], str | None]
 
 
 def run_journal(argv: list[str], timeout: float) -> str | None:
-    """journalctl's stdout, at most MAX_LOG_BYTES of it, or None when it cannot run in time."""
+    """journalctl's stdout, at most its last MAX_LOG_BYTES, or None when it cannot run in time."""
     try:
-        done = subprocess.run(argv, capture_output=True, timeout=timeout, check=False,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
+        done = proc.run(argv, proc.Bounds(timeout), stdout=proc.Keep(tail=MAX_LOG_BYTES),
+                        stderr=proc.Keep(tail=4096))
+    except OSError:
         return None
     if done.returncode != 0:
         return None
-    return done.stdout[-MAX_LOG_BYTES:].decode("utf-8", errors="replace")
+    return done.stdout.text()
 
 
 def _uptime(root: SysRoot) -> float | None:

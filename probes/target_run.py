@@ -29,16 +29,11 @@ exit, or keep our pipes open forever. So:
 
 from __future__ import annotations
 
-import contextlib
 import os
-import selectors
-import signal
-import subprocess
-import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from neuronctl import proc
 from neuronctl.errors import FaultError
 from neuronctl.probes.contain import CONTAIN_VAR, kill_descendants, kill_marked
 from neuronctl.redact import redact
@@ -52,10 +47,6 @@ POLL_S = 0.1
 RELEASE = b"go\n"
 """What a held script waits for on stdin before its stdin closes (inspect_env.py's RELEASE; the
 scripts import nothing of neuronctl's, so it is written there again)."""
-
-_live: set[subprocess.Popen[bytes]] = set()
-_live_guard = threading.Lock()
-
 
 def printable(text: str, limit: int = 300) -> str:
     """Untrusted text made safe to show: no credentials (an import error may quote an index URL),
@@ -142,50 +133,6 @@ class ScriptExit:
     channel_overflow: bool = False
 
 
-class _Tail:
-    """The last `cap` bytes of a stream (the end of a traceback is what a message needs)."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.data = bytearray()
-
-    def add(self, chunk: bytes) -> None:
-        self.data += chunk
-        if len(self.data) > self.cap:
-            del self.data[: len(self.data) - self.cap]
-
-    def text(self) -> str:
-        return self.data.decode("utf-8", errors="replace")
-
-
-class _Head:
-    """The first `cap` bytes of a stream; anything beyond is drained and dropped."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.data = bytearray()
-        self.overflow = False
-
-    def add(self, chunk: bytes) -> None:
-        room = self.cap - len(self.data)
-        if len(chunk) > room:
-            self.overflow = True
-        self.data += chunk[: max(room, 0)]
-
-
-def _has_exited(proc: subprocess.Popen[bytes]) -> bool:
-    """Whether the process has exited, without reaping it: while it is an unreaped zombie its
-    pid (and so its process group id) cannot be reused, so killing the group stays safe.
-    (Without waitid, macOS before Python 3.13, it is reaped: a pid reused in that instant is
-    a risk taken only there.)"""
-    if not hasattr(os, "waitid"):
-        return proc.poll() is not None
-    try:
-        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:
-        return True
-
-
 class TargetScript:
     """A script started in the target interpreter; `collect()` reads it to the end, at most
     `timeout` seconds from that call (the caller may do its own work meanwhile). `held`: its
@@ -203,124 +150,42 @@ class TargetScript:
             child_env = dict(child_env if child_env is not None else (os.environ if env is None else env))
             child_env[CONTAIN_VAR] = os.urandom(12).hex()
             self._token = f"{CONTAIN_VAR}={child_env[CONTAIN_VAR]}".encode()
-        read_end, write_end = os.pipe()
-        try:
-            self.proc = subprocess.Popen(
-                [python, *flags, path, str(write_end), *args],
-                stdin=subprocess.PIPE if held else subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(write_end,),
-                env=child_env if child_env is not None else (None if env is None else dict(env)),
-                cwd=cwd, start_new_session=True)
-        except BaseException:
-            os.close(read_end)
-            raise
-        finally:
-            os.close(write_end)
-        self._channel_fd = read_end
-        self._start = time.perf_counter()
-        with _live_guard:
-            _live.add(self.proc)
+        channel = proc.Channel()
+        self.child = proc.Child(
+            [python, *flags, path, str(channel.fd), *args], stdin=proc.HELD if held else None,
+            env=child_env if child_env is not None else env, cwd=cwd, channels=[channel],
+            before_kill=self._contain if contain else None)
 
     def release(self) -> None:
         """Write RELEASE to a held script's stdin, then close it: it goes on, and can tell that
         from its start-up code closing stdin (idempotent; nothing for one not held)."""
-        stdin = self.proc.stdin
-        if stdin is not None and not stdin.closed:
-            with contextlib.suppress(OSError):  # it died, or took the pipe: it will say so
-                stdin.write(RELEASE)
-                stdin.flush()
-            with contextlib.suppress(OSError):
-                stdin.close()
+        self.child.release(RELEASE)
 
     def collect(self, timeout: float, channel_cap: int = CHANNEL_CAP,
                 on_channel: Callable[[bytes], None] | None = None) -> ScriptRun:
         """Everything the script says, once it has ended; `on_channel` sees each chunk of its
-        channel as it comes (a live status: smoke's steps)."""
+        channel as it comes (a live status: smoke's steps). At the deadline, or EXIT_GRACE_S
+        after the interpreter exits, reading stops; its group is killed on every path."""
         self.release()
-        deadline = time.monotonic() + timeout
-        try:
-            channel, out, err, timed_out = self._read(deadline, channel_cap, on_channel)
-            if not timed_out:
-                timed_out = not self._wait_exit(deadline)
-        finally:
-            self.kill()  # on every path, Ctrl-C and SIGTERM included
-        wall = round((time.perf_counter() - self._start) * 1000, 1)
-        return ScriptRun(bytes(channel.data), channel.overflow,
-                         None if timed_out else self.proc.returncode, out.text(), err.text(), wall)
+        done = self.child.collect(proc.Bounds(timeout, exit_grace=EXIT_GRACE_S, poll=POLL_S),
+                                  stdout=proc.Keep(tail=TAIL_CAP), stderr=proc.Keep(tail=TAIL_CAP),
+                                  channels=[proc.Keep(channel_cap, sink=on_channel)])
+        channel = done.channels[0]
+        return ScriptRun(channel.head, channel.dropped > 0,
+                         None if done.timed_out else done.returncode, done.stdout.text(),
+                         done.stderr.text(), round(done.duration * 1000, 1))
 
-    def _read(self, deadline: float, channel_cap: int,
-              on_channel: Callable[[bytes], None] | None = None
-              ) -> tuple[_Head, _Tail, _Tail, bool]:
-        assert self.proc.stdout is not None and self.proc.stderr is not None
-        channel, out, err = _Head(channel_cap), _Tail(TAIL_CAP), _Tail(TAIL_CAP)
-        sinks: dict[int, _Head | _Tail] = {
-            self._channel_fd: channel, self.proc.stdout.fileno(): out, self.proc.stderr.fileno(): err}
-        exited_at: float | None = None
-        with selectors.DefaultSelector() as selector:
-            for fd in sinks:
-                selector.register(fd, selectors.EVENT_READ)
-            while selector.get_map():
-                now = time.monotonic()
-                if now >= deadline:
-                    return channel, out, err, True
-                if exited_at is None and _has_exited(self.proc):
-                    exited_at = now
-                if exited_at is not None and now - exited_at > EXIT_GRACE_S:
-                    break  # whoever still holds a pipe is not the interpreter we ran
-                for key, _ in selector.select(min(deadline - now, POLL_S)):
-                    chunk = os.read(key.fd, 65536)
-                    if chunk:
-                        sinks[key.fd].add(chunk)
-                        if on_channel is not None and key.fd == self._channel_fd:
-                            on_channel(chunk)
-                    else:
-                        selector.unregister(key.fd)
-        return channel, out, err, False
-
-    def _wait_exit(self, deadline: float) -> bool:
-        # Its pipes close a moment before it can be waited for: the first looks come soon (a
-        # fixed 10 ms sleep cost a third of all runs 10 ms), the later ones back off.
-        pause = 0.0005
-        while not _has_exited(self.proc):
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(pause)
-            pause = min(pause * 2, 0.01)
-        return True
+    def _contain(self, pid: int) -> None:
+        kill_descendants(pid)
+        kill_marked(self._token)
 
     def kill(self) -> None:
         """Kill the interpreter's whole process group, reap it, close the pipes (idempotent)."""
-        with _live_guard:
-            if self.proc not in _live:
-                return
-            if self.contain:
-                kill_descendants(self.proc.pid)
-                kill_marked(self._token)
-            _kill_group(self.proc)
-            # Stuck in the kernel, if it times out: SIGKILL is pending, nothing more to do.
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=5)
-            _live.discard(self.proc)
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
-        with contextlib.suppress(OSError):
-            os.close(self._channel_fd)
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    # Called only before the leader is reaped, so the group id is still ours.
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        with contextlib.suppress(OSError):
-            proc.kill()
+        self.child.kill()
 
 
 def kill_all() -> None:
     """Kill every script still running (their process groups): for the CLI's Ctrl-C/SIGTERM
-    path, where a probe may be running in a worker thread that the interrupt never reaches."""
-    with _live_guard:
-        for proc in _live:  # left unreaped (and listed) for their owners' kill()
-            _kill_group(proc)
+    path, where a probe may be running in a worker thread that the interrupt never reaches.
+    (Every child neuronctl.proc runs is killed: the registry is proc's.)"""
+    proc.kill_all()

@@ -3,17 +3,13 @@ for tests."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import selectors
 import shutil
-import signal
-import subprocess
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from neuronctl import proc
 from neuronctl.probes.sysroot import SysRoot
 
 MAX_TOOL_OUTPUT = 8 * 1024 * 1024
@@ -49,70 +45,16 @@ class CappedRun:
     """A stream passed `cap` bytes: the process group was killed there."""
 
 
-def _kill_group(proc: subprocess.Popen[bytes], sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, sig)
-
-
-def _drain(proc: subprocess.Popen[bytes], deadline: float, cap: int, term_grace: float
-           ) -> tuple[bytearray, bytearray, bool, bool]:
-    """Read both pipes in chunks until EOF, the deadline or the cap. At the deadline the group
-    gets SIGTERM and `term_grace` more seconds of reading (srun cancels its step on SIGTERM)."""
-    assert proc.stdout is not None and proc.stderr is not None
-    out, err = bytearray(), bytearray()
-    sinks = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
-    timed_out = over_cap = False
-    with selectors.DefaultSelector() as selector:
-        for fd in sinks:
-            selector.register(fd, selectors.EVENT_READ)
-        while selector.get_map() and not over_cap:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                if timed_out or term_grace <= 0:
-                    return out, err, True, False
-                timed_out = True
-                _kill_group(proc, signal.SIGTERM)
-                deadline = time.monotonic() + term_grace
-                continue
-            for key, _ in selector.select(min(left, 0.5)):
-                chunk = os.read(key.fd, 65536)
-                if not chunk:
-                    selector.unregister(key.fd)
-                    continue
-                sink = sinks[key.fd]
-                room = cap - len(sink)
-                sink += chunk[:room]
-                over_cap = over_cap or len(chunk) > room
-    return out, err, timed_out, over_cap
-
-
 def run_capped(argv: Sequence[str], timeout: float, cap: int = MAX_TOOL_OUTPUT, *,
                env: Mapping[str, str] | None = None, term_grace: float = 0.0) -> CappedRun:
-    """Run argv in its own session, keeping at most `cap` bytes of each stream. At the cap or
-    the deadline the whole process group is killed, so neither a flood of output nor a hung
-    tool (or a grandchild holding its pipes) can hold memory or time. OSError when it cannot
-    start."""
-    proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True,
-                            env=None if env is None else dict(env))
-    deadline = time.monotonic() + timeout
-    try:
-        out, err, timed_out, over_cap = _drain(proc, deadline, cap, term_grace)
-        if not (timed_out or over_cap):
-            try:
-                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                timed_out = True
-    finally:
-        _kill_group(proc, signal.SIGKILL)  # on every path: nothing of it outlives the call
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=5)
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
-    killed = timed_out or over_cap
-    return CappedRun(None if killed else proc.returncode, bytes(out), bytes(err), timed_out,
-                     over_cap)
+    """Run argv (neuronctl.proc), keeping at most `cap` bytes of each stream. At the cap or the
+    deadline the whole process group is killed (at the deadline after SIGTERM and `term_grace`
+    seconds: srun cancels its step on SIGTERM), so neither a flood of output nor a hung tool
+    (or a grandchild holding its pipes) can hold memory or time. OSError when it cannot start."""
+    keep = proc.Keep(cap, stop_over=True)
+    done = proc.run(argv, proc.Bounds(timeout, term_grace), env=env, stdout=keep, stderr=keep)
+    return CappedRun(done.returncode, done.stdout.data, done.stderr.data, done.timed_out,
+                     done.over_cap)
 
 
 def run_tool(argv: Sequence[str], timeout: float) -> ToolResult:

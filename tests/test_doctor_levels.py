@@ -146,7 +146,7 @@ def test_a_check_past_its_budget_leaves_no_target_interpreter_running(tmp_path: 
 
     (result,) = run_checks([Check("python.version", "Python", inspect, 1.0)])
     assert result.status == "fail" and result.message == "timed out after 1s"
-    assert started and gone(started[0].proc.pid)
+    assert started and gone(started[0].child.pid)
 
 
 @pytest.mark.parametrize(("args", "message"), [

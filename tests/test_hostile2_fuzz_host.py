@@ -70,6 +70,7 @@ def _check_report(stdout: str) -> None:
 @example(json.dumps({"logical_neuroncore_config": "9" * 4000, "devices": [{"neuron_device": 0}]}))
 @example(json.dumps([{"neuron_device": 0, "neuron_processes": [
     {"neuron_runtime_version": "\x1b[2J" + "A" * 10_000}]}]))
+@example('[{"neuron_processes": true}]')  # not a list: once a TypeError in hardware._runtime
 def test_neuron_ls_json_never_raises_and_stays_bounded(stdout: str) -> None:
     _check_report(stdout)
 

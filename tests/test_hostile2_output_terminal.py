@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from first_hour_pty import on_pty
 from sysroots import build_host, write
 
 from neuronctl.cli.doctor_report import render_github, render_junit, render_markdown_summary
@@ -140,24 +141,9 @@ def test_prometheus_labels_hold_no_escape(cli, evil_host, tmp_path):
 
 
 def _on_a_pty(args: list[str]) -> tuple[int, str]:
-    import pty
-
-    leader, follower = pty.openpty()
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
-    proc = subprocess.run([sys.executable, "-m", "neuronctl", *args], stdout=follower,
-                          stderr=follower, env=env, timeout=120, check=False)
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(leader)
-    return proc.returncode, b"".join(chunks).decode(errors="replace")
+    ran = on_pty([sys.executable, "-m", "neuronctl", *args], env)
+    return ran.code, ran.shown
 
 
 def test_on_a_terminal_our_colours_show_and_the_datas_codes_do_not(evil_host):

@@ -15,8 +15,8 @@ from neuronctl.devices import DEVICES, FALLBACK_DEVICES
 REPO = Path(__file__).resolve().parents[1]
 SPELLED = re.compile(r"""["']auto["'],\s*["']neuron["'],\s*["']cuda["'],\s*["']cpu["']|"""
                      r"""\(\s*["']cuda["'],\s*["']cpu["']\s*\)""")
-# Modules other sessions were editing when the vocabulary moved; each still spells it (issue 24).
-PENDING = {"neuronctl/ops/smoke.py", "probes/device.py"}
+# Modules still spelling the vocabulary while other sessions move them (issue 24): none now.
+PENDING: set[str] = set()
 # Stand-alone scripts that run inside the target interpreter and cannot import neuronctl.
 STANDALONE = "probes/scripts/"
 

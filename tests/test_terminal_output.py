@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from first_hour_pty import on_pty
 from sysroots import build_host
 
 
@@ -75,25 +76,10 @@ def test_step_summary_in_a_missing_directory_is_a_warning(cli, tmp_path, monkeyp
 
 
 def _stderr_on_a_tty(args, **env):
-    import pty
-
-    leader, follower = pty.openpty()
     environ = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
     environ.update(env)
-    proc = subprocess.run([sys.executable, "-m", "neuronctl", *args], stdout=subprocess.PIPE,
-                          stderr=follower, env=environ, timeout=60, check=False)
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(leader)
-    return proc.returncode, b"".join(chunks).decode()
+    ran = on_pty([sys.executable, "-m", "neuronctl", *args], environ, timeout=60, stdout_tty=False)
+    return ran.code, ran.shown
 
 
 def test_errors_are_red_on_a_terminal_and_plain_otherwise(tmp_path):

@@ -277,12 +277,13 @@ def _raise_terminate(signum: int, frame: object) -> None:
     raise TerminateSignal()
 
 
-def _stop_target_scripts() -> None:
-    # A probe still running in a worker thread (a doctor check left behind at its timeout, or one
-    # that Ctrl-C/SIGTERM interrupted) dies with its whole process group now, not after us.
-    target_run = sys.modules.get("neuronctl.probes.target_run")
-    if target_run is not None:
-        target_run.kill_all()
+def _stop_children() -> None:
+    # A child still running in a worker thread (a doctor check left behind at its timeout, an
+    # engine or tool that Ctrl-C/SIGTERM interrupted) dies with its whole process group now, not
+    # after us. Every child is neuronctl.proc's; not loaded means none was started.
+    proc = sys.modules.get("neuronctl.proc")
+    if proc is not None:
+        proc.kill_all()
 
 
 COMPLETE_VAR = "_NEURONCTL_COMPLETE"
@@ -309,7 +310,7 @@ def main() -> None:
         os._exit(code)
     signal.signal(signal.SIGTERM, _raise_terminate)
     code = run()
-    _stop_target_scripts()
+    _stop_children()
     # Everything the command had to say is written; flush it and leave without the interpreter's
     # teardown of the ~450 modules an install loads (0.1-0.17 s on a 2-core host, measured as the
     # time from the last atexit handler to process exit). Nothing of ours runs at exit: files are

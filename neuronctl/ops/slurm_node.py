@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 import socket
-import subprocess
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from neuronctl import proc
 from neuronctl.errors import FaultError, InputError
 
 if TYPE_CHECKING:
@@ -175,14 +175,15 @@ def parse_show_node(text: str, node: str | None = None) -> NodeState:
 
 
 def scontrol(argv: list[str], limit: float) -> tuple[int, str, str]:
+    # Bounded: more than 4 bytes a character of MAX_SHOW_CHARS is refused as over it anyway.
+    keep = proc.Keep(4 * MAX_SHOW_CHARS + 4)
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, errors="replace",
-                              timeout=limit, check=False, stdin=subprocess.DEVNULL)
+        done = proc.run(argv, proc.Bounds(limit), stdout=keep, stderr=keep)
     except FileNotFoundError as exc:
         raise FaultError("scontrol: not found on PATH", hint="--slurm-drain runs on a Slurm node") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise FaultError(f"{' '.join(argv[:3])}: no answer within {limit:g}s") from exc
-    return done.returncode, done.stdout, done.stderr
+    if done.returncode is None:
+        raise FaultError(f"{proc.shown(argv[:3])}: no answer within {limit:g}s")
+    return done.returncode, done.stdout.text(), done.stderr.text()
 
 
 def this_node() -> str:

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from neuronctl.devices import DEVICES
 from neuronctl.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, InputError
 from neuronctl.ops.reporter import Reporter, SmokeDone, SmokeStarted, status
 from neuronctl.probes.smoke import MAX_STEPS, MAX_WARMUP, SmokeReport, SmokeSpec, run_smoke_script
 
-DEVICES = ("auto", "neuron", "cuda", "cpu")
 DEFAULT_TIMEOUT = 600.0
 """Ten minutes: a first Neuron compilation of a real model takes minutes."""
 _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"

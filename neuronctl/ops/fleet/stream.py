@@ -11,16 +11,12 @@ node's markers, and neither result is believed.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import selectors
-import signal
-import subprocess
-import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from neuronctl import proc
 
 MARK = "@@neuronctl-fleet"
 MIB = 1024 * 1024
@@ -190,62 +186,11 @@ class Streamed:
     stderr: str
 
 
-def _kill_group(proc: subprocess.Popen[bytes], sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, sig)
-
-
-def _pump(proc: subprocess.Popen[bytes], reader: StepReader, deadline: float,
-          term_grace: float) -> tuple[bytes, bool]:
-    """Read both pipes until EOF or the deadline; at it, SIGTERM (srun cancels its step) and
-    `term_grace` more seconds of reading. stdout goes to the reader, stderr's tail is kept."""
-    assert proc.stdout is not None and proc.stderr is not None
-    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
-    err = bytearray()
-    timed_out = False
-    with selectors.DefaultSelector() as selector:
-        for fd in (out_fd, err_fd):
-            selector.register(fd, selectors.EVENT_READ)
-        while selector.get_map():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                if timed_out:
-                    break
-                timed_out = True
-                _kill_group(proc, signal.SIGTERM)
-                deadline = time.monotonic() + term_grace
-                continue
-            for key, _ in selector.select(min(left, 0.5)):
-                chunk = os.read(key.fd, 65536)
-                if not chunk:
-                    selector.unregister(key.fd)
-                elif key.fd == out_fd:
-                    reader.feed(chunk)
-                else:
-                    err += chunk
-                    del err[:max(0, len(err) - MAX_STDERR_BYTES)]
-    return bytes(err), timed_out
-
-
 def stream_step(argv: Sequence[str], limit: float, term_grace: float = 5.0) -> Streamed:
-    """Run the srun step in its own session under a deadline, reading its output as it comes.
-    FileNotFoundError when argv[0] is not on PATH."""
-    proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+    """Run the srun step (neuronctl.proc) under a deadline, reading its output as it comes: stdout
+    to the reader, the tail of stderr kept. At the deadline SIGTERM (srun cancels its step) and
+    `term_grace` more seconds of reading. FileNotFoundError when argv[0] is not on PATH."""
     reader = StepReader()
-    try:
-        err, timed_out = _pump(proc, reader, time.monotonic() + limit, term_grace)
-        if not timed_out:
-            try:
-                proc.wait(timeout=max(1.0, term_grace))
-            except subprocess.TimeoutExpired:
-                timed_out = True
-    finally:
-        _kill_group(proc, signal.SIGKILL)  # nothing of the step outlives the call
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=5)
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
-    return Streamed(None if timed_out else proc.returncode, reader.result(),
-                    err.decode("utf-8", "replace"))
+    done = proc.run(argv, proc.Bounds(limit, term_grace, exit_wait=max(1.0, term_grace)),
+                    stdout=proc.Keep(sink=reader.feed), stderr=proc.Keep(tail=MAX_STDERR_BYTES))
+    return Streamed(done.returncode, reader.result(), done.stderr.text())

@@ -7,11 +7,11 @@ refuses the whole run before anything changes."""
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from neuronctl import proc
 from neuronctl.errors import InputError
 from neuronctl.ops.reporter import Reporter, StepDone, StepStarted
 from neuronctl.ops.setup.plan import SetupPlan, Step
@@ -34,12 +34,12 @@ Shell = Callable[[str, Mapping[str, str], float], ShellResult]
 
 
 def run_shell(script: str, env: Mapping[str, str], timeout: float) -> ShellResult:
-    try:
-        done = subprocess.run(["sh", "-c", script], env=dict(env), capture_output=True,
-                              timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
+    # 4 bytes a character at most: the tail of each stream holds OUTPUT_TAIL characters.
+    keep = proc.Keep(tail=4 * OUTPUT_TAIL)
+    done = proc.run(["sh", "-c", script], proc.Bounds(timeout), env=env, stdout=keep, stderr=keep)
+    if done.timed_out:
         return ShellResult(None, f"timed out after {timeout:g}s")
-    out = (done.stdout + done.stderr).decode("utf-8", "replace")
+    out = done.stdout.text() + done.stderr.text()
     return ShellResult(done.returncode, out[-OUTPUT_TAIL:])
 
 
