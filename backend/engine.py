@@ -14,10 +14,17 @@ as it was.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+
+from neuronctl.backend.plan import changed_between
+from neuronctl.locked_file import LockedFile
+from neuronctl.routing import redact_url
+
+UrlOf = Callable[[LockedFile], str]
+"""The URL an engine's input gives for a file (encoded, with its index's credentials)."""
 
 
 class Engine(Protocol):
@@ -57,6 +64,29 @@ class Engine(Protocol):
         lock's http(s) files it fetched before (uv does; pip here runs with --no-cache-dir)."""
         ...
 
+    @property
+    def needs_target_pip(self) -> bool:
+        """Whether the engine is the target's own pip, so that an existing target without one
+        cannot use it."""
+        ...
+
+    def render_input(self, files: Sequence[LockedFile], url_of: UrlOf) -> str:
+        """The text of the file install() reads (named input_name), for exactly `files`, each
+        fetched from `url_of(file)`."""
+        ...
+
+    def cleanup(self, environment: str) -> Callable[[], None]:
+        """Called just before the engine changes the existing `environment`; what it returns,
+        called after a failed step, takes away what the engine leaves there that was not there
+        before, so that the environment is as it was."""
+        ...
+
+    def restore_commands(self, python: str, before: Mapping[str, str], after: Mapping[str, str],
+                         index_url_for: Callable[[str], str]) -> list[list[str]]:
+        """Commands a person runs to put back what a failed apply changed (see
+        pip_restore_commands)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Choice:
@@ -65,3 +95,26 @@ class Choice:
     engine: Engine
     reason: str
     """Why this engine: "--backend uv", "config backend = pip", "NEURONCTL_BACKEND", "auto: ..."."""
+
+
+def nothing() -> None:
+    """A cleanup with nothing to take away."""
+
+
+def pip_restore_commands(python: str, before: Mapping[str, str], after: Mapping[str, str],
+                         index_url_for: Callable[[str], str]) -> list[list[str]]:
+    """`python -m pip` commands that put back what a failed apply changed: each old version from
+    the one index its routing names (no merged indexes here either), then removal of what was
+    new. The index URL is shown without credentials: pip takes them from ~/.netrc, as the README
+    says."""
+    changed = changed_between(before, after)
+    by_index: dict[str, list[str]] = {}
+    for name, old, _new in changed:
+        if old is not None:
+            by_index.setdefault(redact_url(index_url_for(name)), []).append(f"{name}=={old}")
+    cmds = [[python, "-m", "pip", "install", "--no-deps", "--index-url", url, *pins]
+            for url, pins in sorted(by_index.items())]
+    added = [name for name, old, _new in changed if old is None]
+    if added:
+        cmds.append([python, "-m", "pip", "uninstall", "--yes", *added])
+    return cmds

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from neuronctl.backend.engine import UrlOf, nothing, pip_restore_commands
+from neuronctl.locked_file import LockedFile
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,21 @@ class PipEngine:
     @property
     def has_offline_cache(self) -> bool:
         return False
+
+    @property
+    def needs_target_pip(self) -> bool:
+        return True
+
+    def render_input(self, files: Sequence[LockedFile], url_of: UrlOf) -> str:
+        """A requirements file of `name @ URL --hash=sha256:...` lines (with --require-hashes)."""
+        return "\n".join(f.requirement(url_of(f)) for f in files) + "\n"
+
+    def cleanup(self, environment: str) -> Callable[[], None]:
+        return nothing  # pip leaves nothing of its own in an environment
+
+    def restore_commands(self, python: str, before: Mapping[str, str], after: Mapping[str, str],
+                         index_url_for: Callable[[str], str]) -> list[list[str]]:
+        return pip_restore_commands(python, before, after, index_url_for)
 
     def create_venv(self, base_python: str, dest: Path) -> list[str]:
         return [base_python, "-m", "venv", str(dest)]

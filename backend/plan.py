@@ -2,29 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from neuronctl.locked_file import LockedFile
 from neuronctl.routing import redact_url
 
 Action = Literal["install", "upgrade", "downgrade", "reinstall", "remove", "keep"]
-
-
-@dataclass(frozen=True)
-class Wanted:
-    """One wheel the target should have: name, version, where it is fetched, its sha256."""
-
-    name: str
-    version: str
-    filename: str
-    url: str
-    sha256: str | None
-    size: int | None
-    index: str | None = None
 
 
 @dataclass(frozen=True)
@@ -35,7 +23,7 @@ class Change:
     name: str
     old: str | None
     new: str | None
-    wanted: Wanted | None = None
+    wanted: LockedFile | None = None
     why: str = ""
 
     def to_json(self) -> dict[str, object]:
@@ -72,24 +60,6 @@ def changed_between(before: Mapping[str, str], after: Mapping[str, str]
             if old.get(k) != new.get(k)]
 
 
-def restore_commands(python: str, before: Mapping[str, str], after: Mapping[str, str],
-                     index_url_for: Callable[[str], str]) -> list[list[str]]:
-    """Commands that put back what a failed apply changed: each old version from the one index
-    its routing names (no merged indexes here either), then removal of what was new. The index
-    URL is shown without credentials: pip takes them from ~/.netrc, as the README says."""
-    changed = changed_between(before, after)
-    by_index: dict[str, list[str]] = {}
-    for name, old, _new in changed:
-        if old is not None:
-            by_index.setdefault(redact_url(index_url_for(name)), []).append(f"{name}=={old}")
-    cmds = [[python, "-m", "pip", "install", "--no-deps", "--index-url", url, *pins]
-            for url, pins in sorted(by_index.items())]
-    added = [name for name, old, _new in changed if old is None]
-    if added:
-        cmds.append([python, "-m", "pip", "uninstall", "--yes", *added])
-    return cmds
-
-
 def _action(old: str, new: str) -> Action:
     if old == new:
         return "keep"
@@ -104,7 +74,7 @@ def _action(old: str, new: str) -> Action:
     return "upgrade" if b > a else "downgrade"
 
 
-def diff(installed: Mapping[str, str], wanted: Iterable[Wanted],
+def diff(installed: Mapping[str, str], wanted: Iterable[LockedFile],
          remove: Mapping[str, str]) -> Plan:
     """`installed`: name -> version; `remove`: name -> why (packages that must go, e.g. legacy
     XLA ones), unless also wanted."""

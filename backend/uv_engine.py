@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from neuronctl.backend.engine import UrlOf, nothing, pip_restore_commands
+from neuronctl.locked_file import LockedFile
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,43 @@ class UvEngine:
     @property
     def has_offline_cache(self) -> bool:
         return True
+
+    @property
+    def needs_target_pip(self) -> bool:
+        return False
+
+    def render_input(self, files: Sequence[LockedFile], url_of: UrlOf) -> str:
+        """A PEP 751 lock of exactly `files`, one wheel each."""
+        from neuronctl.toml_emit import dumps  # only an install that runs the engine writes one
+
+        packages = [{"name": f.name, "version": f.version,
+                     "wheels": [{"name": f.filename, "url": url_of(f),
+                                 "hashes": {"sha256": f.sha256}}]} for f in files]
+        return dumps({"lock-version": "1.0", "created-by": "neuronctl", "packages": packages},
+                     arrays_of_tables=("packages",))
+
+    def cleanup(self, environment: str) -> Callable[[], None]:
+        """uv takes its lock on an environment through an empty `.lock` file at its root, which it
+        leaves there; where there was none before, a failed step takes it away again, so that the
+        environment is as it was, byte for byte."""
+        path = Path(environment) / ".lock"
+        if path.exists() or path.is_symlink():
+            return nothing
+
+        def drop() -> None:
+            try:
+                if not path.is_symlink() and path.is_file() and path.stat().st_size == 0:
+                    path.unlink()
+            except OSError:
+                pass
+
+        return drop
+
+    def restore_commands(self, python: str, before: Mapping[str, str], after: Mapping[str, str],
+                         index_url_for: Callable[[str], str]) -> list[list[str]]:
+        # The target's pip, as the hint has always said (uv's own form would change what people
+        # are shown; see engine.pip_restore_commands).
+        return pip_restore_commands(python, before, after, index_url_for)
 
     def create_venv(self, base_python: str, dest: Path) -> list[str]:
         return [self.uv, "venv", "--python", base_python, "--no-python-downloads", "--no-config",

@@ -199,7 +199,7 @@ def build_pylock(packages: Sequence[LockedPackage], inputs: LockInputs, hash_of:
 
 def render_pylock(doc: Mapping[str, Any]) -> str:
     """The TOML text, after checking it is a valid PEP 751 lock and parses back to `doc`."""
-    from neuronctl.resolvers.toml_emit import dumps  # writing a lock only: install reads one
+    from neuronctl.toml_emit import dumps  # writing a lock only: install reads one
 
     text = dumps(doc, arrays_of_tables=("packages",))
     try:

@@ -15,7 +15,7 @@ import pytest
 from test_install import wait_for
 from wheels import build_wheel, find_python, make_venv, site_packages
 
-from neuronctl.resolvers.toml_emit import dumps
+from neuronctl.toml_emit import dumps
 from neuronctl.tomlfile import read_toml
 
 pytestmark = pytest.mark.slow

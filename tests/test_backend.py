@@ -4,8 +4,9 @@ import pytest
 
 from neuronctl.backend.choose import choose_backend
 from neuronctl.backend.external_tool import clean_environment
-from neuronctl.backend.plan import Wanted, diff
+from neuronctl.backend.plan import diff
 from neuronctl.errors import InputError
+from neuronctl.locked_file import LockedFile
 
 
 def test_backend_precedence_flag_env_config_auto(tmp_path):
@@ -55,7 +56,7 @@ def test_engines_never_reach_an_index():
 
 
 def w(name, version):
-    return Wanted(name, version, f"{name}-{version}.whl", f"http://i/{name}", "0" * 64, 1)
+    return LockedFile(name, version, f"{name}-{version}.whl", f"http://i/{name}", "0" * 64, 1)
 
 
 def test_plan_diff_actions():
@@ -72,16 +73,42 @@ def test_plan_diff_actions():
 
 
 def test_restore_commands_use_one_index_each():
-    from neuronctl.backend.plan import changed_between, restore_commands
+    from neuronctl.backend.pip_engine import PipEngine
+    from neuronctl.backend.plan import changed_between
+    from neuronctl.backend.uv_engine import UvEngine
 
     before = {"torch": "2.9.0", "Torch_XLA": "2.9.0", "filelock": "3.16.1"}
     after = {"torch": "2.14.0+cpu", "filelock": "3.16.1", "nki": "0.7.0"}
     assert changed_between(before, after) == [("nki", None, "0.7.0"), ("torch", "2.9.0", "2.14.0+cpu"),
                                               ("torch-xla", "2.9.0", None)]
     index = {"torch": "http://torch", "torch-xla": "http://neuron"}
-    cmds = restore_commands("/v/bin/python", before, after, index.__getitem__)
+    cmds = PipEngine().restore_commands("/v/bin/python", before, after, index.__getitem__)
+    assert UvEngine("/bin/uv").restore_commands("/v/bin/python", before, after, index.__getitem__) == cmds
     assert cmds == [
         ["/v/bin/python", "-m", "pip", "install", "--no-deps", "--index-url", "http://neuron", "torch-xla==2.9.0"],
         ["/v/bin/python", "-m", "pip", "install", "--no-deps", "--index-url", "http://torch", "torch==2.9.0"],
         ["/v/bin/python", "-m", "pip", "uninstall", "--yes", "nki"],
     ]
+
+
+def test_each_engine_takes_away_only_what_it_left_in_an_environment(tmp_path):
+    """uv leaves an empty `.lock` at an environment's root: after a failed step it goes again
+    where it was not there before; one that was there stays; pip leaves nothing to take away."""
+    from neuronctl.backend.pip_engine import PipEngine
+    from neuronctl.backend.uv_engine import UvEngine
+
+    env = tmp_path / "env"
+    env.mkdir()
+    cleanup = UvEngine("/bin/uv").cleanup(str(env))
+    (env / ".lock").touch()  # what uv leaves
+    cleanup()
+    assert not (env / ".lock").exists()
+    (env / ".lock").touch()  # there before the engine ran: not the engine's to take away
+    cleanup = UvEngine("/bin/uv").cleanup(str(env))
+    cleanup()
+    assert (env / ".lock").exists()
+    (env / ".lock").unlink()
+    cleanup = PipEngine().cleanup(str(env))
+    (env / ".lock").touch()
+    cleanup()
+    assert (env / ".lock").exists()

@@ -16,11 +16,14 @@ import pytest
 from loopback import QuietHandler, serving
 from wheels import build_wheel, find_python, make_venv, site_packages
 
+from neuronctl.backend.pip_engine import PipEngine
+from neuronctl.backend.uv_engine import UvEngine
 from neuronctl.errors import InputError
-from neuronctl.ops.install.requirements import REQUIREMENTS, EngineFile, render
+from neuronctl.locked_file import LockedFile
+from neuronctl.ops.install.requirements import render
 from neuronctl.resolvers.pylock import load_pylock
 from neuronctl.resolvers.simple_index import parse_project_page
-from neuronctl.resolvers.toml_emit import dumps
+from neuronctl.toml_emit import dumps
 
 NOWHERE = "http://127.0.0.1:9/files/"
 
@@ -165,10 +168,12 @@ def test_no_value_of_the_engine_input_can_start_a_line_or_an_option(field):
     made them (a lock, a resolution, a wheelhouse, the seed pip)."""
     good = {"name": "demo", "version": "1.0", "filename": "demo-1.0-py3-none-any.whl",
             "url": NOWHERE + "demo-1.0-py3-none-any.whl", "sha256": "a" * 64}
-    EngineFile(**good)  # type: ignore[arg-type]
+    LockedFile(**good).checked()  # type: ignore[arg-type]
     for bad in ("\n-r /root/.netrc", " --index-url http://127.0.0.1:9/", "\r#"):
         with pytest.raises(InputError):
-            EngineFile(**{**good, field: good[field] + bad})  # type: ignore[arg-type]
+            LockedFile(**{**good, field: good[field] + bad}).checked()  # type: ignore[arg-type]
+        with pytest.raises(InputError):  # and the engine's input never holds one unchecked
+            render([LockedFile(**{**good, field: good[field] + bad})], PipEngine(), {})  # type: ignore[arg-type]
 
 
 def test_an_environment_variable_in_a_url_is_never_expanded_by_pip(cli, tmp_path, pip_venvs,
@@ -194,7 +199,7 @@ def test_an_environment_variable_in_a_url_is_never_expanded_by_pip(cli, tmp_path
     assert r.code != 0 and said(python) is None
     assert paths, "pip never asked the server"
     assert all("s3cr3t" not in p for p in paths), paths
-    text = render([EngineFile("demo", "1.0", wheel.name, url, sha(wheel))], REQUIREMENTS, {})
+    text = render([LockedFile("demo", "1.0", wheel.name, url, sha(wheel))], PipEngine(), {})
     assert "${" not in text and "%7BNEURONCTL_TEST_SECRET%7D" in text
 
 
@@ -220,11 +225,10 @@ def test_an_index_page_link_that_is_not_one_plain_url_makes_that_file_unusable(l
 
 def test_uv_input_holds_each_url_as_one_toml_string(tmp_path):
     """uv's pylock.toml: the same checked, encoded URL, one TOML string per value."""
-    from neuronctl.ops.install.requirements import PYLOCK
     from neuronctl.tomlfile import read_toml
 
     url = NOWHERE + "${HOME}/d\u00e9mo-1.0-py3-none-any.whl"
-    text = render([EngineFile("demo", "1.0", "demo-1.0-py3-none-any.whl", url, "a" * 64)], PYLOCK, {})
+    text = render([LockedFile("demo", "1.0", "demo-1.0-py3-none-any.whl", url, "a" * 64)], UvEngine("uv"), {})
     (tmp_path / "pylock.toml").write_text(text)
     (pkg,) = read_toml(tmp_path / "pylock.toml", "lock")["packages"]
     assert pkg["wheels"][0]["url"] == NOWHERE + "$%7BHOME%7D/d%C3%A9mo-1.0-py3-none-any.whl"
@@ -253,7 +257,7 @@ def test_a_uv_or_python_in_the_working_directory_is_never_found_through_a_relati
     import os
 
     from neuronctl.backend.choose import find_uv
-    from neuronctl.ops.install.target import find_interpreter
+    from neuronctl.ops.interpreters import find_interpreter
 
     for name in ("uv", "python3.12"):
         fake = Path.cwd() / name

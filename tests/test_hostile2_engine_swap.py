@@ -129,15 +129,15 @@ def test_a_fifo_swapped_in_after_the_source_check_is_refused_not_waited_on(tmp_p
     """Between the cheap check (a regular file) and the copy, or before the failure path hashes
     the wheelhouse: neither open waits for a writer."""
     from neuronctl.errors import InputError
+    from neuronctl.locked_file import LockedFile
+    from neuronctl.ops.install.find_links import mismatched
     from neuronctl.ops.install.private_copy import private_copy
-    from neuronctl.ops.install.requirements import EngineFile
-    from neuronctl.ops.install.wheelhouse_source import mismatched
 
     house = tmp_path / "house"
     house.mkdir()
     name = "demo-1.0-py3-none-any.whl"
     os.mkfifo(house / name)
-    file = EngineFile("demo", "1.0", name, (house / name).as_uri(), "a" * 64)
+    file = LockedFile("demo", "1.0", name, (house / name).as_uri(), "a" * 64)
     with pytest.raises(InputError, match="not a regular file"):
         private_copy(file, tmp_path / "copies")
     refused = mismatched(house, [file])

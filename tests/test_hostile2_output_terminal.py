@@ -107,10 +107,11 @@ def test_a_lock_url_cannot_rewrite_the_install_plan(cli, uni, tmp_path):
 def test_plan_lines_show_a_locks_values_harmless():
     """The plan's renderer, whatever reaches it (a URL, a name, a version or a reason from a
     lock or an environment): one line per change, nothing that moves the cursor."""
-    from neuronctl.backend.plan import Change, Plan, Wanted
+    from neuronctl.backend.plan import Change, Plan
     from neuronctl.cli.install_report import plan_lines
+    from neuronctl.locked_file import LockedFile
 
-    wanted = Wanted(f"torch{EVIL}", f"2.9{EVIL}", "torch-2.9-py3-none-any.whl",
+    wanted = LockedFile(f"torch{EVIL}", f"2.9{EVIL}", "torch-2.9-py3-none-any.whl",
                     f"http://127.0.0.1:9/{EVIL}/torch.whl", "0" * 64, 1)
     plan = Plan((Change("install", f"torch{EVIL}", None, f"2.9{EVIL}", wanted),
                  Change("remove", f"numpy\x1b[1A\x1b[2K{EVIL}", f"1.0{EVIL}", None, why=f"not locked{EVIL}")))

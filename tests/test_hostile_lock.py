@@ -8,7 +8,7 @@ import pytest
 
 from neuronctl.errors import InputError
 from neuronctl.resolvers.pylock import load_pylock
-from neuronctl.resolvers.toml_emit import dumps
+from neuronctl.toml_emit import dumps
 from neuronctl.tomlfile import read_toml
 
 

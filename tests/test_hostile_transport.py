@@ -24,7 +24,7 @@ from neuronctl.resolvers.download import cached_wheel_path, download_verified
 from neuronctl.resolvers.http_fetch import Fetcher
 from neuronctl.resolvers.lazy_wheel import RangeFile, read_metadata_from_zip
 from neuronctl.resolvers.simple_index import IndexClient
-from neuronctl.resolvers.toml_emit import dumps
+from neuronctl.toml_emit import dumps
 from neuronctl.tomlfile import read_toml
 
 

@@ -28,11 +28,11 @@ def _loaded(modules: list[str], watched: list[str], cwd: Path, then: str = "") -
 
 INSTALL_PATH = [
     "neuronctl.cli.main", "neuronctl.cli.cmd_install", "neuronctl.cli.install_report",
-    "neuronctl.ops.install.run", "neuronctl.ops.install.sourcing", "neuronctl.ops.install.source",
-    "neuronctl.ops.install.apply", "neuronctl.ops.install.outcome",
-    "neuronctl.ops.install.preflight", "neuronctl.ops.install.plan_policy",
-    "neuronctl.ops.install.request", "neuronctl.ops.install.target",
-    "neuronctl.ops.install.lock_pick", "neuronctl.ops.install.requirements",
+    "neuronctl.ops.install.run", "neuronctl.ops.install.source", "neuronctl.ops.install.find_links",
+    "neuronctl.ops.install.apply", "neuronctl.ops.install.outcome", "neuronctl.ops.install.check",
+    "neuronctl.ops.install.preflight", "neuronctl.ops.install.plan",
+    "neuronctl.ops.install.request", "neuronctl.ops.install.target", "neuronctl.ops.install.background",
+    "neuronctl.ops.lock_choice", "neuronctl.ops.install.requirements",
     "neuronctl.probes.hardware",
 ]
 
@@ -63,7 +63,7 @@ def test_an_install_from_a_lock_loads_no_resolution_snapshot_doctor_or_system_re
     TOML writer (a lock is read here, never written)."""
     watched = [*RESOLUTION_ONLY, *PROBE_AND_SMOKE_ONLY, *SYSTEM_READERS, *ENGINES,
                "neuronctl.backend.snapshot", "csv", "neuronctl.ops.doctor.report",
-               "neuronctl.ops.doctor.runner", "neuronctl.probes.nvidia", "neuronctl.resolvers.toml_emit"]
+               "neuronctl.ops.doctor.runner", "neuronctl.probes.nvidia", "neuronctl.toml_emit"]
     reads_its_lock = [*INSTALL_PATH, "neuronctl.resolvers.pylock"]
     assert _loaded(reads_its_lock, watched, tmp_path) == []
 
@@ -133,7 +133,7 @@ def test_every_watched_name_is_a_module_that_loads(tmp_path):
     watched = sorted({*RESOLUTION_ONLY, *PROBE_AND_SMOKE_ONLY, *SYSTEM_READERS, *ENGINES,
                       "neuronctl.backend.snapshot", "csv", "neuronctl.ops.doctor.report",
                       "neuronctl.ops.doctor.runner", "neuronctl.probes.nvidia",
-                      "neuronctl.resolvers.toml_emit", "xml.etree.ElementTree", "neuronctl.ops.slurm_node",
+                      "neuronctl.toml_emit", "xml.etree.ElementTree", "neuronctl.ops.slurm_node",
                       "neuronctl.resolvers.pylock", "packaging.pylock", *WRITERS_AND_HASHERS})
     assert _loaded(watched, watched, tmp_path) == watched
 

@@ -13,7 +13,7 @@ from test_lock_interop import installed
 from universe import running
 from wheels import build_wheel, find_python, make_venv, pip_install, site_packages
 
-from neuronctl.resolvers.toml_emit import dumps
+from neuronctl.toml_emit import dumps
 from neuronctl.tomlfile import read_toml
 
 pytestmark = pytest.mark.slow

@@ -4,26 +4,38 @@ to a reporter, a frozen outcome back; no click, nothing printed."""
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 import pytest
 from test_install import LEGACY, snapshot
 from test_lock_interop import installed
 from wheels import find_python, make_venv, pip_install
 
+from neuronctl.backend.choose import choose_backend
 from neuronctl.cache_dir import user_cache_dir
-from neuronctl.config import Config
 from neuronctl.errors import OperationFailed
 from neuronctl.manifest import load_bundled_manifest
+from neuronctl.ops.index_routing import route_indexes
 from neuronctl.ops.install.env_mutex import environment_lock
 from neuronctl.ops.install.request import InstallRequest
 from neuronctl.ops.install.run import install
+from neuronctl.ops.lock.request import StackRequest, StackSettings, plan_request
 from neuronctl.ops.reporter import CollectingReporter
 
 pytestmark = pytest.mark.slow
 
 
-def request(**fields) -> InstallRequest:
-    return InstallRequest(config=Config(), manifest=load_bundled_manifest, **fields)
+def request(backend: str | None = None, **fields) -> InstallRequest:
+    """The request the CLI builds, with no config and no flags: the bundled defaults."""
+    settings = StackSettings()
+
+    def stack(python: str, platform: str) -> StackRequest:
+        return plan_request(load_bundled_manifest(),
+                            replace(settings, python_versions=(python,), platforms=(platform,)))
+
+    return InstallRequest(manifest=load_bundled_manifest, engine=choose_backend(backend, None),
+                          routing=lambda recorded: route_indexes(settings.indexes, recorded),
+                          stack=stack, **fields)
 
 
 def test_a_dry_run_reports_through_the_reporter_and_prints_nothing(locked, tmp_path, capsys):

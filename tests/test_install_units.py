@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from packaging.pylock import Pylock
 
-from neuronctl.backend.plan import Wanted
 from neuronctl.errors import InputError, OperationFailed
+from neuronctl.locked_file import LockedFile
 from neuronctl.manifest import load_bundled_manifest
-from neuronctl.ops.install.plan_policy import (
+from neuronctl.ops.install.plan import (
     LEGACY_WHY,
     PLACEHOLDER_WHY,
     confirm_removals,
@@ -161,8 +161,8 @@ def test_the_pythons_a_lock_is_for_pick_a_new_venvs_interpreter():
 
 # -- the plan policy ---------------------------------------------------------------------------------
 
-NATIVE = (Wanted("torch-neuronx", "2.14.3.0", "t.whl", "http://127.0.0.1:9/t.whl", sha(8), 1),
-          Wanted("torch", "2.14.0+cpu", "torch.whl", "http://127.0.0.1:9/torch.whl", sha(9), 1))
+NATIVE = (LockedFile("torch-neuronx", "2.14.3.0", "t.whl", "http://127.0.0.1:9/t.whl", sha(8), 1),
+          LockedFile("torch", "2.14.0+cpu", "torch.whl", "http://127.0.0.1:9/torch.whl", sha(9), 1))
 LEGACY_TNX = "2.9.0.2.15.32035+de43f57c"
 
 
@@ -181,7 +181,7 @@ def test_moving_to_native_removes_the_legacy_stack_and_placeholders():
 
 
 def test_a_legacy_source_removes_nothing():
-    legacy = (Wanted("torch-neuronx", LEGACY_TNX, "t.whl", "http://127.0.0.1:9/t.whl", sha(10), 1),)
+    legacy = (LockedFile("torch-neuronx", LEGACY_TNX, "t.whl", "http://127.0.0.1:9/t.whl", sha(10), 1),)
     env = env_for(X86_312, ("torch-xla", "2.9.0"), ("libneuronxla", "2.2.0"))
     assert removals(env, legacy) == {} and not make_plan(env, legacy).removals
 

@@ -21,7 +21,7 @@ from index_server import IndexHandler, IndexState
 from loopback import QuietHandler, serving
 from universe import Universe
 
-from neuronctl.backend.plan import restore_commands
+from neuronctl.backend.pip_engine import PipEngine
 from neuronctl.config import Config
 from neuronctl.ops.index_routing import build_routing
 from neuronctl.resolvers.http_fetch import Fetcher
@@ -151,7 +151,7 @@ def test_restore_commands_never_embed_credentials():
     routing = build_routing(Config(), [f"--index=pypi=https://{ENCODED}@private.example/simple"
                                        .removeprefix("--index=")], [], environ={})
     for url_for in (routing.url_for, lambda _name: f"https://{ENCODED}@private.example/simple"):
-        cmds = restore_commands("/v/bin/python", {"numpy": "1.0"}, {"numpy": "2.0", "x": "1"}, url_for)
+        cmds = PipEngine().restore_commands("/v/bin/python", {"numpy": "1.0"}, {"numpy": "2.0", "x": "1"}, url_for)
         text = json.dumps(cmds)
         assert_no_secret(text)
         assert "https://private.example/simple" in text and "numpy==1.0" in text

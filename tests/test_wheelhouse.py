@@ -14,7 +14,7 @@ import pytest
 from test_lock_interop import installed
 from universe import running
 
-from neuronctl.resolvers.toml_emit import dumps
+from neuronctl.toml_emit import dumps
 from neuronctl.tomlfile import read_toml
 
 pytestmark = pytest.mark.slow

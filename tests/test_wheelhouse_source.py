@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from neuronctl.backend.plan import Wanted
+from neuronctl.backend.pip_engine import PipEngine
 from neuronctl.errors import FaultError, InputError, Interrupted
+from neuronctl.locked_file import LockedFile
 from neuronctl.ops.install.apply import ApplyFailure
 from neuronctl.ops.install.failure import failure_error
-from neuronctl.ops.install.requirements import EngineFile
+from neuronctl.ops.install.find_links import from_wheelhouse, mismatched
 from neuronctl.ops.install.source import InstallSource
 from neuronctl.ops.install.target import InstallTarget
-from neuronctl.ops.install.wheelhouse_source import from_wheelhouse, mismatched
 from neuronctl.ops.reporter import CollectingReporter
 from neuronctl.probes.pyenv import PythonEnv
 
@@ -34,7 +34,7 @@ def sha(data: bytes) -> str:
 
 
 def source_for(data: bytes = GOOD, size: int | None = len(GOOD)) -> InstallSource:
-    wanted = Wanted("nki", "0.7.0", NAME, REMOTE, sha(data), size)
+    wanted = LockedFile("nki", "0.7.0", NAME, REMOTE, sha(data), size)
     return InstallSource((wanted,), None, None, "lock pylock.toml", Path("pylock.toml"))
 
 
@@ -44,8 +44,8 @@ def tampered(data: bytes) -> bytes:
     return data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1:]
 
 
-def engine_file(url: str, digest: str = sha(GOOD)) -> EngineFile:
-    return EngineFile("nki", "0.7.0", NAME, url, digest)
+def engine_file(url: str, digest: str = sha(GOOD)) -> LockedFile:
+    return LockedFile("nki", "0.7.0", NAME, url, digest)
 
 
 def test_a_same_size_file_with_other_bytes_is_handed_to_the_engine_unhashed(tmp_path):
@@ -109,20 +109,20 @@ def test_an_engine_failure_on_a_tampered_wheelhouse_file_is_bad_input_naming_it(
     files = [engine_file(path.resolve().as_uri())]
     failure, target = new_venv_failure(tmp_path, FaultError("uv failed: Hash mismatch for `nki==0.7.0`"))
     before = PythonEnv("3.12.1", "cpython", "python3", "/", "/", "linux", "x86_64", "Linux", ("glibc", "2.35"))
-    err = failure_error(failure, target, before, str, wheelhouse=house, files=files)
+    err = failure_error(failure, target, PipEngine(), before, str, wheelhouse=house, files=files)
     assert type(err) is InputError and err.exit_code == 2
     assert err.message.startswith(f"--find-links {house}: {NAME}: sha256 mismatch: the lock says {sha(GOOD)}")
     assert err.message.endswith(f"; refusing it; removed the new venv {tmp_path / 'env'}")
     assert err.hint == "fetch it again with neuronctl download"
     # Every file is the locked one: the engine's own failure, as before.
     path.write_bytes(GOOD)
-    err = failure_error(failure, target, before, str, wheelhouse=house, files=files)
+    err = failure_error(failure, target, PipEngine(), before, str, wheelhouse=house, files=files)
     assert type(err) is FaultError and err.message.startswith("install failed: uv failed: Hash mismatch")
     # Interrupted: nothing is hashed, the interrupt keeps its exit code.
     path.write_bytes(tampered(GOOD))
     stopped, _ = new_venv_failure(tmp_path, Interrupted("interrupted"))
-    err = failure_error(stopped, target, before, str, wheelhouse=house, files=files)
+    err = failure_error(stopped, target, PipEngine(), before, str, wheelhouse=house, files=files)
     assert type(err) is Interrupted and "sha256" not in err.message
     # Without --find-links nothing is looked at.
-    err = failure_error(failure, target, before, str, files=files)
+    err = failure_error(failure, target, PipEngine(), before, str, files=files)
     assert type(err) is FaultError

@@ -30,6 +30,7 @@ def download(lock_path: Path, dest: Path, pythons: tuple[str, ...], platforms: t
     Ctrl-C or on another day, skips what is already there and verified."""
     from neuronctl.cli.progress import CliReporter
     from neuronctl.errors import InputError
+    from neuronctl.ops.index_routing import index_sources, route_indexes
     from neuronctl.ops.reporter import NullReporter, Reporter
     from neuronctl.ops.wheelhouse import DownloadRequest
     from neuronctl.ops.wheelhouse import download as run_download
@@ -42,8 +43,9 @@ def download(lock_path: Path, dest: Path, pythons: tuple[str, ...], platforms: t
         raise InputError("--platform needs --python-version (the target is a Python and a "
                          "platform)")
     targets = make_targets(pythons, platforms) if pythons else ()
-    # config: until the wheelhouse takes the index layers (ops/wheelhouse.py's own change)
-    request = DownloadRequest(lock=lock_path, dest=dest, config=rules.config, targets=targets,
+    sources = index_sources(rules)  # the config's and the environment's indexes (no flags here)
+    request = DownloadRequest(lock=lock_path, dest=dest, targets=targets,
+                              routing=lambda recorded: route_indexes(sources, recorded),
                               timeout=resolve("timeout", rules=rules).value)
     if not app.printer.chatty:
         reporter: Reporter = NullReporter()

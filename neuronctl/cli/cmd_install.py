@@ -5,20 +5,23 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from neuronctl.cli.app import App, get_app
-from neuronctl.cli.common import DEVICE_CHOICE, check_sysroot, sysroot_option, timeout_value
-from neuronctl.cli.options import request_options
+from neuronctl.cli.common import DEVICE_CHOICE, check_sysroot, sysroot_option
+from neuronctl.cli.options import request_options, resolve, resolver, stack_settings
 
 if TYPE_CHECKING:
     from neuronctl.ops.install.request import InstallRequest
+    from neuronctl.ops.lock.request import StackRequest
     from neuronctl.ops.reporter import AnyEvent, Reporter
+    from neuronctl.routing import IndexRouting
 
 
 @click.command("install")
@@ -68,25 +71,51 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
     DIR (a wheelhouse from neuronctl download) the engine reads the lock's files from DIR,
     checking each against its sha256. Then the doctor checks the target and prints in brief
     (-v: its full table; --no-check skips it)."""
-    from neuronctl.ops.install.request import InstallRequest
     from neuronctl.ops.install.run import install as install_stack
 
     app = get_app()
-    config = app.config()
-    request = InstallRequest(
-        config=config, manifest=functools.cache(app.manifest),
-        timeout=timeout_value(timeout, config.get("timeout"), 30.0), release=release, torch=torch,
-        with_=with_, indexes=indexes, routes=routes, latest=latest, offline=offline, lock=lock_path,
-        python=python, venv=venv, venv_python=venv_python, backend=backend, dry_run=dry_run, yes=yes,
-        write_lock=write_lock, check=not no_check, sysroot=check_sysroot(sysroot),
-        find_links=find_links, device=device, allow_unsupported=allow_unsupported,
-        show_engine=not app.quiet and not as_json and sys.stderr.isatty())
+    request = _request(app, with_=with_, latest=latest, offline=offline,
+                       allow_unsupported=allow_unsupported, lock=lock_path, find_links=find_links,
+                       python=python, venv=venv, venv_python=venv_python, backend=backend,
+                       device=device, dry_run=dry_run, yes=yes, write_lock=write_lock,
+                       check=not no_check, sysroot=check_sysroot(sysroot),
+                       show_engine=not app.quiet and not as_json and sys.stderr.isatty())
     # Removals are confirmed by a person at a terminal; a script or --json needs --yes.
     confirm = _ask if not as_json and sys.stdin.isatty() else None
     with _reporter(app, request, app.printer.chatty) as reporter:
         outcome = install_stack(request, reporter, confirm=confirm)
     app.printer.emit(outcome)
     return outcome.exit_code
+
+
+def _request(app: App, *, with_: tuple[str, ...], latest: bool, backend: str | None,
+             **flags: Any) -> InstallRequest:
+    """The install's settings, resolved here by neuronctl.settings' one rule (a typed flag >
+    environment > config > default): the operation gets typed values and never the config. The
+    resolution's target (Python, platform) is the target interpreter's, known only once it is
+    inspected: `stack` takes it."""
+    from neuronctl.backend.choose import choose_backend
+    from neuronctl.ops.index_routing import route_indexes
+    from neuronctl.ops.install.request import InstallRequest
+
+    rules = resolver()
+    settings = stack_settings(rules, latest=latest, pythons="", platforms="")
+    manifest = functools.cache(app.manifest)
+
+    def routing(recorded: Mapping[str, str]) -> IndexRouting:
+        return route_indexes(settings.indexes, recorded)
+
+    def stack(python: str, platform: str) -> StackRequest:
+        from neuronctl.ops.lock.request import plan_request  # only a resolution needs it
+
+        return plan_request(manifest(), replace(settings, python_versions=(python,),
+                                                python_source="--python", platforms=(platform,)))
+
+    return InstallRequest(manifest=manifest,
+                          engine=choose_backend(backend, rules.config_text("engine")),
+                          routing=routing, stack=stack, timeout=resolve("timeout", rules=rules).value,
+                          release=settings.release.value, torch=settings.torch, with_=with_,
+                          latest=latest, **flags)
 
 
 def _ask(question: str) -> bool:
@@ -110,9 +139,9 @@ def _reporter(app: App, request: InstallRequest, show: bool) -> Iterator[Reporte
         print_plan(data["plan"], data["source"], data["target"], data["choice"],  # type: ignore[arg-type]
                    verbose=app.verbose, color=app.printer.colour())
 
-    def applying(event: AnyEvent) -> None:
-        table = ("rich.table", "neuronctl.cli.doctor_report") if app.verbose else ()
-        preload("neuronctl.ops.doctor.run", "neuronctl.ops.doctor.facts", *table)
+    def applying(event: AnyEvent) -> None:  # the operation loads the doctor itself meanwhile
+        if app.verbose:
+            preload("rich.table", "neuronctl.cli.doctor_report")
 
     with CliReporter(lambda: app.console(stderr=True),
                      steps={"plan": plan, "applying": applying}) as reporter:

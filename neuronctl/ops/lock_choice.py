@@ -3,7 +3,9 @@
 
 `choose_lock` is pure: the hardware facts (Neuron devices, the NVIDIA driver as probes/nvidia.py
 finds it), which fallback locks exist and `--device` go in; the lock, the reason and any warning
-come out as text. `present_fallbacks` looks at the disk for it.
+come out as text. `present_fallbacks` looks at the disk for it, and `pick_lock` gathers the facts
+for `install --lock` (the hardware, the NVIDIA driver where it matters, what each lock records)
+and reads the chosen lock.
 
 Rules: `--device neuron|cuda|cpu` picks that lock (a missing fallback lock is bad input naming the
 command that makes it). `auto`: Neuron devices -> the Neuron lock; else an NVIDIA GPU and a CUDA
@@ -22,11 +24,19 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
 from neuronctl.devices import DEVICES, FALLBACK_DEVICES
 from neuronctl.errors import InputError
+
+if TYPE_CHECKING:
+    from packaging.pylock import Pylock
+
+    from neuronctl.probes.hardware import HardwareReport
+    from neuronctl.probes.nvidia import NvidiaFacts
+    from neuronctl.probes.sysroot import SysRoot
 
 _KIND = {"neuron": "the Neuron lock", "cuda": "the CUDA fallback lock", "cpu": "the CPU fallback lock"}
 
@@ -212,3 +222,67 @@ def _cuda_warnings(host: HostDevices, cuda_variant: str | None,
         min_driver = load_fallback_routing()["cuda"].min_driver
     old = driver_warning(host.nvidia_driver, cuda_variant, min_driver)
     return (old,) if old else ()
+
+
+@dataclass(frozen=True)
+class PickedLock:
+    """The lock chosen for this host's devices, read, with the facts the choice rested on."""
+
+    choice: LockChoice
+    lock: Pylock
+    """The chosen lock, read and validated."""
+    nvidia: NvidiaFacts | None
+    """The NVIDIA driver, where it was looked for (no Neuron devices, or --device cuda)."""
+    fallbacks: frozenset[str] = frozenset()
+    """The devices whose fallback lock lies beside the Neuron lock."""
+
+    @property
+    def is_fallback(self) -> bool:
+        return self.choice.device != "neuron"
+
+    @property
+    def worth_saying(self) -> bool:
+        """Whether there was a choice to make (fallbacks beside the lock, --device, a warning),
+        so that the choice and its reason are printed."""
+        return bool(self.fallbacks or self.is_fallback or self.choice.warnings)
+
+
+def neuron_devices(hardware: HardwareReport) -> int:
+    return hardware.device_count or len(hardware.dev_nodes)
+
+
+def pick_lock(main: Path, device: str, hardware: HardwareReport, sysroot: SysRoot) -> PickedLock:
+    """The lock to install for `--lock main` and `--device device` on the host `hardware`
+    describes, read; bad input (exit 2) for a fallback lock that is asked for and absent, and
+    for a lock recording a fallback device the hardware does not call for (unless --device names
+    it): what a lock is for is what it records, not only its name."""
+    from neuronctl.resolvers.pylock import load_pylock  # the lock reader: not on the doctor's path
+
+    present = present_fallbacks(main)
+    count = neuron_devices(hardware)
+    nvidia = None
+    if count == 0 or device == "cuda":  # the NVIDIA driver is looked for only then
+        from neuronctl.probes.nvidia import detect_nvidia
+
+        nvidia = detect_nvidia(sysroot)
+    host = HostDevices(count, nvidia.driver if nvidia else None, nvidia.source if nvidia else None)
+    given = load_pylock(main)
+    given_device, variant = _recorded(main, given)
+    choice = choose_lock(main, present, host, device, main_device=given_device, cuda_variant=variant)
+    if choice.path == main:
+        return PickedLock(choice, given, nvidia, present)
+    lock = load_pylock(choice.path)  # pylock.DEVICE.toml beside main
+    _, variant = _recorded(choice.path, lock)  # bad input where it records another device
+    if choice.device == "cuda":  # again, now that the lock's CUDA variant is known (its warning)
+        choice = choose_lock(main, present, host, device, main_device=given_device,
+                             cuda_variant=variant)
+    return PickedLock(choice, lock, nvidia, present)
+
+
+def _recorded(path: Path, lock: Pylock) -> tuple[str, str | None]:
+    """What a read lock records it is for, and its CUDA variant (a forged table is bad input)."""
+    from neuronctl.resolvers.pylock import fallback_of, neuronctl_table
+
+    fallback = fallback_of(lock, str(path))
+    device = recorded_device(path, neuronctl_table(lock), fallback)
+    return device, (fallback or {}).get("variant")

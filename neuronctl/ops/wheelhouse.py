@@ -22,20 +22,21 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from neuronctl.errors import FaultError, InputError
+from neuronctl.locked_file import LockedFile
 from neuronctl.ops.reporter import Event, Reporter, status
+from neuronctl.routing import IndexRouting
 from neuronctl.safety import checked_hash, safe_filename
 
 if TYPE_CHECKING:
     from packaging.pylock import Pylock
 
-    from neuronctl.config import Config
     from neuronctl.resolvers.targets import Target
 
 STAGING = ".neuronctl-partial"
@@ -44,24 +45,14 @@ LABEL_WIDTH = 28
 
 
 @dataclass(frozen=True)
-class LockedFile:
-    """One wheel a lock names: where to fetch it and the sha256 it must have."""
-
-    package: str
-    version: str
-    filename: str
-    url: str
-    sha256: str
-    size: int | None
-
-
-@dataclass(frozen=True)
 class DownloadRequest:
     """What `neuronctl download` was asked: the lock, the wheelhouse folder, the targets."""
 
     lock: Path
     dest: Path
-    config: Config
+    routing: Callable[[Mapping[str, str]], IndexRouting]
+    """The index routing (bundled, config, NEURONCTL_INDEX_*) over the indexes the lock records:
+    the credentials each file's origin is fetched with."""
     targets: tuple[Target, ...] = ()
     """Empty: every target the lock records (see the module's docstring)."""
     timeout: float = 30.0
@@ -76,7 +67,7 @@ class FileOutcome:
     """"downloaded", "present" (already there and verified) or "replaced" (there, unverified)."""
 
     def to_json(self) -> dict[str, object]:
-        return {"name": self.file.package, "version": self.file.version,
+        return {"name": self.file.name, "version": self.file.version,
                 "file": self.file.filename, "sha256": self.file.sha256, "size": self.file.size,
                 "status": self.status}
 
@@ -189,14 +180,13 @@ def verified(file: LockedFile, path: Path) -> bool:
 
 
 def label(file: LockedFile) -> str:
-    text = f"{file.package} {file.version}"
+    text = f"{file.name} {file.version}"
     return text if len(text) <= LABEL_WIDTH else text[:LABEL_WIDTH - 1] + "…"
 
 
 def download(request: DownloadRequest, reporter: Reporter) -> DownloadOutcome:
     """Every selected file into request.dest, verified; the first failure (or Ctrl-C, SIGTERM)
     stops the others, and what completed stays (a re-run skips it)."""
-    from neuronctl.ops.index_routing import build_routing
     from neuronctl.ops.net_preflight import file_hosts, preflight
     from neuronctl.resolvers.http_fetch import Fetcher
     from neuronctl.resolvers.pylock import load_pylock, neuronctl_table
@@ -206,11 +196,11 @@ def download(request: DownloadRequest, reporter: Reporter) -> DownloadOutcome:
     dest = _prepare(request.dest)
     recorded = (neuronctl_table(lock) or {}).get("indexes")
     indexes = {str(k): str(v) for k, v in recorded.items()} if isinstance(recorded, dict) else {}
-    routing = build_routing(request.config, (), (), recorded=indexes)
+    routing = request.routing(indexes)
     fetcher = Fetcher(cache=None, offline=False, timeout=request.timeout,
                       credentials=routing.credentials())
     hosts = file_hosts(f.url for f in files  # the hosts of what is not there yet, at once
-                       if not (dest / safe_filename(f.filename, f.package)).is_file())
+                       if not (dest / safe_filename(f.filename, f.name)).is_file())
     if hosts:
         reporter.emit(status(f"checking {len(hosts)} host(s) before downloading"))
     preflight(hosts, fetcher)
@@ -249,8 +239,8 @@ def _files_status(reporter: Reporter, total: int) -> Any:
         with lock:
             done[0] += finished
             count = done[0]
-        reporter.emit(status(f"files: {count} of {total} done ({file.package})", count, total,
-                             (file.package,)))
+        reporter.emit(status(f"files: {count} of {total} done ({file.name})", count, total,
+                             (file.name,)))
 
     return tell
 
@@ -291,7 +281,7 @@ def _fetch_one(file: LockedFile, dest: Path, fetcher: Any, reporter: Reporter,
                abandon: threading.Event, mode: int) -> FileOutcome:
     from neuronctl.resolvers.download import download_verified
 
-    final = dest / safe_filename(file.filename, file.package)  # not resolved: a link there is
+    final = dest / safe_filename(file.filename, file.name)  # not resolved: a link there is
     present = os.path.lexists(final)  # replaced by the verified file, never written through
     if present and verified(file, final):
         reporter.finished(file.filename, f"{file.filename}: already there, sha256 ok")

@@ -88,7 +88,7 @@ def _minor(version: str) -> str:
 def _new_venv_python(fw: Framework) -> str:
     """The lowest Python the line supports that this machine has (else its lowest, which the
     install then reports as missing)."""
-    from neuronctl.ops.install.target import find_interpreter
+    from neuronctl.ops.interpreters import find_interpreter
 
     return next((p for p in fw.python if find_interpreter(p)), fw.python[0])
 

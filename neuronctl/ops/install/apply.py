@@ -6,18 +6,19 @@ an existing environment that fails is reported with what changed (see failure.py
 from __future__ import annotations
 
 import shutil
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from neuronctl.backend.engine import Engine
+from neuronctl.backend.engine import Engine, nothing
 from neuronctl.backend.engine_watch import install_limits, step_limits
 from neuronctl.backend.external_tool import run_engine
 from neuronctl.backend.plan import Plan
 from neuronctl.errors import FaultError, InputError, Interrupted, NeuronctlError
-from neuronctl.ops.install.requirements import NAME_RE, EngineFile, written
+from neuronctl.locked_file import NAME_RE, LockedFile
+from neuronctl.ops.install.background import Background, OnThread
+from neuronctl.ops.install.requirements import written
 from neuronctl.ops.install.target import InstallTarget
 from neuronctl.routing import Origin
 
@@ -84,114 +85,79 @@ def _remove_new_venv(target: InstallTarget) -> Path | None:
     return target.venv
 
 
-def _new_uv_lock(target: InstallTarget, engine: Engine) -> Path | None:
-    """uv takes its lock on an environment through an empty `.lock` file at its root, which it
-    leaves there; where there was none before, a failed install takes it away again, so that the
-    environment is as it was, byte for byte."""
-    if engine.name != "uv" or target.new_venv:
-        return None
-    path = Path(target.environment) / ".lock"
-    return None if path.exists() or path.is_symlink() else path
-
-
-def _drop_uv_lock(path: Path | None) -> None:
-    try:
-        if path is not None and not path.is_symlink() and path.is_file() and path.stat().st_size == 0:
-            path.unlink()
-    except OSError:
-        pass
-
-
 ABANDON_WAIT_S = 60.0
 """How long an abandoned install waits for its venv's creation (milliseconds, normally) before
 removing what it made."""
 
 
-class EarlyVenv:
+def early_venv(target: InstallTarget, engine: Engine, run: Runner = run_engine, *,
+               timeout: float = 30.0) -> OnThread[None]:
     """A new venv made while the install is still being planned (uv venv takes 40-100 ms that
-    would otherwise come after the plan): `ready()` before the engine installs into it,
-    `abandon()` where the install stops before that (the venv goes again: nothing changed)."""
-
-    def __init__(self, target: InstallTarget, engine: Engine, run: Runner = run_engine, *,
-                 timeout: float = 30.0) -> None:
-        assert target.new_venv and target.venv is not None
-        self.target = target
-        self._error: BaseException | None = None
-        self._limits = step_limits(STEP_LIMIT_S, timeout)
-        self._thread = threading.Thread(target=self._make, name="neuronctl-venv", daemon=True,
-                                        args=(engine.create_venv(target.python, target.venv), run))
-        self._thread.start()
-
-    def _make(self, argv: list[str], run: Runner) -> None:
-        try:
-            run(argv, limits=self._limits)
-        except BaseException as exc:  # handed to ready(), in the thread that installs
-            self._error = exc
-
-    def ready(self) -> None:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-
-    def abandon(self) -> None:
-        try:
-            self._thread.join(ABANDON_WAIT_S)
-        finally:  # even when a second Ctrl-C cuts the wait short
-            _remove_new_venv(self.target)
+    would otherwise come after the plan), started: apply() takes its result before the engine
+    installs into it; cancelled where the install stops before that, the venv goes again
+    (nothing changed)."""
+    assert target.new_venv and target.venv is not None
+    argv, limits = engine.create_venv(target.python, target.venv), step_limits(STEP_LIMIT_S, timeout)
+    made = OnThread(lambda: run(argv, limits=limits), name="neuronctl-venv",
+                    undo=lambda: _remove_new_venv(target), patience=ABANDON_WAIT_S)
+    made.start()
+    return made
 
 
 def _run_steps(plan: Plan, requirements: Path, target: InstallTarget, engine: Engine, run: Runner,
-               files: Sequence[EngineFile], offline: bool, timeout: float,
-               before: Snapshot | None, uv_lock: Path | None) -> None:
+               files: Sequence[LockedFile], offline: bool, timeout: float,
+               before: Snapshot | None, cleanup: Callable[[], None],
+               started: Callable[[], None]) -> None:
     step = step_limits(STEP_LIMIT_S, timeout)
-    for stage, argv in apply_steps(plan, requirements, target, engine, offline=offline,
-                                   installs=bool(files)):
+    steps = apply_steps(plan, requirements, target, engine, offline=offline, installs=bool(files))
+    for i, (stage, argv) in enumerate(steps):
         limits = install_limits((f.size for f in files), timeout) if stage == "install" else step
         try:
-            run(argv, limits=limits)
+            run(argv, limits=limits, started=started if i == 0 else None)
         except FaultError as exc:
-            _drop_uv_lock(uv_lock)
+            cleanup()
             raise ApplyFailure(stage, exc, _remove_new_venv(target), before) from None
         except KeyboardInterrupt as signal:  # the engine may have changed things: report them
-            _drop_uv_lock(uv_lock)
+            cleanup()
             raise ApplyFailure(stage, Interrupted.caused_by(signal), _remove_new_venv(target),
                                before) from None
 
 
-def apply(plan: Plan, target: InstallTarget, engine: Engine, files: Sequence[EngineFile],
+def apply(plan: Plan, target: InstallTarget, engine: Engine, files: Sequence[LockedFile],
           credentials: Mapping[Origin, tuple[str, str]], *, run: Runner = run_engine,
           watch: Callable[[], Snapshot] | None = None, offline: bool = False,
-          early: EarlyVenv | None = None, engine_starting: Callable[[], None] | None = None,
-          timeout: float = 30.0, local_label: Callable[[Path], str] = str) -> None:
+          early: Background[None] | None = None, engine_starting: Callable[[], None] = nothing,
+          started: Callable[[], None] = nothing, timeout: float = 30.0,
+          local_label: Callable[[Path], str] = str) -> None:
     """Create a new venv (at its final path; `early`: wait for the one being made) or list an
     existing environment's files (`watch`), then let the engine fetch, verify and install
     `files` (pip rolls its own upgrades back if that step fails), then remove. A new venv is
     removed again if anything fails. `engine_starting` is called once the target exists, just
-    before the engine runs. `timeout` (--timeout) bounds each step: no progress for that long
-    stops it, and the install step also stops at a limit from its files' sizes (engine_watch).
-    `local_label` names a local file in the error when it is not the locked one."""
+    before the engine runs; `started` once the engine's first step runs (not a venv's creation).
+    `timeout` (--timeout) bounds each step: no progress for that long stops it, and the install
+    step also stops at a limit from its files' sizes (engine_watch). `local_label` names a local
+    file in the error when it is not the locked one."""
     step = step_limits(STEP_LIMIT_S, timeout)
     try:
         if target.new_venv:
             assert target.venv is not None
             try:
                 if early is not None:
-                    early.ready()
+                    early.result()
                 else:
                     run(engine.create_venv(target.python, target.venv), limits=step)
             except FaultError as exc:
                 raise ApplyFailure("create venv", exc, _remove_new_venv(target)) from None
         # Without the before-state no failure could be reported truthfully: do not start.
         before = watch() if watch is not None else None
-        if engine_starting is not None:
-            engine_starting()
-        uv_lock = _new_uv_lock(target, engine)
+        engine_starting()
+        cleanup = nothing if target.new_venv else engine.cleanup(target.environment)
         try:
-            with written(files, engine.input_name, credentials,
+            with written(files, engine, credentials,
                          private_copies=local_label if engine.rereads_local_files else None
                          ) as requirements:
                 _run_steps(plan, requirements, target, engine, run, files, offline, timeout,
-                           before, uv_lock)
+                           before, cleanup, started)
         except InputError as exc:  # a local file that is not the locked one: the engine never ran
             raise ApplyFailure("install", exc, _remove_new_venv(target), before) from None
     except ApplyFailure:

@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from neuronctl.backend.engine import Engine
 from neuronctl.backend.external_tool import shown
-from neuronctl.backend.plan import changed_between, restore_commands
+from neuronctl.backend.plan import changed_between
 from neuronctl.backend.snapshot import Stray, file_changes
 from neuronctl.errors import FaultError, InputError, Interrupted, NeuronctlError
+from neuronctl.locked_file import LockedFile
 from neuronctl.ops.install.apply import ApplyFailure
-from neuronctl.ops.install.requirements import EngineFile
+from neuronctl.ops.install.find_links import mismatched
 from neuronctl.ops.install.target import InstallTarget
 from neuronctl.probes.pyenv import PythonEnv, inspect_python
 
@@ -28,21 +30,19 @@ def _versions(env: PythonEnv) -> dict[str, str]:
 
 
 def _refused(failure: ApplyFailure, wheelhouse: Path | None,
-             files: Sequence[EngineFile]) -> InputError | None:
+             files: Sequence[LockedFile]) -> InputError | None:
     """A wheelhouse file the engine was given that is not the locked file, when the engine failed
     installing (not when it was interrupted: nothing is hashed then)."""
     if isinstance(failure.error, InputError):  # the private copy's check named it already
         return failure.error
     if wheelhouse is None or failure.stage != "install" or isinstance(failure.error, Interrupted):
         return None
-    from neuronctl.ops.install.wheelhouse_source import mismatched
-
     return mismatched(wheelhouse, files)
 
 
-def failure_error(failure: ApplyFailure, target: InstallTarget, before: PythonEnv,
+def failure_error(failure: ApplyFailure, target: InstallTarget, engine: Engine, before: PythonEnv,
                   index_url_for: Callable[[str], str], *, wheelhouse: Path | None = None,
-                  files: Sequence[EngineFile] = ()) -> NeuronctlError:
+                  files: Sequence[LockedFile] = ()) -> NeuronctlError:
     """The error to raise for `failure` (an interrupt keeps its own exit code); `before` is the
     target as inspected before the plan, `index_url_for` the routing's URL for a package;
     `wheelhouse` the --find-links directory some of the engine's `files` came from."""
@@ -78,16 +78,16 @@ def failure_error(failure: ApplyFailure, target: InstallTarget, before: PythonEn
     if len(strays) > SHOWN_STRAYS:
         what.append(f"and changes in {len(strays) - SHOWN_STRAYS} more places")
     return error(f"{stopped} after changing {'; '.join(what)}{why}",
-                 hint=_restore_hint(target, strays, old, new, index_url_for))
+                 hint=_restore_hint(target, engine, strays, old, new, index_url_for))
 
 
-def _restore_hint(target: InstallTarget, strays: list[Stray], old: dict[str, str],
+def _restore_hint(target: InstallTarget, engine: Engine, strays: list[Stray], old: dict[str, str],
                   new: dict[str, str], index_url_for: Callable[[str], str]) -> str:
     cmds: list[list[str]] = []
     removable = [path for s in strays for path in s.removable]
     if removable:  # only paths that did not exist before, inside site-packages, owned by nothing
         cmds.append(["rm", "-rf", "--", *removable])
-    cmds += restore_commands(target.final_python, old, new, index_url_for)
+    cmds += engine.restore_commands(target.final_python, old, new, index_url_for)
     if not cmds:
         return "reinstall the packages those files belong to"
     return "restore with: " + " && ".join(shown(c) for c in cmds)

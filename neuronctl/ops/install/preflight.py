@@ -1,17 +1,21 @@
-"""Checks before anything is downloaded or changed: the target Python fits the stack, the chip
-fits when Neuron hardware is present, the pip engine has a pip to run. Each either raises an
+"""The preflight of an install, checks before anything is downloaded or changed: the target
+Python fits the stack, the chip fits when Neuron hardware is present, no documented rule forbids
+the stack, the pip engine has a pip to run, --offline has nothing to fetch. Each either raises an
 InputError (exit 2, nothing changed) or says what the user should know."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from neuronctl.backend.engine import Choice
+from neuronctl.backend.engine import Choice, Engine
 from neuronctl.errors import InputError
+from neuronctl.locked_file import LockedFile
 from neuronctl.manifest import Framework, Manifest
 from neuronctl.ops.install.target import InstallTarget
+from neuronctl.ops.reporter import Event, Reporter
 from neuronctl.probes.hardware import HardwareReport
 from neuronctl.probes.pyenv import PythonEnv
+from neuronctl.probes.sysroot import SysRoot
 
 NO_HARDWARE = "no Neuron hardware here; preparing an environment for another host"
 
@@ -47,8 +51,45 @@ def release_note(manifest: Manifest, version: str | None) -> str | None:
             "(choose another with --release; `neuronctl releases` lists them)")
 
 
+def stack_notes(manifest: Manifest, release: str | None, framework: Framework | None,
+                hardware: HardwareReport, reporter: Reporter) -> None:
+    """The release's note and the chip's check, for the stack the source chose."""
+    note = release_note(manifest, release)
+    if note is not None:
+        reporter.emit(Event("note", note))
+    warning = check_chip(hardware, framework)
+    if warning is not None:
+        reporter.emit(Event("warning", warning))
+
+
+def rule_notes(manifest: Manifest, release: str | None, framework: Framework | None, python: str,
+               hardware: HardwareReport, sysroot: SysRoot, allow_unsupported: bool,
+               reporter: Reporter) -> None:
+    """The documented rules on this stack (the doctor's own): bad input where one forbids it
+    (unless --allow-unsupported), else a note for each that applies."""
+    from neuronctl.ops.doctor.checks_rules import install_rule_notes  # the doctor's checks: lazily
+
+    for note in install_rule_notes(manifest, release, framework, python, hardware, sysroot,
+                                   allow_unsupported):
+        reporter.emit(Event("note", note))
+
+
+def check_offline(engine: Engine, files: Sequence[LockedFile]) -> None:
+    """--offline with an engine that keeps no files of its own can install only local files."""
+    if engine.has_offline_cache:
+        return
+    remote = [f.name for f in files if not f.url.startswith("file:")]
+    if remote:
+        raise InputError(f"--offline: the {engine.name} engine keeps no downloaded files, and "
+                         f"{', '.join(remote[:4])}{' ...' if len(remote) > 4 else ''} "
+                         "would come from the network",
+                         hint="use --backend uv (it installs from its own cache offline), or "
+                              "install from a wheel directory (neuronctl download)")
+
+
 def check_engine(choice: Choice, target: InstallTarget, env: PythonEnv) -> None:
     """The pip engine is the target's own pip: an existing target without one cannot use it."""
-    if choice.engine.name == "pip" and not target.new_venv and env.get("pip") is None:
-        raise InputError(f"{target.final_python} has no pip, and the pip engine is its own pip "
+    if choice.engine.needs_target_pip and not target.new_venv and env.get("pip") is None:
+        raise InputError(f"{target.final_python} has no pip, and the {choice.engine.name} engine "
+                         "is its own pip "
                          f"({choice.reason})", hint="use --backend uv, or install pip there first")

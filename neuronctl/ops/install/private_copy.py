@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from neuronctl.errors import FaultError, InputError
-from neuronctl.ops.install.requirements import EngineFile
+from neuronctl.locked_file import LockedFile
 from neuronctl.routing import file_url_path
 
 CHUNK = 1 << 20
@@ -43,7 +43,7 @@ def _copy(src: int, dest: Path, limit: int, where: str) -> tuple[str, int]:
     return digest.hexdigest(), total
 
 
-def private_copy(file: EngineFile, folder: Path, label: Callable[[Path], str] = str) -> EngineFile:
+def private_copy(file: LockedFile, folder: Path, label: Callable[[Path], str] = str) -> LockedFile:
     """`file` as a verified copy in `folder` (which must be private and empty) when its URL is a
     local file; unchanged otherwise. InputError naming the file (by `label`) when it is not the
     locked one."""
@@ -75,8 +75,8 @@ def private_copy(file: EngineFile, folder: Path, label: Callable[[Path], str] = 
     return replace(file, url=dest.as_uri())
 
 
-def private_copies(files: Sequence[EngineFile], folder: Path,
-                   label: Callable[[Path], str] = str) -> list[EngineFile]:
+def private_copies(files: Sequence[LockedFile], folder: Path,
+                   label: Callable[[Path], str] = str) -> list[LockedFile]:
     """Every local file of `files` as a verified copy under `folder`, each in a folder of its own
     (two files may share a name)."""
     return [private_copy(f, folder / str(i), label) for i, f in enumerate(files)]

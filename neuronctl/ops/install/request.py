@@ -1,40 +1,50 @@
-"""What `neuronctl install` is asked to do, as one typed value the CLI builds from its flags."""
+"""What `neuronctl install` is asked to do, as one typed value the CLI builds from its flags, the
+environment and the config, every setting already resolved (no config reaches the operation)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from neuronctl.config import Config
+from neuronctl.backend.engine import Choice
 from neuronctl.errors import InputError
+from neuronctl.routing import IndexRouting
 
 if TYPE_CHECKING:
     from neuronctl.manifest import Manifest
+    from neuronctl.ops.lock.request import StackRequest
 
 
 @dataclass(frozen=True)
 class InstallRequest:
-    """What `neuronctl install` was asked, options parsed, for the operation to validate."""
+    """What `neuronctl install` was asked, options parsed and settings resolved, for the
+    operation to validate."""
 
-    config: Config
     manifest: Callable[[], Manifest]
     """Loads the release manifest; the operation calls it once, when it first needs it."""
+    engine: Choice
+    """The engine and why (--backend, config backend, NEURONCTL_BACKEND, else auto)."""
+    routing: Callable[[Mapping[str, str]], IndexRouting]
+    """The index routing (bundled, config, NEURONCTL_INDEX_*, --index, --route) over the indexes
+    a lock records."""
+    stack: Callable[[str, str], StackRequest]
+    """A fresh resolution's request for a target Python X.Y and platform: the release, torch,
+    --with, --latest and the routing, as flags, environment and config set them."""
     timeout: float = 30.0
     """Seconds per request and per interpreter inspection, already validated."""
     release: str | None = None
+    """--release, else the config's."""
     torch: str | None = None
+    """--torch, else the config's."""
     with_: tuple[str, ...] = ()
-    indexes: tuple[str, ...] = ()
-    routes: tuple[str, ...] = ()
     latest: bool = False
     offline: bool = False
     lock: Path | None = None
     python: str | None = None
     venv: Path | None = None
     venv_python: str | None = None
-    backend: str | None = None
     dry_run: bool = False
     yes: bool = False
     write_lock: Path | None = None

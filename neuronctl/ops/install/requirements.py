@@ -15,51 +15,20 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from neuronctl.errors import InputError
+from neuronctl.backend.engine import Engine
+from neuronctl.locked_file import LockedFile
 from neuronctl.routing import Origin, redact_url, url_origin
-from neuronctl.safety import checked_hash, checked_url, safe_filename
+from neuronctl.safety import checked_url
 
-NAME_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,200}[A-Za-z0-9])?")
-_VERSION = re.compile(r"[A-Za-z0-9.+!_-]{1,100}")
 URL_SAFE = "!#$&'()*+,/:;=?@[]-._~%"
 """RFC 3986's reserved and unreserved characters (letters and digits are always kept) and '%':
 anything else in a URL is percent-encoded for the engine. `{` and `}` are among the rest, so no
 `${NAME}` reaches pip, which would put that environment variable's value into the URL."""
 
-PYLOCK = "pylock.toml"
-REQUIREMENTS = "requirements.txt"
-
-
-@dataclass(frozen=True)
-class EngineFile:
-    """One file the engine installs: its URL (credentials added only here) and its sha256."""
-
-    name: str
-    version: str
-    filename: str
-    url: str
-    """Where the engine fetches it (an http(s) or file:// URL, without credentials)."""
-    sha256: str
-    size: int | None = None
-    """Its size where the lock or the index says (bounds the engine's time: see apply.py)."""
-
-    def __post_init__(self) -> None:
-        # Every value here goes into the engine's input: none may start a line or an option
-        # there (a URL's "\n-r ~/.netrc", a name's " --index-url ..."), whatever checked it before.
-        where = f"{str(self.name)[:80]!r} {str(self.version)[:40]}"
-        if not isinstance(self.name, str) or not NAME_RE.fullmatch(self.name):
-            raise InputError(f"{where}: not a valid package name for the engine")
-        if not isinstance(self.version, str) or not _VERSION.fullmatch(self.version):
-            raise InputError(f"{where}: not a valid version for the engine")
-        safe_filename(self.filename, where)
-        checked_url(self.url, where)
-        checked_hash("sha256", self.sha256, where)
 
 
 def engine_url(url: str) -> str:
@@ -81,31 +50,21 @@ def _with_credentials(url: str, credentials: Mapping[Origin, tuple[str, str]]) -
                        parts.fragment))
 
 
-def _line(file: EngineFile, url: str) -> str:
-    return f"{file.name} @ {url} --hash=sha256:{file.sha256}"
-
-
-def shown_lines(files: Sequence[EngineFile]) -> tuple[str, ...]:
+def shown_lines(files: Sequence[LockedFile]) -> tuple[str, ...]:
     """The files as they may be printed (a dry run, JSON): no credentials."""
-    return tuple(_line(f, redact_url(f.url)) for f in files)
+    return tuple(f.requirement(redact_url(f.url)) for f in files)
 
 
-def render(files: Sequence[EngineFile], input_name: str,
+def render(files: Sequence[LockedFile], engine: Engine,
            credentials: Mapping[Origin, tuple[str, str]]) -> str:
-    """The engine's input: a pylock.toml or a requirements.txt of exactly `files`."""
-    if input_name == REQUIREMENTS:
-        return "\n".join(_line(f, _with_credentials(f.url, credentials)) for f in files) + "\n"
-    from neuronctl.resolvers.toml_emit import dumps
-
-    packages = [{"name": f.name, "version": f.version,
-                 "wheels": [{"name": f.filename, "url": _with_credentials(f.url, credentials),
-                             "hashes": {"sha256": f.sha256}}]} for f in files]
-    return dumps({"lock-version": "1.0", "created-by": "neuronctl", "packages": packages},
-                 arrays_of_tables=("packages",))
+    """The engine's input for exactly `files` (the engine writes its own form), each checked
+    again here, whoever made it."""
+    return engine.render_input([f.checked() for f in files],
+                               lambda f: _with_credentials(f.url, credentials))
 
 
 @contextlib.contextmanager
-def written(files: Sequence[EngineFile], input_name: str,
+def written(files: Sequence[LockedFile], engine: Engine,
             credentials: Mapping[Origin, tuple[str, str]], *,
             private_copies: Callable[[Path], str] | None = None) -> Iterator[Path]:
     """The engine's input for `files`, private to this user, removed afterwards.
@@ -118,8 +77,8 @@ def written(files: Sequence[EngineFile], input_name: str,
             from neuronctl.ops.install.private_copy import private_copies as copies
 
             files = copies(files, Path(folder) / "files", private_copies)
-        text = render(files, input_name, credentials)
-        path = Path(folder) / input_name
+        text = render(files, engine, credentials)
+        path = Path(folder) / engine.input_name
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)

@@ -1,31 +1,44 @@
-"""What `neuronctl install` puts in place: the wheels a pylock.toml selects for the target (PEP 751
-selection by markers and tags, ambiguity an error), or a fresh resolution's."""
+"""Step 3 of an install, the source: the wheels it puts in place, from the lock chosen for this
+host (PEP 751 selection by markers and tags, ambiguity an error; --find-links: from a wheelhouse,
+find_links.py) or from a fresh resolution for the target (resolution.py), with the index
+routing that names each package's index."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from neuronctl.backend.plan import Wanted
+from packaging.markers import Marker
+from packaging.pylock import PackageWheel, Pylock, PylockSelectError
+from packaging.tags import Tag
+from packaging.version import Version
+
 from neuronctl.errors import InputError
+from neuronctl.locked_file import LockedFile
 from neuronctl.manifest import Framework, Manifest
+from neuronctl.ops.install.find_links import from_wheelhouse
+from neuronctl.ops.install.preflight import check_python, stack_notes
+from neuronctl.ops.install.request import InstallRequest
+from neuronctl.ops.lock_choice import PickedLock
+from neuronctl.ops.reporter import Reporter
+from neuronctl.probes.hardware import HardwareReport
 from neuronctl.probes.pyenv import PythonEnv
-from neuronctl.resolvers.targets import Target
+from neuronctl.resolvers.stack_plan import pick_release, plan_stack
+from neuronctl.resolvers.targets import Target, target_for_interpreter
+from neuronctl.routing import IndexRouting
 from neuronctl.safety import checked_hash, safe_filename
 
 if TYPE_CHECKING:
-    from packaging.pylock import Pylock
-
-    from neuronctl.resolvers.stack_plan import StackPlan
+    from neuronctl.ops.install.resolution import Resolution
 
 
 @dataclass(frozen=True)
 class InstallSource:
     """The wheels an install puts in place, from a lock or a fresh resolution, and their stack."""
 
-    wanted: tuple[Wanted, ...]
+    wanted: tuple[LockedFile, ...]
     release: str | None
     framework: Framework | None
     describe: str
@@ -35,8 +48,6 @@ class InstallSource:
 
 
 def env_tags(env: PythonEnv, target: Target) -> list[Any]:
-    from packaging.tags import Tag
-
     tags = []
     for text in env.tags:
         parts = text.split("-")
@@ -47,10 +58,6 @@ def env_tags(env: PythonEnv, target: Target) -> list[Any]:
 
 def from_lock(path: Path, lock: Pylock, env: PythonEnv, target: Target, manifest: Manifest,
               release_hint: str | None) -> InstallSource:
-    from packaging.markers import Marker
-    from packaging.pylock import PylockSelectError
-    from packaging.version import Version
-
     markers = dict(env.markers) or target.markers
     full = markers.get("python_full_version", env.python)
     if lock.requires_python is not None and not lock.requires_python.contains(Version(full)):
@@ -65,7 +72,7 @@ def from_lock(path: Path, lock: Pylock, env: PythonEnv, target: Target, manifest
         selected = list(lock.select(environment=markers, tags=env_tags(env, target)))  # type: ignore[arg-type]
     except (PylockSelectError, ValueError) as exc:  # ValueError: a marker such as ~= "foo"
         raise InputError(f"{path}: {str(exc)[:300]}") from None
-    wanted = [_wanted(path, pkg, dist) for pkg, dist in selected]
+    wanted = [_locked(path, pkg, dist) for pkg, dist in selected]
     release, framework = _recorded_stack(path, lock, manifest, release_hint)
     tool = (lock.tool or {}).get("neuronctl")
     recorded = tool.get("indexes") if isinstance(tool, dict) else None
@@ -73,11 +80,9 @@ def from_lock(path: Path, lock: Pylock, env: PythonEnv, target: Target, manifest
     return InstallSource(tuple(wanted), release, framework, f"lock {path}", path, indexes)
 
 
-def _wanted(path: Path, pkg: Any, dist: Any) -> Wanted:
+def _locked(path: Path, pkg: Any, dist: Any) -> LockedFile:
     """One selected wheel, its name and sha256 checked again here (this face never trusts that
     the lock came through load_pylock)."""
-    from packaging.pylock import PackageWheel
-
     where = f"{path}: {pkg.name} {pkg.version or ''}".rstrip()
     if not isinstance(dist, PackageWheel):
         raise InputError(f"{where}: neuronctl installs wheels only; the lock selects "
@@ -94,7 +99,7 @@ def _wanted(path: Path, pkg: Any, dist: Any) -> Wanted:
     if not sha:
         raise InputError(f"{where}: wheel {dist.name} has no sha256; neuronctl verifies every file")
     filename = safe_filename(dist.filename, where)
-    return Wanted(str(pkg.name), str(pkg.version), filename, url, checked_hash("sha256", sha, where),
+    return LockedFile(str(pkg.name), str(pkg.version), filename, url, checked_hash("sha256", sha, where),
                   dist.size, pkg.index)
 
 
@@ -102,8 +107,6 @@ def _recorded_stack(path: Path, lock: Pylock, manifest: Manifest, release_hint: 
                     ) -> tuple[str | None, Framework | None]:
     """The release and framework the lock's [tool.neuronctl] records (else the hint), each
     checked: a release this manifest does not know is bad input naming the lock."""
-    from neuronctl.resolvers.stack_plan import plan_stack
-
     tool = (lock.tool or {}).get("neuronctl")
     tool = tool if isinstance(tool, dict) else {}
     release, torch = tool.get("release"), tool.get("torch")
@@ -118,23 +121,6 @@ def _recorded_stack(path: Path, lock: Pylock, manifest: Manifest, release_hint: 
     except InputError as exc:
         raise InputError(f"{path}: [tool.neuronctl] release {release[:40]!r}: {exc.message}",
                          hint=exc.hint) from None
-
-
-def wanted_from_resolution(packages: Sequence[Any], target: Target, hash_of: Any) -> tuple[Wanted, ...]:
-    out = []
-    for pkg in packages:
-        dist = pkg.best[target]
-        out.append(Wanted(str(pkg.name), str(pkg.version), dist.filename, dist.url, hash_of(dist),
-                          dist.size, pkg.index_url))
-    return tuple(out)
-
-
-def from_resolution(packages: Sequence[Any], target: Target, hash_of: Any,
-                    plan: StackPlan) -> InstallSource:
-    """The wheels a fresh resolution chose for the target."""
-    version, framework = plan.release.version, plan.framework
-    return InstallSource(wanted_from_resolution(packages, target, hash_of), version, framework,
-                         f"Neuron {version} with torch {framework.torch}, resolved now")
 
 
 def lock_pythons(lock: Pylock) -> tuple[str, ...]:
@@ -154,6 +140,60 @@ def lock_pythons(lock: Pylock) -> tuple[str, ...]:
 
 def stack_pythons(manifest: Manifest, release: str | None, torch: str | None) -> tuple[str, ...]:
     """Pythons the release's PyTorch line supports, as the manifest lists them."""
-    from neuronctl.resolvers.stack_plan import pick_release, plan_stack
-
     return tuple(plan_stack(pick_release(manifest, release), torch, False).framework.python)
+
+
+@dataclass(frozen=True)
+class Sourced:
+    """An install's source, the index routing its files are fetched by, and the fresh resolution
+    it came from (None for a lock), which --write-lock writes."""
+
+    source: InstallSource
+    routing: IndexRouting
+    resolution: Resolution | None = None
+
+    def engine_files(self, wanted: Sequence[LockedFile]) -> list[LockedFile]:
+        """What the engine is given for `wanted`: each file with the URL the lock (or the
+        resolution) recorded, so each package comes from its own index, checked for the
+        engine's input."""
+        return [w.checked() for w in wanted]
+
+    def write_lock(self, path: Path | None) -> Path | None:
+        """The fresh resolution as a pylock.toml at `path` (--write-lock), if both are there."""
+        if path is None or self.resolution is None:
+            return None
+        self.resolution.write(path)
+        return path
+
+
+def source(request: InstallRequest, env: PythonEnv, picked: PickedLock | None,
+           hardware: HardwareReport, manifest: Manifest, reporter: Reporter) -> Sourced:
+    """The source for the target `env`, after the preflight that needs it (Python, chip):
+    `picked`'s lock (--lock, or its fallback beside it; a fallback lock has no Neuron package,
+    so the Neuron preflight is skipped), else a fresh resolution."""
+    target = target_for_interpreter(env.python, env.libc, env.machine)
+    if picked is None:
+        check_python(_preferred(request, manifest), env.python)
+        from neuronctl.ops.install.resolution import resolve  # only a resolution loads HTTP
+
+        return resolve(request, target, manifest, hardware, reporter)
+    path = picked.choice.path
+    found = from_lock(path, picked.lock, env, target, manifest, request.release)
+    if picked.is_fallback:
+        found = replace(found, framework=None)  # no torch-neuronx: no chip to fit
+    else:
+        stack_notes(manifest, found.release, found.framework, hardware, reporter)
+    if request.find_links is not None:
+        found = from_wheelhouse(found, request.find_links, offline=request.offline,
+                                reporter=reporter)
+    return Sourced(found, request.routing(found.indexes))
+
+
+def pythons(request: InstallRequest, picked: PickedLock | None, manifest: Manifest
+            ) -> tuple[str, ...]:
+    """The Pythons the stack supports, lowest first (a new venv's base, the preflight)."""
+    return lock_pythons(picked.lock) if picked is not None else _preferred(request, manifest)
+
+
+def _preferred(request: InstallRequest, manifest: Manifest) -> tuple[str, ...]:
+    return stack_pythons(manifest, request.release, request.torch)

@@ -3,16 +3,14 @@ path if absent), or the active virtualenv; never neuronctl's own environment by 
 
 from __future__ import annotations
 
-import glob
 import os
-import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from neuronctl.backend.choose import absolute_path
 from neuronctl.errors import InputError
+from neuronctl.ops.interpreters import find_interpreter
 from neuronctl.ops.target_env import TargetPython, choose_target, is_own, refuse_own
 from neuronctl.probes.pyenv import resolve_python
 
@@ -53,29 +51,6 @@ class InstallTarget:
             seeded = f"; pip from its bundled {self.seed_pip.name}" if self.seed_pip else ""
             return f"new venv {self.venv} (from {self.python}{seeded})"
         return f"{self.final_python} ({self.reason})"
-
-
-def find_interpreter(version: str, environ: Mapping[str, str] | None = None) -> str | None:
-    """A Python X.Y on this machine: PATH's pythonX.Y, then pyenv's versions."""
-    env = os.environ if environ is None else environ
-    found = shutil.which(f"python{version}", path=absolute_path(env.get("PATH")))
-    if found:
-        try:
-            import subprocess
-
-            # Run from "/" as the engine runs it (from a directory of its own), not from the
-            # caller's: a pyenv shim picks its version by the working directory's .python-version.
-            ok = subprocess.run([found, "-c", "pass"], capture_output=True, timeout=10, cwd="/",
-                                check=False).returncode == 0
-        except (OSError, subprocess.SubprocessError):
-            ok = False
-        if ok:  # pyenv shims exist for every version but fail unless one is selected
-            return found
-    root = env.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
-    for candidate in sorted(glob.glob(f"{root}/versions/{version}.*/bin/python{version}"), reverse=True):
-        if os.access(candidate, os.X_OK):
-            return candidate
-    return None
 
 
 def _venv_base(venv_python: str | None, preferred: Callable[[], Sequence[str]], run_it: bool) -> str:

@@ -1,5 +1,6 @@
-"""`install --lock LOCK --find-links DIR`: the lock's files taken from a wheelhouse (made by
-`neuronctl download`) and handed to the engine as file:// URLs with the lock's sha256.
+"""`install --lock LOCK --find-links DIR` (part of the source step): the lock's files taken from
+a wheelhouse (made by `neuronctl download`) and handed to the engine as file:// URLs with the
+lock's sha256.
 
 Each local file is checked by the engine against the lock's sha256 as it reads it, the same
 check as a download (both engines run with --require-hashes and check every file before they
@@ -14,16 +15,19 @@ verified as any download is, and a note names it.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from neuronctl.backend.plan import Wanted
 from neuronctl.errors import InputError
-from neuronctl.ops.install.requirements import EngineFile
-from neuronctl.ops.install.source import InstallSource
+from neuronctl.locked_file import LockedFile
 from neuronctl.ops.reporter import Event, Reporter
 from neuronctl.safety import contained, safe_filename
+
+if TYPE_CHECKING:  # the source module hands its source here
+    from neuronctl.ops.install.source import InstallSource
 
 MISSING_SHOWN = 5
 REFETCH = "fetch it again with neuronctl download"
@@ -45,7 +49,7 @@ def _path(folder: Path, filename: str) -> Path:
     return contained(folder, safe_filename(filename, f"--find-links {folder}"))
 
 
-def _local(folder: Path, wanted: Wanted) -> Path | None:
+def _local(folder: Path, wanted: LockedFile) -> Path | None:
     """The copy of `wanted` in `folder` (its bytes are the engine's to check); None when it is
     not there; InputError naming it when it cannot be the locked file: not a regular readable
     file, or not the lock's size."""
@@ -55,8 +59,6 @@ def _local(folder: Path, wanted: Wanted) -> Path | None:
     where = _where(folder, path.name)
     if not path.is_file():
         raise InputError(f"{where} is not a file")
-    if wanted.sha256 is None:  # the lock reader refuses this already; never hand on an unchecked file
-        raise InputError(f"{where}: the lock gives no sha256; neuronctl installs only verified files")
     try:
         size = path.stat().st_size
         if wanted.size is not None and size != wanted.size:
@@ -97,8 +99,7 @@ class NotRegularError(OSError):
 
 
 def _sha256_regular(path: Path) -> str:
-    import hashlib
-    import stat
+    import hashlib  # only after the engine failed: OpenSSL is not loaded on the way in
 
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
@@ -112,7 +113,7 @@ def _sha256_regular(path: Path) -> str:
         os.close(fd)
 
 
-def mismatched(folder: Path, files: Sequence[EngineFile]) -> InputError | None:
+def mismatched(folder: Path, files: Sequence[LockedFile]) -> InputError | None:
     """After the engine failed: the first of `files` that came from the wheelhouse `folder` and
     is not the file the lock names (hashed now, only on this path), as the error naming it; None
     when each is the locked file (the engine failed for another reason)."""
