@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from first_hour_pty import run_in_pty
 
-from neuronctl.config import Config
 from neuronctl.manifest import load_bundled_manifest
-from neuronctl.ops.lock.request import build_lock_request, build_request
+from neuronctl.ops.index_routing import IndexSources
+from neuronctl.ops.lock.request import StackSettings, build_lock_request, plan_request
 from neuronctl.ops.lock.run import lock
 from neuronctl.ops.reporter import CollectingReporter
 
@@ -58,11 +58,9 @@ def test_no_fetch_status_on_a_pipe(uni, tmp_path: Path) -> None:
 
 
 def test_the_lock_operation_reports_each_fetch_as_a_status_event(uni, tmp_path: Path) -> None:
-    config = Config()
-    stack = build_request(config, load_bundled_manifest(), release=None, torch=None,
-                          pythons=("3.12",), platforms=(), requirements=(),
-                          index_flags=tuple(f.removeprefix("--index=") for f in uni.index_flags()),
-                          route_flags=(), latest=False)
+    flags = tuple(f.removeprefix("--index=") for f in uni.index_flags())
+    stack = plan_request(load_bundled_manifest(), StackSettings(
+        python_versions=("3.12",), indexes=IndexSources(index_flags=flags)))
     request = build_lock_request(stack, output=str(tmp_path / "pylock.toml"), fmt=None,
                                  check=False, offline=False, timeout=30.0)
     reporter = CollectingReporter()

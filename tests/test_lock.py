@@ -296,6 +296,12 @@ def test_bad_flags_are_one_line_errors(cli):
     assert not Path("pylock.toml").exists()
 
 
+
+def test_a_bad_config_python_is_named_as_the_config_python(cli):
+    Path("pyproject.toml").write_text('[tool.neuronctl]\npython = ["three"]\n')
+    r = cli("lock")
+    assert r.code == 2 and "config python 'three'" in r.err and "--python-version" not in r.err, r.err
+
 def test_lock_to_stdout(cli, uni):
     r = cli("lock", *uni.index_flags(), "--python", "3.12", "-o", "-")
     assert r.code == 0, r.err

@@ -22,8 +22,7 @@ from loopback import QuietHandler, serving
 from universe import Universe
 
 from neuronctl.backend.pip_engine import PipEngine
-from neuronctl.config import Config
-from neuronctl.ops.index_routing import build_routing
+from neuronctl.ops.index_routing import IndexSources, route_indexes
 from neuronctl.resolvers.http_fetch import Fetcher
 from neuronctl.routing import IndexURL, load_default_routing
 
@@ -148,8 +147,8 @@ def test_index_url_shows_no_credentials_in_any_string_form():
 
 
 def test_restore_commands_never_embed_credentials():
-    routing = build_routing(Config(), [f"--index=pypi=https://{ENCODED}@private.example/simple"
-                                       .removeprefix("--index=")], [], environ={})
+    routing = route_indexes(IndexSources(environ={}, index_flags=[
+        f"pypi=https://{ENCODED}@private.example/simple"]))
     for url_for in (routing.url_for, lambda _name: f"https://{ENCODED}@private.example/simple"):
         cmds = PipEngine().restore_commands("/v/bin/python", {"numpy": "1.0"}, {"numpy": "2.0", "x": "1"}, url_for)
         text = json.dumps(cmds)
@@ -210,14 +209,15 @@ def test_unknown_index_names_are_exit_2_listing_the_known_ones(cli, monkeypatch,
 
 def test_a_new_index_needs_a_route_and_a_locks_recorded_names_are_known():
     url = "http://127.0.0.1:9/simple"
-    routing = build_routing(Config(), [f"private={url}"], ["typing-extensions=private"], environ={})
+    routing = route_indexes(IndexSources(environ={}, index_flags=[f"private={url}"],
+                                         route_flags=["typing-extensions=private"]))
     assert routing.index_for("typing_extensions") == "private" and routing.url_for("x") != url
-    routing = build_routing(Config({"indexes": {"private": url}, "routes": {"nki": "private"}}),
-                            [], [], environ={})
+    routing = route_indexes(IndexSources({"private": url}, {"nki": "private"}, environ={}))
     assert routing.index_for("nki") == "private"
-    routing = build_routing(Config(), [f"private={url}"], [], environ={}, recorded={"private": url})
+    routing = route_indexes(IndexSources(environ={}, index_flags=[f"private={url}"]),
+                            recorded={"private": url})
     assert routing.indexes["private"] == url
-    routing = build_routing(Config(), [], [], environ={"NEURONCTL_INDEX_MIRROR": url},
+    routing = route_indexes(IndexSources(environ={"NEURONCTL_INDEX_MIRROR": url}),
                             recorded={"mirror": "http://127.0.0.1:8/simple"})
     assert routing.indexes["mirror"] == "http://127.0.0.1:8/simple"  # the lock's, as documented
 

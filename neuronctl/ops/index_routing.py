@@ -18,7 +18,6 @@ from neuronctl.errors import InputError
 from neuronctl.routing import IndexRouting, load_default_routing, parse_assignment, unknown_index
 
 if TYPE_CHECKING:
-    from neuronctl.config import Config
     from neuronctl.settings import Resolver
 
 INDEX_ENV_PREFIX = "NEURONCTL_INDEX_"
@@ -52,7 +51,7 @@ def _env_settings(env: Mapping[str, str], known: Sequence[str]) -> list[_IndexSe
 class IndexSources:
     """The user's index and route settings, each layer apart: the config's tables (and the file
     they are in), the environment, and the flags. Resolved by neuronctl.settings' rule, env over
-    config, within the layering build_routing applies."""
+    config, within the layering route_indexes applies."""
 
     config_indexes: Mapping[str, str] = field(default_factory=dict)
     config_routes: Mapping[str, str] = field(default_factory=dict)
@@ -133,14 +132,3 @@ def index_sources(resolver: Resolver, index_flags: Sequence[str] = (),
     routes, _ = resolver.config_entries("routes")
     return IndexSources(indexes, routes, where, resolver.environ, index_flags, route_flags)
 
-
-def build_routing(config: Config, index_flags: Sequence[str], route_flags: Sequence[str],
-                  environ: Mapping[str, str] | None = None,
-                  recorded: Mapping[str, str] | None = None,
-                  base: IndexRouting | None = None) -> IndexRouting:
-    """route_indexes from a Config: only for the install operation and the wheelhouse until they
-    are handed IndexSources (the CLI resolves them: neuronctl.cli.options.index_sources)."""
-    from neuronctl.settings import Resolver
-
-    resolver = Resolver.of(config, environ=environ)
-    return route_indexes(index_sources(resolver, index_flags, route_flags), recorded, base)

@@ -4,15 +4,14 @@ lock, where and in which format the lock goes."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from neuronctl.devices import FALLBACK_DEVICES
 from neuronctl.errors import InputError
 from neuronctl.manifest import Manifest, Release
-from neuronctl.ops.index_routing import IndexSources, index_sources, route_indexes
+from neuronctl.ops.index_routing import IndexSources, route_indexes
 from neuronctl.resolvers.pylock import LockInputs
 from neuronctl.resolvers.stack_plan import (
     Fallback,
@@ -31,9 +30,6 @@ from neuronctl.routing import (
     load_fallback_routing,
 )
 from neuronctl.settings import DEFAULT, Setting
-
-if TYPE_CHECKING:
-    from neuronctl.config import Config
 
 LockFormat = Literal["pylock", "requirements"]
 STDOUT = "-"
@@ -146,7 +142,7 @@ def plan_request(manifest: Manifest, settings: StackSettings) -> StackRequest:
     plan = _fallback_plan(rel, torch, latest, *device) if device else plan_stack(rel, torch, latest)
     fw = plan.framework
     py = list(settings.python_versions) or list(fw.python[:1])
-    targets = make_targets(py, list(settings.platforms))
+    targets = make_targets(py, list(settings.platforms), settings.python_source)
     for target in targets:
         if fw.python and target.python_minor not in fw.python:
             raise InputError(f"{settings.python_source} {target.python}: Neuron {rel.version} with "
@@ -154,24 +150,6 @@ def plan_request(manifest: Manifest, settings: StackSettings) -> StackRequest:
     base = fallback_base_routing(*device) if device else None
     return StackRequest(plan, settings.requirements, targets,
                         route_indexes(settings.indexes, base=base))
-
-
-def build_request(config: Config, manifest: Manifest, *, release: str | None, torch: str | None,
-                  pythons: Sequence[str], platforms: Sequence[str], requirements: Sequence[str],
-                  index_flags: Sequence[str], route_flags: Sequence[str], latest: bool,
-                  fallback: str | None = None) -> StackRequest:
-    """plan_request from a Config and flags: only for the install operation until it is handed
-    StackSettings (the CLI resolves them: neuronctl.cli.options.stack_settings)."""
-    from neuronctl.settings import Flag, Resolver
-
-    r, flag = Resolver.of(config), Flag
-    return plan_request(manifest, StackSettings(
-        r.resolve("release", flag(release, "--release")), r.value("torch", flag(torch, "--torch")),
-        r.value("python_versions", flag(tuple(pythons), "--python")), "--python",
-        r.value("platforms", flag(tuple(platforms), "--platform")),
-        r.value("requirements", flag(tuple(requirements), "--with")),
-        index_sources(r, index_flags, route_flags),
-        latest, fallback))
 
 
 _KIND = {"cuda": "the CUDA fallback lock", "cpu": "the CPU fallback lock"}
