@@ -17,6 +17,7 @@ from neuronctl.errors import OperationFailed
 from neuronctl.manifest import load_bundled_manifest
 from neuronctl.ops.index_routing import route_indexes
 from neuronctl.ops.install.env_mutex import environment_lock
+from neuronctl.ops.install.outcome import PlanReady
 from neuronctl.ops.install.request import InstallRequest
 from neuronctl.ops.install.run import install
 from neuronctl.ops.lock.request import StackRequest, StackSettings, plan_request
@@ -46,8 +47,9 @@ def test_a_dry_run_reports_through_the_reporter_and_prints_nothing(locked, tmp_p
     assert reporter.messages("warning") == ["no Neuron hardware here; preparing an environment for "
                                             "another host"]
     assert [m for m in reporter.messages("note") if "beta release" in m]
-    (plan,) = [e for e in reporter.events if e.kind == "step" and e.data.get("step") == "plan"]
-    assert plan.data["plan"] == outcome.plan and plan.data["target"] == outcome.target
+    (plan,) = [e for e in reporter.events if isinstance(e, PlanReady)]
+    assert plan.step == "plan" and plan.plan == outcome.plan and plan.target == outcome.target
+    assert plan.source == outcome.source and plan.choice == outcome.choice
     assert outcome.to_json()["commands"][0][1:3] == ["venv", "--python"]
     assert capsys.readouterr() == ("", "")
 

@@ -126,7 +126,7 @@ def _ask(question: str) -> bool:
 def _reporter(app: App, request: InstallRequest, show: bool) -> Iterator[Reporter]:
     """The operation's reporter for this run: silent with -q or --json, else the CLI's."""
     from neuronctl.cli.progress import CliReporter, preload
-    from neuronctl.ops.reporter import Event, NullReporter
+    from neuronctl.ops.reporter import NullReporter
 
     if not show:
         yield NullReporter()
@@ -134,10 +134,11 @@ def _reporter(app: App, request: InstallRequest, show: bool) -> Iterator[Reporte
 
     def plan(event: AnyEvent) -> None:
         from neuronctl.cli.install_report import print_plan
+        from neuronctl.ops.install.outcome import PlanReady
 
-        data = event.data if isinstance(event, Event) else {}
-        print_plan(data["plan"], data["source"], data["target"], data["choice"],  # type: ignore[arg-type]
-                   verbose=app.verbose, color=app.printer.colour())
+        if isinstance(event, PlanReady):
+            print_plan(event.plan, event.source, event.target, event.choice,
+                       verbose=app.verbose, color=app.printer.colour())
 
     def applying(event: AnyEvent) -> None:  # the operation loads the doctor itself meanwhile
         if app.verbose:

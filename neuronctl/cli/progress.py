@@ -28,7 +28,6 @@ from neuronctl.ops.reporter import (
     StepStarted,
     Waiting,
     Warn,
-    typed,
 )
 
 if TYPE_CHECKING:
@@ -37,7 +36,7 @@ if TYPE_CHECKING:
     from rich.status import Status as Spinner
 
 StepHandler = Callable[[AnyEvent], None]
-"""Given the event as the operation sent it (install's plan step carries its data)."""
+"""Given the event as the operation sent it (install's PlanReady carries its plan)."""
 
 
 class CliReporter:
@@ -54,24 +53,23 @@ class CliReporter:
         self._line = StatusLine(console, enabled=self._bars_wanted)
 
     def emit(self, event: AnyEvent) -> None:
-        if isinstance(event, Status) or event.kind == "status":
+        if isinstance(event, Status):
             # a live line where bars would be drawn, and while none is
             with self._lock:
                 if self._bars is None:
                     self._line.emit(event)
             return
         self.stop_bars()  # a line is never drawn into the bars
-        shown = typed(event)
-        text = terminal_text(shown.message, None, lines=True)  # files, URLs, packages: data
-        if isinstance(shown, StepStarted):
-            handler = self._steps.get(shown.step)
+        text = terminal_text(event.message, None, lines=True)  # files, URLs, packages: data
+        if isinstance(event, StepStarted):
+            handler = self._steps.get(event.step)
             if handler is not None:
                 handler(event)
-        elif isinstance(shown, Note | Warn):
-            click.echo(f"{shown.kind}: {text}", err=True)
-        elif isinstance(shown, Waiting):
+        elif isinstance(event, Note | Warn):
+            click.echo(f"{event.kind}: {text}", err=True)
+        elif isinstance(event, Waiting):
             click.echo(text, err=True)
-        elif isinstance(shown, Info | StepDone):
+        elif isinstance(event, Info | StepDone):
             click.echo(text)
 
     def progress(self, key: str, label: str, done: int, total: int | None) -> None:
@@ -146,7 +144,7 @@ class StatusLine:
         self._lock = threading.Lock()
 
     def emit(self, event: AnyEvent) -> None:
-        if not self._enabled or not isinstance(typed(event), Status):
+        if not self._enabled or not isinstance(event, Status):
             return
         from rich.text import Text
 
@@ -201,7 +199,7 @@ class MessageLines:
     def emit(self, event: AnyEvent) -> None:
         if not self._shown:
             return
-        if isinstance(typed(event), Status):
+        if isinstance(event, Status):
             if self._line is not None:
                 self._line.emit(event)
             return

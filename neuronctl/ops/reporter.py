@@ -4,16 +4,13 @@ Operations never print: they hand typed events and progress to a Reporter. Each 
 small frozen dataclass (StepStarted, StepDone, Note, Warn, Info, Waiting, Status): what it
 carries is in its fields, and the CLI's reporter (cli/progress.py) renders each by its type.
 A test's `CollectingReporter` keeps them, so a test can wait for an event instead of sleeping.
-
-`Event(kind, message, data)` is the old untyped form, still accepted (neuronctl/ops/install
-emits it) and read as the typed event of its kind (`typed`).
+An operation with more to say declares its own subclass (install's PlanReady carries its plan).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar, Literal, Protocol
 
 EventKind = Literal["info", "note", "warning", "waiting", "step", "done", "status"]
@@ -109,35 +106,7 @@ class Written(StepDone):
     changed: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Event:
-    """The untyped event (compatibility: install still emits it); `typed` reads it."""
-
-    kind: EventKind
-    message: str
-    data: Mapping[str, object] = field(default_factory=dict)
-
-
-AnyEvent = StepStarted | StepDone | Note | Warn | Info | Waiting | Status | Event
-
-_TYPED: dict[str, type[StepStarted | StepDone | Note | Warn | Info | Waiting | Status]] = {
-    "step": StepStarted, "done": StepDone, "note": Note, "warning": Warn, "info": Info,
-    "waiting": Waiting, "status": Status}
-
-
-def typed(event: AnyEvent) -> StepStarted | StepDone | Note | Warn | Info | Waiting | Status:
-    """The event as its typed class (an old Event becomes the class of its kind; a step keeps
-    its `step` name, its other data stays on the Event)."""
-    if not isinstance(event, Event):
-        return event
-    kind = _TYPED[event.kind]
-    if kind in (StepStarted, StepDone):
-        return kind(event.message, str(event.data.get("step", "")))
-    if kind is Status:
-        done, total = event.data.get("done"), event.data.get("total")
-        return Status(event.message, done if isinstance(done, int) else None,
-                      total if isinstance(total, int) else None)
-    return kind(event.message)
+AnyEvent = StepStarted | StepDone | Note | Warn | Info | Waiting | Status
 
 
 def status(message: str, done: int | None = None, total: int | None = None,

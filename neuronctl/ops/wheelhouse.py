@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from neuronctl.errors import FaultError, InputError
 from neuronctl.locked_file import LockedFile
-from neuronctl.ops.reporter import Event, Reporter, status
+from neuronctl.ops.reporter import Info, Reporter, status
 from neuronctl.routing import IndexRouting
 from neuronctl.safety import checked_hash, safe_filename
 
@@ -204,7 +204,7 @@ def download(request: DownloadRequest, reporter: Reporter) -> DownloadOutcome:
     if hosts:
         reporter.emit(status(f"checking {len(hosts)} host(s) before downloading"))
     preflight(hosts, fetcher)
-    reporter.emit(Event("info", f"{len(files)} files for {dest}"))
+    reporter.emit(Info(f"{len(files)} files for {dest}"))
     abandon = threading.Event()
     mode = shared_file_mode()
     tell = _files_status(reporter, len(files))
@@ -224,8 +224,8 @@ def download(request: DownloadRequest, reporter: Reporter) -> DownloadOutcome:
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     fetched = sum(1 for f in done if f.status != "present")
-    reporter.emit(Event("info", f"{dest}: {len(done)} files verified against {request.lock} "
-                                f"({fetched} fetched, {len(done) - fetched} already there)"))
+    reporter.emit(Info(f"{dest}: {len(done)} files verified against {request.lock} "
+                       f"({fetched} fetched, {len(done) - fetched} already there)"))
     return DownloadOutcome(dest, done)
 
 

@@ -13,7 +13,7 @@ from neuronctl.ops.install.background import OnThread
 from neuronctl.ops.install.source import InstallSource
 from neuronctl.ops.install.target import InstallTarget
 from neuronctl.ops.lock_choice import PickedLock
-from neuronctl.ops.reporter import Event, Reporter
+from neuronctl.ops.reporter import Reporter, StepStarted
 from neuronctl.probes.hardware import HardwareReport
 from neuronctl.probes.held_inspection import HeldInspection, venv_site_dirs
 from neuronctl.probes.pyenv import PythonEnv
@@ -64,7 +64,7 @@ class Prepared:
         except (InputError, OSError):  # the doctor inspects it afterwards, and says why
             self.inspection.cancel()
         self._preload.start()
-        self._reporter.emit(Event("step", "applying", {"step": "applying"}))
+        self._reporter.emit(StepStarted("applying", "applying"))
 
     def cancel(self) -> None:
         if self.inspection is not None:

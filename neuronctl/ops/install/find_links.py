@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from neuronctl.errors import InputError
 from neuronctl.locked_file import LockedFile
-from neuronctl.ops.reporter import Event, Reporter
+from neuronctl.ops.reporter import Note, Reporter
 from neuronctl.safety import contained, safe_filename
 
 if TYPE_CHECKING:  # the source module hands its source here
@@ -89,7 +89,7 @@ def from_wheelhouse(source: InstallSource, folder: Path, *, offline: bool,
         raise InputError(f"--find-links {folder}: {len(missing)} locked files missing: {names}{more}",
                          hint=f"fetch them with neuronctl download --lock {source.lock} -d {folder}")
     for w in missing:
-        reporter.emit(Event("note", f"{w.filename} is not in {folder}; it comes from its URL"))
+        reporter.emit(Note(f"{w.filename} is not in {folder}; it comes from its URL"))
     return replace(source, wanted=tuple(wanted),
                    describe=f"{source.describe} from the wheelhouse {folder}")
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from neuronctl.ops.reporter import StepStarted
+
 if TYPE_CHECKING:  # only its fields' types: an install with --no-check never loads the doctor
     from neuronctl.backend.engine import Choice
     from neuronctl.backend.plan import Plan
@@ -13,6 +15,17 @@ if TYPE_CHECKING:  # only its fields' types: an install with --no-check never lo
     from neuronctl.ops.install.source import InstallSource
     from neuronctl.ops.install.target import InstallTarget
     from neuronctl.ops.lock_choice import LockChoice
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanReady(StepStarted):
+    """The plan is made and nothing has changed yet: what the CLI shows before it applies."""
+
+    plan: Plan
+    target: InstallTarget
+    source: InstallSource
+    choice: Choice
+    lock_choice: LockChoice | None = None
 
 
 @dataclass(frozen=True)

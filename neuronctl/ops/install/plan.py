@@ -21,7 +21,7 @@ from neuronctl.locked_file import LockedFile
 from neuronctl.ops.install.apply import engine_commands
 from neuronctl.ops.install.source import Sourced
 from neuronctl.ops.install.target import InstallTarget
-from neuronctl.ops.reporter import Event, Reporter
+from neuronctl.ops.reporter import Reporter, Warn
 from neuronctl.probes.legacy import detect_legacy
 from neuronctl.probes.pyenv import PythonEnv
 from neuronctl.torch_neuronx import classify
@@ -99,8 +99,8 @@ def _seeded(target: InstallTarget, env: PythonEnv, wanted: Iterable[LockedFile],
         return target
     if env.bundled_pip:
         return replace(target, seed_pip=Path(env.bundled_pip))
-    reporter.emit(Event("warning", f"{target.python} ships no bundled pip wheel; the new venv "
-                                   "gets no pip"))
+    reporter.emit(Warn(f"{target.python} ships no bundled pip wheel; the new venv "
+                       "gets no pip"))
     return target
 
 

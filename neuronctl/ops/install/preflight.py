@@ -12,7 +12,7 @@ from neuronctl.errors import InputError
 from neuronctl.locked_file import LockedFile
 from neuronctl.manifest import Framework, Manifest
 from neuronctl.ops.install.target import InstallTarget
-from neuronctl.ops.reporter import Event, Reporter
+from neuronctl.ops.reporter import Note, Reporter, Warn
 from neuronctl.probes.hardware import HardwareReport
 from neuronctl.probes.pyenv import PythonEnv
 from neuronctl.probes.sysroot import SysRoot
@@ -56,10 +56,10 @@ def stack_notes(manifest: Manifest, release: str | None, framework: Framework | 
     """The release's note and the chip's check, for the stack the source chose."""
     note = release_note(manifest, release)
     if note is not None:
-        reporter.emit(Event("note", note))
+        reporter.emit(Note(note))
     warning = check_chip(hardware, framework)
     if warning is not None:
-        reporter.emit(Event("warning", warning))
+        reporter.emit(Warn(warning))
 
 
 def rule_notes(manifest: Manifest, release: str | None, framework: Framework | None, python: str,
@@ -71,7 +71,7 @@ def rule_notes(manifest: Manifest, release: str | None, framework: Framework | N
 
     for note in install_rule_notes(manifest, release, framework, python, hardware, sysroot,
                                    allow_unsupported):
-        reporter.emit(Event("note", note))
+        reporter.emit(Note(note))
 
 
 def check_offline(engine: Engine, files: Sequence[LockedFile]) -> None:

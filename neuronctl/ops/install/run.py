@@ -33,7 +33,7 @@ from neuronctl.ops.install.background import Background
 from neuronctl.ops.install.check import Prepared, check
 from neuronctl.ops.install.env_mutex import environment_lock
 from neuronctl.ops.install.find_links import local_label
-from neuronctl.ops.install.outcome import InstallOutcome
+from neuronctl.ops.install.outcome import InstallOutcome, PlanReady
 from neuronctl.ops.install.plan import Confirm, Planned, confirm_removals, plan
 from neuronctl.ops.install.preflight import check_engine, check_offline, rule_notes
 from neuronctl.ops.install.request import InstallRequest
@@ -42,7 +42,7 @@ from neuronctl.ops.install.source import Sourced, pythons, source
 from neuronctl.ops.install.target import InstallTarget, resolve_target
 from neuronctl.ops.lock_choice import PickedLock, pick_lock
 from neuronctl.ops.output_path import check_output_file
-from neuronctl.ops.reporter import Event, Reporter
+from neuronctl.ops.reporter import Info, Note, Reporter, Waiting, Warn
 from neuronctl.probes.hardware import HardwareReport, detect_hardware
 from neuronctl.probes.pyenv import Inspection, PythonEnv
 from neuronctl.probes.sysroot import SysRoot
@@ -122,8 +122,8 @@ def take_target(request: InstallRequest, host: Host, reporter: Reporter,
         return target
 
     def on_wait() -> None:
-        reporter.emit(Event("waiting", f"waiting for another neuronctl install into "
-                                       f"{target.environment} to finish"))
+        reporter.emit(Waiting(f"waiting for another neuronctl install into "
+                              f"{target.environment} to finish"))
 
     if held.enter_context(environment_lock(target.environment, user_cache_dir(), on_wait)):
         target = resolve()
@@ -145,18 +145,17 @@ def _prepare(request: InstallRequest, host: Host, target: InstallTarget, inspect
                    seed=seed, reporter=reporter)
     if request.offline:
         check_offline(request.engine.engine, planned.files)
-    reporter.emit(Event("step", "plan", {
-        "step": "plan", "plan": planned.plan, "target": planned.target, "source": found,
-        "choice": request.engine, "lock_choice": picked.choice if picked else None}))
+    reporter.emit(PlanReady("plan", "plan", plan=planned.plan, target=planned.target, source=found,
+                            choice=request.engine, lock_choice=picked.choice if picked else None))
     return env, sourced, planned
 
 
 def announce_lock(picked: PickedLock | None, device: str, reporter: Reporter) -> None:
     if picked is None or not (picked.worth_saying or device != "auto"):
         return
-    reporter.emit(Event("note", f"lock: {picked.choice.path} ({picked.choice.reason})"))
+    reporter.emit(Note(f"lock: {picked.choice.path} ({picked.choice.reason})"))
     for warning in picked.choice.warnings:
-        reporter.emit(Event("warning", warning))
+        reporter.emit(Warn(warning))
 
 
 def _finish(request: InstallRequest, host: Host, env: PythonEnv, sourced: Sourced,
@@ -173,8 +172,8 @@ def _finish(request: InstallRequest, host: Host, env: PythonEnv, sourced: Source
     if request.dry_run:
         return outcome(applied=False)
     if planned.plan.empty:
-        reporter.emit(Event("info", f"{target.describe()}: already matches "
-                                    f"{sourced.source.describe}; nothing to do"))
+        reporter.emit(Info(f"{target.describe()}: already matches "
+                           f"{sourced.source.describe}; nothing to do"))
         if early is not None:
             early.cancel()  # nothing to install: no venv, as before
         # A new venv's inspection was of its base Python, and nothing made the venv.
@@ -183,7 +182,7 @@ def _finish(request: InstallRequest, host: Host, env: PythonEnv, sourced: Source
     apply_planned(request, planned, sourced, env, early, prepared, reporter)
     wrote = sourced.write_lock(request.write_lock)
     if wrote is not None:
-        reporter.emit(Event("info", f"wrote {wrote}"))
+        reporter.emit(Info(f"wrote {wrote}"))
     return outcome(applied=True, doctor=doctor(prepared=prepared), wrote_lock=wrote)
 
 
@@ -199,8 +198,8 @@ def apply_planned(request: InstallRequest, planned: Planned, sourced: Sourced, b
 
     show = request.show_engine
     if not show and files:  # the engine says nothing until it is done: say what it does
-        reporter.emit(Event("note", f"{engine.name} fetches {len(files)} file(s), "
-                                    "each checked against its sha256, then installs"))
+        reporter.emit(Note(f"{engine.name} fetches {len(files)} file(s), "
+                           "each checked against its sha256, then installs"))
     try:
         apply(planned.plan, target, engine, files, sourced.routing.credentials(),
               run=functools.partial(run_engine, show=show), offline=request.offline,
@@ -213,5 +212,5 @@ def apply_planned(request: InstallRequest, planned: Planned, sourced: Sourced, b
 
         raise failure_error(failure, target, engine, before, sourced.routing.url_for,
                             wheelhouse=request.find_links, files=files) from None
-    reporter.emit(Event("info", f"applied: {len(planned.plan.applies)} installed, "
-                                f"{len(planned.plan.removals)} removed ({target.final_python})"))
+    reporter.emit(Info(f"applied: {len(planned.plan.applies)} installed, "
+                       f"{len(planned.plan.removals)} removed ({target.final_python})"))
