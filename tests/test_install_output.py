@@ -31,12 +31,13 @@ def test_removals_in_the_plan_are_red_only_with_colour(color, capsys):
 
 
 def test_a_piped_or_no_color_install_has_no_colour(cli, monkeypatch):
-    from neuronctl.cli.install_report import wants_color
+    from neuronctl.cli.printer import colour_wanted  # the one rule the install's plan uses
 
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
-    assert wants_color(True) is True and wants_color(False) is False
+    assert colour_wanted(sys.stdout, no_color=False, environ={}) is True
+    assert colour_wanted(sys.stdout, no_color=True, environ={}) is False
     monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
-    assert wants_color(True) is False
+    assert colour_wanted(sys.stdout, no_color=False, environ={}) is False
 
 
 def test_a_beta_release_is_noted_once_on_stderr(cli, tmp_path):

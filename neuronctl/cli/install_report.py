@@ -19,14 +19,6 @@ if TYPE_CHECKING:
     from neuronctl.ops.doctor.report import DoctorReport
 
 
-def wants_color(app_color: bool) -> bool:
-    """Colour only for a person at a terminal: not with --no-color or NO_COLOR (app_color False),
-    not into a pipe or a file."""
-    import sys
-
-    return app_color and sys.stdout.isatty()
-
-
 def plan_lines(plan: Plan, *, verbose: int, color: bool) -> list[str]:
     """One aligned line per change (kept ones only with -v); removals in red when `color`."""
     rows = []
