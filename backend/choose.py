@@ -46,7 +46,7 @@ def _pip(reason: str) -> Choice:
     return Choice(PipEngine(), reason)
 
 
-def choose_backend(flag: str | None, config: str | None, environ: Mapping[str, str] | None = None,
+def choose_engine(flag: str | None, config: str | None, environ: Mapping[str, str] | None = None,
                    uv_path: str | None = None) -> Choice:
     env = os.environ if environ is None else environ
     for value, where in ((flag, "--backend"), (env.get("NEURONCTL_BACKEND"), "NEURONCTL_BACKEND"),

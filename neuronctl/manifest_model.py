@@ -55,11 +55,6 @@ class Framework:
     chips: tuple[str, ...]
     python: tuple[str, ...]
 
-    @property
-    def backend(self) -> Literal["native", "xla"]:
-        """The flavour under its old name (the data's key; some modules still read it)."""
-        return self.flavour
-
     def to_json(self) -> dict[str, Any]:
         return {"backend": self.flavour, "torch": self.torch, "torch_neuronx": self.torch_neuronx,
                 "chips": list(self.chips), "python": list(self.python)}
@@ -95,11 +90,6 @@ class Release:
     @property
     def key(self) -> Version:
         return Version(self.version)
-
-    @property
-    def backend(self) -> ReleaseFlavour:
-        """The flavour under its old name (the data's key; some modules still read it)."""
-        return self.flavour
 
     def framework_for_torch(self, torch: str) -> Framework | None:
         """The framework line for a torch request such as "2.14", "2.14.0" or "2.14.0+cpu"."""

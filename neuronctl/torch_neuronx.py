@@ -62,11 +62,6 @@ class TorchNeuronxVersion:
     """For legacy builds, the Neuron part of the version ("2.15.32035")."""
 
     @property
-    def backend(self) -> Flavour:
-        """The flavour under its old name (JSON keys and some modules still say "backend")."""
-        return self.flavour
-
-    @property
     def line(self) -> str:
         parts = self.public.split(".")
         return ".".join(parts[:2])

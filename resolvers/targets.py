@@ -95,9 +95,6 @@ class PlatformTarget:
         return {"python": self.python, "platform": self.platform}
 
 
-Target = PlatformTarget  # the old name, for modules not yet moved to "platform target"
-
-
 def platform_family(platform: str) -> list[str]:
     """The platform tags a target platform accepts, newest first (as pip does for --platform)."""
     m = _MANYLINUX.match(platform)

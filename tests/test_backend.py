@@ -2,7 +2,7 @@
 
 import pytest
 
-from neuronctl.backend.choose import choose_backend
+from neuronctl.backend.choose import choose_engine
 from neuronctl.backend.external_tool import clean_environment
 from neuronctl.backend.plan import diff
 from neuronctl.errors import InputError
@@ -13,26 +13,26 @@ def test_backend_precedence_flag_env_config_auto(tmp_path):
     """One precedence for every setting: the environment beats the config (it was the other way
     round for the engine alone)."""
     env = {"NEURONCTL_BACKEND": "pip", "PATH": str(tmp_path)}
-    assert choose_backend("uv", "pip", env, uv_path="/opt/uv").reason == "--backend uv"
-    chosen = choose_backend(None, "uv", env, uv_path="/opt/uv")
+    assert choose_engine("uv", "pip", env, uv_path="/opt/uv").reason == "--backend uv"
+    chosen = choose_engine(None, "uv", env, uv_path="/opt/uv")
     assert chosen.engine.name == "pip" and chosen.reason == "NEURONCTL_BACKEND pip"
-    config = choose_backend(None, "uv", {"PATH": str(tmp_path)}, uv_path="/opt/uv")
+    config = choose_engine(None, "uv", {"PATH": str(tmp_path)}, uv_path="/opt/uv")
     assert config.engine.name == "uv" and config.reason == "config backend uv"
-    auto = choose_backend(None, None, {"PATH": str(tmp_path)}, uv_path="/opt/uv")
+    auto = choose_engine(None, None, {"PATH": str(tmp_path)}, uv_path="/opt/uv")
     assert auto.engine.name == "uv" and auto.reason.startswith("auto: uv found")
-    assert choose_backend("auto", "pip", env, uv_path="/opt/uv").engine.name == "uv"
+    assert choose_engine("auto", "pip", env, uv_path="/opt/uv").engine.name == "uv"
     with pytest.raises(InputError, match="config backend 'conda'"):
-        choose_backend(None, "conda", {"PATH": str(tmp_path)})
+        choose_engine(None, "conda", {"PATH": str(tmp_path)})
 
 
 def test_auto_falls_back_to_pip_and_uv_must_exist(tmp_path, monkeypatch):
     import neuronctl.backend.choose as choose
 
     monkeypatch.setattr(choose, "find_uv", lambda env: None)
-    chosen = choose_backend(None, None, {"PATH": str(tmp_path)})
+    chosen = choose_engine(None, None, {"PATH": str(tmp_path)})
     assert chosen.engine.name == "pip" and "uv not found" in chosen.reason
     with pytest.raises(InputError, match="uv is not installed"):
-        choose_backend("uv", None, {"PATH": str(tmp_path)})
+        choose_engine("uv", None, {"PATH": str(tmp_path)})
 
 
 def test_engines_never_reach_an_index():

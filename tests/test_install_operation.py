@@ -11,7 +11,7 @@ from test_install import LEGACY, snapshot
 from test_lock_interop import installed
 from wheels import find_python, make_venv, pip_install
 
-from neuronctl.backend.choose import choose_backend
+from neuronctl.backend.choose import choose_engine
 from neuronctl.cache_dir import user_cache_dir
 from neuronctl.errors import OperationFailed
 from neuronctl.manifest import load_bundled_manifest
@@ -34,7 +34,7 @@ def request(backend: str | None = None, **fields) -> InstallRequest:
         return plan_request(load_bundled_manifest(),
                             replace(settings, python_versions=(python,), platforms=(platform,)))
 
-    return InstallRequest(manifest=load_bundled_manifest, engine=choose_backend(backend, None),
+    return InstallRequest(manifest=load_bundled_manifest, engine=choose_engine(backend, None),
                           routing=lambda recorded: route_indexes(settings.indexes, recorded),
                           stack=stack, **fields)
 

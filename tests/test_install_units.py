@@ -24,12 +24,12 @@ from neuronctl.ops.install.preflight import NO_HARDWARE, check_chip, check_pytho
 from neuronctl.ops.install.source import from_lock, lock_pythons
 from neuronctl.probes.hardware import HardwareReport
 from neuronctl.probes.pyenv import InstalledDist, PythonEnv
-from neuronctl.resolvers.targets import Target
+from neuronctl.resolvers.targets import PlatformTarget
 
 MANIFEST = load_bundled_manifest()
-X86_312 = Target("3.12", "manylinux_2_28_x86_64")
-X86_313 = Target("3.13", "manylinux_2_28_x86_64")
-ARM_312 = Target("3.12", "manylinux_2_28_aarch64")
+X86_312 = PlatformTarget("3.12", "manylinux_2_28_x86_64")
+X86_313 = PlatformTarget("3.13", "manylinux_2_28_x86_64")
+ARM_312 = PlatformTarget("3.12", "manylinux_2_28_aarch64")
 LOCK = Path("/locks/pylock.toml")
 
 
@@ -47,7 +47,7 @@ def lock_doc(*packages: dict, **top) -> dict:
     return {"lock-version": "1.0", "created-by": "test", "packages": list(packages), **top}
 
 
-def env_for(target: Target, *dists: tuple[str, str], tags: bool = True, **extra) -> PythonEnv:
+def env_for(target: PlatformTarget, *dists: tuple[str, str], tags: bool = True, **extra) -> PythonEnv:
     return PythonEnv(python=f"{target.python}.0", implementation="cpython", executable="/x/python",
                      prefix="/x", base_prefix="/base", platform="linux", machine=target.arch,
                      system="Linux", libc=("glibc", "2.28"), markers=target.markers,
@@ -55,7 +55,7 @@ def env_for(target: Target, *dists: tuple[str, str], tags: bool = True, **extra)
                      distributions={n: InstalledDist(n, v) for n, v in dists}, **extra)
 
 
-def select(doc: dict, target: Target, env: PythonEnv | None = None, release: str | None = None):
+def select(doc: dict, target: PlatformTarget, env: PythonEnv | None = None, release: str | None = None):
     return from_lock(LOCK, Pylock.from_dict(doc), env or env_for(target), target, MANIFEST, release)
 
 

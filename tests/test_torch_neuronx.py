@@ -6,7 +6,7 @@ from neuronctl.torch_neuronx import classify, is_placeholder, torch_matches
 
 
 @pytest.mark.parametrize(
-    ("version", "backend", "torch"),
+    ("version", "flavour", "torch"),
     [
         ("2.14.3.0", "native", "2.14"),
         ("2.13.3.0", "native", "2.13"),
@@ -22,9 +22,9 @@ from neuronctl.torch_neuronx import classify, is_placeholder, torch_matches
         ("2.11.0", "unknown", None),
     ],
 )
-def test_classify_real_versions(version, backend, torch):
+def test_classify_real_versions(version, flavour, torch):
     info = classify(version)
-    assert info.backend == backend
+    assert info.flavour == flavour
     assert info.torch == torch
 
 

@@ -94,7 +94,7 @@ def _request(app: App, *, with_: tuple[str, ...], latest: bool, backend: str | N
     environment > config > default): the operation gets typed values and never the config. The
     resolution's target (Python, platform) is the target interpreter's, known only once it is
     inspected: `stack` takes it."""
-    from neuronctl.backend.choose import choose_backend
+    from neuronctl.backend.choose import choose_engine
     from neuronctl.ops.index_routing import route_indexes
     from neuronctl.ops.install.request import InstallRequest
 
@@ -112,7 +112,7 @@ def _request(app: App, *, with_: tuple[str, ...], latest: bool, backend: str | N
                                                 python_source="--python", platforms=(platform,)))
 
     return InstallRequest(manifest=manifest,
-                          engine=choose_backend(backend, rules.config_text("engine")),
+                          engine=choose_engine(backend, rules.config_text("engine")),
                           routing=routing, stack=stack, timeout=resolve("timeout", rules=rules).value,
                           release=settings.release.value, torch=settings.torch, with_=with_,
                           latest=latest, **flags)

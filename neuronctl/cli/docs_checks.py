@@ -159,7 +159,7 @@ def _scan(fn: FunctionType, facts: frozenset[str], found: Found, seen: set[str])
         if not isinstance(sub, ast.Call) or not isinstance(sub.func, ast.Name):
             continue
         name = sub.func.id
-        if name in ("CheckOutcome", "Outcome"):  # Outcome: its old name
+        if name == "CheckOutcome":
             fix, severity = _outcome_parts(sub)
             text = _string(fix, module)
             if text:

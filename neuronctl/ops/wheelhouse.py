@@ -37,7 +37,7 @@ from neuronctl.safety import checked_hash, safe_filename
 if TYPE_CHECKING:
     from packaging.pylock import Pylock
 
-    from neuronctl.resolvers.targets import Target
+    from neuronctl.resolvers.targets import PlatformTarget
 
 STAGING = ".neuronctl-partial"
 WORKERS = 4
@@ -53,7 +53,7 @@ class DownloadRequest:
     routing: Callable[[Mapping[str, str]], IndexRouting]
     """The index routing (bundled, config, NEURONCTL_INDEX_*) over the indexes the lock records:
     the credentials each file's origin is fetched with."""
-    targets: tuple[Target, ...] = ()
+    targets: tuple[PlatformTarget, ...] = ()
     """Empty: every target the lock records (see the module's docstring)."""
     timeout: float = 30.0
 
@@ -84,14 +84,14 @@ class DownloadOutcome:
                 "files": [f.to_json() for f in self.files]}
 
 
-def recorded_targets(lock: Pylock) -> tuple[Target, ...]:
+def recorded_targets(lock: Pylock) -> tuple[PlatformTarget, ...]:
     """The (python, platform) targets the lock's [tool.neuronctl] records; each checked, a forged
     entry is skipped rather than trusted."""
     from neuronctl.resolvers.pylock import neuronctl_table
     from neuronctl.resolvers.targets import make_targets
 
     recorded = (neuronctl_table(lock) or {}).get("targets")
-    found: list[Target] = []
+    found: list[PlatformTarget] = []
     for entry in recorded if isinstance(recorded, list) else ():
         if isinstance(entry, dict):
             try:
@@ -101,7 +101,7 @@ def recorded_targets(lock: Pylock) -> tuple[Target, ...]:
     return tuple(found)
 
 
-def _marker_holds(pkg: Any, targets: Sequence[Target], where: str) -> bool:
+def _marker_holds(pkg: Any, targets: Sequence[PlatformTarget], where: str) -> bool:
     """Whether the package's marker holds in one of the targets (no marker, or no target known:
     it does)."""
     from packaging.markers import Marker
@@ -116,7 +116,7 @@ def _marker_holds(pkg: Any, targets: Sequence[Target], where: str) -> bool:
                          f"({str(exc)[:120]})") from None
 
 
-def _fits(wheel: Any, targets: Sequence[Target]) -> bool:
+def _fits(wheel: Any, targets: Sequence[PlatformTarget]) -> bool:
     from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
     try:
@@ -126,7 +126,7 @@ def _fits(wheel: Any, targets: Sequence[Target]) -> bool:
     return any(t.wheel_rank(tags) is not None for t in targets)
 
 
-def selected_files(path: Path, lock: Pylock, targets: Sequence[Target]) -> list[LockedFile]:
+def selected_files(path: Path, lock: Pylock, targets: Sequence[PlatformTarget]) -> list[LockedFile]:
     """The lock's files for `targets` (empty: the lock's recorded ones, every wheel), each file
     name and sha256 checked; the same file name with two hashes is bad input naming both."""
     by_tag = bool(targets)

@@ -33,9 +33,6 @@ class CheckOutcome:
     """None: the check's own (CheckSpec.severity) when it warns or fails."""
 
 
-Outcome = CheckOutcome  # the old name, for checks not yet moved to the word "check outcome"
-
-
 @dataclass(frozen=True)
 class CheckResult:
     """One check's result as reported: status, message, fix, details, time taken."""

@@ -34,7 +34,7 @@ Confirm = Callable[[str], bool]
 
 
 def installs_native(wanted: Iterable[LockedFile]) -> bool:
-    return any(w.name == "torch-neuronx" and classify(w.version).backend == "native" for w in wanted)
+    return any(w.name == "torch-neuronx" and classify(w.version).flavour == "native" for w in wanted)
 
 
 def removals(env: PythonEnv, wanted: Iterable[LockedFile]) -> dict[str, str]:

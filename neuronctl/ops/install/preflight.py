@@ -36,7 +36,7 @@ def check_chip(hardware: HardwareReport, framework: Framework | None) -> str | N
     # No chips: AWS has not published them (2.33's legacy line); nothing to refuse on.
     if hardware.present and hardware.chip and framework.chips \
             and hardware.chip not in framework.chips:
-        raise InputError(f"this host has {hardware.chip}; the {framework.backend} torch-neuronx "
+        raise InputError(f"this host has {hardware.chip}; the {framework.flavour} torch-neuronx "
                          f"{framework.torch_neuronx} runs on {', '.join(framework.chips)}",
                          hint="pick a release line for this chip (see `neuronctl releases`)")
     return None if hardware.present else NO_HARDWARE

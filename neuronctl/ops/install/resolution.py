@@ -23,7 +23,7 @@ from neuronctl.probes.hardware import HardwareReport
 from neuronctl.resolvers.http_fetch import cached_fetcher
 from neuronctl.resolvers.pylock import build_pylock, render_pylock
 from neuronctl.resolvers.stack_plan import StackPlan
-from neuronctl.resolvers.targets import Target
+from neuronctl.resolvers.targets import PlatformTarget
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Resolution:
         write_text_atomic(path, render_pylock(doc))
 
 
-def resolve(request: InstallRequest, target: Target, manifest: Manifest,
+def resolve(request: InstallRequest, target: PlatformTarget, manifest: Manifest,
             hardware: HardwareReport, reporter: Reporter) -> Sourced:
     stack = request.stack(target.python_minor, target.platform)
     plan = stack.plan
@@ -52,7 +52,7 @@ def resolve(request: InstallRequest, target: Target, manifest: Manifest,
     return Sourced(found, stack.routing, Resolution(resolved, stack))
 
 
-def from_resolution(packages: Sequence[Any], target: Target, hash_of: Any,
+def from_resolution(packages: Sequence[Any], target: PlatformTarget, hash_of: Any,
                     plan: StackPlan) -> InstallSource:
     """The wheels a fresh resolution chose for the target."""
     version, framework = plan.release.version, plan.framework

@@ -26,7 +26,7 @@ from neuronctl.ops.reporter import Reporter
 from neuronctl.probes.hardware import HardwareReport
 from neuronctl.probes.pyenv import PythonEnv
 from neuronctl.resolvers.stack_plan import pick_release, plan_stack
-from neuronctl.resolvers.targets import Target, target_for_interpreter
+from neuronctl.resolvers.targets import PlatformTarget, target_for_interpreter
 from neuronctl.routing import IndexRouting
 from neuronctl.safety import checked_hash, safe_filename
 
@@ -47,7 +47,7 @@ class InstallSource:
     """Index name -> URL as the lock recorded them."""
 
 
-def env_tags(env: PythonEnv, target: Target) -> list[Any]:
+def env_tags(env: PythonEnv, target: PlatformTarget) -> list[Any]:
     tags = []
     for text in env.tags:
         parts = text.split("-")
@@ -56,7 +56,7 @@ def env_tags(env: PythonEnv, target: Target) -> list[Any]:
     return tags or list(target.tags)
 
 
-def from_lock(path: Path, lock: Pylock, env: PythonEnv, target: Target, manifest: Manifest,
+def from_lock(path: Path, lock: Pylock, env: PythonEnv, target: PlatformTarget, manifest: Manifest,
               release_hint: str | None) -> InstallSource:
     markers = dict(env.markers) or target.markers
     full = markers.get("python_full_version", env.python)

@@ -21,7 +21,7 @@ from neuronctl.resolvers.stack_plan import (
     plan_stack,
     select_framework,
 )
-from neuronctl.resolvers.targets import Target, make_targets
+from neuronctl.resolvers.targets import PlatformTarget, make_targets
 from neuronctl.routing import (
     IndexRouting,
     cuda_variant_number,
@@ -41,12 +41,12 @@ class StackRequest:
 
     plan: StackPlan
     requirements: tuple[str, ...]
-    targets: tuple[Target, ...]
+    targets: tuple[PlatformTarget, ...]
     routing: IndexRouting
 
     def inputs(self) -> LockInputs:
         fw, fallback = self.plan.framework, self.plan.fallback
-        return LockInputs(self.plan.release.version, fw.backend, fw.torch, fw.torch_neuronx,
+        return LockInputs(self.plan.release.version, fw.flavour, fw.torch, fw.torch_neuronx,
                           self.plan.latest, self.requirements, self.targets, dict(self.plan.pins),
                           self._recorded_indexes(), fallback.to_tool() if fallback else None,
                           unpublished=dict(self.plan.unpublished))
