@@ -247,3 +247,17 @@ def test_a_release_that_is_not_ga_is_noted():
     assert note is not None and note.startswith("Neuron 2.33.0 is a beta release")
     ga = next(r.version for r in MANIFEST.releases if r.status == "ga")
     assert release_note(MANIFEST, ga) is None and release_note(MANIFEST, None) is None
+
+
+@pytest.mark.parametrize("status, found", [(0, True), (3, False)])
+def test_a_python_on_path_is_taken_only_when_it_runs(tmp_path, status, found):
+    """A pyenv shim exists for every version but fails unless one is selected: it is run once
+    (from "/", through the one process runner) and skipped when it fails."""
+    from neuronctl.ops.interpreters import find_interpreter
+
+    (tmp_path / "bin").mkdir()
+    shim = tmp_path / "bin" / "python3.99"
+    shim.write_text(f"#!/bin/sh\n[ \"$(pwd)\" = / ] || exit 9\nexit {status}\n")
+    shim.chmod(0o755)
+    env = {"PATH": str(tmp_path / "bin"), "PYENV_ROOT": str(tmp_path / "no-pyenv")}
+    assert find_interpreter("3.99", env) == (str(shim) if found else None)

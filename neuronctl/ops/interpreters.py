@@ -6,7 +6,6 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import subprocess
 from collections.abc import Mapping
 
 from neuronctl.backend.choose import absolute_path
@@ -17,12 +16,13 @@ def find_interpreter(version: str, environ: Mapping[str, str] | None = None) -> 
     env = os.environ if environ is None else environ
     found = shutil.which(f"python{version}", path=absolute_path(env.get("PATH")))
     if found:
+        from neuronctl.proc import Bounds, run
+
         try:
             # Run from "/" as the engine runs it (from a directory of its own), not from the
             # caller's: a pyenv shim picks its version by the working directory's .python-version.
-            ok = subprocess.run([found, "-c", "pass"], capture_output=True, timeout=10, cwd="/",
-                                check=False).returncode == 0
-        except (OSError, subprocess.SubprocessError):
+            ok = run([found, "-c", "pass"], Bounds(timeout=10), cwd="/").returncode == 0
+        except OSError:
             ok = False
         if ok:  # pyenv shims exist for every version but fail unless one is selected
             return found
