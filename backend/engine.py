@@ -83,8 +83,8 @@ class Engine(Protocol):
 
     def restore_commands(self, python: str, before: Mapping[str, str], after: Mapping[str, str],
                          index_url_for: Callable[[str], str]) -> list[list[str]]:
-        """Commands a person runs to put back what a failed apply changed (see
-        pip_restore_commands)."""
+        """Commands a person runs, with this engine, to put back what a failed apply changed
+        (what: to_restore)."""
         ...
 
 
@@ -101,20 +101,23 @@ def nothing() -> None:
     """A cleanup with nothing to take away."""
 
 
-def pip_restore_commands(python: str, before: Mapping[str, str], after: Mapping[str, str],
-                         index_url_for: Callable[[str], str]) -> list[list[str]]:
-    """`python -m pip` commands that put back what a failed apply changed: each old version from
-    the one index its routing names (no merged indexes here either), then removal of what was
-    new. The index URL is shown without credentials: pip takes them from ~/.netrc, as the README
-    says."""
+@dataclass(frozen=True)
+class Restore:
+    """What puts back a failed apply's changes, whatever the engine: each old version from the
+    one index its routing names (no merged indexes here either), then removal of what was new.
+    Index URLs are without credentials: the engine takes them from ~/.netrc, as the README says."""
+
+    reinstall: tuple[tuple[str, tuple[str, ...]], ...]
+    """(index URL, name==version pins), one per index, in a stable order."""
+    remove: tuple[str, ...]
+
+
+def to_restore(before: Mapping[str, str], after: Mapping[str, str],
+               index_url_for: Callable[[str], str]) -> Restore:
     changed = changed_between(before, after)
     by_index: dict[str, list[str]] = {}
     for name, old, _new in changed:
         if old is not None:
             by_index.setdefault(redact_url(index_url_for(name)), []).append(f"{name}=={old}")
-    cmds = [[python, "-m", "pip", "install", "--no-deps", "--index-url", url, *pins]
-            for url, pins in sorted(by_index.items())]
-    added = [name for name, old, _new in changed if old is None]
-    if added:
-        cmds.append([python, "-m", "pip", "uninstall", "--yes", *added])
-    return cmds
+    return Restore(tuple((url, tuple(pins)) for url, pins in sorted(by_index.items())),
+                   tuple(name for name, old, _new in changed if old is None))

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from neuronctl.backend.engine import UrlOf, nothing, pip_restore_commands
+from neuronctl.backend.engine import UrlOf, nothing, to_restore
 from neuronctl.locked_file import LockedFile
 
 
@@ -54,7 +54,12 @@ class PipEngine:
 
     def restore_commands(self, python: str, before: Mapping[str, str], after: Mapping[str, str],
                          index_url_for: Callable[[str], str]) -> list[list[str]]:
-        return pip_restore_commands(python, before, after, index_url_for)
+        restore = to_restore(before, after, index_url_for)
+        cmds = [[python, "-m", "pip", "install", "--no-deps", "--index-url", url, *pins]
+                for url, pins in restore.reinstall]
+        if restore.remove:
+            cmds.append([python, "-m", "pip", "uninstall", "--yes", *restore.remove])
+        return cmds
 
     def create_venv(self, base_python: str, dest: Path) -> list[str]:
         return [base_python, "-m", "venv", str(dest)]

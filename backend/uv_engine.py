@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from neuronctl.backend.engine import UrlOf, nothing, pip_restore_commands
+from neuronctl.backend.engine import UrlOf, nothing, to_restore
 from neuronctl.locked_file import LockedFile
 
 
@@ -80,9 +80,14 @@ class UvEngine:
 
     def restore_commands(self, python: str, before: Mapping[str, str], after: Mapping[str, str],
                          index_url_for: Callable[[str], str]) -> list[list[str]]:
-        # The target's pip, as the hint has always said (uv's own form would change what people
-        # are shown; see engine.pip_restore_commands).
-        return pip_restore_commands(python, before, after, index_url_for)
+        # `uv pip`, as this install ran: a venv uv made has no pip to run. --no-config: only the
+        # index named here, none merged in from a uv.toml.
+        restore = to_restore(before, after, index_url_for)
+        cmds = [[self.uv, "pip", "install", "--python", python, "--no-deps", "--no-config",
+                 "--index-url", url, *pins] for url, pins in restore.reinstall]
+        if restore.remove:
+            cmds.append(self.uninstall(python, restore.remove))
+        return cmds
 
     def create_venv(self, base_python: str, dest: Path) -> list[str]:
         return [self.uv, "venv", "--python", base_python, "--no-python-downloads", "--no-config",

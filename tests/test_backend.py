@@ -83,11 +83,19 @@ def test_restore_commands_use_one_index_each():
                                               ("torch-xla", "2.9.0", None)]
     index = {"torch": "http://torch", "torch-xla": "http://neuron"}
     cmds = PipEngine().restore_commands("/v/bin/python", before, after, index.__getitem__)
-    assert UvEngine("/bin/uv").restore_commands("/v/bin/python", before, after, index.__getitem__) == cmds
     assert cmds == [
         ["/v/bin/python", "-m", "pip", "install", "--no-deps", "--index-url", "http://neuron", "torch-xla==2.9.0"],
         ["/v/bin/python", "-m", "pip", "install", "--no-deps", "--index-url", "http://torch", "torch==2.9.0"],
         ["/v/bin/python", "-m", "pip", "uninstall", "--yes", "nki"],
+    ]
+    # uv's own form: a venv uv made has no pip, so `python -m pip` would fail there.
+    uv = "/bin/uv", "pip"
+    assert UvEngine("/bin/uv").restore_commands("/v/bin/python", before, after, index.__getitem__) == [
+        [*uv, "install", "--python", "/v/bin/python", "--no-deps", "--no-config", "--index-url",
+         "http://neuron", "torch-xla==2.9.0"],
+        [*uv, "install", "--python", "/v/bin/python", "--no-deps", "--no-config", "--index-url",
+         "http://torch", "torch==2.9.0"],
+        [*uv, "uninstall", "--python", "/v/bin/python", "--no-config", "nki"],
     ]
 
 

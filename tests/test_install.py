@@ -391,7 +391,20 @@ def test_interrupt_during_apply_reports_changes_and_restore_commands(uni, locked
     assert "install was interrupted after changing" in err and "torch 2.9.0 -> 2.14.0+cpu" in err
     hint = err.split("restore with: ", 1)[1]
     assert f"--index-url {uni.urls['pytorch-cpu']} torch==2.9.0" in hint and "Traceback" not in err
+    # uv's own commands (no pip needed in the target), aimed at it with --python
+    assert f"uv pip install --python {venv / 'bin' / 'python'} --no-deps" in hint, hint
+    assert " -m pip " not in hint, hint
     assert installed(venv / "bin" / "python")["torch"] == "2.14.0+cpu"  # the report is the truth
+    from neuronctl.backend.choose import find_uv  # the real uv, for the one this test put first
+
+    # The command that takes away what came new runs as shown (the test indexes keep no old
+    # wheels for the reinstalls to fetch).
+    (drop,) = [c for c in hint.split(" && ") if " pip uninstall " in c]
+    assert "nki" in installed(venv / "bin" / "python")
+    real = subprocess.run(drop.replace(str(tmp_path / "uv-bin" / "uv"), str(find_uv(os.environ))),
+                          shell=True, capture_output=True, text=True, check=False)
+    assert real.returncode == 0, real.stderr
+    assert "nki" not in installed(venv / "bin" / "python")
 
 
 @pytest.mark.parametrize("engine", ENGINES)
