@@ -6,9 +6,9 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import subprocess
 from collections.abc import Mapping
 
+from neuronctl import proc
 from neuronctl.backend.choose import absolute_path
 
 
@@ -20,9 +20,9 @@ def find_interpreter(version: str, environ: Mapping[str, str] | None = None) -> 
         try:
             # Run from "/" as the engine runs it (from a directory of its own), not from the
             # caller's: a pyenv shim picks its version by the working directory's .python-version.
-            ok = subprocess.run([found, "-c", "pass"], capture_output=True, timeout=10, cwd="/",
-                                check=False).returncode == 0
-        except (OSError, subprocess.SubprocessError):
+            ran = proc.run([found, "-c", "pass"], proc.Bounds(timeout=10), cwd="/")
+            ok = ran.returncode == 0 and not ran.timed_out
+        except OSError:
             ok = False
         if ok:  # pyenv shims exist for every version but fail unless one is selected
             return found
