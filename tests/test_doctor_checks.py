@@ -377,7 +377,7 @@ def test_lock_fail_for_another_environment() -> None:
     lock = pylock("environments = ['python_version == \"3.13\"']\n")
     out = check_lock(facts(env=python_env("3.12.3"), lock=Path("pylock.toml"), pylock=lock))
     assert out.status == "fail" and "is not for this environment" in out.message
-    assert out.fix is not None and " lock --release 2.33.0 --python 3.12 -o pylock.toml" in out.fix
+    assert out.fix is not None and " lock --release 2.33.0 --python-version 3.12 -o pylock.toml" in out.fix
 
 
 def test_given_facts_are_never_gathered_again() -> None:

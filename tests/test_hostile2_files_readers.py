@@ -52,7 +52,7 @@ def _one_line_exit_2(r: subprocess.CompletedProcess[str], path: Path) -> None:
 def test_a_config_named_file_that_is_not_regular_is_refused_at_once(tmp_path, key, kind):
     special = _specials(tmp_path)[kind]
     (tmp_path / "pyproject.toml").write_text(f'[tool.neuronctl]\n{key} = "{special.name}"\n')
-    _one_line_exit_2(_neuronctl(tmp_path, "doctor", "--level", "1", "--timeout", "5"), special)
+    _one_line_exit_2(_neuronctl(tmp_path, "doctor", "--level", "1", "--check-timeout", "5"), special)
 
 
 @pytest.mark.parametrize("kind", ["fifo", "stdin", "zero"])

@@ -89,6 +89,9 @@ VIOLATIONS = [
     ("backend/layering_probe.py", "from neuronctl.probes import pyenv\n",
      "backend imports only the core",
      "neuronctl.backend.layering_probe -> neuronctl.probes.pyenv"),
+    ("ops/doctor/layering_probe.py", "from neuronctl.ops.install import run\n",
+     "the doctor never imports install (install runs the doctor, through its entry point)",
+     "neuronctl.ops.doctor.layering_probe -> neuronctl.ops.install.run"),
 ]
 
 

@@ -8,6 +8,7 @@ import os
 import shutil
 from collections.abc import Mapping
 
+from neuronctl import proc
 from neuronctl.backend.choose import absolute_path
 
 
@@ -16,12 +17,11 @@ def find_interpreter(version: str, environ: Mapping[str, str] | None = None) -> 
     env = os.environ if environ is None else environ
     found = shutil.which(f"python{version}", path=absolute_path(env.get("PATH")))
     if found:
-        from neuronctl.proc import Bounds, run
-
         try:
             # Run from "/" as the engine runs it (from a directory of its own), not from the
             # caller's: a pyenv shim picks its version by the working directory's .python-version.
-            ok = run([found, "-c", "pass"], Bounds(timeout=10), cwd="/").returncode == 0
+            ran = proc.run([found, "-c", "pass"], proc.Bounds(timeout=10), cwd="/")
+            ok = ran.returncode == 0 and not ran.timed_out
         except OSError:
             ok = False
         if ok:  # pyenv shims exist for every version but fail unless one is selected

@@ -25,7 +25,7 @@ def _relock_fix(f: Facts) -> str:
     release, minor = f.selection.release, ".".join(f.env.python.split(".")[:2])
     if minor not in release.python:
         return install_fix(f)
-    return neuronctl_command(f, "lock", "--release", release.version, "--python", minor,
+    return neuronctl_command(f, "lock", "--release", release.version, "--python-version", minor,
                              "-o", str(f.lock))
 
 
