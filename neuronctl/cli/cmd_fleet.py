@@ -13,15 +13,9 @@ from typing import Any
 
 import click
 
-from neuronctl.cli.app import get_app, paint, terminal_text
+from neuronctl.cli.app import get_app, terminal_text
 from neuronctl.cli.common import timeout_value
-from neuronctl.cli.fleet_report import (
-    render_json_payload,
-    render_junit,
-    render_markdown,
-    render_text,
-)
-from neuronctl.cli.output import to_json_text, write_atomic
+from neuronctl.cli.output import write_atomic
 from neuronctl.errors import InputError
 from neuronctl.ops.doctor.levels import LEVELS, RUN_MARGIN_S
 from neuronctl.ops.fleet.aggregate import aggregate
@@ -92,12 +86,10 @@ def fleet_doctor_command(nodes: int | None, nodelist: str | None, all_nodes: boo
                            timeout=timeout_value(timeout, None, 120.0),
                            remote_command=tuple(_remote_command(remote_command)))
     report = aggregate(fleet_doctor(request, request.remote_command))
+    printer = get_app().printer
     if output is not None:
-        renderers = {"junit": render_junit, "markdown": render_markdown, "text": render_text}
-        text = (to_json_text(render_json_payload(report)) if fmt == "json"
-                else renderers[fmt](report))
-        write_atomic(output, text)
-    get_app().printer.emit(report, "text" if output is not None else fmt)
+        printer.write_file(report, fmt, output)
+    printer.emit(report, "text" if output is not None else fmt)
     return report.exit_code
 
 
@@ -202,10 +194,11 @@ def npd_config_command(tool: str | None, interval: int, timeout: int, max_output
     if output is not None:
         write_atomic(output, text)
     else:
-        click.echo(text, nl=False)
+        get_app().printer.echo(text, nl=False)
     return 0
 
 
 def _warn(text: str) -> None:
-    click.echo(f"{paint('neuronctl: warning:', 'yellow', err=True)} {terminal_text(text, None)}",
-               err=True)
+    printer = get_app().printer
+    printer.echo(f"{printer.paint('neuronctl: warning:', 'yellow', err=True)} "
+                 f"{terminal_text(text, None)}", err=True)

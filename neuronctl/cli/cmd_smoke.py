@@ -10,7 +10,6 @@ from neuronctl.cli.app import get_app
 from neuronctl.cli.common import target_python
 from neuronctl.cli.hardware_report import SmokeView
 from neuronctl.cli.options import device_option, python_option, resolve, resolver
-from neuronctl.cli.output import JsonError, to_json_text, write_atomic
 from neuronctl.errors import InputError
 from neuronctl.ops.output_path import check_output_file
 from neuronctl.ops.smoke import DEFAULT_TIMEOUT, SmokeRequest, run_smoke
@@ -60,10 +59,7 @@ def smoke(model: str | None, script: Path | None, device: str | None, python: st
         outcome = run_smoke(request, reporter)
     view = SmokeView(outcome, target)
     if output is not None:
-        kind = "input" if outcome.bad_input else "failed"
-        failure = view.failure
-        write_atomic(output, to_json_text(view.payload,
-                                          JsonError.of(kind, failure) if failure else None))
+        app.printer.write_file(view, "json", output)
     app.printer.emit(view)
     if outcome.bad_input:  # exit 2 with the one-line message (and, with --json, in `error`)
         raise InputError(outcome.report.detail)

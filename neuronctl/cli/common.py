@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import click
-
 from neuronctl.cli.options import DEVICE_CHOICE, json_option, python_option, sysroot_option
 from neuronctl.settings import seconds
 
 if TYPE_CHECKING:
+    from neuronctl.cli.printer import Printer
     from neuronctl.ops.target_env import TargetPython
 
 # The shared options are declared in cli/options.py; named here too for the commands that import
@@ -25,12 +24,10 @@ def target_python(python: str | None) -> TargetPython:
     return choose_target(python)
 
 
-def echo_target(target: TargetPython, quiet: bool) -> None:
+def echo_target(target: TargetPython, printer: Printer) -> None:
     """A text report's first line: the target and why it was chosen (not with -q)."""
-    if not quiet:
-        from neuronctl.cli.app import terminal_text
-
-        click.echo(terminal_text(target.line(), None))
+    if not printer.quiet:
+        printer.say(target.line())
 
 
 def timeout_value(value: float | None, config_value: Any, default: float) -> float:
