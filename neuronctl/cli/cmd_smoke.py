@@ -33,7 +33,7 @@ from neuronctl.ops.smoke import DEFAULT_TIMEOUT, SmokeRequest, run_smoke
 @click.option("--compile", "compile_model", is_flag=True,
               help="torch.compile the model (backend 'neuron' on Neuron, 'inductor' elsewhere).")
 @click.option("--timeout", type=float, default=None,
-              help=f"Seconds before the run is killed [{DEFAULT_TIMEOUT:g}].")
+              help=f"Seconds before the whole run is killed [{DEFAULT_TIMEOUT:g}].")
 @click.option("--json", "as_json", is_flag=True, help="Versioned JSON output.")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the JSON report to FILE (for `neuronctl cost --from FILE`).")
@@ -52,7 +52,7 @@ def smoke(model: str | None, script: Path | None, device: str | None, python: st
     request = SmokeRequest(
         python=target.python, model=model, script=script, origin=origin,
         device=resolve("device", rules=rules).value, steps=steps, warmup=warmup, train=train,
-        compile=compile_model, timeout=_kill_limit(timeout))
+        compile=compile_model, timeout=_kill_limit())
     from neuronctl.cli.progress import status_reporter
 
     # The step running, on a terminal (`--steps 1000 --train` runs for minutes).
@@ -70,8 +70,6 @@ def smoke(model: str | None, script: Path | None, device: str | None, python: st
     return outcome.exit_code
 
 
-def _kill_limit(timeout: float | None) -> float:
+def _kill_limit() -> float:
     """--timeout bounds the whole run (not a network request nor one check): no config key."""
-    from neuronctl.settings import seconds
-
-    return DEFAULT_TIMEOUT if timeout is None else seconds(timeout, "--timeout")
+    return float(resolve("run_timeout", "timeout").value or DEFAULT_TIMEOUT)
