@@ -320,3 +320,35 @@ def test_run_timeout_is_a_flag_only_setting(tmp_path: Path) -> None:
     assert rules.resolve("run_timeout").value is None  # each command's own default applies
     assert rules.value("run_timeout", Flag("12", "--timeout")) == 12.0
 
+
+# -- the shared options: one --json and one --python everywhere --------------------------------------
+
+def _options(command, name: str) -> list:
+    """Every option spelled `name` in `command` and its subcommands (loaded as the CLI loads them)."""
+    import click
+
+    found = [p for p in command.params if name in getattr(p, "opts", ())]
+    if isinstance(command, click.Group):
+        ctx = click.Context(command)
+        for sub in command.list_commands(ctx):
+            found += _options(command.get_command(ctx, sub), name)
+    return found
+
+
+def test_every_json_flag_is_the_shared_one() -> None:
+    from neuronctl.cli.main import cli as root
+
+    flags = _options(root, "--json")
+    assert len(flags) >= 20
+    assert {(f.name, f.is_flag, f.help) for f in flags} == {
+        ("as_json", True, "Versioned JSON output on stdout (one document, on failure too; where "
+                          "there is --format, the same as --format json).")}
+
+
+def test_fleet_doctor_python_is_the_shared_interpreter_option() -> None:
+    from neuronctl.cli.cmd_doctor import doctor
+    from neuronctl.cli.cmd_fleet import fleet_doctor_command
+
+    (shared,) = _options(doctor, "--python")
+    (fleet_python,) = _options(fleet_doctor_command, "--python")
+    assert (fleet_python.name, fleet_python.help) == (shared.name, shared.help)

@@ -9,7 +9,7 @@ import click
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import target_python
 from neuronctl.cli.env_report import EnvView, to_markdown
-from neuronctl.cli.options import python_option, renamed, resolve, sysroot_option
+from neuronctl.cli.options import json_option, python_option, renamed, resolve, sysroot_option
 from neuronctl.ops.env import REDACTED, TORCH_TIMEOUT_S, relevant_environ
 from neuronctl.ops.env import collect_env as collect
 
@@ -17,7 +17,7 @@ __all__ = ["REDACTED", "collect", "env", "relevant_environ", "to_markdown"]
 
 @click.command()
 @python_option
-@click.option("--json", "as_json", is_flag=True, help="Versioned JSON output.")
+@json_option
 @sysroot_option
 @click.option("--check-timeout", type=float, default=None,
               help="Seconds for torch's collect_env in the target (once --timeout, still accepted) "

@@ -20,7 +20,7 @@ from neuronctl.cli.fleet_report import (
     render_markdown,
     render_text,
 )
-from neuronctl.cli.options import resolve
+from neuronctl.cli.options import json_option, python_option, resolve
 from neuronctl.cli.output import to_json_text, write_atomic
 from neuronctl.errors import InputError
 from neuronctl.ops.doctor.levels import LEVELS, RUN_MARGIN_S
@@ -72,12 +72,12 @@ def _remote_command(value: str | None) -> list[str]:
 @click.option("--partition", metavar="P", help="Slurm partition.")
 @click.option("--level", type=click.IntRange(1, 2), default=2, show_default=True,
               help="1: quick, no device work; 2: the full doctor.")
-@click.option("--python", metavar="PATH", help="Interpreter to check on each node.")
+@python_option
 @click.option("--timeout", type=float, default=None,
               help=f"Seconds for the whole srun step, every node's doctor run (Slurm's --time) "
                    f"[{FLEET_RUN_S:g}].")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None, help="Output format.")
-@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@json_option
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the report in --format to FILE; the text report still goes to stdout.")
 @click.option("--remote-command", metavar="CMD",

@@ -6,14 +6,14 @@ import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import target_python
-from neuronctl.cli.options import device_option, python_option, renamed, resolve, resolver
+from neuronctl.cli.options import device_option, json_option, python_option, renamed, resolve, resolver
 from neuronctl.ops import probe as probe_op
 
 
 @click.command()
 @device_option("what the tiers probe")
 @python_option
-@click.option("--json", "as_json", is_flag=True, help="Versioned JSON output.")
+@json_option
 @click.option("--check-timeout", type=float, default=None,
               help="Seconds before the probe is killed (once --timeout, still accepted) [config "
                    "check_timeout, else 120].")

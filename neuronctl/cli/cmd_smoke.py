@@ -9,7 +9,7 @@ import click
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import target_python
 from neuronctl.cli.hardware_report import SmokeView
-from neuronctl.cli.options import device_option, python_option, resolve, resolver
+from neuronctl.cli.options import device_option, json_option, python_option, resolve, resolver
 from neuronctl.cli.output import JsonError, to_json_text, write_atomic
 from neuronctl.errors import InputError
 from neuronctl.ops.output_path import check_output_file
@@ -34,7 +34,7 @@ from neuronctl.ops.smoke import DEFAULT_TIMEOUT, SmokeRequest, run_smoke
               help="torch.compile the model (backend 'neuron' on Neuron, 'inductor' elsewhere).")
 @click.option("--timeout", type=float, default=None,
               help=f"Seconds before the whole run is killed [{DEFAULT_TIMEOUT:g}].")
-@click.option("--json", "as_json", is_flag=True, help="Versioned JSON output.")
+@json_option
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the JSON report to FILE (for `neuronctl cost --from FILE`).")
 def smoke(model: str | None, script: Path | None, device: str | None, python: str | None,
