@@ -14,6 +14,7 @@ from neuronctl.cli.doctor_report import DoctorView, render_markdown_summary
 from neuronctl.cli.options import (
     device_option,
     given_values,
+    json_option,
     python_option,
     renamed,
     resolve,
@@ -54,7 +55,7 @@ FORMATS = ("text", "json", "junit", "github", "prometheus")
               help="Skip these checks or groups (repeatable; as --only).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
               help="Output format (prometheus: a node_exporter textfile, needs -o FILE.prom).")
-@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@json_option
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the report in --format to FILE; a text summary still goes to stdout.")
 @click.option("--check-timeout", type=float, default=None,
