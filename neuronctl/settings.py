@@ -99,8 +99,9 @@ class Spec(Generic[T]):
     """What the setting means or bounds, for the docs."""
     parse: Parse
     default: T
-    legacy_keys: tuple[str, ...] = ()
-    """Old config keys still read (with a one-line note) when the key is absent."""
+    shared_key: str | None = None
+    """Another setting's config key, read (with a one-line note) when this one's key is absent:
+    it keeps its own meaning for its own setting, so the note never says to rename it."""
     layered: bool = False
     """Not one value: resolved in layers (see the module docstring), documented here only."""
 
@@ -197,8 +198,12 @@ SPECS: tuple[Spec[Any], ...] = (
           "each network request's time limit (lock, install, download)", seconds, 30.0),
     _spec("check_timeout", "--check-timeout", None, "check_timeout", (int, float), _SECONDS,
           "each doctor check's time limit, and probe's and env's run in the target (default: "
-          "the level's budget; config `timeout` is read here too when this key is absent)",
-          seconds, None, legacy_keys=("timeout",)),
+          "the level's budget; where this key is absent, config `timeout` bounds these too)",
+          seconds, None, shared_key="timeout"),
+    _spec("run_timeout", "--timeout", None, None, (), "",
+          "a whole run's time limit, flag only (smoke's run [600], `fleet doctor`'s srun step "
+          "[120], the doctor run `fleet npd-config` has NPD allow [120]); not a request's nor a "
+          "check's", seconds),
     _spec("strict", "--strict", None, "strict", (bool,), "true or false",
           "doctor: warnings fail too", _flag, False),
     _spec("skip", "--skip", None, "skip", (list,), "a list of check ids",
@@ -258,14 +263,14 @@ class Resolver:
             return Setting(s.parse(flag.value, flag.spelled, cwd), Source("flag", flag.spelled))
         if s.env is not None and not s.layered and self.environ.get(s.env):
             return Setting(s.parse(self.environ[s.env], s.env, cwd), Source("env", s.env))
-        for key in (s.key, *s.legacy_keys) if s.key else ():
-            value = self.config.get(key)
+        for key in (s.key, s.shared_key) if s.key else ():
+            value = None if key is None else self.config.get(key)
             if value is None:
                 continue
             where = self.config.source or "pyproject.toml"
             if key != s.key:
-                self.note(f"{where}: `{key}` is read as `{s.key}` here ({s.what.split(' (')[0]}); "
-                          f"name it `{s.key}`")
+                self.note(f"{where}: `{key}` ({_meaning(BY_KEY[str(key)])}) is used for `{s.key}` "
+                          f"too, as that key is absent; set `{s.key}` to give it its own value")
             return Setting(s.parse(value, f"config {key}", self.config.base_dir),
                            Source("config", where))
         return Setting(s.default, DEFAULT)
@@ -290,6 +295,11 @@ class Resolver:
         s = BY_NAME[name]
         value = self.config.get(s.key) if s.key else None
         return () if value is None else _texts(value, f"config {s.key}", self.config.base_dir)
+
+
+def _meaning(spec: Spec[Any]) -> str:
+    """What a setting bounds, without the docs' parenthesis."""
+    return spec.what.split(" (")[0]
 
 
 def precedence_table(specs: Sequence[Spec[Any]] = SPECS) -> list[tuple[str, str, str, str, str]]:

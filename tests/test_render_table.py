@@ -12,7 +12,7 @@ import pytest
 
 from neuronctl.cli.output import ENVELOPE_KEYS, JsonError, envelope
 from neuronctl.cli.printer import Printer, colour_wanted
-from neuronctl.cli.render import RENDERERS, renderer
+from neuronctl.cli.render import FILE_RENDERERS, FILE_WRITERS, RENDERERS, renderer, write_file
 from neuronctl.errors import NeuronctlError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,6 +36,54 @@ def test_an_unregistered_outcome_or_format_is_refused():
         renderer(int, "text")
     with pytest.raises(LookupError, match="'yaml'"):
         renderer(_resolve("neuronctl.ops.cost.CostOutcome"), "yaml")
+
+
+@pytest.mark.parametrize(("kind", "fmt"), sorted({**FILE_RENDERERS, **FILE_WRITERS}))
+def test_every_file_entry_names_a_real_type_and_function(kind, fmt):
+    table = FILE_WRITERS if (kind, fmt) in FILE_WRITERS else FILE_RENDERERS
+    module, _, name = table[(kind, fmt)].partition(":")
+    _resolve(kind)
+    assert callable(getattr(importlib.import_module(module), name))
+
+
+def test_an_outcome_without_a_file_format_writes_nothing(tmp_path):
+    target = tmp_path / "out.txt"
+    with pytest.raises(LookupError, match=r"no file renderer for builtins\.int in format 'text'"):
+        write_file(3, "text", target)
+    assert not target.exists()
+
+
+def test_a_file_is_written_whole_and_not_executable(tmp_path):
+    from neuronctl.cli.setup_report import DockerfileView
+
+    target = tmp_path / "Dockerfile"
+    write_file(DockerfileView("2.29", "FROM scratch\n", target), "text", target)
+    assert target.read_text() == "FROM scratch\n" and target.stat().st_mode & 0o777 == 0o644
+    assert list(tmp_path.iterdir()) == [target]  # no temp file left beside it
+
+
+def test_no_command_module_writes_to_a_stream_or_renders_a_file_itself():
+    """What a command writes goes through its printer (echo, emit, write_file): no click.echo,
+    no print(), no sys.stdout, no per-command table of file renderers."""
+    for path in sorted((ROOT / "neuronctl" / "cli").glob("cmd_*.py")):
+        text = path.read_text()
+        assert not re.search(r"click\.echo\(|(?<![.\w])print\(|sys\.std(out|err)\.write", text), \
+            path.name
+        assert not re.search(r"render_(json|junit|github|markdown|text|plain|sh)\b", text), path.name
+
+
+def test_renderers_write_through_the_printer_and_leave_its_settings_alone():
+    """A renderer writes through the printer it is handed (-q, colour and stream are the
+    printer's) and never changes what the printer was told (JSON mode is the command's)."""
+    cli = ROOT / "neuronctl" / "cli"
+    for path in sorted([*cli.glob("*_report.py"), *cli.glob("*_render.py")]):
+        if path.name.startswith("install_"):
+            continue
+        text = path.read_text()
+        assert not re.search(r"click\.echo\(|(?<![.\w])print\(|sys\.std(out|err)\.write", text), \
+            path.name
+        assert not re.search(r"printer\.(json_wanted|quiet|verbose|no_color|holds_json)\s*=[^=]",
+                             text), path.name
 
 
 def test_no_command_module_prints_a_result_itself():

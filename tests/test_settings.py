@@ -176,10 +176,36 @@ def test_config_timeout_still_bounds_checks_where_check_timeout_is_absent(cli, p
     _config(project, "timeout = 0")
     r = cli(*DOCTOR)
     assert r.code == 2 and "config timeout: timeout must be a positive number" in r.err
-    assert "`timeout` is read as `check_timeout` here" in r.err
-    _config(project, "timeout = 0\ncheck_timeout = 30")  # the new key wins, and no note
+    assert "`timeout` (each network request's time limit) is used for `check_timeout` too, as " \
+           "that key is absent; set `check_timeout` to give it its own value" in r.err
+    _config(project, "timeout = 0\ncheck_timeout = 30")  # the check key wins, and no note
     ok = cli(*DOCTOR)
     assert ok.code == 0 and "note:" not in ok.err
+
+
+def test_config_timeout_is_never_called_a_key_to_rename(tmp_path: Path) -> None:
+    """`timeout` is the network key lock, install and download read: the note doctor prints when
+    it stands in for `check_timeout` must not tell the user to rename or drop it."""
+    notes: list[str] = []
+    config = Config({"timeout": 45}, str(tmp_path / "pyproject.toml"), tmp_path)
+    rules = Resolver.of(config, notes.append, environ={})
+    assert rules.value("timeout") == 45.0 and notes == []  # its own setting: no note
+    check = rules.resolve("check_timeout")
+    assert check.value == 45.0 and check.source.kind == "config"
+    assert len(notes) == 1 and "name it" not in notes[0] and "rename" not in notes[0]
+    assert "(each network request's time limit)" in notes[0]
+
+
+def test_config_check_timeout_never_bounds_network_requests(tmp_path: Path) -> None:
+    config = Config({"check_timeout": 5}, str(tmp_path / "pyproject.toml"), tmp_path)
+    network = Resolver.of(config, environ={}).resolve("timeout")
+    assert network.value == 30.0 and not network.given
+
+
+def test_lock_reads_config_timeout_without_a_note(cli, project) -> None:
+    _config(project, "timeout = 5")
+    r = cli("lock", "--offline", "-o", "-", "--release", "9.9.3")
+    assert r.code == 2 and "9.9.3" in r.err and "note:" not in r.err
 
 
 # -- doctor's drain policy and strictness: flag > config > default -----------------------------------
@@ -241,3 +267,88 @@ def test_the_config_keys_are_the_settings_table() -> None:
 
     assert set(SCHEMA) == {s.key for s in SPECS if s.key}
     assert "check_timeout" in SCHEMA and "timeout" in SCHEMA
+
+
+# -- env's and probe's run in the target: --check-timeout (once --timeout) > config check_timeout ---
+
+@pytest.mark.parametrize("command", [("env", "--json"), ("probe", "--json", "--device", "cpu")],
+                         ids=lambda c: c[0])
+def test_env_and_probe_take_check_timeout_and_the_old_spelling(cli, project, command) -> None:
+    bad = cli(*command, "--check-timeout", "0")
+    assert bad.code == 2 and "--check-timeout: timeout must be a positive number" in bad.err
+    old = cli(*command, "--timeout", "nan")
+    assert old.code == 2 and "--timeout: timeout must be a positive number" in old.err
+    assert "neuronctl: note: --timeout is now --check-timeout" in old.err
+    _config(project, "check_timeout = 0")
+    from_config = cli(*command)
+    assert from_config.code == 2 and "config check_timeout: timeout must be" in from_config.err
+
+
+def test_probe_old_timeout_spelling_still_bounds_it(cli, project) -> None:
+    r = cli("probe", "--json", "--device", "cpu", "--timeout", "60")
+    assert r.code == 0, r.err
+    assert r.err.count("note:") == 1 and "the old spelling still works" in r.err
+    assert json.loads(r.out)["probe"]["ok"] is True
+
+
+def test_env_reads_config_timeout_where_check_timeout_is_absent(cli, project) -> None:
+    _config(project, "timeout = 0")
+    r = cli("env", "--json")
+    assert r.code == 2 and "config timeout: timeout must be a positive number" in r.err
+    assert "is used for `check_timeout` too" in r.err
+
+
+# -- whole-run limits (smoke, fleet): --timeout, flag only, never the network key ------------------
+
+def test_smoke_timeout_bounds_the_run_and_ignores_config_timeout(cli, project) -> None:
+    bad = cli("smoke", "--json", "--timeout", "inf")
+    assert bad.code == 2 and "--timeout: timeout must be a positive number" in bad.err
+    _config(project, "timeout = 0\ncheck_timeout = 0")  # neither bounds a whole run
+    r = cli("smoke", "--help")
+    assert r.code == 0 and "whole run" in r.out
+
+
+def test_fleet_doctor_timeout_is_checked_before_srun(cli, project) -> None:
+    r = cli("fleet", "doctor", "--timeout", "-5")
+    assert r.code == 2 and "--timeout: timeout must be a positive number" in r.err
+    assert len(r.err.strip().splitlines()) == 1, r.err
+
+
+def test_run_timeout_is_a_flag_only_setting(tmp_path: Path) -> None:
+    config = Config({"timeout": 5, "check_timeout": 7}, str(tmp_path / "pyproject.toml"), tmp_path)
+    rules = Resolver.of(config, environ={})
+    assert rules.resolve("run_timeout").value is None  # each command's own default applies
+    assert rules.value("run_timeout", Flag("12", "--timeout")) == 12.0
+
+
+# -- the shared options: one --json and one --python everywhere --------------------------------------
+
+def _options(command, name: str) -> list:
+    """Every option spelled `name` in `command` and its subcommands (loaded as the CLI loads them)."""
+    import click
+
+    found = [p for p in command.params if name in getattr(p, "opts", ())]
+    if isinstance(command, click.Group):
+        ctx = click.Context(command)
+        for sub in command.list_commands(ctx):
+            found += _options(command.get_command(ctx, sub), name)
+    return found
+
+
+def test_every_json_flag_is_the_shared_one() -> None:
+    from neuronctl.cli.main import cli as root
+
+    flags = _options(root, "--json")
+    assert len(flags) >= 20
+    assert {(f.name, f.is_flag, f.help) for f in flags} == {
+        ("as_json", True, "Versioned JSON output on stdout (one document, on failure too; where "
+                          "there is --format, the same as --format json).")}
+
+
+def test_fleet_doctor_python_is_the_shared_interpreter_option() -> None:
+    from neuronctl.cli.cmd_doctor import doctor
+    from neuronctl.cli.cmd_fleet import fleet_doctor_command
+
+    (shared,) = _options(doctor, "--python")
+    (fleet_python,) = _options(fleet_doctor_command, "--python")
+    assert (fleet_python.name, fleet_python.help) == (shared.name, shared.help)

@@ -9,7 +9,7 @@ import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.cache_report import CacheView, PruneView
-from neuronctl.cli.common import python_option, target_python
+from neuronctl.cli.common import json_option, python_option, target_python
 from neuronctl.errors import InputError
 from neuronctl.ops.cache import CacheReport, apply_prune, plan_prune, show_caches
 
@@ -41,7 +41,7 @@ def _report(python: str | None, keep: str | None) -> CacheReport:
 @python_option
 @click.option("--keep-compiler", "keep", metavar="V", default=None,
               help="The compiler version that is current [the target's neuronx-cc].")
-@click.option("--json", "as_json", is_flag=True, help="Versioned JSON output.")
+@json_option
 @click.pass_context
 def cache(ctx: click.Context, python: str | None, keep: str | None, as_json: bool) -> None:
     """Show or prune the Neuron compile caches (legacy XLA, TorchNeuron, vLLM) in use.
@@ -66,7 +66,7 @@ def _given(python: str | None, keep: str | None, as_json: bool) -> tuple[str | N
 @python_option
 @click.option("--keep-compiler", "keep", metavar="V", default=None,
               help="The compiler version that is current [the target's neuronx-cc].")
-@click.option("--json", "as_json", is_flag=True, help="Versioned JSON output.")
+@json_option
 def show(python: str | None = None, keep: str | None = None, as_json: bool = False) -> int:
     """Each cache with its size and entries by compiler version (stale: another neuronx-cc)."""
     python, keep, as_json = _given(python, keep, as_json)
@@ -81,7 +81,7 @@ def show(python: str | None = None, keep: str | None = None, as_json: bool = Fal
 @click.option("--keep-compiler", "keep", metavar="V", default=None,
               help="Keep this compiler version's entries [the target's neuronx-cc].")
 @click.option("--yes", is_flag=True, help="Remove them (without it: a dry run that lists them).")
-@click.option("--json", "as_json", is_flag=True, help="Versioned JSON output.")
+@json_option
 def prune(python: str | None, older: float | None, keep: str | None, yes: bool,
           as_json: bool) -> int:
     """Remove entries of other compiler versions (or older than DAYS); dry run unless --yes."""

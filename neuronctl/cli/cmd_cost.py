@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.options import resolver
+from neuronctl.cli.options import json_option, resolver
 from neuronctl.errors import InputError
 from neuronctl.ops.cost import (
     CostRequest,
@@ -65,7 +65,7 @@ class TokenCount(click.ParamType[int, Any]):
               help="A job of this many hours.")
 @click.option("--prices", "list_prices", is_flag=True,
               help="List the bundled prices with their sources and dates.")
-@click.option("--json", "as_json", is_flag=True, help="Versioned JSON output.")
+@json_option
 def cost(from_file: Path | None, throughput: float | None, instances: tuple[str, ...],
          prices: tuple[str, ...], tokens: int | None, hours: float | None, list_prices: bool,
          as_json: bool) -> int:

@@ -7,12 +7,12 @@ from pathlib import Path
 import click
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.common import sysroot_option
+from neuronctl.cli.common import json_option, sysroot_option
 from neuronctl.ops import detect as detect_op
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="Versioned JSON output.")
+@json_option
 @sysroot_option
 def detect(as_json: bool, sysroot: Path | None) -> int:
     """Show the Neuron hardware on this machine, with the evidence for each conclusion."""

@@ -10,24 +10,17 @@ import click
 
 from neuronctl.cli.app import get_app, terminal_text
 from neuronctl.cli.common import check_sysroot, target_python
-from neuronctl.cli.doctor_report import (
-    DoctorView,
-    render_github,
-    render_json,
-    render_junit,
-    render_markdown_summary,
-    render_plain,
-)
+from neuronctl.cli.doctor_report import DoctorView, render_markdown_summary
 from neuronctl.cli.options import (
     device_option,
     given_values,
+    json_option,
     python_option,
     renamed,
     resolve,
     resolver,
     sysroot_option,
 )
-from neuronctl.cli.output import write_atomic
 from neuronctl.errors import InputError, NeuronctlError
 from neuronctl.ops.doctor import run as doctor_run
 from neuronctl.ops.doctor.levels import DEFAULT_LEVEL, LEVELS, choose_level
@@ -62,7 +55,7 @@ FORMATS = ("text", "json", "junit", "github", "prometheus")
               help="Skip these checks or groups (repeatable; as --only).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
               help="Output format (prometheus: a node_exporter textfile, needs -o FILE.prom).")
-@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@json_option
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the report in --format to FILE; a text summary still goes to stdout.")
 @click.option("--check-timeout", type=float, default=None,
@@ -113,7 +106,7 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
         report = doctor_run.doctor(request, reporter)
     duration = time.perf_counter() - clock
     drained = _slurm_drain(report, policy) if slurm_drain else None
-    _deliver(DoctorView(report, target, drained, chosen_release), fmt, output, started, duration)
+    _deliver(DoctorView(report, target, drained, chosen_release, started, duration), fmt, output)
     if drained is not None and drained.get("action") == "error":
         return 1
     if exit_on is not None:
@@ -178,22 +171,16 @@ def _slurm_drain(report: DoctorReport, drain_on: str) -> dict[str, str]:
     return {"node": outcome.node, "action": outcome.action, "why": outcome.why}
 
 
-def _deliver(view: DoctorView, fmt: str, output: Path | None, started: float,
-             duration: float) -> None:
-    report = view.report
-    rendered = {"json": lambda r: render_json(r, view.extra), "junit": render_junit,
-                "github": render_github}
-    if output is not None and fmt == "prometheus":
-        # prometheus_client is imported only for this format (level 1 runs should start fast)
-        from neuronctl.cli.render_prometheus import stack_fingerprint, write_prometheus
-
-        write_prometheus(output, report, stack_fingerprint(report), started, duration)
-    elif output is not None:
-        text = rendered[fmt](report) if fmt in rendered else render_plain(report)
-        write_atomic(output, text)
-    get_app().printer.emit(view, "text" if output is not None else fmt)
+def _deliver(view: DoctorView, fmt: str, output: Path | None) -> None:
+    printer = get_app().printer
+    if output is not None:
+        printer.write_file(view, fmt, output)
+        # The report in --format (JSON too) went to the file: stdout gets the text report, and
+        # no JSON document is owed there, not even on failure.
+        printer.json_wanted = False
+    printer.emit(view, "text" if output is not None else fmt)
     if fmt == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
-        _append_step_summary(Path(os.environ["GITHUB_STEP_SUMMARY"]), report)
+        _append_step_summary(Path(os.environ["GITHUB_STEP_SUMMARY"]), view.report)
 
 
 def _append_step_summary(path: Path, report: DoctorReport) -> None:
@@ -204,7 +191,8 @@ def _append_step_summary(path: Path, report: DoctorReport) -> None:
             fh.write(render_markdown_summary(report))
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        label = get_app().printer.paint("neuronctl: warning:", "yellow", err=True)
-        click.echo(f"{label} GITHUB_STEP_SUMMARY "
+        printer = get_app().printer
+        label = printer.paint("neuronctl: warning:", "yellow", err=True)
+        printer.echo(f"{label} GITHUB_STEP_SUMMARY "
                    f"{terminal_text(str(path), None)}: "
                    f"{reason}; step summary not written", err=True)

@@ -7,7 +7,14 @@ from pathlib import Path
 import click
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.options import given_values, resolve, resolver, target_options, timeout_option
+from neuronctl.cli.options import (
+    given_values,
+    json_option,
+    resolve,
+    resolver,
+    target_options,
+    timeout_option,
+)
 from neuronctl.ops.output_path import check_output_dir
 
 
@@ -20,7 +27,7 @@ from neuronctl.ops.output_path import check_output_dir
 @target_options("only the files for it; default: every target the lock records, all of their "
                 "wheels", "with --python-version; default manylinux_2_28_x86_64")
 @timeout_option
-@click.option("--json", "as_json", is_flag=True, help="The files and what became of each, as JSON.")
+@json_option
 def download(lock_path: Path, dest: Path, pythons: tuple[str, ...], platforms: tuple[str, ...],
              timeout: float | None, as_json: bool) -> int:
     """Fetch every file a lock selects into DIR, each verified against the lock's sha256 and size,

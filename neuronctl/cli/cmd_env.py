@@ -9,7 +9,7 @@ import click
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import target_python
 from neuronctl.cli.env_report import EnvView, to_markdown
-from neuronctl.cli.options import python_option, resolver, sysroot_option, typed
+from neuronctl.cli.options import json_option, python_option, renamed, resolve, sysroot_option
 from neuronctl.ops.env import REDACTED, TORCH_TIMEOUT_S, relevant_environ
 from neuronctl.ops.env import collect_env as collect
 
@@ -17,16 +17,18 @@ __all__ = ["REDACTED", "collect", "env", "relevant_environ", "to_markdown"]
 
 @click.command()
 @python_option
-@click.option("--json", "as_json", is_flag=True, help="Versioned JSON output.")
+@json_option
 @sysroot_option
-@click.option("--timeout", type=float, default=None,
-              help="Seconds for torch's collect_env in the target [config check_timeout, else "
-                   f"{TORCH_TIMEOUT_S:g}].")
-def env(python: str | None, as_json: bool, sysroot: Path | None, timeout: float | None) -> int:
+@click.option("--check-timeout", type=float, default=None,
+              help="Seconds for torch's collect_env in the target (once --timeout, still accepted) "
+                   f"[config check_timeout, else {TORCH_TIMEOUT_S:g}].")
+@renamed("--timeout", "--check-timeout", "check_timeout", " (collect_env's time limit)", type=float)
+def env(python: str | None, as_json: bool, sysroot: Path | None,
+        check_timeout: float | None) -> int:
     """Dump everything a Neuron bug report needs, as markdown (or JSON): a superset of
     `python -m torch.utils.collect_env`, plus every Neuron package, the driver, runtime and chip."""
     # collect_env is bounded like a check: config `check_timeout`, which a flag beats.
-    limit = resolver().resolve("check_timeout", typed("timeout")).value or TORCH_TIMEOUT_S
+    limit = resolve("check_timeout").value or TORCH_TIMEOUT_S
     target = target_python(python)
     get_app().printer.emit(EnvView(collect(target.python, sysroot, None, limit).to_json(), target))
     return 0

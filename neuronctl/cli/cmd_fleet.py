@@ -13,15 +13,9 @@ from typing import Any
 
 import click
 
-from neuronctl.cli.app import get_app, paint, terminal_text
-from neuronctl.cli.common import timeout_value
-from neuronctl.cli.fleet_report import (
-    render_json_payload,
-    render_junit,
-    render_markdown,
-    render_text,
-)
-from neuronctl.cli.output import to_json_text, write_atomic
+from neuronctl.cli.app import get_app, terminal_text
+from neuronctl.cli.options import json_option, python_option, resolve
+from neuronctl.cli.output import write_atomic
 from neuronctl.errors import InputError
 from neuronctl.ops.doctor.levels import LEVELS, RUN_MARGIN_S
 from neuronctl.ops.fleet.aggregate import aggregate
@@ -40,6 +34,8 @@ NPD_DOCTOR_ARGS: tuple[str, ...] = ("doctor", *LEVEL_ARGS[1], "-q", "--no-color"
 NPD_START_S = 5.0
 NPD_MIN_CHECK_S = 5.0
 NPD_MIN_TIMEOUT = int(NPD_MIN_CHECK_S + RUN_MARGIN_S + NPD_START_S)
+FLEET_RUN_S = 120.0
+"""`fleet doctor`'s srun step limit without --timeout: level 2 on a node, started and reported."""
 # Environments made to be thrown away: a path in one is gone (or another program) on the nodes.
 EPHEMERAL_PARTS = (("uv", "archive-v0"), ("uv", "builds-v0"), ("pipx", ".cache"))
 
@@ -70,10 +66,12 @@ def _remote_command(value: str | None) -> list[str]:
 @click.option("--partition", metavar="P", help="Slurm partition.")
 @click.option("--level", type=click.IntRange(1, 2), default=2, show_default=True,
               help="1: quick, no device work; 2: the full doctor.")
-@click.option("--python", metavar="PATH", help="Interpreter to check on each node.")
-@click.option("--timeout", type=float, default=None, help="Time limit for the whole step [120].")
+@python_option
+@click.option("--timeout", type=float, default=None,
+              help=f"Seconds for the whole srun step, every node's doctor run (Slurm's --time) "
+                   f"[{FLEET_RUN_S:g}].")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None, help="Output format.")
-@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@json_option
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the report in --format to FILE; the text report still goes to stdout.")
 @click.option("--remote-command", metavar="CMD",
@@ -89,15 +87,13 @@ def fleet_doctor_command(nodes: int | None, nodelist: str | None, all_nodes: boo
     fmt = "json" if as_json else (fmt or "text")
     request = FleetRequest(nodes=nodes, nodelist=nodelist, all_nodes=all_nodes,
                            partition=partition, level=level, python=python,
-                           timeout=timeout_value(timeout, None, 120.0),
+                           timeout=resolve("run_timeout", "timeout").value or FLEET_RUN_S,
                            remote_command=tuple(_remote_command(remote_command)))
     report = aggregate(fleet_doctor(request, request.remote_command))
+    printer = get_app().printer
     if output is not None:
-        renderers = {"junit": render_junit, "markdown": render_markdown, "text": render_text}
-        text = (to_json_text(render_json_payload(report)) if fmt == "json"
-                else renderers[fmt](report))
-        write_atomic(output, text)
-    get_app().printer.emit(report, "text" if output is not None else fmt)
+        printer.write_file(report, fmt, output)
+    printer.emit(report, "text" if output is not None else fmt)
     return report.exit_code
 
 
@@ -176,9 +172,10 @@ def _default_neuronctl() -> str:
 @click.option("--interval", type=click.IntRange(10, 86400), default=300, show_default=True,
               help="Seconds between runs.")
 @click.option("--timeout", type=click.IntRange(5, 3600), default=120, show_default=True,
-              help=f"Seconds before NPD kills a run (its result is then Unknown); at least "
-                   f"{NPD_MIN_TIMEOUT}. Under {int(LEVELS[1].total_s + NPD_START_S + RUN_MARGIN_S)}"
-                   " each check's --timeout is cut to fit (said on stderr).")
+              help=f"Seconds NPD allows a whole doctor run before it kills it (its result is then "
+                   f"Unknown); at least {NPD_MIN_TIMEOUT}. Under "
+                   f"{int(LEVELS[1].total_s + NPD_START_S + RUN_MARGIN_S)} each check's "
+                   "--check-timeout is cut to fit (said on stderr).")
 @click.option("--max-output-length", type=click.IntRange(20, 4096), default=200,
               show_default=True, help="Characters of output NPD keeps as the message.")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
@@ -202,10 +199,11 @@ def npd_config_command(tool: str | None, interval: int, timeout: int, max_output
     if output is not None:
         write_atomic(output, text)
     else:
-        click.echo(text, nl=False)
+        get_app().printer.echo(text, nl=False)
     return 0
 
 
 def _warn(text: str) -> None:
-    click.echo(f"{paint('neuronctl: warning:', 'yellow', err=True)} {terminal_text(text, None)}",
-               err=True)
+    printer = get_app().printer
+    printer.echo(f"{printer.paint('neuronctl: warning:', 'yellow', err=True)} "
+                 f"{terminal_text(text, None)}", err=True)

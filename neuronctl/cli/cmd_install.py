@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from neuronctl.cli.app import App, get_app
-from neuronctl.cli.common import DEVICE_CHOICE, check_sysroot, sysroot_option
+from neuronctl.cli.common import DEVICE_CHOICE, check_sysroot, json_option, sysroot_option
 from neuronctl.cli.options import request_options, resolve, resolver, stack_settings
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 @click.option("--write-lock", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the resolution as a pylock.toml.")
 @click.option("--no-check", is_flag=True, help="Do not run the doctor on the target afterwards.")
-@click.option("--json", "as_json", is_flag=True, help="The plan and the outcome as JSON on stdout.")
+@json_option
 @sysroot_option
 def install(release: str | None, torch: str | None, with_: tuple[str, ...], indexes: tuple[str, ...],
             routes: tuple[str, ...], latest: bool, offline: bool, timeout: float | None,

@@ -14,6 +14,7 @@ from neuronctl.cli.app import App, get_app
 from neuronctl.cli.lock_report import CheckView
 from neuronctl.cli.options import (
     given_values,
+    json_option,
     request_options,
     resolve,
     resolver,
@@ -37,7 +38,7 @@ from neuronctl.routing import redact_url
               help="A fallback lock beside the Neuron one (pylock.cuda.toml, pylock.cpu.toml): the "
                    "same torch, --with and targets for a GPU (default variant: the newest CUDA "
                    "build of that torch) or the CPU, with no Neuron package.")
-@click.option("--json", "as_json", is_flag=True, help="A JSON summary on stdout.")
+@json_option
 def lock(release: str | None, torch: str | None, with_: tuple[str, ...], indexes: tuple[str, ...],
          routes: tuple[str, ...], latest: bool, offline: bool, timeout: float | None,
          allow_unsupported: bool, pythons: tuple[str, ...], platforms: tuple[str, ...],

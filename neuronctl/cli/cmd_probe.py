@@ -6,23 +6,25 @@ import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import target_python
-from neuronctl.cli.options import device_option, python_option, resolve, resolver, typed
+from neuronctl.cli.options import device_option, json_option, python_option, renamed, resolve, resolver
 from neuronctl.ops import probe as probe_op
 
 
 @click.command()
 @device_option("what the tiers probe")
 @python_option
-@click.option("--json", "as_json", is_flag=True, help="Versioned JSON output.")
-@click.option("--timeout", type=float, default=None,
-              help="Seconds before the probe is killed [config check_timeout, else 120].")
+@json_option
+@click.option("--check-timeout", type=float, default=None,
+              help="Seconds before the probe is killed (once --timeout, still accepted) [config "
+                   "check_timeout, else 120].")
+@renamed("--timeout", "--check-timeout", "check_timeout", " (the probe's time limit)", type=float)
 @click.option("--compile", "compile_tier", is_flag=True, help="Also probe torch.compile (slow).")
-def probe(device: str | None, python: str | None, as_json: bool, timeout: float | None,
+def probe(device: str | None, python: str | None, as_json: bool, check_timeout: float | None,
           compile_tier: bool) -> int:
     """Import torch, find the device, allocate, compute, differentiate: stop at the first failure."""
     app, rules = get_app(), resolver()
     # The probe's run is bounded like a check's: config `check_timeout`, which a flag beats.
-    limit = rules.resolve("check_timeout", typed("timeout")).value or 120.0
+    limit = resolve("check_timeout", rules=rules).value or 120.0
     device = resolve("device", rules=rules).value
     target = target_python(python)
     from neuronctl.cli.progress import status_reporter

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from neuronctl.cli.app import get_app
+from neuronctl.cli.options import json_option
 from neuronctl.cli.releases_report import ReleaseList, ReleaseView
 
 MANIFEST_OPTION = click.option(
@@ -15,7 +16,7 @@ MANIFEST_OPTION = click.option(
 
 
 @click.group(invoke_without_command=True)
-@click.option("--json", "as_json", is_flag=True, help="Versioned JSON output.")
+@json_option
 @MANIFEST_OPTION
 @click.pass_context
 def releases(ctx: click.Context, as_json: bool, manifest_path: Path | None) -> int:
@@ -29,7 +30,7 @@ def releases(ctx: click.Context, as_json: bool, manifest_path: Path | None) -> i
 
 @releases.command("show")
 @click.argument("version")
-@click.option("--json", "as_json", is_flag=True, help="Versioned JSON output.")
+@json_option
 @click.option("--sources", "with_sources", is_flag=True,
               help="Each value with its source (URL, date read), or \"not published\".")
 @MANIFEST_OPTION
@@ -47,7 +48,7 @@ def show(version: str, as_json: bool, with_sources: bool, manifest_path: Path | 
 
 @releases.command("import")
 @click.argument("path", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Versioned JSON summary.")
+@json_option
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
               help="Write the converted manifest here ('-' for stdout).")
 def import_(path: Path, as_json: bool, output: Path | None) -> int:
@@ -66,7 +67,7 @@ def import_(path: Path, as_json: bool, output: Path | None) -> int:
                    "`manifest_url`, else AWS's n2-manifest.json on GitHub).")
 @click.option("--accept-changes", is_flag=True,
               help="Apply the values that differ from the data in use (listed as conflicts).")
-@click.option("--json", "as_json", is_flag=True, help="Versioned JSON summary.")
+@json_option
 def update(source: str | None, accept_changes: bool, as_json: bool) -> int:
     """Fetch newer release data, merge it into the data in use and store it for later runs."""
     from neuronctl.cli.options import resolve

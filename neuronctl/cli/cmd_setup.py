@@ -11,7 +11,6 @@ import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import json_option
-from neuronctl.cli.output import to_json_text, write_atomic
 from neuronctl.ops.setup.repos import KEY_FINGERPRINT, OS_IDS
 
 if TYPE_CHECKING:
@@ -86,18 +85,14 @@ def setup(release: str | None, os_name: str | None, sysroot: Path | None, repo: 
 
 def _write_plan(plan: SetupPlan, fmt: str, output: Path | None) -> int:
     from neuronctl.cli.setup_report import PlanView
-    from neuronctl.ops.setup.script import render_sh, render_text
 
+    app = get_app()
     if output is None:
-        get_app().printer.emit(PlanView(plan), fmt)
+        app.printer.emit(PlanView(plan), fmt)
         return 0
-    if fmt == "json":
-        write_atomic(output, to_json_text({"setup": plan.to_json()}))
-        return 0
-    write_atomic(output, render_sh(plan) if fmt == "sh" else render_text(plan))
-    if fmt == "sh":
-        output.chmod(0o755)
-    get_app().console(stderr=True).print(f"wrote {output}", markup=False)
+    app.printer.write_file(PlanView(plan), fmt, output)
+    if fmt != "json":
+        app.console(stderr=True).print(f"wrote {output}", markup=False)
     return 0
 
 
@@ -126,7 +121,9 @@ def _dockerfile(release: Release, base: str, lock: str,
     text = render_dockerfile(release, base=base, lock=lock,
                              repo=check_repo_url(repo, "--repo") if repo else None,
                              fingerprint=check_fingerprint(fingerprint, "--key-fingerprint"))
+    view = DockerfileView(release.version, text, output)
+    printer = get_app().printer
     if output is not None:
-        write_atomic(output, text)
-    get_app().printer.emit(DockerfileView(release.version, text, output))
+        printer.write_file(view, "text", output)
+    printer.emit(view)
     return 0

@@ -9,8 +9,7 @@ import click
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import target_python
 from neuronctl.cli.hardware_report import SmokeView
-from neuronctl.cli.options import device_option, python_option, resolve, resolver
-from neuronctl.cli.output import JsonError, to_json_text, write_atomic
+from neuronctl.cli.options import device_option, json_option, python_option, resolve, resolver
 from neuronctl.errors import InputError
 from neuronctl.ops.output_path import check_output_file
 from neuronctl.ops.smoke import DEFAULT_TIMEOUT, SmokeRequest, run_smoke
@@ -33,8 +32,8 @@ from neuronctl.ops.smoke import DEFAULT_TIMEOUT, SmokeRequest, run_smoke
 @click.option("--compile", "compile_model", is_flag=True,
               help="torch.compile the model (backend 'neuron' on Neuron, 'inductor' elsewhere).")
 @click.option("--timeout", type=float, default=None,
-              help=f"Seconds before the run is killed [{DEFAULT_TIMEOUT:g}].")
-@click.option("--json", "as_json", is_flag=True, help="Versioned JSON output.")
+              help=f"Seconds before the whole run is killed [{DEFAULT_TIMEOUT:g}].")
+@json_option
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the JSON report to FILE (for `neuronctl cost --from FILE`).")
 def smoke(model: str | None, script: Path | None, device: str | None, python: str | None,
@@ -52,7 +51,7 @@ def smoke(model: str | None, script: Path | None, device: str | None, python: st
     request = SmokeRequest(
         python=target.python, model=model, script=script, origin=origin,
         device=resolve("device", rules=rules).value, steps=steps, warmup=warmup, train=train,
-        compile=compile_model, timeout=_kill_limit(timeout))
+        compile=compile_model, timeout=_kill_limit())
     from neuronctl.cli.progress import status_reporter
 
     # The step running, on a terminal (`--steps 1000 --train` runs for minutes).
@@ -60,18 +59,13 @@ def smoke(model: str | None, script: Path | None, device: str | None, python: st
         outcome = run_smoke(request, reporter)
     view = SmokeView(outcome, target)
     if output is not None:
-        kind = "input" if outcome.bad_input else "failed"
-        failure = view.failure
-        write_atomic(output, to_json_text(view.payload,
-                                          JsonError.of(kind, failure) if failure else None))
+        app.printer.write_file(view, "json", output)
     app.printer.emit(view)
     if outcome.bad_input:  # exit 2 with the one-line message (and, with --json, in `error`)
         raise InputError(outcome.report.detail)
     return outcome.exit_code
 
 
-def _kill_limit(timeout: float | None) -> float:
+def _kill_limit() -> float:
     """--timeout bounds the whole run (not a network request nor one check): no config key."""
-    from neuronctl.settings import seconds
-
-    return DEFAULT_TIMEOUT if timeout is None else seconds(timeout, "--timeout")
+    return float(resolve("run_timeout", "timeout").value or DEFAULT_TIMEOUT)

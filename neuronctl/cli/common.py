@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import click
+from typing import TYPE_CHECKING
 
 from neuronctl.cli.options import DEVICE_CHOICE, json_option, python_option, sysroot_option
-from neuronctl.settings import seconds
 
 if TYPE_CHECKING:
+    from neuronctl.cli.printer import Printer
     from neuronctl.ops.target_env import TargetPython
 
 # The shared options are declared in cli/options.py; named here too for the commands that import
 # them from here.
 __all__ = ["DEVICE_CHOICE", "check_sysroot", "echo_target", "json_option", "python_option",
-           "sysroot_option", "target_python", "timeout_value"]
+           "sysroot_option", "target_python"]
 
 def target_python(python: str | None) -> TargetPython:
     """The environment this command works on (neuronctl.ops.target_env: the one rule)."""
@@ -25,19 +23,10 @@ def target_python(python: str | None) -> TargetPython:
     return choose_target(python)
 
 
-def echo_target(target: TargetPython, quiet: bool) -> None:
+def echo_target(target: TargetPython, printer: Printer) -> None:
     """A text report's first line: the target and why it was chosen (not with -q)."""
-    if not quiet:
-        from neuronctl.cli.app import terminal_text
-
-        click.echo(terminal_text(target.line(), None))
-
-
-def timeout_value(value: float | None, config_value: Any, default: float) -> float:
-    """--timeout, else config `timeout`, else the default, checked by the one rule for seconds
-    (neuronctl.settings.seconds). For install's body until it resolves its settings itself."""
-    chosen = value if value is not None else config_value if config_value is not None else default
-    return seconds(chosen, "--timeout" if value is not None else "config timeout")
+    if not printer.quiet:
+        printer.say(target.line())
 
 
 def check_sysroot(path: Path | None) -> Path | None:

@@ -169,9 +169,11 @@ are layered data rather than one value: the indexes (bundled routing < config `i
 from config and `--route` together), and the lists that add up (doctor's `skip`, cost's
 `prices`: the config's entries and the flags' together). Within them too, the environment beats the
 config. Old spellings still work, with a one-line note on stderr: `lock`, `init` and `download`
-`--python X.Y` (now `--python-version`: `--python` is always an interpreter), `doctor --timeout`
-(now `--check-timeout`), and config `timeout` where a check's limit is meant (now `check_timeout`;
-`timeout` bounds network requests).
+`--python X.Y` (now `--python-version`: `--python` is always an interpreter), and `doctor`, `env`
+and `probe` `--timeout` (now `--check-timeout`). Config `timeout` bounds network requests; it once
+bounded doctor's checks as well, so where `check_timeout` is absent it still does (with a note):
+set `check_timeout` to give the checks their own limit, and keep `timeout` for lock, install and
+download.
 
 {{SETTINGS}}
 

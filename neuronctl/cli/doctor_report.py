@@ -1,5 +1,6 @@
 """The doctor's report and its renderings: text (rich), JSON, JUnit XML, GitHub workflow commands
-(to stdout through the printer, registered in cli/render.py; as text for -o FILE)."""
+(to stdout through the printer, registered in cli/render.py; as a file's text for -o FILE, in its
+FILE_RENDERERS)."""
 
 from __future__ import annotations
 
@@ -203,6 +204,9 @@ class DoctorView:
     target: TargetPython
     drained: Mapping[str, str] | None = None
     release: Setting[str | None] | None = None
+    started: float = 0.0
+    """When the run started (Unix time) and how long it took, in seconds (the prometheus file's)."""
+    duration: float = 0.0
 
     @property
     def release_source(self) -> str:
@@ -244,8 +248,7 @@ def view_json(view: DoctorView, printer: Printer) -> None:
 
 def print_view(view: DoctorView, printer: Printer) -> None:
     """The text report on stdout (also when the report in --format went to -o FILE)."""
-    printer.json_wanted = False  # any JSON went to the -o file: stdout is the text report
-    echo_target(view.target, printer.quiet)
+    echo_target(view.target, printer)
     header = view.release_line()
     if header is not None and not printer.quiet:
         printer.say(header)
@@ -261,6 +264,22 @@ def print_junit(view: DoctorView, printer: Printer) -> None:
 def print_github(view: DoctorView, printer: Printer) -> None:
     printer.echo(render_github(view.report), nl=False)
     print_drain(view, printer)
+
+
+def plain_file(view: DoctorView) -> str:
+    return render_plain(view.report)
+
+
+def json_file(view: DoctorView) -> str:
+    return render_json(view.report, view.extra)
+
+
+def junit_file(view: DoctorView) -> str:
+    return render_junit(view.report)
+
+
+def github_file(view: DoctorView) -> str:
+    return render_github(view.report)
 
 
 def print_drain(view: DoctorView, printer: Printer) -> None:

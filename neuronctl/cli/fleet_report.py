@@ -7,6 +7,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING, Any
 
+from neuronctl.cli.output import to_json_text
 from neuronctl.cli.terminal import terminal_text
 from neuronctl.ops.fleet.aggregate import FleetReport, NodeResult, failed_check_ids, fingerprint
 
@@ -131,6 +132,10 @@ def render_markdown(report: FleetReport) -> str:
         status, why = node_status(report, result)
         rows.append(f"| {icon[status]} {status} | {_cell(result.node)} | {_cell(why)} |")
     return "\n".join(rows) + "\n\n"
+
+
+def json_file(report: FleetReport) -> str:
+    return to_json_text(render_json_payload(report))
 
 
 def print_text(report: FleetReport, printer: Printer) -> None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from neuronctl.cli.common import echo_target
-from neuronctl.cli.output import outcome_words
+from neuronctl.cli.output import JsonError, outcome_words, to_json_text
 
 if TYPE_CHECKING:
     from neuronctl.cli.printer import Printer
@@ -61,7 +61,7 @@ class ProbeView:
 def print_probe(view: ProbeView, printer: Printer) -> None:
     from rich.markup import escape
 
-    echo_target(view.target, printer.quiet)
+    echo_target(view.target, printer)
     report, console = view.report, printer.console()
     style = {"pass": "green", "fail": "red", "skip": "dim"}
     for t in report.tiers:
@@ -94,6 +94,13 @@ class SmokeView:
 
 def smoke_json(view: SmokeView, printer: Printer) -> None:
     printer.json(view.payload, failure=view.failure)
+
+
+def smoke_file(view: SmokeView) -> str:
+    """The JSON report for -o FILE (`neuronctl cost --from FILE` reads it), failed or not."""
+    failure = view.failure
+    kind = "input" if view.outcome.bad_input else "failed"
+    return to_json_text(view.payload, JsonError.of(kind, failure) if failure else None)
 
 
 def _ms(value: float | None) -> str:
@@ -138,7 +145,7 @@ def print_smoke(view: SmokeView, printer: Printer) -> None:
     outcome = view.outcome
     if outcome.bad_input:
         return
-    echo_target(view.target, printer.quiet)
+    echo_target(view.target, printer)
     report, console = outcome.report, printer.console()
     if not printer.quiet:
         console.print(f"[bold]smoke[/]: {escape(_smoke_facts(report))}")
@@ -172,7 +179,7 @@ def print_bundle(view: BundleView, printer: Printer) -> None:
     if printer.quiet:
         printer.echo(str(outcome.path))
         return
-    echo_target(view.target, printer.quiet)
+    echo_target(view.target, printer)
     console = printer.console()
     table = Table("file", "status", "reason / note", box=None, pad_edge=False)
     styles = {"collected": "green", "partial": "yellow", "unavailable": "dim", "failed": "red"}

@@ -3,11 +3,8 @@ cli/render.py)."""
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-import click
 
 from neuronctl.ops.lock.outcome import LockOutcome
 from neuronctl.redact import redact
@@ -24,25 +21,25 @@ class CheckView:
     refresh: str
 
 
-def _check_lines(view: CheckView) -> None:
+def _check_lines(view: CheckView, printer: Printer) -> None:
     outcome, refresh = view.outcome, view.refresh
     if outcome.missing:
-        click.echo(f"{outcome.path}: no lock file; run `{refresh}`", err=True)
+        printer.echo(f"{outcome.path}: no lock file; run `{refresh}`", err=True)
     for problem in outcome.problems:
-        click.echo(redact(f"{outcome.path}: out of date: {problem}"), err=True)
+        printer.echo(redact(f"{outcome.path}: out of date: {problem}"), err=True)
     if outcome.problems:
-        click.echo(f"hint: refresh it with: {redact(refresh)}", err=True)
+        printer.echo(f"hint: refresh it with: {redact(refresh)}", err=True)
 
 
 def check_json(view: CheckView, printer: Printer) -> None:
-    _check_lines(view)
+    _check_lines(view, printer)
     outcome = view.outcome
     failure = None if outcome.up_to_date else f"{outcome.path}: the lock no longer matches the request"
     printer.json(outcome.to_json(), failure=failure, hint=f"refresh it with: {redact(view.refresh)}")
 
 
 def print_check(view: CheckView, printer: Printer) -> None:
-    _check_lines(view)
+    _check_lines(view, printer)
     outcome = view.outcome
     if outcome.up_to_date:
         printer.echo(f"{outcome.path}: up to date ({outcome.stack_label}, "
@@ -51,27 +48,27 @@ def print_check(view: CheckView, printer: Printer) -> None:
 
 def lock_json(outcome: LockOutcome, printer: Printer) -> None:
     if outcome.text is not None:  # with -o -, stdout holds the lock itself
-        sys.stdout.write(outcome.text)
+        printer.data(outcome.text)
         return
     printer.json(outcome.to_json())
 
 
 def print_lock(outcome: LockOutcome, printer: Printer) -> None:
     if outcome.text is not None:
-        sys.stdout.write(outcome.text)
+        printer.data(outcome.text)
     if printer.quiet:
         return
     verbose = printer.verbose
     stream_err = outcome.text is not None
     labels = ", ".join(t.label for t in outcome.targets)
-    click.echo(f"locked {len(outcome.packages)} packages for {labels} ({outcome.stack_label}) "
+    printer.echo(f"locked {len(outcome.packages)} packages for {labels} ({outcome.stack_label}) "
                f"-> {outcome.path}", err=stream_err)
     if verbose or not stream_err:
         for p in outcome.packages:
-            click.echo(f"  {p.name} {p.version}  [{p.index_name}]", err=stream_err)
+            printer.echo(f"  {p.name} {p.version}  [{p.index_name}]", err=stream_err)
     net, methods = outcome.network, outcome.metadata
-    click.echo(f"network: {net.get('requests')} requests, {net.get('bytes', 0):,} bytes, "
+    printer.echo(f"network: {net.get('requests')} requests, {net.get('bytes', 0):,} bytes, "
                f"{net.get('cache_hits')} from cache; "
                f"metadata: {', '.join(f'{k} {v}' for k, v in methods.items()) or 'none'}", err=stream_err)
     for note in outcome.full_downloads:
-        click.echo(f"note: downloaded whole {note}", err=True)
+        printer.echo(f"note: downloaded whole {note}", err=True)

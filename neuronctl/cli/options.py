@@ -76,7 +76,8 @@ def json_option(f: F) -> F:
     any command: cli/main.py watches every `--json` and `--format`), and then writes one JSON
     document on failure too; a command emits its own through `output.emit_json`."""
     return click.option("--json", "as_json", is_flag=True, help="Versioned JSON output on stdout "
-                        "(one document, on failure too).")(f)
+                        "(one document, on failure too; where there is --format, the same as "
+                        "--format json).")(f)
 
 
 def python_option(f: F) -> F:

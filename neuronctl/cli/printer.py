@@ -10,6 +10,7 @@ import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
 
 import click
@@ -82,6 +83,11 @@ class Printer:
         click drops them elsewhere, and the guarded stream passes no other)."""
         click.echo(text, err=err, nl=nl)
 
+    def data(self, text: str) -> None:
+        """A document that is the command's output itself (a lock with -o -), to stdout as it is:
+        no newline added, no colour codes dropped (the guarded stream still passes no other)."""
+        sys.stdout.write(text)
+
     def say(self, text: str, *, err: bool = False) -> None:
         """One line of data (paths, names, messages from elsewhere) made safe for a terminal."""
         click.echo(terminal_text(text, None), err=err)
@@ -104,6 +110,13 @@ class Printer:
         from neuronctl.cli.render import render
 
         render(outcome, fmt or self.format, self)
+
+    def write_file(self, outcome: object, fmt: str, path: Path) -> None:
+        """`outcome` in `fmt` to the file `path` (-o FILE), by the render table's file formats;
+        what stdout gets beside it is the command's `emit`."""
+        from neuronctl.cli.render import write_file
+
+        write_file(outcome, fmt, path)
 
 
 def current() -> Printer:

@@ -5,18 +5,24 @@ renderer for that outcome's type and format writes it through the printer. Rende
 the render modules, one per command family (cli/*_report.py); they are named here as strings,
 so that a command imports only its own (`neuronctl --help` and a level-1 doctor stay fast).
 tests/test_render_table.py checks that every entry names a real type and a real renderer.
+
+`-o FILE` goes by the same rule: FILE_RENDERERS maps (outcome type, format) to the function that
+makes the file's text, and `write_file` (printer.write_file) writes it whole or not at all.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from neuronctl.cli.printer import Printer
 
 Renderer = Callable[[Any, "Printer"], None]
+FileRenderer = Callable[[Any], str]
+FileWriter = Callable[[Any, Path], None]
 
 _CACHE = "neuronctl.cli.cache_report"
 _COST = "neuronctl.cli.cost_report"
@@ -28,6 +34,7 @@ _LOCK = "neuronctl.cli.lock_report"
 _RELEASES = "neuronctl.cli.releases_report"
 _SETUP = "neuronctl.cli.setup_report"
 _ENV = "neuronctl.cli.env_report"
+_PROMETHEUS = "neuronctl.cli.render_prometheus"
 
 RENDERERS: dict[tuple[str, str], str] = {
     # (the outcome's type, as module.Class; the format): module:function(outcome, printer)
@@ -86,20 +93,69 @@ RENDERERS: dict[tuple[str, str], str] = {
 }
 
 
+FILE_RENDERERS: dict[tuple[str, str], str] = {
+    # (the outcome's type; the format of -o FILE): module:function(outcome) -> the file's text
+    ("neuronctl.cli.doctor_report.DoctorView", "text"): f"{_DOCTOR}:plain_file",
+    ("neuronctl.cli.doctor_report.DoctorView", "json"): f"{_DOCTOR}:json_file",
+    ("neuronctl.cli.doctor_report.DoctorView", "junit"): f"{_DOCTOR}:junit_file",
+    ("neuronctl.cli.doctor_report.DoctorView", "github"): f"{_DOCTOR}:github_file",
+    ("neuronctl.ops.fleet.aggregate.FleetReport", "text"): f"{_FLEET}:render_text",
+    ("neuronctl.ops.fleet.aggregate.FleetReport", "json"): f"{_FLEET}:json_file",
+    ("neuronctl.ops.fleet.aggregate.FleetReport", "junit"): f"{_FLEET}:render_junit",
+    ("neuronctl.ops.fleet.aggregate.FleetReport", "markdown"): f"{_FLEET}:render_markdown",
+    ("neuronctl.cli.hardware_report.SmokeView", "json"): f"{_HARDWARE}:smoke_file",
+    ("neuronctl.cli.setup_report.PlanView", "text"): f"{_SETUP}:plan_file",
+    ("neuronctl.cli.setup_report.PlanView", "sh"): f"{_SETUP}:sh_file",
+    ("neuronctl.cli.setup_report.PlanView", "json"): f"{_SETUP}:plan_json_file",
+    ("neuronctl.cli.setup_report.DockerfileView", "text"): f"{_SETUP}:dockerfile_file",
+}
+FILE_WRITERS: dict[tuple[str, str], str] = {
+    # Files another library writes itself: module:function(outcome, path). prometheus_client
+    # writes the textfile collector's file (its temp name, its rename).
+    ("neuronctl.cli.doctor_report.DoctorView", "prometheus"): f"{_PROMETHEUS}:write_view",
+}
+EXECUTABLE_FORMATS = frozenset({"sh"})
+"""Formats whose file is a script to run: written with mode 0755."""
+
+
 def type_name(kind: type) -> str:
     return f"{kind.__module__}.{kind.__qualname__}"
 
 
-def renderer(kind: type, fmt: str) -> Renderer:
-    """The renderer of `kind` (or of the nearest base class registered) in `fmt`."""
+def _lookup(table: dict[tuple[str, str], str], kind: type, fmt: str) -> Any:
+    """The function `table` names for `kind` (or the nearest base class registered) in `fmt`."""
     for base in kind.__mro__:
-        entry = RENDERERS.get((type_name(base), fmt))
+        entry = table.get((type_name(base), fmt))
         if entry is not None:
             module, _, name = entry.partition(":")
-            found: Renderer = getattr(importlib.import_module(module), name)
-            return found
-    raise LookupError(f"no renderer for {type_name(kind)} in format {fmt!r} (cli/render.py)")
+            return getattr(importlib.import_module(module), name)
+    return None
+
+
+def renderer(kind: type, fmt: str) -> Renderer:
+    """The renderer of `kind` (or of the nearest base class registered) in `fmt`."""
+    found: Renderer | None = _lookup(RENDERERS, kind, fmt)
+    if found is None:
+        raise LookupError(f"no renderer for {type_name(kind)} in format {fmt!r} (cli/render.py)")
+    return found
 
 
 def render(outcome: object, fmt: str, printer: Printer) -> None:
     renderer(type(outcome), fmt)(outcome, printer)
+
+
+def write_file(outcome: object, fmt: str, path: Path) -> None:
+    """`outcome` in `fmt` to the file `path` (-o FILE), whole or not at all (cli/output.write_atomic)."""
+    from neuronctl.cli.output import write_atomic
+
+    writer: FileWriter | None = _lookup(FILE_WRITERS, type(outcome), fmt)
+    if writer is not None:
+        writer(outcome, path)
+        return
+    make: FileRenderer | None = _lookup(FILE_RENDERERS, type(outcome), fmt)
+    if make is None:
+        raise LookupError(f"no file renderer for {type_name(type(outcome))} in format {fmt!r} "
+                          "(cli/render.py)")
+    write_atomic(path, make(outcome))
+    if fmt in EXECUTABLE_FORMATS:
+        path.chmod(0o755)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Gauge, Info, generate_latest, write_to_textfile
 
@@ -16,6 +17,9 @@ from neuronctl.cli.app import safe_chars
 from neuronctl.errors import FaultError, InputError
 from neuronctl.ops.doctor.report import DoctorReport
 from neuronctl.ops.fleet.aggregate import fingerprint as document_fingerprint
+
+if TYPE_CHECKING:
+    from neuronctl.cli.doctor_report import DoctorView
 
 STATUSES = ("pass", "warn", "fail", "skip")
 PREFIX = "neuronctl_doctor"
@@ -76,3 +80,9 @@ def write_prometheus(path: Path, report: DoctorReport, fingerprint: dict[str, st
         write_to_textfile(str(path), _registry(report, fingerprint, started, duration))
     except OSError as exc:
         raise FaultError(f"{path}: {exc.strerror or type(exc).__name__}; metrics not written") from exc
+
+
+def write_view(view: DoctorView, path: Path) -> None:
+    """The doctor's view as the textfile (cli/render.py's FILE_WRITERS: -o FILE.prom)."""
+    report = view.report
+    write_prometheus(path, report, stack_fingerprint(report), view.started, view.duration)

@@ -63,6 +63,24 @@ def print_sh(view: PlanView, printer: Printer) -> None:
     printer.echo(render_sh(view.plan), nl=False)
 
 
+def plan_file(view: PlanView) -> str:
+    from neuronctl.ops.setup.script import render_text
+
+    return render_text(view.plan)
+
+
+def sh_file(view: PlanView) -> str:
+    from neuronctl.ops.setup.script import render_sh
+
+    return render_sh(view.plan)
+
+
+def plan_json_file(view: PlanView) -> str:
+    from neuronctl.cli.output import to_json_text
+
+    return to_json_text({"setup": view.plan.to_json()})
+
+
 def apply_json(view: ApplyView, printer: Printer) -> None:
     outcome = view.outcome
     printer.json({"setup": view.plan.to_json(), "applied": outcome.to_json()},
@@ -91,6 +109,10 @@ def dockerfile_json(view: DockerfileView, printer: Printer) -> None:
 def print_dockerfile(view: DockerfileView, printer: Printer) -> None:
     if view.written is None:
         printer.echo(view.text, nl=False)
+
+
+def dockerfile_file(view: DockerfileView) -> str:
+    return view.text
 
 
 def init_json(outcome: InitOutcome, printer: Printer) -> None:
