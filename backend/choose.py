@@ -46,22 +46,20 @@ def _pip(reason: str) -> Choice:
     return Choice(PipEngine(), reason)
 
 
-def choose_engine(flag: str | None, config: str | None, environ: Mapping[str, str] | None = None,
-                   uv_path: str | None = None) -> Choice:
+def choose_engine(value: str | None, where: str = "default", environ: Mapping[str, str] | None = None,
+                  uv_path: str | None = None) -> Choice:
+    """The engine the resolved `engine` setting names (neuronctl.settings applies flag >
+    environment > config > default; `where` is its source as messages name it: "--backend",
+    "NEURONCTL_BACKEND", "config backend"). None or auto: uv where it is found, else pip."""
     env = os.environ if environ is None else environ
-    for value, where in ((flag, "--backend"), (env.get("NEURONCTL_BACKEND"), "NEURONCTL_BACKEND"),
-                         (config, "config backend")):
-        if not value:
-            continue
-        if value not in BACKENDS:
-            raise InputError(f"{where} {value!r}: expected one of {', '.join(BACKENDS)}")
-        if value == "auto":
-            break
-        if value == "uv":
-            uv = uv_path or find_uv(env)
-            if uv is None:
-                raise InputError(f"{where} uv: uv is not installed (pip install uv, or --backend pip)")
-            return _uv(uv, f"{where} {value}")
+    if value and value not in BACKENDS:
+        raise InputError(f"{where} {value!r}: expected one of {', '.join(BACKENDS)}")
+    if value == "uv":
+        uv = uv_path or find_uv(env)
+        if uv is None:
+            raise InputError(f"{where} uv: uv is not installed (pip install uv, or --backend pip)")
+        return _uv(uv, f"{where} {value}")
+    if value == "pip":
         return _pip(f"{where} {value}")
     uv = uv_path or find_uv(env)
     if uv is not None:

@@ -9,30 +9,45 @@ from neuronctl.errors import InputError
 from neuronctl.locked_file import LockedFile
 
 
-def test_backend_precedence_flag_env_config_auto(tmp_path):
-    """One precedence for every setting: the environment beats the config (it was the other way
-    round for the engine alone)."""
+def test_the_engine_is_the_one_its_resolved_setting_names(tmp_path):
+    """The precedence (flag > environment > config > default) is neuronctl.settings' alone
+    (tests/test_settings.py); the choice takes the resolved value and names its source."""
     env = {"NEURONCTL_BACKEND": "pip", "PATH": str(tmp_path)}
-    assert choose_engine("uv", "pip", env, uv_path="/opt/uv").reason == "--backend uv"
-    chosen = choose_engine(None, "uv", env, uv_path="/opt/uv")
+    assert choose_engine("uv", "--backend", env, uv_path="/opt/uv").reason == "--backend uv"
+    chosen = choose_engine("pip", "NEURONCTL_BACKEND", env, uv_path="/opt/uv")
     assert chosen.engine.name == "pip" and chosen.reason == "NEURONCTL_BACKEND pip"
-    config = choose_engine(None, "uv", {"PATH": str(tmp_path)}, uv_path="/opt/uv")
+    config = choose_engine("uv", "config backend", {"PATH": str(tmp_path)}, uv_path="/opt/uv")
     assert config.engine.name == "uv" and config.reason == "config backend uv"
-    auto = choose_engine(None, None, {"PATH": str(tmp_path)}, uv_path="/opt/uv")
+    auto = choose_engine(None, "default", env, uv_path="/opt/uv")
     assert auto.engine.name == "uv" and auto.reason.startswith("auto: uv found")
-    assert choose_engine("auto", "pip", env, uv_path="/opt/uv").engine.name == "uv"
+    assert choose_engine("auto", "--backend", env, uv_path="/opt/uv").engine.name == "uv"
     with pytest.raises(InputError, match="config backend 'conda'"):
-        choose_engine(None, "conda", {"PATH": str(tmp_path)})
+        choose_engine("conda", "config backend", {"PATH": str(tmp_path)})
+
+
+def test_install_takes_the_environment_over_the_config_for_the_engine(tmp_path, monkeypatch):
+    """The install command's engine comes from the one resolver: NEURONCTL_BACKEND beats config
+    `backend`, and the reason names the variable."""
+    from neuronctl.cli.cmd_install import _engine
+    from neuronctl.config import Config
+    from neuronctl.settings import Resolver
+
+    config = Config({"backend": "uv"}, str(tmp_path / "pyproject.toml"), tmp_path)
+    monkeypatch.setattr("neuronctl.cli.options.typed", lambda param: None)
+    chosen = _engine(Resolver.of(config, environ={"NEURONCTL_BACKEND": "pip"}))
+    assert chosen.engine.name == "pip" and chosen.reason == "NEURONCTL_BACKEND pip"
+    with pytest.raises(InputError, match="config backend 'conda'"):
+        _engine(Resolver.of(Config({"backend": "conda"}, "pyproject.toml", tmp_path), environ={}))
 
 
 def test_auto_falls_back_to_pip_and_uv_must_exist(tmp_path, monkeypatch):
     import neuronctl.backend.choose as choose
 
     monkeypatch.setattr(choose, "find_uv", lambda env: None)
-    chosen = choose_engine(None, None, {"PATH": str(tmp_path)})
+    chosen = choose_engine(None, "default", {"PATH": str(tmp_path)})
     assert chosen.engine.name == "pip" and "uv not found" in chosen.reason
     with pytest.raises(InputError, match="uv is not installed"):
-        choose_engine("uv", None, {"PATH": str(tmp_path)})
+        choose_engine("uv", "--backend", {"PATH": str(tmp_path)})
 
 
 def test_engines_never_reach_an_index():

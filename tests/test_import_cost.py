@@ -93,7 +93,7 @@ def test_the_bundled_data_the_scripts_and_the_turn_load_no_tempfile_hashlib_or_z
 def test_choosing_an_engine_loads_that_engine_only(tmp_path):
     """--backend uv never loads pip's engine, --backend pip never uv's."""
     choose = ("from neuronctl.backend.choose import choose_engine\n"
-              "assert choose_engine({flag!r}, None, {{}}, uv_path='/bin/true').engine.name == {flag!r}")
+              "assert choose_engine({flag!r}, '--backend', {{}}, uv_path='/bin/true').engine.name == {flag!r}")
     assert _loaded(INSTALL_PATH, ENGINES, tmp_path, choose.format(flag="uv")) == [ENGINES[1]]
     assert _loaded(INSTALL_PATH, ENGINES, tmp_path, choose.format(flag="pip")) == [ENGINES[0]]
 

@@ -18,10 +18,12 @@ from neuronctl.cli.common import DEVICE_CHOICE, check_sysroot, json_option, sysr
 from neuronctl.cli.options import request_options, resolve, resolver, stack_settings
 
 if TYPE_CHECKING:
+    from neuronctl.backend.engine import Choice
     from neuronctl.ops.install.request import InstallRequest
     from neuronctl.ops.lock.request import StackRequest
     from neuronctl.ops.reporter import AnyEvent, Reporter
     from neuronctl.routing import IndexRouting
+    from neuronctl.settings import Resolver
 
 
 @click.command("install")
@@ -76,7 +78,7 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
     app = get_app()
     request = _request(app, with_=with_, latest=latest, offline=offline,
                        allow_unsupported=allow_unsupported, lock=lock_path, find_links=find_links,
-                       python=python, venv=venv, venv_python=venv_python, backend=backend,
+                       python=python, venv=venv, venv_python=venv_python,
                        device=device, dry_run=dry_run, yes=yes, write_lock=write_lock,
                        check=not no_check, sysroot=check_sysroot(sysroot),
                        show_engine=not app.quiet and not as_json and sys.stderr.isatty())
@@ -88,13 +90,11 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
     return outcome.exit_code
 
 
-def _request(app: App, *, with_: tuple[str, ...], latest: bool, backend: str | None,
-             **flags: Any) -> InstallRequest:
+def _request(app: App, *, with_: tuple[str, ...], latest: bool, **flags: Any) -> InstallRequest:
     """The install's settings, resolved here by neuronctl.settings' one rule (a typed flag >
     environment > config > default): the operation gets typed values and never the config. The
     resolution's target (Python, platform) is the target interpreter's, known only once it is
     inspected: `stack` takes it."""
-    from neuronctl.backend.choose import choose_engine
     from neuronctl.ops.index_routing import route_indexes
     from neuronctl.ops.install.request import InstallRequest
 
@@ -112,10 +112,19 @@ def _request(app: App, *, with_: tuple[str, ...], latest: bool, backend: str | N
                                                 python_source="--python", platforms=(platform,)))
 
     return InstallRequest(manifest=manifest,
-                          engine=choose_engine(backend, rules.config_text("engine")),
+                          engine=_engine(rules),
                           routing=routing, stack=stack, timeout=resolve("timeout", rules=rules).value,
                           release=settings.release.value, torch=settings.torch, with_=with_,
                           latest=latest, **flags)
+
+
+def _engine(rules: Resolver) -> Choice:
+    """The engine as the one precedence resolved it, its source named as the reason shows it."""
+    from neuronctl.backend.choose import choose_engine
+
+    setting = resolve("engine", "backend", rules=rules)
+    where = "config backend" if setting.source.kind == "config" else setting.source.label
+    return choose_engine(setting.value if setting.given else None, where)
 
 
 def _ask(question: str) -> bool:
