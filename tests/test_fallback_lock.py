@@ -18,7 +18,7 @@ from universe import build_cuda_universe, running_with_cuda
 from wheels import find_python, make_venv
 
 from neuronctl.errors import InputError
-from neuronctl.ops.lock_choice import HostDevices, choose_lock, present_fallbacks
+from neuronctl.ops.lock.choice import HostDevices, choose_lock, present_fallbacks
 from neuronctl.probes.nvidia import detect_nvidia
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.resolvers.pylock import fallback_of, load_pylock

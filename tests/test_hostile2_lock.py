@@ -14,8 +14,8 @@ from sysroots import build_cpu_host, build_host
 from wheels import find_python
 
 from neuronctl.errors import InputError
+from neuronctl.ops.lock.choice import HostDevices, choose_lock
 from neuronctl.ops.lock.request import fallback_path
-from neuronctl.ops.lock_choice import HostDevices, choose_lock
 
 # By path: with HOME moved by the isolation, "3.12" is found only where PYENV_ROOT or PATH says.
 PY312 = find_python("3.12")
@@ -244,7 +244,7 @@ def test_a_given_cuda_lock_warns_as_a_chosen_one_does():
 
 
 def test_recorded_device():
-    from neuronctl.ops.lock_choice import recorded_device
+    from neuronctl.ops.lock.choice import recorded_device
 
     cuda = {"device": "cuda", "variant": "cu130"}
     assert recorded_device(Path("pylock.toml"), {"schema": 1}, cuda) == "cuda"

@@ -32,7 +32,7 @@ INSTALL_PATH = [
     "neuronctl.ops.install.apply", "neuronctl.ops.install.outcome", "neuronctl.ops.install.check",
     "neuronctl.ops.install.preflight", "neuronctl.ops.install.plan",
     "neuronctl.ops.install.request", "neuronctl.ops.install.target", "neuronctl.ops.install.background",
-    "neuronctl.ops.lock_choice", "neuronctl.ops.install.requirements",
+    "neuronctl.ops.lock.choice", "neuronctl.ops.install.requirements",
     "neuronctl.probes.hardware",
 ]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from neuronctl.errors import InputError
-from neuronctl.ops.lock_choice import HostDevices, choose_lock, driver_warning, present_fallbacks
+from neuronctl.ops.lock.choice import HostDevices, choose_lock, driver_warning, present_fallbacks
 from neuronctl.probes.nvidia import detect_nvidia, parse_proc_driver
 from neuronctl.probes.sysroot import SysRoot
 

@@ -12,7 +12,7 @@ from neuronctl.errors import InputError
 from neuronctl.ops.install.background import OnThread
 from neuronctl.ops.install.source import InstallSource
 from neuronctl.ops.install.target import InstallTarget
-from neuronctl.ops.lock_choice import PickedLock
+from neuronctl.ops.lock.choice import PickedLock
 from neuronctl.ops.reporter import Reporter, StepStarted
 from neuronctl.probes.hardware import HardwareReport
 from neuronctl.probes.held_inspection import HeldInspection, venv_site_dirs

@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # only its fields' types: an install with --no-check never lo
     from neuronctl.ops.doctor.report import DoctorReport
     from neuronctl.ops.install.source import InstallSource
     from neuronctl.ops.install.target import InstallTarget
-    from neuronctl.ops.lock_choice import LockChoice
+    from neuronctl.ops.lock.choice import LockChoice
 
 
 @dataclass(frozen=True, kw_only=True)

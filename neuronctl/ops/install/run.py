@@ -3,7 +3,7 @@
 1. settings: resolved by the CLI (request.py); here the --write-lock path is checked and the
    target taken after its turn (target.py; env_mutex.py: one install per environment at a time);
 2. the lock for this host's hardware (--lock: the Neuron lock or its GPU fallback;
-   ops/lock_choice.py), or none for a fresh resolution;
+   ops/lock/choice.py), or none for a fresh resolution;
 3. the source: the lock's selection, from a wheelhouse with --find-links, or a resolution
    (source.py, find_links.py, resolution.py);
 4. the plan and its policy, the engine's files and commands (plan.py);
@@ -40,7 +40,7 @@ from neuronctl.ops.install.request import InstallRequest
 from neuronctl.ops.install.requirements import shown_lines
 from neuronctl.ops.install.source import Sourced, pythons, source
 from neuronctl.ops.install.target import InstallTarget, resolve_target
-from neuronctl.ops.lock_choice import PickedLock, pick_lock
+from neuronctl.ops.lock.choice import PickedLock, pick_lock
 from neuronctl.ops.output_path import check_output_file
 from neuronctl.ops.reporter import Info, Note, Reporter, Waiting, Warn
 from neuronctl.probes.hardware import HardwareReport, detect_hardware

@@ -21,7 +21,7 @@ from neuronctl.manifest import Framework, Manifest
 from neuronctl.ops.install.find_links import from_wheelhouse
 from neuronctl.ops.install.preflight import check_python, stack_notes
 from neuronctl.ops.install.request import InstallRequest
-from neuronctl.ops.lock_choice import PickedLock
+from neuronctl.ops.lock.choice import PickedLock
 from neuronctl.ops.reporter import Reporter
 from neuronctl.probes.hardware import HardwareReport
 from neuronctl.probes.pyenv import PythonEnv

@@ -1,1 +1,2 @@
-"""lock: the request, the resolution of every target, the --check comparison."""
+"""lock: the request, the resolution of every platform target, the --check comparison, and the
+choice of which lock a host installs (choice.py)."""
