@@ -183,9 +183,3 @@ class TargetScript:
         """Kill the interpreter's whole process group, reap it, close the pipes (idempotent)."""
         self.child.kill()
 
-
-def kill_all() -> None:
-    """Kill every script still running (their process groups): for the CLI's Ctrl-C/SIGTERM
-    path, where a probe may be running in a worker thread that the interrupt never reaches.
-    (Every child neuronctl.proc runs is killed: the registry is proc's.)"""
-    proc.kill_all()

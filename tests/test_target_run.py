@@ -7,7 +7,8 @@ import signal
 import threading
 import time
 
-from neuronctl.probes.target_run import TAIL_CAP, TargetScript, kill_all
+from neuronctl.probes.target_run import TAIL_CAP, TargetScript
+from neuronctl.proc import kill_all
 
 
 def _interpreter(tmp_path, body):

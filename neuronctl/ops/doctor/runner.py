@@ -135,7 +135,7 @@ def run_checks(checks: Sequence[Check], total: float | None = None,
 
 def _stop_leftovers() -> None:
     """A check that timed out may still wait on a script in a target interpreter (an import that
-    hangs): kill those, as the CLI's Ctrl-C path does."""
-    from neuronctl.probes.target_run import kill_all
+    hangs): kill those, as the CLI's Ctrl-C path does (every child is neuronctl.proc's)."""
+    from neuronctl import proc
 
-    kill_all()
+    proc.kill_all()
