@@ -239,7 +239,7 @@ def _files_status(reporter: Reporter, total: int) -> Any:
         with lock:
             done[0] += finished
             count = done[0]
-        reporter.emit(status(f"files: {count} of {total} done ({file.name})", count, total,
+        reporter.emit(status(f"files: {count} of {total} done ({label(file)})", count, total,
                              (file.name,)))
 
     return tell
