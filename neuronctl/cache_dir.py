@@ -9,10 +9,13 @@ from pathlib import Path
 
 
 def user_cache_dir() -> Path:
-    """NEURONCTL_CACHE_DIR, else $XDG_CACHE_HOME/neuronctl, else ~/.cache/neuronctl."""
-    explicit = os.environ.get("NEURONCTL_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
+    """NEURONCTL_CACHE_DIR (the setting `cache_dir`, neuronctl.settings), else
+    $XDG_CACHE_HOME/neuronctl, else ~/.cache/neuronctl."""
+    from neuronctl.settings import from_environment
+
+    explicit: Path | None = from_environment("cache_dir")
+    if explicit is not None:
+        return explicit
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "neuronctl"
 

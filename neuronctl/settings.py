@@ -297,6 +297,17 @@ class Resolver:
         return () if value is None else _texts(value, f"config {s.key}", self.config.base_dir)
 
 
+def from_environment(name: str, environ: Mapping[str, str] | None = None) -> Any:
+    """A setting that only the environment sets (NEURONCTL_CACHE_DIR), read where it is needed,
+    before any config is: its variable as its spec parses it (bad input names the variable),
+    else its default."""
+    s = BY_NAME[name]
+    env = os.environ if environ is None else environ
+    if s.env is not None and env.get(s.env):
+        return s.parse(env[s.env], s.env, Path())
+    return s.default
+
+
 def _meaning(spec: Spec[Any]) -> str:
     """What a setting bounds, without the docs' parenthesis."""
     return spec.what.split(" (")[0]

@@ -77,7 +77,8 @@ def test_two_identical_nodes_pass(cli, slurm: SlurmCluster, hosts: dict[str, Pat
 
 
 def test_another_driver_is_drift_with_exactly_that_difference(cli, slurm: SlurmCluster,
-                                                                hosts: dict[str, Path]) -> None:
+                                                                hosts: dict[str, Path],
+                                                                tmp_path: Path) -> None:
     # Three-way majority needs three nodes; with two the baseline is the first node's group.
     slurm.set_node_env("node1", NEURONCTL_SYSROOT=str(hosts["trn2"]))
     slurm.set_node_env("node2", NEURONCTL_SYSROOT=str(hosts["old-driver"]))
@@ -92,6 +93,14 @@ def test_another_driver_is_drift_with_exactly_that_difference(cli, slurm: SlurmC
     assert text.code == 1 and "node2: differs: driver: 2.31.8.0 -> 2.30.1.0" in text.out
     markdown = cli("fleet", "doctor", "--level", "1", "--format", "markdown")
     assert "| :warning: drift | `node2` | `differs: driver: 2.31.8.0 -> 2.30.1.0;" in markdown.out
+
+    # --json -o FILE: the document goes to the file; stdout gets the text report alone, and no
+    # JSON error document is owed there, though the fleet fails (the doctor's -o rule).
+    saved = tmp_path / "fleet.json"
+    to_file = cli("fleet", "doctor", "--level", "1", "--json", "-o", str(saved))
+    assert to_file.code == 1 and "node2: differs: driver" in to_file.out
+    assert "{" not in to_file.out, to_file.out
+    assert json.loads(saved.read_text())["drift"]["differences"]["node2"]["driver"]["node"] == "2.30.1.0"
 
 
 def test_a_leftover_legacy_package_is_drift_and_a_failing_node(cli, slurm: SlurmCluster,

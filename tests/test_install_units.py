@@ -20,8 +20,8 @@ from neuronctl.ops.install.plan import (
     make_plan,
     removals,
 )
-from neuronctl.ops.install.preflight import NO_HARDWARE, check_chip, check_python, release_note
-from neuronctl.ops.install.source import from_lock, lock_pythons
+from neuronctl.ops.install.preflight import NO_HARDWARE, check_chip, release_note
+from neuronctl.ops.install.source import check_python, from_lock, lock_pythons
 from neuronctl.probes.hardware import HardwareReport
 from neuronctl.probes.pyenv import InstalledDist, PythonEnv
 from neuronctl.resolvers.targets import PlatformTarget

@@ -352,3 +352,20 @@ def test_fleet_doctor_python_is_the_shared_interpreter_option() -> None:
     (shared,) = _options(doctor, "--python")
     (fleet_python,) = _options(fleet_doctor_command, "--python")
     assert (fleet_python.name, fleet_python.help) == (shared.name, shared.help)
+
+
+def test_the_cache_dir_is_read_through_its_setting(monkeypatch, tmp_path) -> None:
+    """NEURONCTL_CACHE_DIR is the setting `cache_dir`: parsed by its spec (~ expanded; a blank
+    value is bad input naming the variable), else the XDG default."""
+    from neuronctl.cache_dir import user_cache_dir
+    from neuronctl.errors import InputError
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("NEURONCTL_CACHE_DIR", "~/c")
+    assert user_cache_dir() == tmp_path / "c"
+    monkeypatch.setenv("NEURONCTL_CACHE_DIR", "   ")
+    with pytest.raises(InputError, match="NEURONCTL_CACHE_DIR"):
+        user_cache_dir()
+    monkeypatch.delenv("NEURONCTL_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert user_cache_dir() == tmp_path / "x" / "neuronctl"

@@ -20,7 +20,6 @@ from neuronctl.cli.terminal import (
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from neuronctl.cli.output import HeldJson
     from neuronctl.config import Config
     from neuronctl.manifest import Manifest
 
@@ -30,8 +29,8 @@ __all__ = ["PIPE_WIDTH", "App", "TerminalStream", "get_app", "paint", "safe_char
 
 class App:
     """What the commands of one invocation share: the printer, the global options, and the
-    config and manifest read once. -v, -q, --no-color and the JSON state are the printer's;
-    the properties below are the names main.py and the commands set them by."""
+    config and manifest read once. -v, -q, --no-color and the JSON state are the printer's
+    (app.printer), set and read there alone."""
 
     def __init__(self, *, holds_json: bool = False, config_path: Path | None = None,
                  manifest_path: Path | None = None) -> None:
@@ -41,55 +40,6 @@ class App:
         self.command: str | None = None
         """The command being run, as users type it ("releases show"), once its options are read."""
         self._config: Config | None = None
-
-    @property
-    def verbose(self) -> int:
-        return self.printer.verbose
-
-    @verbose.setter
-    def verbose(self, value: int) -> None:
-        self.printer.verbose = value
-
-    @property
-    def quiet(self) -> bool:
-        return self.printer.quiet
-
-    @quiet.setter
-    def quiet(self, value: bool) -> None:
-        self.printer.quiet = value
-
-    @property
-    def color(self) -> bool:
-        """False once --no-color is given; whether a stream gets colour is printer.colour()."""
-        return not self.printer.no_color
-
-    @color.setter
-    def color(self, value: bool) -> None:
-        self.printer.no_color = not value
-
-    @property
-    def json_wanted(self) -> bool:
-        return self.printer.json_wanted
-
-    @json_wanted.setter
-    def json_wanted(self, value: bool) -> None:
-        self.printer.json_wanted = value
-
-    @property
-    def holds_json(self) -> bool:
-        return self.printer.holds_json
-
-    @holds_json.setter
-    def holds_json(self, value: bool) -> None:
-        self.printer.holds_json = value
-
-    @property
-    def json_held(self) -> HeldJson | None:
-        return self.printer.held
-
-    @json_held.setter
-    def json_held(self, value: HeldJson | None) -> None:
-        self.printer.held = value
 
     def config(self) -> Config:
         if self._config is None:

@@ -12,11 +12,11 @@ from neuronctl.cli.app import get_app, terminal_text
 from neuronctl.cli.common import check_sysroot, target_python
 from neuronctl.cli.doctor_report import DoctorView, render_markdown_summary
 from neuronctl.cli.options import (
+    check_timeout_option,
     device_option,
     given_values,
     json_option,
     python_option,
-    renamed,
     resolve,
     resolver,
     sysroot_option,
@@ -58,10 +58,7 @@ FORMATS = ("text", "json", "junit", "github", "prometheus")
 @json_option
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the report in --format to FILE; a text summary still goes to stdout.")
-@click.option("--check-timeout", type=float, default=None,
-              help="Each check's time limit in seconds (once --timeout, still accepted) [config "
-                   "check_timeout, else the level's budget].")
-@renamed("--timeout", "--check-timeout", "check_timeout", " (each check's time limit)", type=float)
+@check_timeout_option("each check's time limit", was_timeout="each check's time limit")
 @click.option("--slurm-drain", is_flag=True,
               help="After the report, drain this Slurm node (scontrol) when a check calls for it "
                    "(--drain-on), and resume it when none does if neuronctl drained it (for "
@@ -172,13 +169,7 @@ def _slurm_drain(report: DoctorReport, drain_on: str) -> dict[str, str]:
 
 
 def _deliver(view: DoctorView, fmt: str, output: Path | None) -> None:
-    printer = get_app().printer
-    if output is not None:
-        printer.write_file(view, fmt, output)
-        # The report in --format (JSON too) went to the file: stdout gets the text report, and
-        # no JSON document is owed there, not even on failure.
-        printer.json_wanted = False
-    printer.emit(view, "text" if output is not None else fmt)
+    get_app().printer.deliver(view, fmt, output)
     if fmt == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
         _append_step_summary(Path(os.environ["GITHUB_STEP_SUMMARY"]), view.report)
 

@@ -9,7 +9,7 @@ import click
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import target_python
 from neuronctl.cli.env_report import EnvView, to_markdown
-from neuronctl.cli.options import json_option, python_option, renamed, resolve, sysroot_option
+from neuronctl.cli.options import check_timeout_option, json_option, python_option, resolve, sysroot_option
 from neuronctl.ops.env import REDACTED, TORCH_TIMEOUT_S, relevant_environ
 from neuronctl.ops.env import collect_env as collect
 
@@ -19,10 +19,8 @@ __all__ = ["REDACTED", "collect", "env", "relevant_environ", "to_markdown"]
 @python_option
 @json_option
 @sysroot_option
-@click.option("--check-timeout", type=float, default=None,
-              help="Seconds for torch's collect_env in the target (once --timeout, still accepted) "
-                   f"[config check_timeout, else {TORCH_TIMEOUT_S:g}].")
-@renamed("--timeout", "--check-timeout", "check_timeout", " (collect_env's time limit)", type=float)
+@check_timeout_option("torch's collect_env in the target", f"{TORCH_TIMEOUT_S:g}",
+                      was_timeout="collect_env's time limit")
 def env(python: str | None, as_json: bool, sysroot: Path | None,
         check_timeout: float | None) -> int:
     """Dump everything a Neuron bug report needs, as markdown (or JSON): a superset of

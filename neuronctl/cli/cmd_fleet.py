@@ -91,9 +91,7 @@ def fleet_doctor_command(nodes: int | None, nodelist: str | None, all_nodes: boo
                            remote_command=tuple(_remote_command(remote_command)))
     report = aggregate(fleet_doctor(request, request.remote_command))
     printer = get_app().printer
-    if output is not None:
-        printer.write_file(report, fmt, output)
-    printer.emit(report, "text" if output is not None else fmt)
+    printer.deliver(report, fmt, output)
     return report.exit_code
 
 

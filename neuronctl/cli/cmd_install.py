@@ -14,8 +14,16 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from neuronctl.cli.app import App, get_app
-from neuronctl.cli.common import DEVICE_CHOICE, check_sysroot, json_option, sysroot_option
-from neuronctl.cli.options import request_options, resolve, resolver, stack_settings
+from neuronctl.cli.common import check_sysroot, json_option, sysroot_option
+from neuronctl.cli.options import (
+    check_timeout_option,
+    device_option,
+    interpreter_option,
+    request_options,
+    resolve,
+    resolver,
+    stack_settings,
+)
 
 if TYPE_CHECKING:
     from neuronctl.backend.engine import Choice
@@ -34,19 +42,19 @@ if TYPE_CHECKING:
               help="With --lock: take the lock's files from this wheelhouse (neuronctl download); "
                    "the engine checks each against the lock's sha256 as it reads it, and a mismatch "
                    "names the file; a missing one comes from its URL, or is an error with --offline.")
-@click.option("--python", "python", metavar="PATH", help="Install into this interpreter's environment.")
+@interpreter_option("to install into", "never neuronctl's own")
 @click.option("--venv", type=click.Path(path_type=Path, file_okay=False),
               help="Install into this venv, creating it if absent (removed again if anything fails).")
 @click.option("--venv-python", metavar="X.Y|PATH", help="Python for a new --venv (default: the lowest "
               "the release supports that this machine has).")
 @click.option("--backend", type=click.Choice(["auto", "pip", "uv"]), default=None,
               help="Installer engine (default: NEURONCTL_BACKEND, else config backend, else auto).")
-@click.option("--device", type=DEVICE_CHOICE, default="auto",
-              show_default=True, help="The device this environment is for, as doctor's and smoke's "
-              "--device; with --lock it picks the lock. auto: the Neuron lock where there are Neuron "
-              "devices, else pylock.cuda.toml beside it where there is an NVIDIA GPU; neuron, cuda, "
-              "cpu: that device's lock. A lock recording a fallback device installs "
-              "only where the hardware has that device, or with --device naming it.")
+@device_option("as doctor's and smoke's --device; with --lock it picks the lock. auto: the "
+               "Neuron lock where there are Neuron devices, else pylock.cuda.toml beside it where "
+               "there is an NVIDIA GPU; neuron, cuda, cpu: that device's lock. A lock recording a "
+               "fallback device installs only where the hardware has that device, or with "
+               "--device naming it; config device counts only with --lock")
+@check_timeout_option("each check's time limit in the doctor afterwards")
 @click.option("--dry-run", is_flag=True, help="Print the plan, the engine commands and the files "
               "they install; change nothing.")
 @click.option("-y", "--yes", is_flag=True, help="Confirm removals (legacy XLA packages) without asking.")
@@ -58,8 +66,9 @@ if TYPE_CHECKING:
 def install(release: str | None, torch: str | None, with_: tuple[str, ...], indexes: tuple[str, ...],
             routes: tuple[str, ...], latest: bool, offline: bool, timeout: float | None,
             allow_unsupported: bool, lock_path: Path | None, find_links: Path | None, python: str | None,
-            venv: Path | None, venv_python: str | None, backend: str | None, device: str,
-            dry_run: bool, yes: bool, write_lock: Path | None, no_check: bool,
+            venv: Path | None, venv_python: str | None, backend: str | None, device: str | None,
+            check_timeout: float | None, dry_run: bool, yes: bool, write_lock: Path | None,
+            no_check: bool,
             as_json: bool, sysroot: Path | None) -> int:
     """Install a Neuron PyTorch stack into an environment: pinned, verified, all or nothing.
 
@@ -79,9 +88,9 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
     request = _request(app, with_=with_, latest=latest, offline=offline,
                        allow_unsupported=allow_unsupported, lock=lock_path, find_links=find_links,
                        python=python, venv=venv, venv_python=venv_python,
-                       device=device, dry_run=dry_run, yes=yes, write_lock=write_lock,
+                       dry_run=dry_run, yes=yes, write_lock=write_lock,
                        check=not no_check, sysroot=check_sysroot(sysroot),
-                       show_engine=not app.quiet and not as_json and sys.stderr.isatty())
+                       show_engine=not app.printer.quiet and not as_json and sys.stderr.isatty())
     # Removals are confirmed by a person at a terminal; a script or --json needs --yes.
     confirm = _ask if not as_json and sys.stdin.isatty() else None
     with _reporter(app, request, app.printer.chatty) as reporter:
@@ -114,8 +123,18 @@ def _request(app: App, *, with_: tuple[str, ...], latest: bool, **flags: Any) ->
     return InstallRequest(manifest=manifest,
                           engine=_engine(rules),
                           routing=routing, stack=stack, timeout=resolve("timeout", rules=rules).value,
+                          check_timeout=resolve("check_timeout", rules=rules).value,
                           release=settings.release.value, torch=settings.torch, with_=with_,
-                          latest=latest, **flags)
+                          latest=latest, device=_device(rules, flags.get("lock")), **flags)
+
+
+def _device(rules: Resolver, lock: Path | None) -> str:
+    """--device, else config `device` where there is a lock to pick from (the config's device is
+    also what doctor and smoke probe, so without --lock it asks nothing of install), else auto."""
+    setting = resolve("device", rules=rules)
+    if lock is None and setting.source.kind != "flag":
+        return "auto"
+    return str(setting.value)
 
 
 def _engine(rules: Resolver) -> Choice:
@@ -147,10 +166,10 @@ def _reporter(app: App, request: InstallRequest, show: bool) -> Iterator[Reporte
 
         if isinstance(event, PlanReady):
             print_plan(event.plan, event.source, event.target, event.choice,
-                       verbose=app.verbose, color=app.printer.colour())
+                       verbose=app.printer.verbose, color=app.printer.colour())
 
     def applying(event: AnyEvent) -> None:  # the operation loads the doctor itself meanwhile
-        if app.verbose:
+        if app.printer.verbose:
             preload("rich.table", "neuronctl.cli.doctor_report")
 
     with CliReporter(lambda: app.console(stderr=True),

@@ -6,7 +6,14 @@ import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import target_python
-from neuronctl.cli.options import device_option, json_option, python_option, renamed, resolve, resolver
+from neuronctl.cli.options import (
+    check_timeout_option,
+    device_option,
+    json_option,
+    python_option,
+    resolve,
+    resolver,
+)
 from neuronctl.ops import probe as probe_op
 
 
@@ -14,10 +21,7 @@ from neuronctl.ops import probe as probe_op
 @device_option("what the tiers probe")
 @python_option
 @json_option
-@click.option("--check-timeout", type=float, default=None,
-              help="Seconds before the probe is killed (once --timeout, still accepted) [config "
-                   "check_timeout, else 120].")
-@renamed("--timeout", "--check-timeout", "check_timeout", " (the probe's time limit)", type=float)
+@check_timeout_option("before the probe is killed", "120", was_timeout="the probe's time limit")
 @click.option("--compile", "compile_tier", is_flag=True, help="Also probe torch.compile (slow).")
 def probe(device: str | None, python: str | None, as_json: bool, check_timeout: float | None,
           compile_tier: bool) -> int:

@@ -59,11 +59,11 @@ def _set_global(name: str) -> Any:
         if not value:
             return
         if name == "verbose":
-            app.verbose += int(value)
+            app.printer.verbose += int(value)
         elif name == "quiet":
-            app.quiet = True
+            app.printer.quiet = True
         elif name == "no_color":
-            app.color = False
+            app.printer.no_color = True
         elif name == "config":
             app.config_path = value
 
@@ -83,7 +83,7 @@ def _watch_json_option(option: click.Option) -> None:
         if app is not None:
             app.command = command_name(ctx) or app.command
             if value is True or value == "json":
-                app.json_wanted = True
+                app.printer.json_wanted = True
         return inner(ctx, param, value) if inner is not None else value
 
     option.callback = watch
@@ -171,9 +171,9 @@ def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool,
         config_path: Path | None, manifest_path: Path | None) -> None:
     """neuronctl: get PyTorch onto AWS Trainium and keep it there."""
     app = ctx.ensure_object(App)
-    app.verbose = verbose
-    app.quiet = quiet
-    app.color = not no_color  # NO_COLOR and the rest: the printer's one rule (colour_wanted)
+    printer = app.printer
+    printer.verbose, printer.quiet = verbose, quiet
+    printer.no_color = no_color  # NO_COLOR and the rest: the printer's one rule (colour_wanted)
     app.config_path = config_path
     app.manifest_path = manifest_path
 
@@ -216,7 +216,7 @@ def _click_error(exc: click.ClickException, app: App, args: list[str]) -> JsonEr
     hint = None
     if ctx is not None and ctx.parent is not None:  # the command is known (not 'no such command')
         app.command = command_name(ctx)
-        app.json_wanted = app.json_wanted or asks_for_json(args)
+        app.printer.json_wanted = app.printer.json_wanted or asks_for_json(args)
         hint = f"see: {ctx.command_path} --help"
     elif isinstance(exc, click.UsageError):
         named = next((a for a in args if a in COMMANDS), None)
@@ -237,18 +237,18 @@ def _invoke(args: list[str], app: App) -> tuple[int, JsonError | None]:
     except click.ClickException as exc:
         return exc.exit_code, _click_error(exc, app, args)
     except NeuronctlError as exc:
-        if app.verbose:
+        if app.printer.verbose:
             _traceback()
         return exc.exit_code, _error(app, error_kind(exc), exc.message, exc.hint)
     except KeyboardInterrupt as signal:
         stopped = Interrupted.caused_by(signal)
         return stopped.exit_code, _error(app, error_kind(stopped), stopped.message)
     except BrokenPipeError:  # written past the guard (a binary stream): the command did not end
-        app.holds_json = app.json_wanted = False  # stdout is gone: nothing more to write there
-        app.json_held = None
+        app.printer.holds_json = app.printer.json_wanted = False  # stdout is gone: nothing more
+        app.printer.held = None
         return EXIT_FAILED, None
     except Exception as exc:
-        if app.verbose:
+        if app.printer.verbose:
             _traceback()
         return EXIT_FAILED, _error(app, "internal", f"internal error: {type(exc).__name__}: {exc} "
                                                "(run with -v for the traceback)")
@@ -263,7 +263,7 @@ def run(argv: list[str] | None = None) -> int:
     sys.stdout, sys.stderr = TerminalStream(sys.stdout), TerminalStream(sys.stderr)
     try:
         code, error = _invoke(args, app)
-        document = finish_json(app.json_held, app.json_wanted, app.command, code, error)
+        document = finish_json(app.printer.held, app.printer.json_wanted, app.command, code, error)
         if document is not None:
             click.echo(document, nl=False)
         sys.stdout.flush()  # a reader gone away shows here, in the guard, not at exit

@@ -80,11 +80,15 @@ def json_option(f: F) -> F:
                         "--format json).")(f)
 
 
-def python_option(f: F) -> F:
-    """`--python`: always the target interpreter (platform targets are `--python-version`)."""
+def interpreter_option(role: str, default: str = "else neuronctl's own") -> Callable[[F], F]:
+    """`--python`: always the target interpreter (platform targets are `--python-version`);
+    `role`: what the command does with it."""
     return click.option("--python", "python", metavar="PATH",
-                        help="Interpreter (or venv directory) to inspect; default: the active "
-                             "VIRTUAL_ENV, else ./.venv, else neuronctl's own.")(f)
+                        help=f"Interpreter (or venv directory) {role}; default: the active "
+                             f"VIRTUAL_ENV, else ./.venv, {default}.")
+
+
+python_option = interpreter_option("to inspect")
 
 
 def sysroot_option(f: F) -> F:
@@ -105,6 +109,24 @@ def timeout_option(f: F) -> F:
     return click.option("--timeout", type=float,
                         help="Each network request's time limit in seconds [config timeout, "
                              "else 30].")(f)
+
+
+def check_timeout_option(what: str, default: str = "the level's budget", *,
+                         was_timeout: str | None = None) -> Callable[[F], F]:
+    """`--check-timeout`: the time limit of work run in the target (config `check_timeout`);
+    `what`: what it bounds; `was_timeout`: where it was once `--timeout`, the old spelling's note
+    (still accepted)."""
+    once = " (once --timeout, still accepted)" if was_timeout else ""
+
+    def apply(f: F) -> F:
+        if was_timeout:
+            f = renamed("--timeout", "--check-timeout", "check_timeout", f" ({was_timeout})",
+                        type=float)(f)
+        return click.option("--check-timeout", type=float, default=None,
+                            help=f"Seconds: {what}{once} [config check_timeout, else "
+                                 f"{default}].")(f)
+
+    return apply
 
 
 def target_options(default_help: str, platform_help: str = "default: config platform, else "

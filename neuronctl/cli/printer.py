@@ -118,6 +118,16 @@ class Printer:
 
         write_file(outcome, fmt, path)
 
+    def deliver(self, outcome: object, fmt: str, path: Path | None) -> None:
+        """The report in `fmt`: to stdout, or with -o FILE to the file, stdout then getting the
+        text report and owing no JSON document, not even on failure (doctor, fleet doctor)."""
+        if path is None:
+            self.emit(outcome, fmt)
+            return
+        self.write_file(outcome, fmt, path)
+        self.json_wanted = False
+        self.emit(outcome, "text")
+
 
 def current() -> Printer:
     """The printer of the invocation running now (a fresh one outside the CLI)."""

@@ -16,7 +16,7 @@ class DoctorReport:
     strict: bool
     environment: dict[str, Any]
     level: int | None = None
-    """The doctor level that ran (None: install's post-install doctor)."""
+    """The doctor level that ran (None: a report not made by a doctor run)."""
     budget_s: float | None = None
     """The whole run's time budget."""
 

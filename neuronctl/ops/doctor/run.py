@@ -1,6 +1,7 @@
 """`neuronctl doctor` as an operation: `doctor(DoctorRequest)` validates the request, chooses the
-checks and runs them over one set of facts; `select_checks` and `run_doctor` are what install's
-post-install doctor reuses (with the hardware and lock it already holds, given to `Facts`)."""
+checks and runs them over one set of facts. It is the one entry point: install's post-install
+doctor calls it too, handing over what it already holds (`Known`: the hardware, the lock, the
+target's inspection), so that nothing is gathered twice."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from neuronctl.devices import DEVICES
 from neuronctl.errors import InputError
@@ -30,6 +31,13 @@ from neuronctl.ops.doctor.runner import Check, run_checks
 from neuronctl.ops.reporter import DoctorStarted, Note, NullReporter, Reporter, status
 from neuronctl.probes.pyenv import resolve_python
 from neuronctl.probes.sysroot import SysRoot
+
+if TYPE_CHECKING:
+    from packaging.pylock import Pylock
+
+    from neuronctl.probes.hardware import HardwareReport
+    from neuronctl.probes.held_inspection import HeldInspection
+    from neuronctl.probes.pyenv import PythonEnv
 
 GROUPS: tuple[str, ...] = tuple(dict.fromkeys(i.split(".")[0] for i in CHECK_IDS))
 SELECTORS_HELP = f"groups: {', '.join(GROUPS)}; ids: {', '.join(CHECK_IDS)}"
@@ -180,6 +188,27 @@ def run_doctor(facts: Facts, ids: list[str], strict: bool, limit: float,
 
 
 @dataclass(frozen=True)
+class Known:
+    """Facts the caller already holds, used as they are and never gathered again (install: the
+    hardware and the lock it chose by, the target's inspection held open while its engine ran, or
+    the one made before, when nothing was applied since)."""
+
+    python: str | None = None
+    """The target interpreter as the caller resolved it, used as it is (install's target, which
+    may not exist: a new venv nothing was installed into was never made; the check says so)."""
+    hardware: HardwareReport | None = None
+    pylock: Pylock | None = None
+    """The lock at DoctorRequest.lock, already read and validated."""
+    env: PythonEnv | None = None
+    inspection: HeldInspection | None = None
+
+    @property
+    def interpreter(self) -> bool:
+        """Whether the target interpreter is known to answer (inspected, or being inspected)."""
+        return self.env is not None or self.inspection is not None
+
+
+@dataclass(frozen=True)
 class DoctorRequest:
     """What `neuronctl doctor` was asked, with the config's defaults already applied."""
 
@@ -207,6 +236,8 @@ class DoctorRequest:
     model_cwd: Path | None = None
     lookback_s: float | None = None
     """--lookback: how far back hardware.errors reads the kernel log (None: since boot)."""
+    known: Known = Known()
+    """What the caller already holds (install's post-install doctor)."""
 
 
 def _model(request: DoctorRequest, ids: list[str]) -> ModelRun | None:
@@ -224,8 +255,9 @@ def doctor(request: DoctorRequest, reporter: Reporter | None = None) -> DoctorRe
     reporter = reporter or NullReporter()
     if request.level not in LEVELS:
         raise InputError(f"level must be 1, 2 or 3, got {request.level}")
-    pylock = None
-    if request.lock is not None:  # the lock reader (packaging.pylock): only with --lock
+    known = request.known
+    pylock = known.pylock
+    if request.lock is not None and pylock is None:  # the reader (packaging.pylock): only with --lock
         from neuronctl.resolvers.pylock import load_pylock
 
         pylock = load_pylock(request.lock)
@@ -243,12 +275,15 @@ def doctor(request: DoctorRequest, reporter: Reporter | None = None) -> DoctorRe
     budget = budget_for(request.level, request.check_timeout)
     reporter.emit(DoctorStarted(f"running {len(ids)} checks (level {request.level})", "checks",
                                 checks=tuple(ids), level=request.level))
-    facts = Facts(python=resolve_python(request.python), sysroot=SysRoot.from_env(request.sysroot),
+    # An interpreter already inspected is not run once more just to see that it is a Python.
+    python = known.python or resolve_python(request.python, run_it=not known.interpreter)
+    facts = Facts(python=python, sysroot=SysRoot.from_env(request.sysroot),
                   manifest=request.manifest, release=request.release, device=request.device,
                   timeout=budget.inner(budget.check_s),
                   compile_tier=request.compile_tier or request.level >= 3, lock=request.lock,
                   environ=request.environ, pylock=pylock, model=model,
-                  long_timeout=budget.inner(budget.long_s), lookback_s=request.lookback_s)
+                  long_timeout=budget.inner(budget.long_s), lookback_s=request.lookback_s,
+                  hardware=known.hardware, env=known.env, inspection=known.inspection)
     for note in release_notes(facts):
         reporter.emit(Note(note))
     return run_doctor(facts, ids, request.strict, budget.check_s, budget, request.level, reporter)

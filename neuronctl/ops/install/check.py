@@ -1,14 +1,18 @@
 """Step 7 of an install, the check: the doctor on the target, through the doctor's own entry
-point (run_doctor over select_checks), over the hardware and the lock already read. What it
-needs is prepared while the engine runs: the target's inspection is held open (it starts as the
-engine does; probes/held_inspection.py) and the doctor's modules load on a thread."""
+point (`doctor(DoctorRequest)`, at its default level), handed what the install already holds (the
+hardware, the lock, the target's inspection) so that nothing is gathered twice. Its checks are
+bounded as the doctor's are: install's --check-timeout (config `check_timeout`), else the level's
+budget. What it needs is prepared while the engine runs: the target's inspection is held open (it
+starts as the engine does; probes/held_inspection.py) and the doctor's modules load on a thread."""
 
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from neuronctl.errors import InputError
+from neuronctl.ops.doctor.levels import DEFAULT_LEVEL, Budget, budget_for
 from neuronctl.ops.install.background import OnThread
 from neuronctl.ops.install.source import InstallSource
 from neuronctl.ops.install.target import InstallTarget
@@ -24,6 +28,8 @@ if TYPE_CHECKING:
     from neuronctl.ops.doctor.report import DoctorReport
 
 DOCTOR = ("neuronctl.ops.doctor.run", "neuronctl.ops.doctor.facts")
+FALLBACK_CHECKS = ("python.version", "device.probe", "lock.drift")
+"""What a fallback lock's environment (no Neuron stack) is checked for."""
 
 
 def _load_doctor() -> None:
@@ -34,16 +40,17 @@ def _load_doctor() -> None:
             return
 
 
-def doctor_timeout(timeout: float) -> float:
-    return max(timeout, 60.0)
+def inspection_timeout(check_timeout: float | None) -> float:
+    """The held inspection's limit: what the doctor would give its own inspection."""
+    return Budget.inner(budget_for(DEFAULT_LEVEL, check_timeout).check_s)
 
 
 class Prepared:
     """What the check needs, prepared while the engine runs (nothing with --no-check)."""
 
-    def __init__(self, enabled: bool, timeout: float, reporter: Reporter) -> None:
+    def __init__(self, enabled: bool, check_timeout: float | None, reporter: Reporter) -> None:
         self._enabled = enabled
-        self._timeout = doctor_timeout(timeout)
+        self._timeout = inspection_timeout(check_timeout)
         self._reporter = reporter
         self._preload = OnThread(_load_doctor, name="neuronctl-preload")
         self.inspection: HeldInspection | None = None
@@ -71,32 +78,42 @@ class Prepared:
             self.inspection.cancel()
 
 
-def check(enabled: bool, target: InstallTarget, found: InstallSource, picked: PickedLock | None,
-          hardware: HardwareReport, manifest: Manifest, sysroot: SysRoot, timeout: float, *,
-          prepared: Prepared | None = None, unchanged: PythonEnv | None = None
-          ) -> DoctorReport | None:
-    """The doctor on the target (None with --no-check); the device probe only where its device
-    is present. A fallback lock's environment has no Neuron stack: only the Python, the lock and
-    its device are checked. `unchanged`: the target's inspection, when nothing was applied since
-    (the install mutex is held, so it still describes the environment)."""
-    if not enabled:
-        return None
+@dataclass(frozen=True)
+class CheckInput:
+    """What the check reads: the installed target, the stack it should hold and the facts
+    already gathered."""
+
+    target: InstallTarget
+    found: InstallSource
+    picked: PickedLock | None
+    hardware: HardwareReport
+    manifest: Manifest
+    sysroot: SysRoot
+    check_timeout: float | None
+    """install's --check-timeout (config `check_timeout`); None: the doctor level's budget."""
+
+
+def check(given: CheckInput, *, prepared: Prepared | None = None,
+          unchanged: PythonEnv | None = None) -> DoctorReport:
+    """The doctor on the target; the device probe only where its device is present. A fallback
+    lock's environment has no Neuron stack: only the Python, the lock and its device are checked.
+    `unchanged`: the target's inspection, when nothing was applied since (the install mutex is
+    held, so it still describes the environment)."""
     # The doctor loads here (or on the preload's thread while the engine ran): an install with
     # --no-check, or one that stops before, never loads it.
-    from neuronctl.ops.doctor.facts import Facts
-    from neuronctl.ops.doctor.run import run_doctor, select_checks
+    from neuronctl.ops.doctor.run import DoctorRequest, Known, doctor
 
-    limit = doctor_timeout(timeout)
-    device = "auto"
+    picked, found = given.picked, given.found
+    device, probe = "auto", given.hardware.present
+    only: tuple[str, ...] = ()
     if picked is not None and picked.is_fallback:
-        device = picked.choice.device
+        device, only = picked.choice.device, FALLBACK_CHECKS
         gpu = picked.nvidia is not None and picked.nvidia.present
         probe = device == "cpu" or gpu
-        ids = ["python.version", *(["device.probe"] if probe else []), "lock.drift"]
-    else:
-        ids = select_checks((), (), found.lock, probe=hardware.present)
-    facts = Facts(python=target.final_python, sysroot=sysroot, manifest=manifest,
-                  release=found.release, device=device, timeout=limit, lock=found.lock,
-                  hardware=hardware, pylock=picked.lock if picked else None, env=unchanged,
+    known = Known(python=given.target.final_python, hardware=given.hardware,
+                  pylock=picked.lock if picked else None, env=unchanged,
                   inspection=prepared.inspection if prepared else None)
-    return run_doctor(facts, ids, False, limit)
+    return doctor(DoctorRequest(
+        given.manifest, release=found.release,
+        lock=found.lock, device=device, level=DEFAULT_LEVEL, device_probe=probe, only=only,
+        check_timeout=given.check_timeout, sysroot=given.sysroot.root, known=known))

@@ -3,12 +3,13 @@ the policy adds: moving to the native stack removes the legacy XLA packages (tor
 libneuronxla, legacy torch-neuronx) and PyPI placeholders; any install removes what only the
 packages it removes or replaces required (a CUDA torch's nvidia-* and triton:
 backend/leftovers.py); a new venv whose engine puts no pip in it gets the base Python's bundled
-pip wheel. Then the files the engine installs and every command it runs. Removals are confirmed
-before anything changes."""
+pip wheel. Then the files the engine installs and every command it runs, and whether it can run
+them: --offline with an engine that keeps no files can install only local ones. Removals are
+confirmed before anything changes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -88,7 +89,22 @@ def plan(env: PythonEnv, target: InstallTarget, sourced: Sourced, engine: Engine
     if target.seed_pip is not None:
         files.append(_seed_file(target.seed_pip))
     commands = engine_commands(made, target, engine, offline=offline, installs=bool(files))
+    if offline:
+        check_offline(engine, files)
     return Planned(made, target, tuple(files), tuple(tuple(c) for c in commands))
+
+
+def check_offline(engine: Engine, files: Sequence[LockedFile]) -> None:
+    """--offline with an engine that keeps no files of its own can install only local files."""
+    if engine.has_offline_cache:
+        return
+    remote = [f.name for f in files if not f.url.startswith("file:")]
+    if remote:
+        raise InputError(f"--offline: the {engine.name} engine keeps no downloaded files, and "
+                         f"{', '.join(remote[:4])}{' ...' if len(remote) > 4 else ''} "
+                         "would come from the network",
+                         hint="use --backend uv (it installs from its own cache offline), or "
+                              "install from a wheel directory (neuronctl download)")
 
 
 def _seeded(target: InstallTarget, env: PythonEnv, wanted: Iterable[LockedFile],

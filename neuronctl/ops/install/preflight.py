@@ -1,16 +1,18 @@
-"""The preflight of an install, checks before anything is downloaded or changed: the target
-Python fits the stack, the chip fits when Neuron hardware is present, no documented rule forbids
-the stack, the pip engine has a pip to run, --offline has nothing to fetch. Each either raises an
-InputError (exit 2, nothing changed) or says what the user should know."""
+"""Step 5 of an install, the preflight: checks of the stack before anything is fetched or
+changed. The engine can install into the target (the pip engine needs the target's pip), the chip
+fits when Neuron hardware is present, no documented rule forbids the stack. Each either raises an
+InputError (exit 2, nothing changed) or says what the user should know. (The target's Python is
+checked as the stack is formed, source.stack_for; the plan checks that --offline has nothing to
+fetch, plan.plan.)"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass
 
-from neuronctl.backend.engine import Choice, Engine
+from neuronctl.backend.engine import Choice
 from neuronctl.errors import InputError
-from neuronctl.locked_file import LockedFile
 from neuronctl.manifest import Framework, Manifest
+from neuronctl.ops.install.source import Stack
 from neuronctl.ops.install.target import InstallTarget
 from neuronctl.ops.reporter import Note, Reporter, Warn
 from neuronctl.probes.hardware import HardwareReport
@@ -18,14 +20,6 @@ from neuronctl.probes.pyenv import PythonEnv
 from neuronctl.probes.sysroot import SysRoot
 
 NO_HARDWARE = "no Neuron hardware here; preparing an environment for another host"
-
-
-def check_python(supported: Sequence[str], version: str) -> None:
-    minor = ".".join(version.split(".")[:2])
-    if supported and minor not in supported:
-        raise InputError(f"the target is Python {version}; this stack needs Python "
-                         f"{', '.join(supported)}",
-                         hint=f"install into a new venv: --venv DIR --venv-python {supported[0]}")
 
 
 def check_chip(hardware: HardwareReport, framework: Framework | None) -> str | None:
@@ -74,22 +68,34 @@ def rule_notes(manifest: Manifest, release: str | None, framework: Framework | N
         reporter.emit(Note(note))
 
 
-def check_offline(engine: Engine, files: Sequence[LockedFile]) -> None:
-    """--offline with an engine that keeps no files of its own can install only local files."""
-    if engine.has_offline_cache:
-        return
-    remote = [f.name for f in files if not f.url.startswith("file:")]
-    if remote:
-        raise InputError(f"--offline: the {engine.name} engine keeps no downloaded files, and "
-                         f"{', '.join(remote[:4])}{' ...' if len(remote) > 4 else ''} "
-                         "would come from the network",
-                         hint="use --backend uv (it installs from its own cache offline), or "
-                              "install from a wheel directory (neuronctl download)")
-
-
 def check_engine(choice: Choice, target: InstallTarget, env: PythonEnv) -> None:
     """The pip engine is the target's own pip: an existing target without one cannot use it."""
     if choice.engine.needs_target_pip and not target.new_venv and env.get("pip") is None:
         raise InputError(f"{target.final_python} has no pip, and the {choice.engine.name} engine "
                          "is its own pip "
                          f"({choice.reason})", hint="use --backend uv, or install pip there first")
+
+
+@dataclass(frozen=True)
+class PreflightInput:
+    """What the preflight judges: the stack for the target, as inspected, and this host."""
+
+    stack: Stack
+    target: InstallTarget
+    env: PythonEnv
+    engine: Choice
+    manifest: Manifest
+    hardware: HardwareReport
+    sysroot: SysRoot
+    allow_unsupported: bool
+
+
+def preflight(given: PreflightInput, reporter: Reporter) -> None:
+    """Every check of the stack, before the source fetches anything (a fresh resolution is the
+    network) and before anything changes: bad input, exit 2, or the notes that apply."""
+    stack = given.stack
+    check_engine(given.engine, given.target, given.env)
+    if stack.framework is not None:  # a fallback lock has no Neuron package: nothing to fit
+        stack_notes(given.manifest, stack.release, stack.framework, given.hardware, reporter)
+    rule_notes(given.manifest, stack.release, stack.framework, given.env.python, given.hardware,
+               given.sysroot, given.allow_unsupported, reporter)

@@ -34,6 +34,9 @@ class InstallRequest:
     --with, --latest and the routing, as flags, environment and config set them."""
     timeout: float = 30.0
     """Seconds per request and per interpreter inspection, already validated."""
+    check_timeout: float | None = None
+    """Each check's limit for the doctor afterwards, in seconds (--check-timeout, config
+    `check_timeout`); None: the doctor level's budget."""
     release: str | None = None
     """--release, else the config's."""
     torch: str | None = None

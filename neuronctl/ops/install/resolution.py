@@ -11,15 +11,11 @@ from typing import Any
 
 from neuronctl.atomic import write_text_atomic
 from neuronctl.locked_file import LockedFile
-from neuronctl.manifest import Manifest
-from neuronctl.ops.install.preflight import stack_notes
 from neuronctl.ops.install.request import InstallRequest
 from neuronctl.ops.install.source import InstallSource, Sourced
 from neuronctl.ops.lock.request import StackRequest
 from neuronctl.ops.lock.resolve import Resolved, resolve_request
 from neuronctl.ops.net_preflight import preflight_stack
-from neuronctl.ops.reporter import Reporter
-from neuronctl.probes.hardware import HardwareReport
 from neuronctl.resolvers.http_fetch import cached_fetcher
 from neuronctl.resolvers.pylock import build_pylock, render_pylock
 from neuronctl.resolvers.stack_plan import StackPlan
@@ -38,11 +34,10 @@ class Resolution:
         write_text_atomic(path, render_pylock(doc))
 
 
-def resolve(request: InstallRequest, target: PlatformTarget, manifest: Manifest,
-            hardware: HardwareReport, reporter: Reporter) -> Sourced:
-    stack = request.stack(target.python_minor, target.platform)
+def resolve(request: InstallRequest, target: PlatformTarget, stack: StackRequest) -> Sourced:
+    """The fresh resolution of `stack` for the target: every index checked at once, then the
+    wheels chosen, each with its sha256."""
     plan = stack.plan
-    stack_notes(manifest, plan.release.version, plan.framework, hardware, reporter)
     fetcher, cache_root = cached_fetcher(offline=request.offline, timeout=request.timeout,
                                          credentials=stack.routing.credentials())
     preflight_stack(stack, fetcher)  # every index at once, before resolving

@@ -1,44 +1,50 @@
 """`neuronctl install` as one operation, a pipeline of named steps; nothing half-done.
 
-1. settings: resolved by the CLI (request.py); here the --write-lock path is checked and the
-   target taken after its turn (target.py; env_mutex.py: one install per environment at a time);
-2. the lock for this host's hardware (--lock: the Neuron lock or its GPU fallback;
+1. settings: resolved by the CLI into one typed InstallRequest (request.py; no config here);
+2. target: the environment, after its turn (target.py; env_mutex.py: one install per environment
+   at a time), inspected beside the next steps;
+3. lock: the one for this host's hardware (--lock: the Neuron lock or its GPU fallback;
    ops/lock/choice.py), or none for a fresh resolution;
-3. the source: the lock's selection, from a wheelhouse with --find-links, or a resolution
-   (source.py, find_links.py, resolution.py);
-4. the plan and its policy, the engine's files and commands (plan.py);
-5. the preflight: Python, chip, rules, engine, --offline (preflight.py);
-6. apply: the engine installs the exact files (each from its recorded URL, verified against its
+4. stack: what the install is for, known before anything is fetched: the lock's selection for
+   the target, or a fresh resolution's request (source.stack_for);
+5. preflight: the engine, the chip and the documented rules, before any fetch (preflight.py);
+6. source: the wheels, from the lock (--find-links: a wheelhouse) or a resolution, the network
+   (source.source, find_links.py, resolution.py);
+7. plan: its policy, the engine's files and commands, --offline's feasibility (plan.py);
+8. apply: the engine installs the exact files (each from its recorded URL, verified against its
    sha256 as it streams, all fetched before the environment is touched) after removals are
    confirmed (apply.py; failure.py reports what a failed one changed);
-7. the check: the doctor on the target (check.py).
+9. check: the doctor on the target, through its own entry point (check.py).
 
-Each fact is gathered once and handed on: the hardware to the lock choice and the doctor, the lock
-(read and validated once) to the source and to the doctor's lock.drift, the manifest to
-everything. What runs beside the main line (the target's inspection, a new venv made while the
-install is planned, the doctor's inspection and modules while the engine runs) is behind
-background.py's start/result/cancel.
+Each step is a function with a typed input and output; each fact is gathered once and handed on:
+the hardware to the lock choice and the doctor, the lock (read and validated once) to the stack
+and to the doctor's lock.drift, the manifest to everything. What runs beside the main line (the
+target's inspection, a new venv made while the install is planned, the doctor's inspection and
+modules while the engine runs) is `Beside`, over background.py's start/result/cancel.
 """
 
 from __future__ import annotations
 
 import functools
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from neuronctl.backend.external_tool import run_engine
 from neuronctl.cache_dir import user_cache_dir
 from neuronctl.ops.install.apply import ApplyFailure, apply, early_venv
 from neuronctl.ops.install.background import Background
-from neuronctl.ops.install.check import Prepared, check
+from neuronctl.ops.install.check import CheckInput, Prepared, check
 from neuronctl.ops.install.env_mutex import environment_lock
 from neuronctl.ops.install.find_links import local_label
 from neuronctl.ops.install.outcome import InstallOutcome, PlanReady
 from neuronctl.ops.install.plan import Confirm, Planned, confirm_removals, plan
-from neuronctl.ops.install.preflight import check_engine, check_offline, rule_notes
+from neuronctl.ops.install.preflight import PreflightInput, preflight
 from neuronctl.ops.install.request import InstallRequest
 from neuronctl.ops.install.requirements import shown_lines
-from neuronctl.ops.install.source import Sourced, pythons, source
+from neuronctl.ops.install.source import Sourced, Stack, pythons, source, stack_for
 from neuronctl.ops.install.target import InstallTarget, resolve_target
 from neuronctl.ops.lock.choice import PickedLock, pick_lock
 from neuronctl.ops.output_path import check_output_file
@@ -50,6 +56,7 @@ from neuronctl.probes.sysroot import SysRoot
 if TYPE_CHECKING:
     from neuronctl.backend.snapshot import Snapshot
     from neuronctl.manifest import Manifest
+    from neuronctl.ops.doctor.report import DoctorReport
 
 
 def install(request: InstallRequest, reporter: Reporter, *,
@@ -58,35 +65,39 @@ def install(request: InstallRequest, reporter: Reporter, *,
     the terminal with request.show_engine); `confirm` asks a person to confirm removals (None:
     nobody can, so --yes is needed)."""
     check_output_file(request.write_lock, "--write-lock")  # before the install, not after it
-    host = Host(request)
+    host = Host(request, reporter)
     with ExitStack() as held:  # the environment's install mutex, until the operation ends
-        target = take_target(request, host, reporter, held)
-        seed = target.new_venv and not request.engine.engine.venv_has_pip
-        # The interpreter runs while the rest is loaded and prepared. A new venv starts empty, so
-        # only the base interpreter's facts matter there, not what the base has installed.
-        inspection = Inspection(target.python, timeout=request.timeout, packages=not target.new_venv,
-                                bundled_pip=seed, tags="unless-derivable")
-        early = None  # a new venv is made while the install is planned
-        if target.new_venv and not request.dry_run:
-            early = early_venv(target, request.engine.engine, timeout=request.timeout)
-        prepared = Prepared(request.check, request.timeout, reporter)
-        try:
-            env, sourced, planned = _prepare(request, host, target, inspection, seed, reporter)
-            return _finish(request, host, env, sourced, planned, early, prepared, reporter, confirm)
-        except BaseException:
-            if early is not None:  # stopped before the engine took it: undo it
-                early.cancel()
-            raise
-        finally:
-            prepared.cancel()
+        target = take_target(host, held)
+        with beside(host, target) as work:
+            picked = choose_lock(host)
+            env = work.inspection.result()
+            stack = stack_for(request, env, picked, host.manifest)
+            preflight(PreflightInput(stack, target, env, request.engine, host.manifest,
+                                     host.hardware, host.sysroot, request.allow_unsupported),
+                      reporter)
+            sourced = source(request, stack, reporter)
+            planned = plan(env, target, sourced, request.engine.engine, offline=request.offline,
+                           seed=work.seed, reporter=reporter)
+            reporter.emit(PlanReady("plan", "plan", plan=planned.plan, target=planned.target,
+                                    source=sourced.source, choice=request.engine,
+                                    lock_choice=picked.choice if picked else None))
+            done = Done(env, stack, sourced, planned, picked)
+            if request.dry_run:
+                return outcome(host, done, applied=False)
+            if planned.plan.empty:
+                return unchanged(host, done, work)
+            wrote = apply_planned(host, done, work, confirm)
+            report = check_target(host, done, prepared=work.prepared)
+            return outcome(host, done, applied=True, doctor=report, wrote_lock=wrote)
 
 
 class Host:
-    """What this host and the request come to, each read once, when first needed (the lock is
-    read while the target's interpreter starts, unless a new venv's base Python needs it)."""
+    """The request, this host and its reporter, each fact read once, when first needed (the lock
+    is read while the target's interpreter starts, unless a new venv's base Python needs it)."""
 
-    def __init__(self, request: InstallRequest) -> None:
+    def __init__(self, request: InstallRequest, reporter: Reporter) -> None:
         self.request = request
+        self.reporter = reporter
         self.sysroot = SysRoot.from_env(request.sysroot)
 
     @functools.cached_property
@@ -99,8 +110,8 @@ class Host:
 
     @functools.cached_property
     def picked(self) -> PickedLock | None:
-        """Step 2: the lock for this host (--lock and its fallbacks, by the hardware and
-        --device), read and validated once (a bad lock is exit 2 before any change)."""
+        """The lock for this host (--lock and its fallbacks, by the hardware and --device),
+        read and validated once (a bad lock is exit 2 before any change)."""
         r = self.request
         return None if r.lock is None else pick_lock(r.lock, r.device, self.hardware, self.sysroot)
 
@@ -109,10 +120,24 @@ class Host:
         return pythons(self.request, self.picked, self.manifest)
 
 
-def take_target(request: InstallRequest, host: Host, reporter: Reporter,
-                held: ExitStack) -> InstallTarget:
-    """The target, after its turn: another install into it is waited for (a dry run changes
-    nothing, so takes no turn), then the target is looked at again, as that one left it."""
+@dataclass(frozen=True)
+class Done:
+    """What the steps up to the plan found: the target as inspected, the stack, its source, the
+    plan, and the lock chosen (None: a fresh resolution)."""
+
+    env: PythonEnv
+    stack: Stack
+    sourced: Sourced
+    planned: Planned
+    picked: PickedLock | None
+
+
+def take_target(host: Host, held: ExitStack) -> InstallTarget:
+    """Step 2: the target, after its turn: another install into it is waited for (a dry run
+    changes nothing, so takes no turn), then the target is looked at again, as that one left
+    it."""
+    request = host.request
+
     def resolve() -> InstallTarget:  # not run here to check it is a Python: the inspection does
         return resolve_target(request.python, request.venv, request.venv_python,
                               lambda: host.pythons, run_it=False)
@@ -122,74 +147,91 @@ def take_target(request: InstallRequest, host: Host, reporter: Reporter,
         return target
 
     def on_wait() -> None:
-        reporter.emit(Waiting(f"waiting for another neuronctl install into "
-                              f"{target.environment} to finish"))
+        host.reporter.emit(Waiting(f"waiting for another neuronctl install into "
+                                   f"{target.environment} to finish"))
 
     if held.enter_context(environment_lock(target.environment, user_cache_dir(), on_wait)):
         target = resolve()
     return target
 
 
-def _prepare(request: InstallRequest, host: Host, target: InstallTarget, inspection: Inspection,
-             seed: bool, reporter: Reporter) -> tuple[PythonEnv, Sourced, Planned]:
-    """Steps 2 to 5: the lock, the source, the plan, the preflight; nothing changed yet."""
+@dataclass(frozen=True)
+class Beside:
+    """The work beside the main line: the target's inspection (started at once: the interpreter
+    runs while the lock is read), the new venv being made (None: none, or a dry run), and what the
+    check prepares while the engine runs."""
+
+    inspection: Inspection
+    early: Background[None] | None
+    prepared: Prepared
+    seed: bool
+    """A new venv whose engine puts no pip in it: seeded with the base Python's bundled pip."""
+
+
+@contextmanager
+def beside(host: Host, target: InstallTarget) -> Iterator[Beside]:
+    """Starts the work beside the main line; whatever ends the install early cancels it (a new
+    venv the engine never took is removed again)."""
+    request = host.request
+    seed = target.new_venv and not request.engine.engine.venv_has_pip
+    # A new venv starts empty, so only the base interpreter's facts matter there, not what the
+    # base has installed.
+    inspection = Inspection(target.python, timeout=request.timeout, packages=not target.new_venv,
+                            bundled_pip=seed, tags="unless-derivable")
+    early = None
+    if target.new_venv and not request.dry_run:
+        early = early_venv(target, request.engine.engine, timeout=request.timeout)
+    work = Beside(inspection, early, Prepared(request.check, request.check_timeout, host.reporter),
+                  seed)
+    try:
+        yield work
+    except BaseException:
+        if early is not None:  # stopped before the engine took it: undo it
+            early.cancel()
+        raise
+    finally:
+        work.prepared.cancel()
+
+
+def choose_lock(host: Host) -> PickedLock | None:
+    """Step 3: the lock for this host (None: a fresh resolution), said when it is worth saying
+    (a fallback, a warning, or --device naming one)."""
     picked = host.picked  # the hardware and the lock are read while the interpreter starts
-    announce_lock(picked, request.device, reporter)
-    env = inspection.result()
-    check_engine(request.engine, target, env)
-    sourced = source(request, env, picked, host.hardware, host.manifest, reporter)
-    found = sourced.source
-    rule_notes(host.manifest, found.release, found.framework, env.python, host.hardware,
-               host.sysroot, request.allow_unsupported, reporter)  # exit 2 if forbidden
-    planned = plan(env, target, sourced, request.engine.engine, offline=request.offline,
-                   seed=seed, reporter=reporter)
-    if request.offline:
-        check_offline(request.engine.engine, planned.files)
-    reporter.emit(PlanReady("plan", "plan", plan=planned.plan, target=planned.target, source=found,
-                            choice=request.engine, lock_choice=picked.choice if picked else None))
-    return env, sourced, planned
-
-
-def announce_lock(picked: PickedLock | None, device: str, reporter: Reporter) -> None:
-    if picked is None or not (picked.worth_saying or device != "auto"):
-        return
-    reporter.emit(Note(f"lock: {picked.choice.path} ({picked.choice.reason})"))
+    if picked is None or not (picked.worth_saying or host.request.device != "auto"):
+        return picked
+    host.reporter.emit(Note(f"lock: {picked.choice.path} ({picked.choice.reason})"))
     for warning in picked.choice.warnings:
-        reporter.emit(Warn(warning))
+        host.reporter.emit(Warn(warning))
+    return picked
 
 
-def _finish(request: InstallRequest, host: Host, env: PythonEnv, sourced: Sourced,
-            planned: Planned, early: Background[None] | None, prepared: Prepared,
-            reporter: Reporter, confirm: Confirm | None) -> InstallOutcome:
-    """Steps 6 and 7 (none in a dry run): apply, then check."""
-    target, picked = planned.target, host.picked
-    outcome = functools.partial(
-        InstallOutcome, target, sourced.source, request.engine, planned.plan, planned.commands,
-        request.dry_run, requirements=shown_lines(planned.files),
-        lock_choice=picked.choice if picked else None)
-    doctor = functools.partial(check, request.check, target, sourced.source, picked,
-                               host.hardware, host.manifest, host.sysroot, request.timeout)
-    if request.dry_run:
-        return outcome(applied=False)
-    if planned.plan.empty:
-        reporter.emit(Info(f"{target.describe()}: already matches "
-                           f"{sourced.source.describe}; nothing to do"))
-        if early is not None:
-            early.cancel()  # nothing to install: no venv, as before
-        # A new venv's inspection was of its base Python, and nothing made the venv.
-        return outcome(applied=False, doctor=doctor(unchanged=None if target.new_venv else env))
-    confirm_removals(planned.plan, request.yes, confirm)
-    apply_planned(request, planned, sourced, env, early, prepared, reporter)
-    wrote = sourced.write_lock(request.write_lock)
-    if wrote is not None:
-        reporter.emit(Info(f"wrote {wrote}"))
-    return outcome(applied=True, doctor=doctor(prepared=prepared), wrote_lock=wrote)
+def outcome(host: Host, done: Done, *, applied: bool, doctor: DoctorReport | None = None,
+            wrote_lock: Path | None = None) -> InstallOutcome:
+    r, planned = host.request, done.planned
+    return InstallOutcome(planned.target, done.sourced.source, r.engine, planned.plan,
+                          planned.commands, r.dry_run, applied=applied, doctor=doctor,
+                          wrote_lock=wrote_lock, requirements=shown_lines(planned.files),
+                          lock_choice=done.picked.choice if done.picked else None)
 
 
-def apply_planned(request: InstallRequest, planned: Planned, sourced: Sourced, before: PythonEnv,
-                  early: Background[None] | None, prepared: Prepared, reporter: Reporter) -> None:
-    """Step 6: the engine applies the plan; a failure is reported with what it changed."""
+def unchanged(host: Host, done: Done, work: Beside) -> InstallOutcome:
+    """An empty plan: nothing to install, nothing made; the check still runs."""
+    target = done.planned.target
+    host.reporter.emit(Info(f"{target.describe()}: already matches "
+                            f"{done.sourced.source.describe}; nothing to do"))
+    if work.early is not None:
+        work.early.cancel()  # nothing to install: no venv, as before
+    # A new venv's inspection was of its base Python, and nothing made the venv.
+    report = check_target(host, done, unchanged=None if target.new_venv else done.env)
+    return outcome(host, done, applied=False, doctor=report)
+
+
+def apply_planned(host: Host, done: Done, work: Beside, confirm: Confirm | None) -> Path | None:
+    """Step 8: removals confirmed, the engine applies the plan (a failure is reported with what
+    it changed), then --write-lock's lock is written; returns where (None: not asked)."""
+    request, planned, sourced, before = host.request, done.planned, done.sourced, done.env
     target, files, engine = planned.target, planned.files, request.engine.engine
+    confirm_removals(planned.plan, request.yes, confirm)
 
     def watch() -> Snapshot:  # an existing environment: the one inspected before
         from neuronctl.backend.snapshot import existing_dirs, take  # only an existing one's apply
@@ -198,12 +240,13 @@ def apply_planned(request: InstallRequest, planned: Planned, sourced: Sourced, b
 
     show = request.show_engine
     if not show and files:  # the engine says nothing until it is done: say what it does
-        reporter.emit(Note(f"{engine.name} fetches {len(files)} file(s), "
-                           "each checked against its sha256, then installs"))
+        host.reporter.emit(Note(f"{engine.name} fetches {len(files)} file(s), "
+                                "each checked against its sha256, then installs"))
+    prepared = work.prepared
     try:
         apply(planned.plan, target, engine, files, sourced.routing.credentials(),
               run=functools.partial(run_engine, show=show), offline=request.offline,
-              watch=None if target.new_venv else watch, early=early,
+              watch=None if target.new_venv else watch, early=work.early,
               engine_starting=functools.partial(prepared.engine_starting, target, before),
               started=prepared.engine_started, timeout=request.timeout,
               local_label=functools.partial(local_label, request.find_links))
@@ -212,5 +255,19 @@ def apply_planned(request: InstallRequest, planned: Planned, sourced: Sourced, b
 
         raise failure_error(failure, target, engine, before, sourced.routing.url_for,
                             wheelhouse=request.find_links, files=files) from None
-    reporter.emit(Info(f"applied: {len(planned.plan.applies)} installed, "
-                       f"{len(planned.plan.removals)} removed ({target.final_python})"))
+    host.reporter.emit(Info(f"applied: {len(planned.plan.applies)} installed, "
+                            f"{len(planned.plan.removals)} removed ({target.final_python})"))
+    wrote = sourced.write_lock(request.write_lock)
+    if wrote is not None:
+        host.reporter.emit(Info(f"wrote {wrote}"))
+    return wrote
+
+
+def check_target(host: Host, done: Done, *, prepared: Prepared | None = None,
+                 unchanged: PythonEnv | None = None) -> DoctorReport | None:
+    """Step 9: the doctor on the target (None with --no-check)."""
+    if not host.request.check:
+        return None
+    return check(CheckInput(done.planned.target, done.sourced.source, done.picked, host.hardware,
+                            host.manifest, host.sysroot, host.request.check_timeout),
+                 prepared=prepared, unchanged=unchanged)

@@ -1,7 +1,8 @@
-"""Step 3 of an install, the source: the wheels it puts in place, from the lock chosen for this
-host (PEP 751 selection by markers and tags, ambiguity an error; --find-links: from a wheelhouse,
-find_links.py) or from a fresh resolution for the target (resolution.py), with the index
-routing that names each package's index."""
+"""Steps 3 and 4 of an install, the stack and the source. The stack is what the install is for,
+known before anything is fetched: the lock chosen for this host (PEP 751 selection by markers and
+tags, ambiguity an error) or a fresh resolution's request. The source is the wheels it puts in
+place: the lock's (--find-links: from a wheelhouse, find_links.py) or those the resolution finds
+for the target (resolution.py), with the index routing that names each package's index."""
 
 from __future__ import annotations
 
@@ -19,11 +20,9 @@ from neuronctl.errors import InputError
 from neuronctl.locked_file import LockedFile
 from neuronctl.manifest import Framework, Manifest
 from neuronctl.ops.install.find_links import from_wheelhouse
-from neuronctl.ops.install.preflight import check_python, stack_notes
 from neuronctl.ops.install.request import InstallRequest
 from neuronctl.ops.lock.choice import PickedLock
 from neuronctl.ops.reporter import Reporter
-from neuronctl.probes.hardware import HardwareReport
 from neuronctl.probes.pyenv import PythonEnv
 from neuronctl.resolvers.stack_plan import pick_release, plan_stack
 from neuronctl.resolvers.targets import PlatformTarget, target_for_interpreter
@@ -32,6 +31,7 @@ from neuronctl.safety import checked_hash, safe_filename
 
 if TYPE_CHECKING:
     from neuronctl.ops.install.resolution import Resolution
+    from neuronctl.ops.lock.request import StackRequest
 
 
 @dataclass(frozen=True)
@@ -166,23 +166,55 @@ class Sourced:
         return path
 
 
-def source(request: InstallRequest, env: PythonEnv, picked: PickedLock | None,
-           hardware: HardwareReport, manifest: Manifest, reporter: Reporter) -> Sourced:
-    """The source for the target `env`, after the preflight that needs it (Python, chip):
-    `picked`'s lock (--lock, or its fallback beside it; a fallback lock has no Neuron package,
-    so the Neuron preflight is skipped), else a fresh resolution."""
+def check_python(supported: Sequence[str], version: str) -> None:
+    minor = ".".join(version.split(".")[:2])
+    if supported and minor not in supported:
+        raise InputError(f"the target is Python {version}; this stack needs Python "
+                         f"{', '.join(supported)}",
+                         hint=f"install into a new venv: --venv DIR --venv-python {supported[0]}")
+
+
+@dataclass(frozen=True)
+class Stack:
+    """Step 3 of an install: what it is for, known before anything is fetched. A lock's
+    selection for the target (read from the lock, no network), or a fresh resolution's request
+    (the release and PyTorch line, planned from the manifest) for the target's platform."""
+
+    release: str | None
+    framework: Framework | None
+    """The torch-neuronx line the preflight fits to the chip (None: a fallback lock, no Neuron
+    package, so no chip to fit)."""
+    platform: PlatformTarget
+    locked: InstallSource | None = None
+    """A lock's selection (None: a fresh resolution)."""
+    wanted: StackRequest | None = None
+    """A fresh resolution's request (None: a lock)."""
+
+
+def stack_for(request: InstallRequest, env: PythonEnv, picked: PickedLock | None,
+              manifest: Manifest) -> Stack:
+    """The stack for the target `env`: `picked`'s lock (--lock, or its fallback beside it),
+    else a fresh resolution's request, whose Python the target must be one of."""
     target = target_for_interpreter(env.python, env.libc, env.machine)
     if picked is None:
         check_python(_preferred(request, manifest), env.python)
-        from neuronctl.ops.install.resolution import resolve  # only a resolution loads HTTP
-
-        return resolve(request, target, manifest, hardware, reporter)
-    path = picked.choice.path
-    found = from_lock(path, picked.lock, env, target, manifest, request.release)
+        wanted = request.stack(target.python_minor, target.platform)
+        return Stack(wanted.plan.release.version, wanted.plan.framework, target, wanted=wanted)
+    found = from_lock(picked.choice.path, picked.lock, env, target, manifest, request.release)
     if picked.is_fallback:
         found = replace(found, framework=None)  # no torch-neuronx: no chip to fit
-    else:
-        stack_notes(manifest, found.release, found.framework, hardware, reporter)
+    return Stack(found.release, found.framework, target, locked=found)
+
+
+def source(request: InstallRequest, stack: Stack, reporter: Reporter) -> Sourced:
+    """Step 4, the source: the lock's selection (from the wheelhouse with --find-links), or the
+    fresh resolution (every index checked at once first, then resolved: the network)."""
+    found = stack.locked
+    if found is None:
+        from neuronctl.ops.install.resolution import resolve  # only a resolution loads HTTP
+
+        assert stack.wanted is not None  # a Stack is a lock's or a resolution's
+        return resolve(request, stack.platform, stack.wanted)
     if request.find_links is not None:
         found = from_wheelhouse(found, request.find_links, offline=request.offline,
                                 reporter=reporter)
