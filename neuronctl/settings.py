@@ -193,11 +193,12 @@ SPECS: tuple[Spec[Any], ...] = (
           "which index a package comes from (layered with the indexes)", _any, layered=True),
     _spec("device", "--device", None, "device", (str,), "one of auto, neuron, cuda, cpu",
           "the device the environment is for: what doctor and smoke probe, the lock install "
-          "picks", choice(*DEVICES), "auto"),
+          "picks (with --lock)", choice(*DEVICES), "auto"),
     _spec("timeout", "--timeout", None, "timeout", (int, float), _SECONDS,
           "each network request's time limit (lock, install, download)", seconds, 30.0),
     _spec("check_timeout", "--check-timeout", None, "check_timeout", (int, float), _SECONDS,
-          "each doctor check's time limit, and probe's and env's run in the target (default: "
+          "each doctor check's time limit (install's doctor afterwards too), and probe's and "
+          "env's run in the target (default: "
           "the level's budget; where this key is absent, config `timeout` bounds these too)",
           seconds, None, shared_key="timeout"),
     _spec("run_timeout", "--timeout", None, None, (), "",

@@ -161,6 +161,13 @@ def test_a_cuda_lock_over_pylock_toml_is_refused_on_a_neuron_host(cli, cu, tmp_p
     assert r.code == 0, r.err
     assert "lock: pylock.toml (the CUDA fallback lock, named on the command line; --device cuda)" in r.err
     assert re.search(r"install +torch +2\.14\.0\+cu130 ", r.out)
+    # Config `device` picks the lock as --device does (said in a note); a typed flag beats it.
+    Path("pyproject.toml").write_text('[tool.neuronctl]\ndevice = "cuda"\n')
+    r = cli("install", "--lock", "pylock.toml", *base)
+    assert r.code == 0 and "note: device cuda (config device, " in r.err, r.err
+    r = cli("install", "--lock", "pylock.toml", *base, "--device", "neuron")
+    assert r.code == 2 and "--device neuron: pylock.toml is the CUDA fallback lock" in r.err
+    Path("pyproject.toml").unlink()
     assert not venv.exists()
     # Where the hardware is an NVIDIA GPU, that lock is what it calls for.
     gpu = nvidia_host(tmp_path / "gpu")
@@ -172,6 +179,11 @@ def test_a_cpu_lock_goes_to_a_host_with_no_accelerator_only(cli, cu, tmp_path):
     flags = [*cu.index_flags(), "--python", "3.12"]
     assert cli("lock", *flags, "--fallback", "cpu").code == 0
     base = ("--venv", str(tmp_path / "v"), "--venv-python", PY312, "--dry-run", "--backend", "uv")
+    # Config `device` (what doctor and smoke probe) asks nothing of an install without --lock.
+    Path("pyproject.toml").write_text('[tool.neuronctl]\ndevice = "cpu"\n')
+    r = cli("install", *cu.index_flags(), *base, "--sysroot", str(build_cpu_host(tmp_path / "c0")))
+    assert r.code == 0 and "picks the lock" not in r.err, r.err
+    Path("pyproject.toml").unlink()
     cpu = build_cpu_host(tmp_path / "cpu")
     r = cli("install", "--lock", "pylock.cpu.toml", *base, "--sysroot", str(cpu))
     assert r.code == 0 and "no Neuron device and no NVIDIA GPU" in r.err, r.err

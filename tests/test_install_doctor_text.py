@@ -85,3 +85,33 @@ def test_nothing_to_do_for_a_new_venv_is_not_judged_on_its_base_python(cli, tmp_
     assert r.code == 1, (r.out, r.err)
     assert "FAIL  python.version: " in r.out and "no such interpreter" in r.out
     assert not [line for line in r.out.splitlines() if line.startswith("  PASS") and "python.version" in line]
+
+
+def test_the_doctor_afterwards_is_bounded_by_installs_own_check_timeout(cli, tmp_path):
+    """install's --check-timeout (config `check_timeout`) bounds the doctor afterwards as it
+    bounds `doctor`'s checks; by default the doctor level's budget, never the network timeout."""
+    import json
+
+    from wheels import make_venv
+
+    from neuronctl.ops.doctor.levels import DEFAULT_LEVEL, LEVELS
+
+    lock = tmp_path / "pylock.toml"
+    lock.write_text('lock-version = "1.0"\ncreated-by = "test"\nrequires-python = ">=3.8"\n'
+                    'packages = []\n')
+    venv = make_venv(tmp_path / "v")
+    args = ("install", "--lock", str(lock), "--python", str(venv), "--offline", "--backend", "uv",
+            "--json")
+
+    def budget(*extra: str) -> float:
+        r = cli(*args, *extra)
+        assert r.code in (0, 1), r.err
+        summary = json.loads(r.out)["doctor"]
+        assert summary["level"] == DEFAULT_LEVEL
+        return float(summary["budget_s"])
+
+    assert budget() == LEVELS[DEFAULT_LEVEL].total_s
+    assert budget("--timeout", "300") == LEVELS[DEFAULT_LEVEL].total_s  # a request's limit
+    assert budget("--check-timeout", "7") == 7 + 5  # one check's time and the run's margin
+    (tmp_path / "pyproject.toml").write_text("[tool.neuronctl]\ncheck_timeout = 9\n")
+    assert budget("--config", str(tmp_path / "pyproject.toml")) == 9 + 5

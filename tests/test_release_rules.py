@@ -227,3 +227,23 @@ def test_coherence_says_a_pin_is_not_published_and_judges_by_the_recipe():
                                 "neuronx-cc": "1.24.0.0"})
     out = check_coherence(facts(env=old, release="2.34.0"))
     assert out.status == "warn" and "outside AWS's recipe for Neuron 2.34.0" in out.message
+
+
+def test_install_refuses_a_forbidden_stack_before_reaching_any_index(cli, tmp_path):
+    """The preflight runs before the source: a fresh resolution the OS rule forbids is bad input
+    naming the rule (exit 2), not a wait on the network (the indexes here are closed ports: were
+    they reached first, the error would be that they are unreachable, exit 1)."""
+    from test_first_hour_preflight import closed_port
+
+    root = build_host(tmp_path / "u24", "trn2", os_release=UBUNTU_24_04)
+    dead = [f"{name}=http://127.0.0.1:{closed_port()}/simple"
+            for name in ("pypi", "pytorch-cpu", "neuron")]
+    args = ["install", "--venv", str(tmp_path / "v"), "--venv-python", "3.12", "--dry-run",
+            "--sysroot", str(root), *(f for d in dead for f in ("--index", d))]
+    r = cli(*args)
+    assert r.code == 2, r.err
+    assert "Ubuntu 26.04 only" in r.err and "unreachable" not in r.err
+    assert not (tmp_path / "v").exists()
+    # --allow-unsupported proceeds past the rule, to the network, which names every dead index.
+    r = cli(*args, "--allow-unsupported")
+    assert r.code == 1 and "3 of 3 hosts unreachable" in r.err, r.err

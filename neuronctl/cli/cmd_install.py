@@ -19,6 +19,7 @@ from neuronctl.cli.options import (
     check_timeout_option,
     device_option,
     interpreter_option,
+    note,
     request_options,
     resolve,
     resolver,
@@ -134,6 +135,9 @@ def _device(rules: Resolver, lock: Path | None) -> str:
     setting = resolve("device", rules=rules)
     if lock is None and setting.source.kind != "flag":
         return "auto"
+    if setting.source.kind == "config" and setting.value != "auto":  # the lock's reason says --device
+        note(f"device {setting.value} (config device, {setting.source.label}) picks the lock, "
+             f"as --device {setting.value} would")
     return str(setting.value)
 
 
