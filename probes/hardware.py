@@ -1,8 +1,8 @@
 """The Neuron hardware picture: chip generation, devices, cores, instance type, with evidence.
 
-Two steps: `gather_evidence` reads the machine (sysfs, PCI, DMI, IMDS, neuron-ls, dpkg, the
-runtime library and driver files) and `decide` is a pure function over what was read, so the
-decision can be tested over hand-made evidence.
+Two steps: `gather_evidence` reads the machine (sysfs, PCI, DMI, IMDS, neuron-ls: each read in
+hardware_signals.py; dpkg, the runtime library and driver files) and `decide` is a pure function
+over what was read, so the decision can be tested over hand-made evidence.
 
 Signals, strongest first: PCI device ids, the neuron_device sysfs class (device_name,
 instance_type), DMI product name, IMDSv2. arch_type is reported but never decides: Inf2 and
@@ -17,31 +17,26 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from neuronctl.chips import (
-    AMAZON_PCI_VENDOR,
-    CHIPS,
-    chip_for_device_name,
-    chip_for_instance_type,
-    chip_for_pci_device,
-    get_chip,
-)
+from neuronctl.chips import CHIPS, chip_for_device_name, chip_for_instance_type, get_chip
 from neuronctl.probes.dpkg import installed_system_packages
-from neuronctl.probes.neuron_ls import NEURON_LS_FORMS, load_json, parse_neuron_ls_json
-from neuronctl.probes.sysroot import SysRoot
-from neuronctl.probes.tools import (
-    SYSROOT_TOOLS_REFUSED,
-    Runner,
-    ToolResult,
-    find_neuron_tool,
-    run_tool,
-    sysroot_tools_allowed,
+from neuronctl.probes.hardware_signals import (
+    PciDevice,
+    SysfsDevice,
+    ask_imds,
+    json_count,
+    parse_neuron_ls,
+    read_dev_nodes,
+    read_pci,
+    read_sysfs_class,
+    run_neuron_ls,
+    text_count,
 )
+from neuronctl.probes.neuron_ls import load_json
+from neuronctl.probes.sysroot import SysRoot
+from neuronctl.probes.tools import Runner, ToolResult, run_tool
 
 if TYPE_CHECKING:
     from neuronctl.probes.imds import ImdsResult
-
-
-NEURON_LS_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -51,26 +46,6 @@ class Evidence:
     source: str
     value: str
     chip: str | None
-
-
-@dataclass(frozen=True)
-class PciDevice:
-    """An Amazon PCI function seen under /sys/bus/pci: its address, device id, chip."""
-
-    address: str
-    device_id: str
-    chip: str | None
-
-
-@dataclass(frozen=True)
-class SysfsDevice:
-    """One neuron_device in sysfs, with what the driver says of it."""
-
-    name: str
-    device_name: str | None
-    instance_type: str | None
-    arch_type: str | None
-    core_count: int | None
 
 
 @dataclass(frozen=True)
@@ -145,74 +120,7 @@ class HardwareReport:
         return data
 
 
-MAX_COUNT = 65536
-"""The largest core count, device number or NeuronCore config taken from the machine: a bigger
-one is not a fact about any Neuron host (and sums of them would be unbounded)."""
 _RUNTIME_VERSION = re.compile(r"[0-9][0-9A-Za-z.+~-]{0,63}")
-
-
-def _count(value: object) -> int | None:
-    """An integer in 0..MAX_COUNT from JSON (bool is not one)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) \
-        and 0 <= value <= MAX_COUNT else None
-
-
-def _int(text: str | None) -> int | None:
-    if text is None or len(text.strip()) > 6:  # past MAX_COUNT's digits: not a count
-        return None
-    try:
-        return _count(int(text))
-    except ValueError:
-        return None
-
-
-def read_pci(root: SysRoot) -> list[PciDevice]:
-    devices = []
-    for dev in root.glob("/sys/bus/pci/devices", "*"):
-        vendor = root.read(dev / "vendor")
-        if vendor is None or _int_hex(vendor) != AMAZON_PCI_VENDOR:
-            continue
-        device = root.read(dev / "device")
-        dev_id = _int_hex(device) if device else None
-        if dev_id is None:
-            continue
-        chip = chip_for_pci_device(dev_id)
-        # Amazon's vendor id also covers ENA/NVMe devices: keep only Neuron ones.
-        if chip is not None:
-            devices.append(PciDevice(dev.name, f"0x{dev_id:04x}", chip.id))
-    return devices
-
-
-def _int_hex(text: str) -> int | None:
-    try:
-        return int(text.strip(), 16)
-    except ValueError:
-        return None
-
-
-def read_sysfs_class(root: SysRoot) -> list[SysfsDevice]:
-    out = []
-    for dev in root.glob("/sys/class/neuron_device", "neuron*"):
-        arch = dev / "info" / "architecture"
-        out.append(SysfsDevice(
-            name=dev.name,
-            device_name=root.read(arch / "device_name"),
-            instance_type=root.read(arch / "instance_type"),
-            arch_type=root.read(arch / "arch_type"),
-            core_count=_int(root.read(dev / "core_count")),
-        ))
-    return out
-
-
-def read_dev_nodes(root: SysRoot) -> list[str]:
-    return [p.name for p in root.glob("/dev", "neuron*") if p.name[6:].isdigit()]
-
-
-def parse_neuron_ls(stdout: str) -> list[dict[str, Any]] | None:
-    """The device list from either JSON form of neuron-ls: `--json-output` (a list of devices)
-    or `--output-format json` (Neuron 2.34+: an object holding that list beside fields about
-    the whole instance)."""
-    return parse_neuron_ls_json(stdout)
 
 
 def _neuron_ls_top(stdout: str) -> dict[str, Any]:
@@ -221,14 +129,6 @@ def _neuron_ls_top(stdout: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         return {}
     return {k: v for k, v in data.items() if isinstance(v, (str, int, float)) and len(k) < 100}
-
-
-def _on_ec2(root: SysRoot) -> bool:
-    for name in ("sys_vendor", "board_vendor", "bios_vendor"):
-        value = root.read(f"/sys/class/dmi/id/{name}") or ""
-        if "amazon" in value.lower():
-            return True
-    return False
 
 
 @dataclass(frozen=True)
@@ -250,38 +150,6 @@ class HardwareEvidence:
     logical_nc_config_env: str | None = None
 
 
-def _ask_imds(root: SysRoot, env: Mapping[str, str], hints: bool,
-              imds: Callable[[Mapping[str, str]], ImdsResult] | None) -> ImdsResult | None:
-    # Off EC2 the metadata address only costs a timeout: ask only where something hints at it.
-    if not (hints or _on_ec2(root)):
-        return None
-    if imds is None:  # urllib.request costs ~50 ms to import; only EC2 hosts ask IMDS
-        from neuronctl.probes.imds import imds_instance_type
-
-        imds = imds_instance_type
-    return imds(env)
-
-
-def _run_neuron_ls(root: SysRoot, runner: Runner) -> ToolResult | None:
-    """neuron-ls in its JSON form: `--output-format json` first (Neuron 2.34 retires the old
-    flag), `--json-output` where that gives no JSON (a tool from before 2.34). One run on a
-    current tool; where both fail, the old form's answer says why."""
-    tool = find_neuron_tool(root, "neuron-ls")
-    if tool is None:
-        return None
-    if not sysroot_tools_allowed(root):
-        return ToolResult(None, "", "", SYSROOT_TOOLS_REFUSED)
-    result = ToolResult(None, "", "", "not run")
-    for _name, flags in NEURON_LS_FORMS:
-        result = runner([str(tool), *flags], NEURON_LS_TIMEOUT_S)
-        if result.error is None and result.returncode == 0 and \
-                parse_neuron_ls(result.stdout) is not None:
-            return result
-        if result.error is not None and result.error.startswith("timed out"):
-            return result  # a hung tool: the other form would hang as long
-    return result
-
-
 def gather_evidence(
     root: SysRoot,
     env: Mapping[str, str] | None = None,
@@ -296,8 +164,8 @@ def gather_evidence(
     return HardwareEvidence(
         pci_devices=tuple(pci), sysfs_devices=tuple(sysfs), dev_nodes=tuple(nodes),
         dmi_product=product,
-        imds=None if named else _ask_imds(root, env, bool(pci or sysfs or nodes), imds),
-        neuron_ls=_run_neuron_ls(root, runner),
+        imds=None if named else ask_imds(root, env, bool(pci or sysfs or nodes), imds),
+        neuron_ls=run_neuron_ls(root, runner),
         system_packages=installed_system_packages(root),
         runtime_libraries=tuple(root.display(p)
                                 for p in root.glob("/opt/aws/neuron/lib", "libnrt.so.*.*")),
@@ -374,15 +242,15 @@ def _cores(ev: HardwareEvidence, ls_devices: list[dict[str, Any]] | None, chip: 
            device_count: int) -> tuple[int | None, str | None, int | None]:
     """NeuronCores with their source, and the logical NeuronCore config."""
     cores, source = None, None
-    lnc = _int(ev.logical_nc_config_env)
+    lnc = text_count(ev.logical_nc_config_env)
     if ls_devices:
-        counts = [_count(d.get("nc_count")) for d in ls_devices]
+        counts = [json_count(d.get("nc_count")) for d in ls_devices]
         if all(c is not None for c in counts):
             cores, source = sum(c or 0 for c in counts), "neuron-ls nc_count"
         cfg = ls_devices[0].get("logical_neuroncore_config")
         if cfg is None and ev.neuron_ls is not None:  # the new form says it once, at the top
             cfg = _neuron_ls_top(ev.neuron_ls.stdout).get("logical_neuroncore_config")
-        lnc = _count(cfg) if isinstance(cfg, int) else _int(cfg) if isinstance(cfg, str) else lnc
+        lnc = json_count(cfg) if isinstance(cfg, int) else text_count(cfg) if isinstance(cfg, str) else lnc
     sysfs = ev.sysfs_devices
     if cores is None and sysfs and all(s.core_count is not None for s in sysfs):
         cores, source = sum(s.core_count or 0 for s in sysfs), "sysfs core_count"

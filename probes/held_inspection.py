@@ -15,10 +15,10 @@ appears anywhere in such a line (as an identifier or inside a string), present o
 too long or unreadable to list this way makes the site directories' own listings count (so any
 install into them does). After the engine they are listed again; where anything differs, where
 the interpreter's site directories are not the ones listed, where a module the held interpreter
-loaded as it started changed since it started (inspect_env.py checks this itself: what the
-executable lines imported in turn, by whatever name they computed), or where the held
-interpreter fails in any way (its start-up code took its stdin, say), a fresh interpreter is
-asked.
+loaded as it started changed since it started (the inspection checks this itself, in
+inspect_hold.py: what the executable lines imported in turn, by whatever name they computed), or
+where the held interpreter fails in any way (its start-up code took its stdin, say), a fresh
+interpreter is asked.
 
 Not seen: a start-up import by a name computed at run time (not written in the line) that
 failed as the held interpreter started and that the install then makes importable.

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from neuronctl.probes.dpkg import STATUS_FILE, _stanzas_holding
-from neuronctl.probes.hardware import read_pci
+from neuronctl.probes.hardware_signals import read_pci
 from neuronctl.probes.host_facts import _distribution
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.system_facts import container_evidence, descends_from, find_device_holders

@@ -45,7 +45,7 @@ EXIT_GRACE_S = 0.5
 exiting, short enough that a grandchild holding a pipe open cannot stall us."""
 POLL_S = 0.1
 RELEASE = b"go\n"
-"""What a held script waits for on stdin before its stdin closes (inspect_env.py's RELEASE; the
+"""What a held script waits for on stdin before its stdin closes (inspect_hold.py's RELEASE; the
 scripts import nothing of neuronctl's, so it is written there again)."""
 
 def printable(text: str, limit: int = 300) -> str:

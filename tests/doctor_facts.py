@@ -10,7 +10,8 @@ from typing import Any
 from neuronctl.manifest import Manifest, load_bundled_manifest
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.probes.device import ProbeReport, TierResult
-from neuronctl.probes.hardware import Evidence, HardwareReport, PciDevice, SysfsDevice
+from neuronctl.probes.hardware import Evidence, HardwareReport
+from neuronctl.probes.hardware_signals import PciDevice, SysfsDevice
 from neuronctl.probes.legacy import LegacyReport, Signal
 from neuronctl.probes.pyenv import InstalledDist, PythonEnv
 from neuronctl.probes.sysroot import SysRoot

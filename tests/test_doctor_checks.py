@@ -31,7 +31,8 @@ from neuronctl.ops.doctor.checks_packages import (
     check_torch_neuronx,
 )
 from neuronctl.ops.doctor.facts import ModelRun
-from neuronctl.probes.smoke import Comparison, SmokeReport, SmokeSpec
+from neuronctl.probes.smoke import SmokeReport, SmokeSpec
+from neuronctl.probes.smoke_records import Comparison
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.tomlfile import loads_toml
 

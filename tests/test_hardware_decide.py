@@ -8,13 +8,8 @@ from pathlib import Path
 import pytest
 from sysroots import build_host
 
-from neuronctl.probes.hardware import (
-    HardwareEvidence,
-    PciDevice,
-    SysfsDevice,
-    decide,
-    gather_evidence,
-)
+from neuronctl.probes.hardware import HardwareEvidence, decide, gather_evidence
+from neuronctl.probes.hardware_signals import PciDevice, SysfsDevice
 from neuronctl.probes.imds import ImdsResult
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.tools import ToolResult

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from sysroots import build_host
 
-from neuronctl.probes.hardware import detect_hardware, parse_neuron_ls
+from neuronctl.probes.hardware import detect_hardware
+from neuronctl.probes.hardware_signals import parse_neuron_ls
 from neuronctl.probes.imds import ImdsResult
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.tools import ToolResult

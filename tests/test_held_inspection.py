@@ -148,9 +148,9 @@ def test_cancel_ends_the_held_interpreter(tmp_path):
 def test_neuronctl_releases_with_the_token_the_script_waits_for():
     """The held script imports nothing of neuronctl's: the two copies of the token must agree."""
     from neuronctl.probes import target_run
-    from neuronctl.probes.scripts import inspect_env
+    from neuronctl.probes.scripts import inspect_hold
 
-    assert target_run.RELEASE == inspect_env.RELEASE
+    assert target_run.RELEASE == inspect_hold.RELEASE
 
 
 def test_a_venvs_site_dirs_come_from_its_layout(tmp_path):

@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from neuronctl.ops.bundle_items import MAX_LOG_TAIL, Context, Unavailable, gather_kernel_log
-from neuronctl.probes.hardware import MAX_COUNT, HardwareEvidence, decide, parse_neuron_ls
+from neuronctl.probes.hardware import HardwareEvidence, decide
+from neuronctl.probes.hardware_signals import MAX_COUNT, parse_neuron_ls
 from neuronctl.probes.neuron_ls import MAX_DEVICES, parse_neuron_ls_json
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.tools import ToolResult

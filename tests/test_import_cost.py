@@ -51,8 +51,8 @@ ENGINES = ["neuronctl.backend.pip_engine", "neuronctl.backend.uv_engine"]
 RESOLUTION_ONLY = ["neuronctl.resolvers.http_fetch", "neuronctl.resolvers.http_body",
                    "neuronctl.resolvers.http_deadline", "socket"]
 # Only the device probe (doctor level 2) and a model run (level 3): statistics, fractions.
-PROBE_AND_SMOKE_ONLY = ["neuronctl.probes.device", "neuronctl.probes.smoke", "neuronctl.ops.smoke",
-                        "statistics"]
+PROBE_AND_SMOKE_ONLY = ["neuronctl.probes.device", "neuronctl.probes.smoke",
+                        "neuronctl.probes.smoke_records", "neuronctl.ops.smoke", "statistics"]
 
 
 def test_an_install_from_a_lock_loads_no_resolution_snapshot_doctor_or_system_readers(tmp_path):

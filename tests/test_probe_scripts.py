@@ -18,6 +18,9 @@ from neuronctl.probes.pyenv import Inspection, resolve_python
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = ("device_probe.py", "inspect_env.py", "python_version.py")
+# Loaded by path by the scripts above (smoke_run.py and its helpers; inspect_env.py's wait).
+HELPERS = ("smoke_run.py", "smoke_compare.py", "descendants.py", "reference_model.py",
+           "inspect_hold.py")
 PRODUCT_DIRS = ("neuronctl", "probes", "resolvers", "backend")
 
 
@@ -28,14 +31,14 @@ def _python(minor):
         pytest.skip(f"no Python {minor} here")
 
 
-@pytest.mark.parametrize("name", SCRIPTS)
+@pytest.mark.parametrize("name", SCRIPTS + HELPERS)
 def test_each_script_is_a_real_file_of_the_installed_package(name):
     path = resources.files("neuronctl.probes.scripts").joinpath(name)
     assert isinstance(path, Path) and path.is_file()
     assert path.resolve() == (REPO / "probes" / "scripts" / name).resolve()
 
 
-@pytest.mark.parametrize("name", SCRIPTS)
+@pytest.mark.parametrize("name", SCRIPTS + HELPERS)
 def test_each_script_stands_alone_on_the_standard_library(name):
     tree = ast.parse((REPO / "probes" / "scripts" / name).read_text())
     imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
@@ -100,7 +103,7 @@ def test_the_wheel_ships_the_scripts(tmp_path):
     subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir",
                     str(tmp_path), str(REPO)], check=True, capture_output=True)
     names = zipfile.ZipFile(next(tmp_path.glob("neuronctl-*.whl"))).namelist()
-    for name in ("__init__.py", *SCRIPTS):
+    for name in ("__init__.py", *SCRIPTS, *HELPERS):
         assert f"neuronctl/probes/scripts/{name}" in names
 
 

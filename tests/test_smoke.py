@@ -12,7 +12,8 @@ import pytest
 
 from neuronctl.ops.reporter import CollectingReporter
 from neuronctl.ops.smoke import SmokeRequest, run_smoke
-from neuronctl.probes.smoke import HELLO, STAGES, SmokeExit, SmokeSpec, parse_smoke
+from neuronctl.probes.smoke import SmokeExit, SmokeSpec, parse_smoke
+from neuronctl.probes.smoke_records import HELLO, STAGES
 
 FAST = ("--device", "cpu", "--warmup", "1", "--steps", "3")
 

@@ -5,8 +5,8 @@ argv: CHANNEL_FD OPTIONS_JSON. Writes a hello line, then the facts as one JSON l
 channel: the interpreter, its markers and wheel tags, its bundled pip wheel, and its installed
 distributions (read from plain .dist-info directories where that is all there is, else with
 importlib.metadata). Held (option "hold"), it reads the distributions only once neuronctl
-releases it (RELEASE on stdin, then its end): neuronctl starts it while an engine installs, so
-that its start-up is done by then.
+releases it (RELEASE on stdin, then its end; inspect_hold.py, beside this file): neuronctl starts
+it while an engine installs, so that its start-up is done by then.
 """
 
 import sys
@@ -147,11 +147,7 @@ def bundled_pip() -> "Optional[str]":
     # ensurepip's own _bundled folder, read without importing ensurepip (~0.06 s); a distro that
     # moved the wheels elsewhere (Debian's _WHEEL_PKG_DIR) goes through ensurepip itself.
     folder = os.path.join(os.path.dirname(os.__file__), "ensurepip", "_bundled")
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        names = []
-    pips = [os.path.join(folder, n) for n in names if n.startswith("pip-") and n.endswith(".whl")]
+    pips = [os.path.join(folder, n) for n in listed(folder) if n.startswith("pip-") and n.endswith(".whl")]
     if len(pips) == 1:
         return pips[0]
     try:
@@ -177,11 +173,7 @@ def scan_dist_infos() -> "Optional[List[str]]":
             if os.path.exists(base):
                 return None
             continue
-        try:
-            names = os.listdir(base)
-        except OSError:
-            continue
-        for name in names:
+        for name in listed(base):
             low = name.lower()
             if low.endswith((".egg-info", ".egg", ".egg-link")):
                 return None
@@ -301,68 +293,6 @@ def distributions(opts: "Dict[str, Any]", out: "Dict[str, Any]") -> None:
     out["reader"] = "importlib.metadata" if found is None else "dist-info scan"
 
 
-RELEASE = b"go\n"
-"""What neuronctl writes to a held inspection's stdin before closing it."""
-STALE = 3
-"""Exit status of a held inspection whose stdin closed without RELEASE (start-up code took or
-closed it), or whose start-up modules changed while it waited: it reports nothing, and neuronctl
-asks a new interpreter."""
-
-
-def wait_for_release() -> bool:
-    """Until stdin closes (neuronctl closes it after the install, or dies): everything else this
-    inspection reports is fixed for the life of the interpreter, the distributions are not.
-    True only where neuronctl's RELEASE came first."""
-    got = b""
-    while len(got) <= len(RELEASE):
-        try:
-            chunk = os.read(0, 64)
-        except OSError:
-            return False
-        if not chunk:
-            return got == RELEASE
-        got += chunk
-    return False
-
-
-def started_at() -> float:
-    """A moment before this interpreter started (wall clock: what file ctimes are), from /proc;
-    never later than this script's start, and 10 s before it where /proc cannot say."""
-    try:
-        with open("/proc/self/stat") as fh:
-            ticks = int(fh.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/uptime") as fh:
-            uptime = float(fh.read().split()[0])
-        age = uptime - ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        age = 10.0
-    # ctimes come from a clock that may lag by a tick, and /proc counts in ticks: the margin
-    # keeps a change just after the start from looking older than it.
-    return min(time.time() - max(age, 0.0), SCRIPT_START) - 0.05
-
-
-def start_up_changed(since: float) -> bool:
-    """Whether a file of a module loaded as this interpreter started was changed (or removed)
-    since `since`: start-up code may then run differently in a new interpreter."""
-    for name, module in AT_START:
-        path = getattr(module, "__file__", None)
-        if name == "__main__" or not isinstance(path, str):
-            continue
-        try:
-            if os.stat(path).st_ctime > since:
-                return True
-        except OSError:
-            return True
-    return False
-
-
-def forget_listings() -> None:
-    """importlib.metadata caches what it listed (keyed on mtimes, which one tick may not tell
-    apart): where start-up code used it before the install, it lists again."""
-    if "importlib.metadata" in sys.modules:
-        sys.modules["importlib"].invalidate_caches()
-
-
 def open_channel(argv: "List[str]") -> "IO[str]":
     """The private channel named in argv: not inherited by anything the environment starts, and
     this folder not on sys.path (it is not part of the environment being inspected)."""
@@ -372,6 +302,20 @@ def open_channel(argv: "List[str]") -> "IO[str]":
     if sys.path and os.path.abspath(sys.path[0] or ".") == here:
         del sys.path[0]
     return os.fdopen(fd, "w", encoding="utf-8")
+
+
+def held() -> "Any":
+    """inspect_hold.py, the held inspection's wait, loaded by its path (this folder leaves
+    sys.path in open_channel), and only when held: importlib.util costs a few ms, which only an
+    inspection started long before it is read can spare."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "inspect_hold.py")
+    spec = importlib.util.spec_from_file_location("neuronctl_inspect_hold", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def main() -> int:
@@ -389,10 +333,9 @@ def main() -> int:
         if pip is not None:
             out["bundled_pip"] = pip
     if opts.get("hold"):
-        since = started_at()
-        if not wait_for_release() or start_up_changed(since):
-            return STALE
-        forget_listings()
+        hold = held()
+        if not hold.released_unchanged(AT_START, SCRIPT_START):
+            return int(hold.STALE)
     if opts["packages"]:
         distributions(opts, out)
     channel.write(json.dumps(out) + "\n")

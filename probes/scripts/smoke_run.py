@@ -1,4 +1,4 @@
-# ruff: noqa: UP006, UP035, UP045, B905  (runs in the target interpreter: whatever Python its torch needs, 3.8 on)
+# ruff: noqa: UP006, UP035, UP045  (runs in the target interpreter: whatever Python its torch needs, 3.8 on)
 """A model's smoke run, inside the target interpreter (see probes/smoke.py, which parses it).
 
 argv: CHANNEL_FD REQUEST_JSON, the request holding model (MODULE:FACTORY or null), script (a path
@@ -13,7 +13,9 @@ model cannot be found, or its factory returns the wrong thing: the user's mistak
 
 The CPU reference is a deep copy of the model and its inputs taken before anything is moved to
 the device; it never goes through `.to()`. The outputs (and with train, the gradients) of the
-first device step are compared with one step of that copy on CPU.
+first device step are compared with one step of that copy on CPU (smoke_compare.py); what the
+model leaves running is killed as this interpreter exits (descendants.py). Both, and the built-in
+reference model, are files beside this one, loaded by path (sibling()).
 """
 
 import contextlib
@@ -30,13 +32,26 @@ from typing import IO, Any, Callable, Dict, List, Optional, Tuple
 
 HELLO = {"smoke": "neuronctl-smoke", "version": 1}
 STAGES = ("import", "device", "load", "build", "move", "warmup", "steps", "reference", "compare")
-# (rtol, atol) per dtype; atol is a fraction of the tensor's largest reference value, so a
-# tensor of tiny gradients is held to its own scale. Loose enough for a backend that computes
-# float32 matmuls at reduced precision, tight enough that a wrong result never passes.
-TOLERANCES = {"float64": (1e-6, 1e-8), "float32": (1e-2, 1e-3), "float16": (1e-2, 5e-3),
-              "bfloat16": (5e-2, 2e-2)}
-LOOSEST = (1e-1, 1e-1)  # float8 and other narrow types
 LEARNING_RATE = 1e-3
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def sibling(filename: str, name: str) -> Any:
+    """A module beside this script, loaded by its path, never by name: this folder leaves
+    sys.path (open_channel), and a module the target's start-up code put in sys.modules under
+    that name must never stand in for it."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, filename))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+judge = sibling("smoke_compare.py", "neuronctl_smoke_compare")
+reaper = sibling("descendants.py", "neuronctl_smoke_descendants")
+leaves, compare = judge.leaves, judge.compare
+OWN_FILES = (os.path.abspath(__file__), judge.__file__, reaper.__file__)
+"""Where a traceback's frames are this script's own, not the model's (see where())."""
 
 
 class BadInput(Exception):
@@ -56,17 +71,6 @@ def emitter(channel: IO[str]) -> Callable[..., None]:
     return emit
 
 
-def leaves(value: Any, path: str, torch: Any) -> List[Tuple[str, Any]]:
-    """The tensors in an output or an input (tuples, lists, dicts, nested), with their paths."""
-    if isinstance(value, torch.Tensor):
-        return [(path, value)]
-    if isinstance(value, dict):
-        return [leaf for key in value for leaf in leaves(value[key], f"{path}[{key!r}]", torch)]
-    if isinstance(value, (list, tuple)):
-        return [leaf for i, item in enumerate(value) for leaf in leaves(item, f"{path}[{i}]", torch)]
-    return []
-
-
 def moved(value: Any, device: str, torch: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return value.to(device)
@@ -83,50 +87,6 @@ def call(fn: Callable[..., Any], inputs: Any) -> Any:
     if isinstance(inputs, (list, tuple)):
         return fn(*inputs)
     return fn(inputs)
-
-
-def tensor_error(got: Any, want: Any, torch: Any) -> Dict[str, Any]:
-    """One pair's max abs and max rel error (relative to the reference's largest finite value),
-    and whether it is within its dtype's tolerance (NaN matches NaN, inf the same inf)."""
-    name = str(want.dtype).replace("torch.", "")
-    rtol, atol = TOLERANCES.get(name, LOOSEST) if want.is_floating_point() else (0.0, 0.0)
-    a, b = got.detach().double(), want.detach().double()
-    finite = torch.isfinite(b)
-    scale = float(b[finite].abs().max()) if bool(finite.any()) else 0.0
-    diff = (a - b).abs()[finite & torch.isfinite(a)]
-    max_abs = float(diff.max()) if diff.numel() else 0.0
-    ok = bool(torch.isclose(a, b, rtol=rtol, atol=atol * scale, equal_nan=True).all())
-    return {"ok": ok, "max_abs": max_abs, "max_rel": max_abs / scale if scale > 0 else max_abs,
-            "dtype": name, "rtol": rtol, "atol": atol}
-
-
-def compare(got: List[Tuple[str, Any]], want: List[Tuple[str, Any]], torch: Any) -> Dict[str, Any]:
-    """The worst tensor's errors over every pair, and whether every pair is within tolerance;
-    the first pair that is not stops the comparison and is the one reported."""
-    summary: Dict[str, Any] = {"ok": True, "max_abs": 0.0, "max_rel": 0.0, "worst": None,
-                               "tensors": len(want), "dtype": None, "rtol": None, "atol": None,
-                               "problem": None}
-    if [path for path, _ in got] != [path for path, _ in want]:
-        summary.update(ok=False, problem="the device run and the CPU run give different tensors")
-        return summary
-    for (path, a), (_, b) in zip(got, want):
-        if a is None or b is None:
-            if (a is None) != (b is None):
-                summary.update(ok=False, worst=path, problem=f"{path}: on one side only")
-                return summary
-            continue
-        if tuple(a.shape) != tuple(b.shape) or a.dtype != b.dtype:
-            summary.update(ok=False, worst=path, problem=f"{path}: {tuple(a.shape)} {a.dtype} on the "
-                                                         f"device, {tuple(b.shape)} {b.dtype} on CPU")
-            return summary
-        error = tensor_error(a, b, torch)
-        if not error["ok"] or summary["worst"] is None or error["max_rel"] > summary["max_rel"]:
-            summary.update(error, ok=summary["ok"], worst=path)
-        if not error["ok"]:
-            summary.update(ok=False, problem=None if error["max_abs"] else f"{path}: NaN or inf where the "
-                           "other side has a number")
-            return summary
-    return summary
 
 
 class SmokeRun:
@@ -209,11 +169,7 @@ class SmokeRun:
         elif spec:
             factory, what = self.import_factory(origin, spec), f"{origin} {spec}"
         else:
-            here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference_model.py")
-            module_spec = importlib.util.spec_from_file_location("neuronctl_reference_model", here)
-            assert module_spec is not None and module_spec.loader is not None
-            module = importlib.util.module_from_spec(module_spec)
-            module_spec.loader.exec_module(module)
+            module = sibling("reference_model.py", "neuronctl_reference_model")
             factory, what = module.make, "the built-in reference model"
         if not callable(factory):
             raise BadInput(f"{what} is {describe(factory)}, not a callable")
@@ -357,8 +313,9 @@ def error_text(exc: BaseException) -> str:
 
 
 def where(exc: BaseException) -> Optional[str]:
-    """file:line of the innermost frame outside this script (usually the model's own code)."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != os.path.abspath(__file__)]
+    """file:line of the innermost frame outside this script and its helpers (usually the model's
+    own code)."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename not in OWN_FILES]
     return f"{os.path.basename(frames[-1].filename)}:{frames[-1].lineno}" if frames else None
 
 
@@ -368,78 +325,16 @@ def open_channel(argv: List[str]) -> IO[str]:
     fd = int(argv[1])
     os.set_inheritable(fd, False)
     del sys.argv[1:]
-    here = os.path.dirname(os.path.abspath(__file__))
-    if sys.path and os.path.abspath(sys.path[0] or ".") == here:
+    if sys.path and os.path.abspath(sys.path[0] or ".") == HERE:
         del sys.path[0]
     return os.fdopen(fd, "w", encoding="utf-8")
 
 
-PR_SET_CHILD_SUBREAPER = 36
-
-
-def become_subreaper() -> None:
-    """Orphans of what the model starts (a daemon that forks twice, a child in its own session)
-    are then reparented to this interpreter, not to init: end_descendants() and neuronctl's
-    kill find them by their parent links (Linux 3.4+; elsewhere nothing)."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except (OSError, AttributeError, ImportError):
-        pass
-
-
-def live_descendants() -> "Dict[int, int]":
-    """pid -> start time of each live descendant of this interpreter, by /proc's parent links."""
-    children = {}  # type: Dict[int, List[Tuple[int, bool, int]]]
-    for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
-        try:
-            with open("/proc/" + name + "/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[-1].split()
-            children.setdefault(int(fields[1]), []).append((int(name), fields[0] == b"Z", int(fields[19])))
-        except (OSError, IndexError, ValueError):
-            continue
-    found = {}  # type: Dict[int, int]
-    todo = [os.getpid()]
-    while todo:
-        for pid, zombie, start in children.get(todo.pop(), ()):
-            if pid not in found:
-                found[pid] = -1 if zombie else start
-                todo.append(pid)
-    return {pid: start for pid, start in found.items() if start >= 0}
-
-
-def end_descendants() -> None:
-    """Kill whatever the model started and left running (round after round: one that forks as
-    its parent dies is found next time, reparented here), then reap it: run as this interpreter
-    exits, after every other exit handler (which may still stop their workers nicely)."""
-    import signal
-
-    deadline = time.monotonic() + 2.0
-    while time.monotonic() < deadline:
-        live = live_descendants()
-        if not live:
-            break
-        now = live_descendants()  # a second look: a pid reused since the first has another start
-        for pid, start in live.items():
-            if now.get(pid) == start:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-        time.sleep(0.002)
-    try:
-        while os.waitpid(-1, os.WNOHANG)[0] > 0:
-            pass
-    except ChildProcessError:
-        pass
-
-
 def main() -> int:
-    become_subreaper()
+    reaper.become_subreaper()
     import atexit
 
-    atexit.register(end_descendants)  # the first registered runs last
+    atexit.register(reaper.end_descendants)  # the first registered runs last
     request = json.loads(sys.argv[2])
     emit = emitter(open_channel(sys.argv))
     emit("hello", **HELLO)

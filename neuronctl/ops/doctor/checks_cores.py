@@ -152,6 +152,23 @@ def _counts(f: Facts, lnc: int | None) -> tuple[int | None, int | None]:
     return total, total // hw.device_count
 
 
+def _visible_cores(visible: str, total: int | None, lnc: int | None, problems: list[str],
+                   warnings: list[str]) -> tuple[int, ...] | None:
+    """The cores NEURON_RT_VISIBLE_CORES names (None where it cannot be read), with what is wrong
+    with them: unreadable or past this host's `total` (problems), a core named twice (warnings)."""
+    parsed = parse_visible_cores(visible)
+    if parsed.error:
+        problems.append(f"NEURON_RT_VISIBLE_CORES: {parsed.error}")
+        return None
+    if parsed.duplicates:
+        warnings.append(f"NEURON_RT_VISIBLE_CORES names cores {_ranges(parsed.duplicates)} twice")
+    out = [c for c in parsed.cores if total is not None and c >= total]
+    if out and total is not None:
+        problems.append(f"NEURON_RT_VISIBLE_CORES: cores {_ranges(out)} out of range "
+                        f"(this host has 0-{total - 1} at LNC={lnc or 'n/a'})")
+    return parsed.cores
+
+
 @check("runtime.cores", "NeuronCore allocation", gathers=HARDWARE)
 def check_runtime_cores(f: Facts) -> CheckOutcome:
     env = f.environ
@@ -169,22 +186,9 @@ def check_runtime_cores(f: Facts) -> CheckOutcome:
                                                  "NEURON_LOGICAL_NC_CONFIG", "NEURON_CC_FLAGS",
                                                  "NEURONCORE_GROUP_SIZES") if k in env]
     visible = env.get("NEURON_RT_VISIBLE_CORES")
-    chosen = None
-    if visible is not None:
-        parsed = parse_visible_cores(visible)
-        if parsed.error:
-            problems.append(f"NEURON_RT_VISIBLE_CORES: {parsed.error}")
-        else:
-            chosen = parsed.cores
-            if parsed.duplicates:
-                warnings.append(f"NEURON_RT_VISIBLE_CORES names cores {_ranges(parsed.duplicates)} "
-                                "twice")
-            out = [c for c in parsed.cores if total is not None and c >= total]
-            if out and total is not None:
-                problems.append(f"NEURON_RT_VISIBLE_CORES: cores {_ranges(out)} out of range "
-                                f"(this host has 0-{total - 1} at LNC={lnc or 'n/a'})")
-        if env.get("NEURON_RT_NUM_CORES") is not None:
-            details.append("NEURON_RT_VISIBLE_CORES takes precedence over NEURON_RT_NUM_CORES")
+    chosen = None if visible is None else _visible_cores(visible, total, lnc, problems, warnings)
+    if visible is not None and env.get("NEURON_RT_NUM_CORES") is not None:
+        details.append("NEURON_RT_VISIBLE_CORES takes precedence over NEURON_RT_NUM_CORES")
     num = env.get("NEURON_RT_NUM_CORES")
     if num is not None and visible is None:
         text = num.strip()
