@@ -21,7 +21,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from neuronctl.probes.target_run import CHANNEL_CAP, ScriptExit, TargetScript, last_line, printable
+from neuronctl.probes.target_run import (
+    CHANNEL_CAP,
+    ScriptExit,
+    TargetScript,
+    json_record,
+    last_line,
+    printable,
+)
 
 TIERS: tuple[str, ...] = ("import", "backend", "device_count", "allocate", "op", "autograd", "compile")
 
@@ -96,14 +103,7 @@ def _extra(tier: str, record: dict[str, Any]) -> str | int | None:
 
 def parse_tier_line(line: str, expected: str) -> tuple[TierResult, str | int | None]:
     """One tier record, validated: the tier due next, a known status, typed fields, bounded."""
-    if len(line) > LINE_CAP:
-        raise MalformedLine(f"a line of {len(line)} characters")
-    try:
-        record = json.loads(line)
-    except (ValueError, RecursionError):
-        raise MalformedLine("not JSON") from None
-    if not isinstance(record, dict):
-        raise MalformedLine("not a JSON object")
+    record = json_record(line, LINE_CAP, MalformedLine)
     allowed = {"tier", "status", "detail", "ms", EXTRA_KEYS.get(expected)}
     if not set(record) <= allowed:
         raise MalformedLine(f"unexpected field {printable(str(min(set(record) - allowed)), 40)!r}")

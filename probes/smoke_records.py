@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from neuronctl.probes.target_run import printable
+from neuronctl.probes.target_run import json_record, printable
 
 STAGES: tuple[str, ...] = ("import", "device", "load", "build", "move", "warmup", "steps",
                            "reference", "compare")
@@ -183,15 +183,7 @@ def read_channel(lines: Sequence[str], warmup: int, steps: int) -> Reading:
         try:
             if reading.result is not None:
                 raise MalformedLine("a line after the result")
-            if len(line) > LINE_CAP:
-                raise MalformedLine(f"a line of {len(line)} characters")
-            try:
-                record = json.loads(line)
-            except (ValueError, RecursionError):
-                raise MalformedLine("not JSON") from None
-            if not isinstance(record, dict):
-                raise MalformedLine("not a JSON object")
-            _take(reading, record, warmup, steps)
+            _take(reading, json_record(line, LINE_CAP, MalformedLine), warmup, steps)
         except MalformedLine as exc:
             reading.malformed = str(exc)
             break

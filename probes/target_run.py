@@ -29,9 +29,11 @@ exit, or keep our pipes open forever. So:
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from neuronctl import proc
 from neuronctl.errors import FaultError
@@ -53,6 +55,20 @@ def printable(text: str, limit: int = 300) -> str:
     no control characters or escape sequences, bounded. Redacted whole, then cut, so that a cut
     cannot split a credential from the '@' that marks it."""
     return "".join(ch if ch.isprintable() else "?" for ch in redact(text)[:limit])
+
+
+def json_record(line: str, cap: int, malformed: type[ValueError]) -> dict[str, Any]:
+    """One line of a script's channel as a JSON object, bounded (`cap` characters, no deep
+    nesting), else `malformed` saying why: what every channel reader takes a record by."""
+    if len(line) > cap:
+        raise malformed(f"a line of {len(line)} characters")
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        raise malformed("not JSON") from None
+    if not isinstance(record, dict):
+        raise malformed("not a JSON object")
+    return record
 
 
 def last_line(text: str) -> str:
