@@ -82,7 +82,8 @@ def test_download_shows_what_it_checks_on_a_terminal_and_nothing_on_a_pipe(uni, 
     assert "checking " in first and " host(s) before downloading" in first, first[-2000:]
     # A re-run downloads nothing: it checks each file's sha256, and says so as it goes.
     again = run_in_pty(argv, 100, _env())
-    assert re.search(r"files: \d+ of \d+ done \([a-z0-9._-]+\)", again), again[-2000:]
+    # Each file as its progress bar names it: the package and its version.
+    assert re.search(r"files: \d+ of \d+ done \([a-z0-9._-]+ \d[^ )]*\)", again), again[-2000:]
     quiet_argv = [*NEURONCTL, "-q", *argv[len(NEURONCTL):]]
     for silent in ([*argv, "--json"], quiet_argv):
         quiet = run_in_pty(silent, 100, _env())

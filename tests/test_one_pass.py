@@ -169,25 +169,12 @@ def test_a_private_index_installs_and_its_password_is_in_no_argv_env_output_or_f
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_engines_own_progress_reaches_a_terminal_and_failures_are_still_reported(uni, locked, tmp_path,
                                                                                      engine):
-    import pty
+    from first_hour_pty import on_pty
 
     def on_terminal(*args: str) -> tuple[int, str]:
-        master, slave = pty.openpty()
-        proc = subprocess.Popen([sys.executable, "-m", "neuronctl", *args], stdin=slave, stdout=slave,
-                                stderr=slave, env={**os.environ, "COLUMNS": "120",
-                                                   "UV_CACHE_DIR": str(tmp_path / f"uv-{len(args)}")})
-        os.close(slave)
-        out = bytearray()
-        while True:
-            try:
-                chunk = os.read(master, 1 << 16)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-        os.close(master)
-        return proc.wait(timeout=60), out.decode(errors="replace")
+        env = {**os.environ, "UV_CACHE_DIR": str(tmp_path / f"uv-{len(args)}")}
+        ran = on_pty([sys.executable, "-m", "neuronctl", *args], env, width=120, timeout=120)
+        return ran.code, ran.shown
 
     code, said = on_terminal("install", "--lock", str(locked), "--venv", str(tmp_path / "v"),
                              "--venv-python", "3.12", "--backend", engine, "--no-check")
