@@ -63,7 +63,8 @@ def test_an_install_from_a_lock_loads_no_resolution_snapshot_doctor_or_system_re
     TOML writer (a lock is read here, never written)."""
     watched = [*RESOLUTION_ONLY, *PROBE_AND_SMOKE_ONLY, *SYSTEM_READERS, *ENGINES,
                "neuronctl.backend.snapshot", "csv", "neuronctl.ops.doctor.report",
-               "neuronctl.ops.doctor.runner", "neuronctl.probes.nvidia", "neuronctl.toml_emit"]
+               "neuronctl.ops.doctor.runner", "neuronctl.ops.doctor.levels",
+               "neuronctl.probes.nvidia", "neuronctl.toml_emit"]
     reads_its_lock = [*INSTALL_PATH, "neuronctl.resolvers.pylock"]
     assert _loaded(reads_its_lock, watched, tmp_path) == []
 

@@ -15,7 +15,7 @@ from neuronctl.devices import DEVICES
 from neuronctl.settings import Flag, Resolver, Setting
 
 if TYPE_CHECKING:
-    from neuronctl.ops.lock.request import StackSettings
+    from neuronctl.ops.lock.stack_settings import StackSettings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -175,7 +175,7 @@ def stack_settings(rules: Resolver, *, latest: bool, fallback: str | None = None
     """The stack the running command's request options ask for, resolved; `pythons` and
     `platforms`: the parameters that hold the target (a command without them: "")."""
     from neuronctl.ops.index_routing import index_sources
-    from neuronctl.ops.lock.request import StackSettings
+    from neuronctl.ops.lock.stack_settings import StackSettings
 
     python = rules.resolve("python_versions", typed(pythons) if pythons else None)
     return StackSettings(

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from neuronctl.errors import InputError
-from neuronctl.ops.doctor.levels import DEFAULT_LEVEL, Budget, budget_for
 from neuronctl.ops.install.background import OnThread
 from neuronctl.ops.install.source import InstallSource
 from neuronctl.ops.install.target import InstallTarget
@@ -42,6 +41,8 @@ def _load_doctor() -> None:
 
 def inspection_timeout(check_timeout: float | None) -> float:
     """The held inspection's limit: what the doctor would give its own inspection."""
+    from neuronctl.ops.doctor.levels import DEFAULT_LEVEL, Budget, budget_for  # not with --no-check
+
     return Budget.inner(budget_for(DEFAULT_LEVEL, check_timeout).check_s)
 
 
@@ -50,7 +51,7 @@ class Prepared:
 
     def __init__(self, enabled: bool, check_timeout: float | None, reporter: Reporter) -> None:
         self._enabled = enabled
-        self._timeout = inspection_timeout(check_timeout)
+        self._check_timeout = check_timeout
         self._reporter = reporter
         self._preload = OnThread(_load_doctor, name="neuronctl-preload")
         self.inspection: HeldInspection | None = None
@@ -60,7 +61,8 @@ class Prepared:
         """The target exists: list what its interpreter's start-up reads, before the engine."""
         if self._enabled:
             dirs = venv_site_dirs(target.environment) if target.new_venv else before.site_dirs
-            self.inspection = HeldInspection(target.final_python, dirs, self._timeout)
+            self.inspection = HeldInspection(target.final_python, dirs,
+                                             inspection_timeout(self._check_timeout))
 
     def engine_started(self) -> None:
         """The engine runs: what the doctor needs starts now, not in its way as it starts."""
@@ -101,6 +103,7 @@ def check(given: CheckInput, *, prepared: Prepared | None = None,
     held, so it still describes the environment)."""
     # The doctor loads here (or on the preload's thread while the engine ran): an install with
     # --no-check, or one that stops before, never loads it.
+    from neuronctl.ops.doctor.levels import DEFAULT_LEVEL
     from neuronctl.ops.doctor.run import DoctorRequest, Known, doctor
 
     picked, found = given.picked, given.found

@@ -4,14 +4,15 @@ lock, where and in which format the lock goes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from neuronctl.devices import FALLBACK_DEVICES
 from neuronctl.errors import InputError
 from neuronctl.manifest import Manifest, Release
-from neuronctl.ops.index_routing import IndexSources, route_indexes
+from neuronctl.ops.index_routing import route_indexes
+from neuronctl.ops.lock.stack_settings import StackSettings
 from neuronctl.resolvers.pylock import LockInputs
 from neuronctl.resolvers.stack_plan import (
     Fallback,
@@ -29,7 +30,6 @@ from neuronctl.routing import (
     fallback_only_indexes,
     load_fallback_routing,
 )
-from neuronctl.settings import DEFAULT, Setting
 
 LockFormat = Literal["pylock", "requirements"]
 STDOUT = "-"
@@ -108,24 +108,6 @@ def _fallback_plan(rel: Release, torch: str | None, latest: bool, device: str,
             raise InputError(f"--fallback cuda: no CUDA variant is known for torch {fw.torch}",
                              hint="name one: --fallback cuda=cu130")
     return plan_fallback(rel, torch, latest, Fallback(device, variant if device == "cuda" else None))
-
-
-@dataclass(frozen=True)
-class StackSettings:
-    """What the user asked the stack to be, resolved by neuronctl.settings (flag > environment >
-    config > default); the release keeps its source for messages."""
-
-    release: Setting[str | None] = field(default_factory=lambda: Setting(None, DEFAULT))
-    torch: str | None = None
-    python_versions: tuple[str, ...] = ()
-    python_source: str = "--python-version"
-    """How the Python versions were given, for the error naming one the release lacks."""
-    platforms: tuple[str, ...] = ()
-    requirements: tuple[str, ...] = ()
-    indexes: IndexSources = field(default_factory=IndexSources)
-    latest: bool = False
-    fallback: str | None = None
-    """lock --fallback cuda[=VARIANT]|cpu: a fallback lock's stack."""
 
 
 def plan_request(manifest: Manifest, settings: StackSettings) -> StackRequest:
