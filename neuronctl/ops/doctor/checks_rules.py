@@ -11,13 +11,11 @@ from typing import TYPE_CHECKING
 
 from neuronctl.ops.doctor.registry import HARDWARE, check
 from neuronctl.ops.doctor.runner import CheckOutcome, Status
+from neuronctl.probes.os_release import host_os
 from neuronctl.rules import Rule, Situation, broken_rules, describe
 
 if TYPE_CHECKING:
-    from neuronctl.manifest import Framework, Manifest
     from neuronctl.ops.doctor.facts import Facts
-    from neuronctl.probes.hardware import HardwareReport
-    from neuronctl.probes.sysroot import SysRoot
 
 STALE_AFTER_DAYS = 45
 
@@ -28,26 +26,6 @@ def _outcome(f: Facts, rules: list[Rule], ok: str, details: tuple[str, ...] = ()
     words = [describe(r) for r in rules]
     status: Status = "fail" if any(r.severity == "fail" for r in rules) else "warn"
     return CheckOutcome(status, "; ".join(words), None, (*details, *words))
-
-
-def host_os(root: SysRoot) -> str | None:
-    """"ubuntu 24.04" from the root's os-release (via `distro`, through the root's bounded
-    reader), None where it cannot be read."""
-    os_id: str | None
-    version: str | None
-    if root.is_host:  # distro straight on this machine: no copy, no tempfile
-        import distro
-
-        info = distro.LinuxDistribution(include_lsb=False, include_uname=False,
-                                        include_oslevel=False)
-        os_id, version = info.id(), info.version()
-    else:  # a captured tree: its release files through the root's contained reader
-        from neuronctl.probes.host_facts import _distribution
-
-        _pretty, os_id, version = _distribution(root)
-    if not os_id:
-        return None
-    return f"{os_id} {version or ''}".strip().lower()[:80]
 
 
 @check("host.os", "Operating system", gathers=HARDWARE)
@@ -120,18 +98,3 @@ def stale_note(compiled: str | None, today: dt.date) -> str | None:
         return None
     return (f"the release data was compiled {compiled}, {age} days ago: newer Neuron releases "
             "may exist; `neuronctl releases update` fetches AWS's current manifest")
-
-
-def install_rule_notes(manifest: Manifest, release: str | None, framework: Framework | None,
-                       python: str, hardware: HardwareReport, root: SysRoot,
-                       allow: bool) -> list[str]:
-    """install's one call: the rules for this stack on this host's chip and OS (exit 2 for a
-    combination a rule forbids, unless --allow-unsupported); the notes to show."""
-    from neuronctl.stack_rules import check_stack_rules
-
-    found = manifest.find(release) if release else None
-    # Without Neuron hardware the environment is prepared for another host: its OS is not this
-    # one's, and only the rules that do not depend on the host apply.
-    present = hardware.present
-    return check_stack_rules(found, framework, [python], chip=hardware.chip if present else None,
-                             os=host_os(root) if present else None, allow=allow, what="install")

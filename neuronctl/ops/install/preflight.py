@@ -59,12 +59,19 @@ def stack_notes(manifest: Manifest, release: str | None, framework: Framework | 
 def rule_notes(manifest: Manifest, release: str | None, framework: Framework | None, python: str,
                hardware: HardwareReport, sysroot: SysRoot, allow_unsupported: bool,
                reporter: Reporter) -> None:
-    """The documented rules on this stack (the doctor's own): bad input where one forbids it
-    (unless --allow-unsupported), else a note for each that applies."""
-    from neuronctl.ops.doctor.checks_rules import install_rule_notes  # the doctor's checks: lazily
+    """The documented rules on this stack, on this host's chip and OS (the doctor's own rules):
+    bad input where one forbids it (unless --allow-unsupported), else a note for each that
+    applies. Without Neuron hardware the environment is prepared for another host: its OS is not
+    this one's, and only the rules that do not depend on the host apply."""
+    from neuronctl.probes.os_release import host_os
+    from neuronctl.stack_rules import check_stack_rules
 
-    for note in install_rule_notes(manifest, release, framework, python, hardware, sysroot,
-                                   allow_unsupported):
+    found = manifest.find(release) if release else None
+    present = hardware.present
+    for note in check_stack_rules(found, framework, [python],
+                                  chip=hardware.chip if present else None,
+                                  os=host_os(sysroot) if present else None,
+                                  allow=allow_unsupported, what="install"):
         reporter.emit(Note(note))
 
 
