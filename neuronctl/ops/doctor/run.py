@@ -202,11 +202,6 @@ class Known:
     env: PythonEnv | None = None
     inspection: HeldInspection | None = None
 
-    @property
-    def interpreter(self) -> bool:
-        """Whether the target interpreter is known to answer (inspected, or being inspected)."""
-        return self.env is not None or self.inspection is not None
-
 
 @dataclass(frozen=True)
 class DoctorRequest:
@@ -275,8 +270,7 @@ def doctor(request: DoctorRequest, reporter: Reporter | None = None) -> DoctorRe
     budget = budget_for(request.level, request.check_timeout)
     reporter.emit(DoctorStarted(f"running {len(ids)} checks (level {request.level})", "checks",
                                 checks=tuple(ids), level=request.level))
-    # An interpreter already inspected is not run once more just to see that it is a Python.
-    python = known.python or resolve_python(request.python, run_it=not known.interpreter)
+    python = known.python or resolve_python(request.python)
     facts = Facts(python=python, sysroot=SysRoot.from_env(request.sysroot),
                   manifest=request.manifest, release=request.release, device=request.device,
                   timeout=budget.inner(budget.check_s),

@@ -1,4 +1,4 @@
-"""Step 7 of an install, the check: the doctor on the target, through the doctor's own entry
+"""Step 9 of an install, the check: the doctor on the target, through the doctor's own entry
 point (`doctor(DoctorRequest)`, at its default level), handed what the install already holds (the
 hardware, the lock, the target's inspection) so that nothing is gathered twice. Its checks are
 bounded as the doctor's are: install's --check-timeout (config `check_timeout`), else the level's

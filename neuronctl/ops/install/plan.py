@@ -1,4 +1,4 @@
-"""Step 4 of an install, the plan: the diff of the target against the source's wheels, and what
+"""Step 7 of an install, the plan: the diff of the target against the source's wheels, and what
 the policy adds: moving to the native stack removes the legacy XLA packages (torch-xla,
 libneuronxla, legacy torch-neuronx) and PyPI placeholders; any install removes what only the
 packages it removes or replaces required (a CUDA torch's nvidia-* and triton:

@@ -44,7 +44,7 @@ from neuronctl.ops.install.plan import Confirm, Planned, confirm_removals, plan
 from neuronctl.ops.install.preflight import PreflightInput, preflight
 from neuronctl.ops.install.request import InstallRequest
 from neuronctl.ops.install.requirements import shown_lines
-from neuronctl.ops.install.source import Sourced, Stack, pythons, source, stack_for
+from neuronctl.ops.install.source import Sourced, pythons, source, stack_for
 from neuronctl.ops.install.target import InstallTarget, resolve_target
 from neuronctl.ops.lock.choice import PickedLock, pick_lock
 from neuronctl.ops.output_path import check_output_file
@@ -81,7 +81,7 @@ def install(request: InstallRequest, reporter: Reporter, *,
             reporter.emit(PlanReady("plan", "plan", plan=planned.plan, target=planned.target,
                                     source=sourced.source, choice=request.engine,
                                     lock_choice=picked.choice if picked else None))
-            done = Done(env, stack, sourced, planned, picked)
+            done = Done(env, sourced, planned, picked)
             if request.dry_run:
                 return outcome(host, done, applied=False)
             if planned.plan.empty:
@@ -122,11 +122,10 @@ class Host:
 
 @dataclass(frozen=True)
 class Done:
-    """What the steps up to the plan found: the target as inspected, the stack, its source, the
-    plan, and the lock chosen (None: a fresh resolution)."""
+    """What the steps up to the plan found: the target as inspected, the source, the plan, and
+    the lock chosen (None: a fresh resolution)."""
 
     env: PythonEnv
-    stack: Stack
     sourced: Sourced
     planned: Planned
     picked: PickedLock | None

@@ -1,4 +1,4 @@
-"""Steps 3 and 4 of an install, the stack and the source. The stack is what the install is for,
+"""Steps 4 and 6 of an install, the stack and the source. The stack is what the install is for,
 known before anything is fetched: the lock chosen for this host (PEP 751 selection by markers and
 tags, ambiguity an error) or a fresh resolution's request. The source is the wheels it puts in
 place: the lock's (--find-links: from a wheelhouse, find_links.py) or those the resolution finds
@@ -176,19 +176,29 @@ def check_python(supported: Sequence[str], version: str) -> None:
 
 @dataclass(frozen=True)
 class Stack:
-    """Step 3 of an install: what it is for, known before anything is fetched. A lock's
+    """Step 4 of an install: what it is for, known before anything is fetched. A lock's
     selection for the target (read from the lock, no network), or a fresh resolution's request
     (the release and PyTorch line, planned from the manifest) for the target's platform."""
 
-    release: str | None
-    framework: Framework | None
-    """The torch-neuronx line the preflight fits to the chip (None: a fallback lock, no Neuron
-    package, so no chip to fit)."""
     platform: PlatformTarget
     locked: InstallSource | None = None
     """A lock's selection (None: a fresh resolution)."""
     wanted: StackRequest | None = None
     """A fresh resolution's request (None: a lock)."""
+
+    @property
+    def release(self) -> str | None:
+        if self.locked is not None:
+            return self.locked.release
+        return self.wanted.plan.release.version if self.wanted is not None else None
+
+    @property
+    def framework(self) -> Framework | None:
+        """The torch-neuronx line the preflight fits to the chip (None: a fallback lock, no
+        Neuron package, so no chip to fit)."""
+        if self.locked is not None:
+            return self.locked.framework
+        return self.wanted.plan.framework if self.wanted is not None else None
 
 
 def stack_for(request: InstallRequest, env: PythonEnv, picked: PickedLock | None,
@@ -199,15 +209,15 @@ def stack_for(request: InstallRequest, env: PythonEnv, picked: PickedLock | None
     if picked is None:
         check_python(_preferred(request, manifest), env.python)
         wanted = request.stack(target.python_minor, target.platform)
-        return Stack(wanted.plan.release.version, wanted.plan.framework, target, wanted=wanted)
+        return Stack(target, wanted=wanted)
     found = from_lock(picked.choice.path, picked.lock, env, target, manifest, request.release)
     if picked.is_fallback:
         found = replace(found, framework=None)  # no torch-neuronx: no chip to fit
-    return Stack(found.release, found.framework, target, locked=found)
+    return Stack(target, locked=found)
 
 
 def source(request: InstallRequest, stack: Stack, reporter: Reporter) -> Sourced:
-    """Step 4, the source: the lock's selection (from the wheelhouse with --find-links), or the
+    """Step 6, the source: the lock's selection (from the wheelhouse with --find-links), or the
     fresh resolution (every index checked at once first, then resolved: the network)."""
     found = stack.locked
     if found is None:
