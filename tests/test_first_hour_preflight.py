@@ -18,9 +18,20 @@ from neuronctl.resolvers.preflight import Host, check_hosts, classify
 
 
 def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return closed_ports(1)[0]
+
+
+def closed_ports(count: int) -> list[int]:
+    """`count` distinct loopback ports nothing listens on: bound all at once (so the kernel
+    hands out no port twice, as separate calls may), then closed."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 @contextmanager
@@ -39,7 +50,7 @@ def error_line(err: str) -> str:
 
 
 def test_two_unreachable_indexes_are_reported_in_one_error(cli, uni):
-    a, b = closed_port(), closed_port()
+    a, b = closed_ports(2)
     flags = [f for f in uni.index_flags() if "pytorch-cpu" not in f and "neuron=" not in f]
     r = cli("lock", *flags, "--index", f"pytorch-cpu=http://alice:s3cret@127.0.0.1:{a}/whl/cpu",
             "--index", f"neuron=http://127.0.0.1:{b}/simple", "--python", "3.12")
@@ -110,7 +121,7 @@ def test_failures_are_classified_from_the_exception_chain():
 
 
 def test_install_checks_every_index_before_resolving(cli, tmp_path):
-    a, b, c = closed_port(), closed_port(), closed_port()
+    a, b, c = closed_ports(3)
     r = cli("install", "--venv", str(tmp_path / "v"), "--venv-python", "3.12", "--dry-run",
             "--index", f"pypi=http://127.0.0.1:{a}/simple", "--index",
             f"pytorch-cpu=http://127.0.0.1:{b}/whl/cpu", "--index",
@@ -126,7 +137,7 @@ def test_download_checks_every_host_of_the_lock_at_once(cli, locked, tmp_path):
     text = locked.read_text()
     ports = sorted(set(re.findall(r"127\.0\.0\.1:(\d+)", text)))
     assert len(ports) >= 2
-    dead = {p: str(closed_port()) for p in ports}
+    dead = {p: str(q) for p, q in zip(ports, closed_ports(len(ports)), strict=True)}
     moved = re.sub(r"127\.0\.0\.1:(\d+)", lambda m: f"127.0.0.1:{dead[m[1]]}", text)
     lock = tmp_path / "pylock.toml"
     lock.write_text(moved)
@@ -149,7 +160,8 @@ def test_a_lock_with_many_hosts_is_tried_in_bounded_threads_and_reported_in_boun
     from neuronctl.errors import FaultError
     from neuronctl.resolvers import preflight
 
-    hosts = [Host(f"host {i}", f"http://127.0.0.1:{closed_port()}/", "x") for i in range(40)]
+    hosts = [Host(f"host {i}", f"http://127.0.0.1:{port}/", "x")
+             for i, port in enumerate(closed_ports(40))]
     before = threading.active_count()
     seen: list[int] = []
     real = preflight._probe

@@ -233,11 +233,11 @@ def test_install_refuses_a_forbidden_stack_before_reaching_any_index(cli, tmp_pa
     """The preflight runs before the source: a fresh resolution the OS rule forbids is bad input
     naming the rule (exit 2), not a wait on the network (the indexes here are closed ports: were
     they reached first, the error would be that they are unreachable, exit 1)."""
-    from test_first_hour_preflight import closed_port
+    from test_first_hour_preflight import closed_ports
 
     root = build_host(tmp_path / "u24", "trn2", os_release=UBUNTU_24_04)
-    dead = [f"{name}=http://127.0.0.1:{closed_port()}/simple"
-            for name in ("pypi", "pytorch-cpu", "neuron")]
+    dead = [f"{name}=http://127.0.0.1:{port}/simple"
+            for name, port in zip(("pypi", "pytorch-cpu", "neuron"), closed_ports(3), strict=True)]
     args = ["install", "--venv", str(tmp_path / "v"), "--venv-python", "3.12", "--dry-run",
             "--sysroot", str(root), *(f for d in dead for f in ("--index", d))]
     r = cli(*args)
