@@ -62,12 +62,26 @@ class CacheEntry:
     """One top-level entry of a cache: a compiler-version folder (legacy) or a cached graph."""
 
     name: str
+    """The name as the folder holds it (what prune removes); `display` is for showing."""
     version: str | None
     size: int
     files: int
     mtime: float
     link: bool = False
     """A symbolic link: never followed, never counted, never removed."""
+    identity: tuple[int, int] = (0, 0)
+    """(st_dev, st_ino) when read: prune removes the entry only while it is still this one."""
+
+    @property
+    def display(self) -> str:
+        return display_name(self.name)
+
+
+def display_name(name: str) -> str:
+    """An entry's name for a terminal or a report: control characters (and undecodable bytes)
+    as `?`, cut at 200 characters. Only for showing: two names can display alike."""
+    shown = "".join(c if c.isprintable() else "?" for c in name)
+    return shown if len(shown) <= 200 else shown[:200] + "..."
 
 
 @dataclass(frozen=True)
@@ -217,17 +231,19 @@ def inspect_cache(root: SysRoot, location: CacheLocation,
         return CacheState(location, True, problem=f"{location.path}: {exc.strerror}")
     for child in children:
         info = child.stat(follow_symlinks=False)
-        name = "".join(c if c.isprintable() else "?" for c in child.name)[:200]
+        name = child.name
         version = version_of(child.name) if location.versioned else None
         if stat.S_ISLNK(info.st_mode):
-            entries.append(CacheEntry(name, version, 0, 0, info.st_mtime, link=True))
+            entries.append(CacheEntry(name, version, 0, 0, info.st_mtime, link=True,
+                                      identity=(info.st_dev, info.st_ino)))
             continue
         if stat.S_ISDIR(info.st_mode):
             size, files, newest = tree_size(child.path, budget, deadline)
         else:
             size, files, newest = (info.st_size, 1, info.st_mtime) if stat.S_ISREG(info.st_mode) \
                 else (0, 0, info.st_mtime)
-        entries.append(CacheEntry(name, version, size, files, max(newest, info.st_mtime)))
+        entries.append(CacheEntry(name, version, size, files, max(newest, info.st_mtime),
+                                  identity=(info.st_dev, info.st_ino)))
     writable = free = None
     if root.is_host:
         writable = os.access(path, os.W_OK | os.X_OK)

@@ -28,12 +28,19 @@ class PruneView:
     outcome: PruneOutcome
 
 
+def _public(fields: dict[str, object]) -> dict[str, object]:
+    """A record's JSON fields: the scan's (device, inode) stays inside neuronctl."""
+    fields.pop("identity", None)
+    return fields
+
+
 def caches_json(view: CacheView, printer: Printer) -> None:
     report = view.report
     keep = public(report.compiler) if report.compiler else None
     caches = []
     for state in report.caches:
-        entries = [{**asdict(e), "current": None if e.version is None or keep is None
+        entries = [{**_public(asdict(e)), "name": e.display,
+                    "current": None if e.version is None or keep is None
                     else public(e.version) == keep} for e in state.entries]
         caches.append({**asdict(state.location), "present": state.present,
                        "writable": state.writable, "free_bytes": state.free_bytes,
@@ -63,13 +70,14 @@ def print_caches(view: CacheView, printer: Printer) -> None:
             mark = "link, left alone" if e.link else (
                 "" if e.version is None or keep is None else
                 "current" if public(e.version) == keep else "stale")
-            say(f"  {e.name}: {size_text(e.size)}, {e.files} files" + (f" ({mark})" if mark else ""))
+            say(f"  {e.display}: {size_text(e.size)}, {e.files} files" + (f" ({mark})" if mark else ""))
 
 
 def prune_json(view: PruneView, printer: Printer) -> None:
     outcome = view.outcome
     printer.json({"compiler": view.compiler, "applied": outcome.applied,
-                  "items": [asdict(i) for i in outcome.items], "removed": list(outcome.removed),
+                  "items": [{**_public(asdict(i)), "name": i.display} for i in outcome.items],
+                  "removed": list(outcome.removed),
                   "failed": list(outcome.failed), "notes": list(outcome.notes)},
                  failure=f"{len(outcome.failed)} entries not removed" if outcome.failed else None)
 
@@ -78,7 +86,7 @@ def print_prune(view: PruneView, printer: Printer) -> None:
     outcome, say = view.outcome, printer.say
     verb = "removed" if outcome.applied else "would remove"
     for item in outcome.items:
-        say(f"{verb}: {item.cache}/{item.name} ({size_text(item.size)}, {item.files} files): "
+        say(f"{verb}: {item.cache}/{item.display} ({size_text(item.size)}, {item.files} files): "
             f"{item.reason}")
     for note in outcome.notes:
         say(f"left alone: {note}")

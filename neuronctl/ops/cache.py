@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from packaging.version import InvalidVersion, Version
 
 from neuronctl.errors import InputError
-from neuronctl.probes.compile_cache import CacheState, cache_locations, inspect_cache
+from neuronctl.probes.compile_cache import CacheState, cache_locations, display_name, inspect_cache
 from neuronctl.probes.sysroot import SysRoot
 
 TRASH = ".neuronctl-trash"
@@ -55,9 +55,16 @@ class PruneItem:
     cache: str
     """The cache folder, resolved, as read."""
     name: str
+    """The entry's name as the scan found it, the one removed (never its displayed form)."""
     reason: str
     size: int
     files: int
+    identity: tuple[int, int] = (0, 0)
+    """(st_dev, st_ino) at the scan: removal checks the entry is still that one."""
+
+    @property
+    def display(self) -> str:
+        return display_name(self.name)
 
 
 @dataclass(frozen=True)
@@ -115,7 +122,7 @@ def plan_prune(report: CacheReport, older_than_days: float | None,
         folder = os.path.realpath(str(SysRoot().path(loc.path)))
         for entry in state.entries:
             if entry.link:
-                notes.append(f"{loc.path}/{entry.name}: a symbolic link, left alone")
+                notes.append(f"{loc.path}/{entry.display}: a symbolic link, left alone")
                 continue
             if entry.name in (TRASH, ".", "..") or "/" in entry.name:
                 continue
@@ -125,7 +132,8 @@ def plan_prune(report: CacheReport, older_than_days: float | None,
             elif cutoff is not None and entry.files and entry.mtime < cutoff:
                 why = f"nothing in it newer than {older_than_days:g} days"
             if why:
-                items.append(PruneItem(folder, entry.name, why, entry.size, entry.files))
+                items.append(PruneItem(folder, entry.name, why, entry.size, entry.files,
+                                       entry.identity))
     return items, notes
 
 
@@ -166,9 +174,12 @@ def remove_tree(name: str, parent_fd: int) -> None:
 def _remove_one(item: PruneItem, serial: int) -> None:
     folder = _open_folder(item.cache)
     try:
+        # lstat of the raw name, just before the rename: still a folder, still the one scanned
         info = os.stat(item.name, dir_fd=folder, follow_symlinks=False)
         if not stat.S_ISDIR(info.st_mode):
-            raise OSError(f"{item.name} is no longer a folder")
+            raise OSError(f"{item.display} is no longer a folder")
+        if item.identity not in ((0, 0), (info.st_dev, info.st_ino)):
+            raise OSError(f"{item.display} is no longer the entry that was read")
         trash = _trash(folder)
         try:
             parked = f"{item.name}.{os.getpid()}.{serial}"
@@ -190,7 +201,7 @@ def apply_prune(items: list[PruneItem], notes: list[str], yes: bool) -> PruneOut
     for serial, item in enumerate(items):
         try:
             _remove_one(item, serial)
-            removed.append(f"{item.cache}/{item.name}")
+            removed.append(f"{item.cache}/{item.display}")
         except OSError as exc:
-            failed.append(f"{item.cache}/{item.name}: {exc.strerror or exc}")
+            failed.append(f"{item.cache}/{item.display}: {exc.strerror or exc}")
     return PruneOutcome(tuple(items), True, tuple(removed), tuple(failed), tuple(notes))
