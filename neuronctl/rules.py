@@ -9,11 +9,12 @@ A rule breaks when its release range holds the release, every `when` condition h
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from neuronctl.jsonfields import Fields
@@ -126,6 +127,34 @@ def describe(rule: Rule, cite: str | None = None) -> str:
     return f"{rule.says} [{rule.id}; source: {cite or rule.citation or rule.source}]"
 
 
+_RANGE_ITEM = re.compile(r"(~=|==|!=|<=|>=|<|>)[0-9A-Za-z.!+*_-]{1,64}")
+
+
+def normal_range(spec: str) -> str:
+    """A version range in its normal form: PEP 440 comparisons (packaging's Specifier), each as
+    packaging writes it, in the given order, joined by commas, no spaces. ValueError for what is
+    not one, and for `===` (arbitrary equality takes any string: quotes, newlines)."""
+    parts = [p for p in spec.split(",") if p.strip()] if spec.strip() else []
+    try:
+        SpecifierSet(spec)
+        normal = [str(Specifier(p.strip())) for p in parts]
+    except InvalidSpecifier:
+        raise ValueError(f"{spec[:40]!r} is not a version range") from None
+    bad = [n for n in normal if not _RANGE_ITEM.fullmatch(n)]
+    if bad or len(normal) > 16:
+        raise ValueError(f"{spec[:40]!r} is not a version range (PEP 440 comparisons only)")
+    return ",".join(normal)
+
+
+def version_range(f: Fields, name: str, spec: str) -> str:
+    """A rule's range, checked where it is loaded (naming the rule's field) and kept in its
+    normal form: what the Dockerfile's labels and doctor's messages show."""
+    try:
+        return normal_range(spec)
+    except ValueError as exc:
+        raise f.fail(name, str(exc)) from None
+
+
 def _conditions(f: Fields, key: str) -> dict[str, Any]:
     table = f.obj(key, required=False)
     if table is None:
@@ -135,12 +164,7 @@ def _conditions(f: Fields, key: str) -> dict[str, Any]:
         if name in LIST_KEYS:
             out[name] = tuple(table.texts(name))
         elif name in SPEC_KEYS:
-            spec = table.req_text(name)
-            try:
-                SpecifierSet(spec)
-            except InvalidSpecifier:
-                raise table.fail(name, f"{spec[:40]!r} is not a version range") from None
-            out[name] = spec
+            out[name] = version_range(table, name, table.req_text(name))
         else:
             raise table.fail(name, f"unknown condition (known: {', '.join(LIST_KEYS + SPEC_KEYS)})")
     return out
@@ -158,11 +182,7 @@ def parse_rules(top: Fields, sources: Mapping[str, Source]) -> tuple[Rule, ...]:
         if rule_id in seen:
             raise f.fail("id", f"duplicate rule {rule_id!r}")
         seen.add(rule_id)
-        releases = f.text("releases", required=False) or ""
-        try:
-            SpecifierSet(releases)
-        except InvalidSpecifier:
-            raise f.fail("releases", f"{releases[:40]!r} is not a version range") from None
+        releases = version_range(f, "releases", f.text("releases", required=False) or "")
         severity = f.text("severity", required=False) or "fail"
         if severity not in ("fail", "warn"):
             raise f.fail("severity", f"expected fail or warn, got {severity!r}")
