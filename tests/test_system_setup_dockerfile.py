@@ -8,13 +8,15 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from neuronctl.manifest import load_bundled_manifest
-from neuronctl.ops.setup.dockerfile import LABELS, render_dockerfile
+from neuronctl.ops.setup.dockerfile import KEY_AWK, LABELS, ToolSource, render_dockerfile
 from neuronctl.ops.setup.repos import KEY_FINGERPRINT
 
+TOOL = ToolSource(wheel="dist/neuronctl-0.1.0-py3-none-any.whl", sha256="ab" * 32)
 INSTRUCTIONS = {"FROM", "LABEL", "ARG", "SHELL", "RUN", "ENV", "COPY"}
 
 
@@ -57,7 +59,7 @@ PUBLISHED = [r.version for r in load_bundled_manifest().releases if r.system]
 def test_every_pin_label_and_instruction(version):
     release = load_bundled_manifest().get(version)
     text = render_dockerfile(release, base="ubuntu:26.04", lock="locks/pylock.toml", repo=None,
-                             fingerprint=KEY_FINGERPRINT)
+                             fingerprint=KEY_FINGERPRINT, tool=TOOL)
     parsed = parse(text)
     assert {w for w, _ in parsed} <= INSTRUCTIONS
     assert parsed[0] == ("FROM", "ubuntu:26.04")
@@ -85,19 +87,18 @@ def test_every_pin_label_and_instruction(version):
     assert "neuronctl install --lock /opt/neuronctl/pylock.toml" in runs
     for word, rest in parsed:
         if word == "RUN":  # one && chain: a failure anywhere fails the build
-            body = rest.replace("'$1 == \"pub\" { p = 1; next } $1 == \"fpr\" && p { print $10; "
-                                "p = 0 }'", "AWK")
+            body = rest.replace(f"'{KEY_AWK}'", "AWK")
             assert subprocess.run(["sh", "-n", "-c", body], check=False).returncode == 0
 
 
 def test_amazon_linux_base_uses_dnf():
     release = load_bundled_manifest().get("2.33.1")
     runs = run_lines(parse(render_dockerfile(release, base="amazonlinux:2023", lock="pylock.toml",
-                                             repo=None, fingerprint=KEY_FINGERPRINT)))
+                                             repo=None, fingerprint=KEY_FINGERPRINT, tool=TOOL)))
     assert "dnf install -y aws-neuronx-runtime-lib-2.35.33.0 aws-neuronx-collectives-2.35.49.0" in runs
     assert "yum.repos.neuron.amazonaws.com" in render_dockerfile(
         release, base="amazonlinux:2023", lock="pylock.toml", repo=None,
-        fingerprint=KEY_FINGERPRINT)
+        fingerprint=KEY_FINGERPRINT, tool=TOOL)
 
 
 @pytest.mark.parametrize("args", [
@@ -105,6 +106,7 @@ def test_amazon_linux_base_uses_dnf():
     ["--lock", "/etc/passwd"], ["--yes"], ["--with-python"], ["--release", "2.34.0"],
     ["--repo", "https://m.example/$(id)"]])
 def test_dockerfile_refusals(cli, args, tmp_path):
+    Path("pylock.toml").write_text('lock-version = "1.0"\n')  # in the build context
     out = tmp_path / "Dockerfile"
     result = cli("setup", "--dockerfile", *args, "-o", str(out))
     assert result.code == 2, result.err
@@ -112,6 +114,7 @@ def test_dockerfile_refusals(cli, args, tmp_path):
 
 
 def test_dockerfile_written_atomically(cli, tmp_path):
+    Path("pylock.toml").write_text('lock-version = "1.0"\n')  # in the build context
     out = tmp_path / "Dockerfile"
     assert cli("setup", "--dockerfile", "-o", str(out)).code == 0
     assert out.read_text().startswith("# syntax=docker/dockerfile:1\n")
@@ -125,7 +128,7 @@ def test_the_image_tells_a_doctor_inside_it_its_release_and_driver_range():
 
     release = load_bundled_manifest().get("2.33.1")
     text = render_dockerfile(release, base="ubuntu:26.04", lock="pylock.toml", repo=None,
-                             fingerprint="00FA2C1079260870A76D2C285749CAD8646D9185")
+                             fingerprint="00FA2C1079260870A76D2C285749CAD8646D9185", tool=TOOL)
     parsed = parse(text)
     env = labels(parsed, "ENV")
     found = labels(parsed)

@@ -16,7 +16,7 @@ from neuronctl.errors import InputError
 from neuronctl.manifest import load_bundled_manifest
 from neuronctl.ops.reporter import CollectingReporter
 from neuronctl.ops.setup.apply import apply_plan
-from neuronctl.ops.setup.dockerfile import render_dockerfile
+from neuronctl.ops.setup.dockerfile import ToolSource, render_dockerfile
 from neuronctl.ops.setup.facts import read_target
 from neuronctl.ops.setup.plan import SetupPlan, SetupRequest, check_repo_url, make_plan
 from neuronctl.ops.setup.repos import KEY_FINGERPRINT
@@ -81,7 +81,9 @@ def test_rule_ids_cannot_break_a_label():
     rules = tuple(dataclasses.replace(r, id=r.id + '" \\\n RUN ' + MARK + ' $x')
                   for r in release.rules)
     text = render_dockerfile(dataclasses.replace(release, rules=rules), base="ubuntu:26.04",
-                             lock="pylock.toml", repo=None, fingerprint=KEY_FINGERPRINT)
+                             lock="pylock.toml", repo=None, fingerprint=KEY_FINGERPRINT,
+                             tool=ToolSource(wheel="dist/neuronctl-0.1.0-py3-none-any.whl",
+                                             sha256="ab" * 32))
     assert not any(line.lstrip(" &").startswith("RUN touch") for line in text.splitlines())
     assert "$x" not in text
     label = next(line for line in text.splitlines() if "com.neuronctl.driver-rules" in line)

@@ -4,6 +4,7 @@ release; or write a Dockerfile for its user space (--dockerfile)."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ from neuronctl.ops.setup.repos import KEY_FINGERPRINT, OS_IDS
 
 if TYPE_CHECKING:
     from neuronctl.manifest import Release
+    from neuronctl.ops.setup.dockerfile import ToolSource
     from neuronctl.ops.setup.plan import SetupPlan
 
 
@@ -46,11 +48,18 @@ if TYPE_CHECKING:
 @click.option("--base", metavar="IMAGE", default="ubuntu:26.04", show_default=True,
               help="The Dockerfile's base image.")
 @click.option("--lock", "lock_name", metavar="PATH", default="pylock.toml", show_default=True,
-              help="The lock the Dockerfile copies (inside the build context).")
+              help="The lock the Dockerfile copies (inside the build context, the working "
+              "directory; it must exist: `neuronctl lock` writes it).")
+@click.option("--neuronctl-wheel", "tool_wheel", metavar="PATH",
+              help="neuronctl's wheel the image installs, inside the build context (its sha256 "
+              "is checked in the Dockerfile) [built from this neuronctl's own files into dist/].")
+@click.option("--neuronctl-spec", "tool_spec", metavar="SPEC",
+              help="Install neuronctl in the image by this requirement instead (neuronctl==V "
+              "from your own index, neuronctl @ URL).")
 def setup(release: str | None, os_name: str | None, sysroot: Path | None, repo: str | None,
           key_fingerprint: str, chip: str | None, with_python: bool, venv: str | None, yes: bool,
           fmt: str, as_json: bool, output: Path | None, allow_unsupported: bool, dockerfile: bool, base: str,
-          lock_name: str) -> int:
+          lock_name: str, tool_wheel: str | None, tool_spec: str | None) -> int:
     """Plan the Neuron system layer for a release: repository and key, kernel headers, driver,
     runtime, collectives, tools, hold, reload, then doctor. Nothing changes without --yes."""
     from neuronctl.chips import get_chip
@@ -70,7 +79,11 @@ def setup(release: str | None, os_name: str | None, sysroot: Path | None, repo: 
     if dockerfile:
         if yes or with_python:
             raise InputError("--dockerfile writes a file: it takes neither --yes nor --with-python")
-        return _dockerfile(chosen, base, lock_name, repo, key_fingerprint, output)
+        return _dockerfile(chosen, DockerfileArgs(base, lock_name, repo, key_fingerprint,
+                                                  allow_unsupported, tool_wheel, tool_spec),
+                           output)
+    if tool_wheel or tool_spec:
+        raise InputError("--neuronctl-wheel and --neuronctl-spec are for --dockerfile")
     from neuronctl.ops.setup.facts import read_target
     from neuronctl.ops.setup.plan import SetupRequest, make_plan
 
@@ -112,18 +125,55 @@ def _apply(plan: SetupPlan, fmt: str, elsewhere: bool) -> int:
     return 0 if outcome.ok else 1
 
 
-def _dockerfile(release: Release, base: str, lock: str,
-                repo: str | None, fingerprint: str, output: Path | None) -> int:
+@dataclass(frozen=True)
+class DockerfileArgs:
+    base: str
+    lock: str
+    repo: str | None
+    fingerprint: str
+    allow_unsupported: bool
+    wheel: str | None
+    spec: str | None
+
+
+def _dockerfile(release: Release, args: DockerfileArgs, output: Path | None) -> int:
+    """Every check first (base and its OS rules, lock, repository, key, wheel or spec), then
+    neuronctl's own wheel built when none is given, then the file: bad input changes nothing."""
     from neuronctl.cli.setup_report import DockerfileView
-    from neuronctl.ops.setup.dockerfile import render_dockerfile
+    from neuronctl.errors import InputError
+    from neuronctl.ops.setup import dockerfile as df
     from neuronctl.ops.setup.plan import check_fingerprint, check_repo_url
 
-    text = render_dockerfile(release, base=base, lock=lock,
-                             repo=check_repo_url(repo, "--repo") if repo else None,
-                             fingerprint=check_fingerprint(fingerprint, "--key-fingerprint"))
+    if args.wheel and args.spec:
+        raise InputError("--neuronctl-wheel and --neuronctl-spec: give one")
+    context = Path.cwd()
+    df.check_base(args.base)
+    notes = df.check_base_rules(release, args.base, args.allow_unsupported)
+    df.check_lock_present(args.lock, context)
+    repo = check_repo_url(args.repo, "--repo") if args.repo else None
+    fingerprint = check_fingerprint(args.fingerprint, "--key-fingerprint")
+    tool = df.spec_source(args.spec) if args.spec else \
+        df.wheel_source(args.wheel, context) if args.wheel else None
+    app = get_app()
+    say = app.console(stderr=True)
+    if tool is None:
+        tool = _own_wheel(context)
+        say.print(f"wrote {tool.wheel} (neuronctl from {tool.note}; sha256 {tool.sha256}); the "
+                  "Dockerfile copies it from the build context", markup=False)
+    for note in notes:
+        say.print(f"note: {note}", markup=False)
+    text = df.render_dockerfile(release, base=args.base, lock=args.lock, repo=repo,
+                                fingerprint=fingerprint, tool=tool)
     view = DockerfileView(release.version, text, output)
-    printer = get_app().printer
     if output is not None:
-        printer.write_file(view, "text", output)
-    printer.emit(view)
+        app.printer.write_file(view, "text", output)
+    app.printer.emit(view)
     return 0
+
+
+def _own_wheel(context: Path) -> ToolSource:
+    from neuronctl.ops.setup.dockerfile import ToolSource
+    from neuronctl.ops.setup.wheel import build_self_wheel
+
+    built = build_self_wheel(context / "dist")
+    return ToolSource(wheel=f"dist/{built.path.name}", sha256=built.sha256, note=built.source)
