@@ -14,6 +14,7 @@ the libfabric version must match between the AMI and the workload containers
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 from neuronctl.probes.dpkg import STATUS_FILE, parse_dpkg_status
@@ -21,6 +22,8 @@ from neuronctl.probes.sysroot import SysRoot
 
 MAX_RDMA_DEVICES = 128
 MAX_STATUS_BYTES = 32 * 1024 * 1024
+_PACKAGE = re.compile(r"[a-z0-9][a-z0-9.+-]{0,63}")
+_VERSION = re.compile(r"[A-Za-z0-9.+~_-]{1,64}")
 
 
 @dataclass(frozen=True)
@@ -50,4 +53,8 @@ def read_efa(root: SysRoot) -> EfaFacts:
         (efa if _driver_name(root, dev.name) == "efa" else other).append(name)
     text = root.read(STATUS_FILE, MAX_STATUS_BYTES)
     libfabric = parse_dpkg_status(text, prefix="libfabric") if text else {}
+    # fleet doctor compares these across nodes and shows them: a Debian name and version, or
+    # nothing (a status file from a hostile image or root can hold any bytes)
+    libfabric = {k: v for k, v in libfabric.items()
+                 if _PACKAGE.fullmatch(k) and _VERSION.fullmatch(v)}
     return EfaFacts(tuple(efa), tuple(other), libfabric)

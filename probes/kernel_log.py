@@ -38,9 +38,14 @@ JOURNAL_LINES = 20_000
 JOURNAL_TIMEOUT_S = 4.0
 CAPTURED_LOGS = ("/var/log/kern.log", "/var/log/dmesg")
 BOOT_BANNER = "Linux version "
-KERNEL_TAG = " kernel: "
 
 _DMESG_TIME = re.compile(r"\[\s*(\d{1,10})(?:\.(\d{1,9}))?\]")
+# rsyslog's line head: the time (RFC 3339, or the traditional "Mmm dd hh:mm:ss"), the host, then
+# the program's tag. The kernel's lines carry the tag "kernel:" there, in that place only: the
+# words " kernel: " later in another program's message (an sshd "Invalid user x kernel: ...",
+# the user name sent from the network) are not the kernel's.
+_SYSLOG_KERNEL = re.compile(r"(?:(?:\d{4}-\d\d-\d\dT[0-9:.]+(?:Z|[+-]\d\d:\d\d)|"
+                            r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d) )?[^\s]{1,255} kernel: ")
 
 
 @dataclass(frozen=True)
@@ -192,7 +197,7 @@ def read_kernel_log(root: SysRoot, journal: Journal = run_journal,
         if name.endswith("kern.log"):
             # syslog can hold other programs' lines (an sshd "Invalid user NEURON_HW_ERR=..."
             # from the network): only the kernel's own, tagged "kernel:" by rsyslog's imklog
-            kept = tuple(line for line in kept if KERNEL_TAG in line.text)
+            kept = tuple(line for line in kept if _SYSLOG_KERNEL.match(line.text))
         return KernelLog(name, kept, len(data), truncated, _uptime(root))
     return KernelLog(None, (), 0, False,
                      problem=f"no kernel log in the root ({', '.join(CAPTURED_LOGS)})")

@@ -23,6 +23,7 @@ from neuronctl.manifest import Release
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.fixes import public
 from neuronctl.ops.doctor.runner import CheckOutcome
+from neuronctl.rules import normal_range
 
 RELEASE_VAR = "NEURONCTL_IMAGE_RELEASE"
 RANGE_VAR = "NEURONCTL_IMAGE_DRIVER_RANGE"
@@ -43,9 +44,14 @@ def _image_release(f: Facts) -> tuple[Release | None, str]:
 
 
 def _driver_range(f: Facts, release: Release | None) -> tuple[str | None, str]:
-    given = f.environ.get(RANGE_VAR)
-    if given:
-        return "".join(c if c.isprintable() else "?" for c in given.strip())[:200], RANGE_VAR
+    """The range the image says (its ENV), in normal form; one that is not a PEP 440 range
+    (an `===` that takes any text, a quote, a shell word) is not used: the rules' range is."""
+    given = f.environ.get(RANGE_VAR, "")
+    if given.strip():
+        try:
+            return normal_range(given[:400]), RANGE_VAR
+        except ValueError:
+            pass
     if release is None or "aws-neuronx-runtime-lib" not in release.system:
         return None, ""
     from neuronctl.ops.setup.dockerfile import driver_range
@@ -69,6 +75,8 @@ def check_container_image(f: Facts) -> CheckOutcome | None:
     release, how = _image_release(f)
     details.append(f"image: {how}")
     rng, why = _driver_range(f, release)
+    if f.environ.get(RANGE_VAR, "").strip() and why != RANGE_VAR:
+        details.append(f"{RANGE_VAR} is not a version range: not used")
     driver = hw.driver_version
     if rng and driver:
         details.append(f"host driver {driver}; the image's runtime needs {rng} ({why})")
