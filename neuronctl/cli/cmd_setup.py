@@ -127,6 +127,8 @@ def _apply(plan: SetupPlan, fmt: str, elsewhere: bool) -> int:
 
 @dataclass(frozen=True)
 class DockerfileArgs:
+    """The options `setup --dockerfile` reads, as given (each is checked in _dockerfile)."""
+
     base: str
     lock: str
     repo: str | None
