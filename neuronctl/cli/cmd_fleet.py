@@ -19,6 +19,7 @@ from neuronctl.cli.output import write_atomic
 from neuronctl.errors import InputError
 from neuronctl.ops.doctor.levels import LEVELS, RUN_MARGIN_S
 from neuronctl.ops.fleet.aggregate import aggregate
+from neuronctl.ops.fleet.select import Selection
 from neuronctl.ops.fleet.srun import LEVEL_ARGS, FleetRequest, default_remote, fleet_doctor
 
 FORMATS = ("text", "json", "junit", "markdown")
@@ -64,6 +65,15 @@ def _remote_command(value: str | None) -> list[str]:
 @click.option("--nodelist", metavar="LIST", help="Run on these nodes (a Slurm host list).")
 @click.option("--all", "all_nodes", is_flag=True, help="Run on every node [the default].")
 @click.option("--partition", metavar="P", help="Slurm partition.")
+@click.option("--account", metavar="A", help="Slurm account to charge the step to (srun --account).")
+@click.option("--qos", metavar="Q", help="Slurm quality of service (srun --qos).")
+@click.option("--reservation", metavar="R",
+              help="Run in this Slurm reservation (srun --reservation); with --all or --nodelist, "
+                   "only its nodes.")
+@click.option("--exclude", metavar="LIST", help="Leave out these nodes (a Slurm host list).")
+@click.option("--constraint", metavar="FEATURES",
+              help="Only nodes with these Slurm features (srun --constraint); with --all or "
+                   "--nodelist: FEATURE, A&B or A|B.")
 @click.option("--level", type=click.IntRange(1, 2), default=2, show_default=True,
               help="1: quick, no device work; 2: the full doctor.")
 @python_option
@@ -78,7 +88,9 @@ def _remote_command(value: str | None) -> list[str]:
               help="How to run neuronctl on the nodes [this Python, importing neuronctl from "
                    "its installation, never from the working directory].")
 def fleet_doctor_command(nodes: int | None, nodelist: str | None, all_nodes: bool,
-                         partition: str | None, level: int, python: str | None,
+                         partition: str | None, account: str | None, qos: str | None,
+                         reservation: str | None, exclude: str | None, constraint: str | None,
+                         level: int, python: str | None,
                          timeout: float | None, fmt: str | None, as_json: bool,
                          output: Path | None, remote_command: str | None) -> int:
     """Run `neuronctl doctor --json` on every node in one srun step; report stack drift."""
@@ -88,7 +100,9 @@ def fleet_doctor_command(nodes: int | None, nodelist: str | None, all_nodes: boo
     request = FleetRequest(nodes=nodes, nodelist=nodelist, all_nodes=all_nodes,
                            partition=partition, level=level, python=python,
                            timeout=resolve("run_timeout", "timeout").value or FLEET_RUN_S,
-                           remote_command=tuple(_remote_command(remote_command)))
+                           remote_command=tuple(_remote_command(remote_command)),
+                           selection=Selection(account=account, qos=qos, reservation=reservation,
+                                               exclude=exclude, constraint=constraint))
     report = aggregate(fleet_doctor(request, request.remote_command))
     printer = get_app().printer
     printer.deliver(report, fmt, output)
