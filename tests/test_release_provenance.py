@@ -97,7 +97,7 @@ def test_releases_shows_dates_status_default_and_data(cli):
     assert "2026-11-11" in lines[at] and "beta" in lines[at] and "default" in lines[at + 1]
     at = next(i for i, line in enumerate(lines) if "│ 2.34.0" in line)
     assert "not published" in lines[at] and "partial" in lines[at + 1]
-    assert "default release: 2.33.1, the newest whose whole stack is published" in r.out
+    assert "default release: 2.33.1 (--release latest), the newest whose whole stack is published" in r.out
     assert "2.34.0 is not (neuronx-cc, nki" in r.out
     assert "release data: bundled" in r.out and "compiled 2026-12-01" in r.out
     doc = json.loads(cli("releases", "--json").out)

@@ -35,6 +35,7 @@ NPD_DOCTOR_ARGS: tuple[str, ...] = ("doctor", *LEVEL_ARGS[1], "-q", "--no-color"
 NPD_START_S = 5.0
 NPD_MIN_CHECK_S = 5.0
 NPD_MIN_TIMEOUT = int(NPD_MIN_CHECK_S + RUN_MARGIN_S + NPD_START_S)
+NPD_MAX_TIMEOUT = 3600
 FLEET_RUN_S = 120.0
 """`fleet doctor`'s srun step limit without --timeout: level 2 on a node, started and reported."""
 # Environments made to be thrown away: a path in one is gone (or another program) on the nodes.
@@ -183,9 +184,11 @@ def _default_neuronctl() -> str:
               help="neuronctl's path on the nodes [the one beside this Python].")
 @click.option("--interval", type=click.IntRange(10, 86400), default=300, show_default=True,
               help="Seconds between runs.")
-@click.option("--timeout", type=click.IntRange(5, 3600), default=120, show_default=True,
+@click.option("--timeout", type=click.IntRange(NPD_MIN_TIMEOUT, NPD_MAX_TIMEOUT), default=120,
+              show_default=True,
               help=f"Seconds NPD allows a whole doctor run before it kills it (its result is then "
-                   f"Unknown); at least {NPD_MIN_TIMEOUT}. Under "
+                   f"Unknown); at least {NPD_MIN_TIMEOUT}: {NPD_MIN_CHECK_S:g} s a check and "
+                   f"{RUN_MARGIN_S + NPD_START_S:g} s to start and finish. Under "
                    f"{int(LEVELS[1].total_s + NPD_START_S + RUN_MARGIN_S)} each check's "
                    "--check-timeout is cut to fit (said on stderr).")
 @click.option("--max-output-length", type=click.IntRange(20, 4096), default=200,

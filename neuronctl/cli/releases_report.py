@@ -154,12 +154,12 @@ def default_reason(manifest: Manifest) -> str:
     """Why the default release is the default, naming the newer ones that are not."""
     d = manifest.default
     newer = [r for r in manifest.releases if r.key > d.key]
-    text = f"default release: {d.version}, the newest whose whole stack is published"
+    text = f"default release: {d.version} (--release latest), the newest whose whole stack is published"
     if newer:
         text += "; " + "; ".join(
             f"{r.version} is not ({', '.join(r.unpublished_pins()) or 'no native stack'}"
             f"{' not published' if r.unpublished_pins() else ''}; use it with --release "
-            f"{r.version})" for r in newer)
+            f"{r.version}{' or --release newest' if r is manifest.latest else ''})" for r in newer)
     return text
 
 
