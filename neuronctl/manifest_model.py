@@ -23,6 +23,9 @@ ReleaseFlavour = Literal["native", "xla", "none"]
 """A release's PyTorch flavour: native TorchNeuron, legacy XLA, or no PyTorch pins. The data
 and JSON key for it is "backend" (the name the format has always had)."""
 FLAVOURS: tuple[str, ...] = ("native", "xla", "none")
+RELEASE_WORDS: tuple[str, ...] = ("latest", "newest")
+"""What --release takes beside a version: `latest`, the default (the newest release whose whole
+stack is published); `newest`, the newest known (a partly published one included)."""
 SYSTEM_PACKAGES: tuple[str, ...] = (
     "aws-neuronx-dkms",
     "aws-neuronx-runtime-lib",
@@ -192,6 +195,10 @@ class Manifest:
                 or next((r for r in self.releases if r.complete), self.latest))
 
     def find(self, version: str) -> Release | None:
+        """A release by its version, or by a word: `latest` (the default: the newest whose whole
+        stack is published) or `newest` (the newest known, a partly published one included)."""
+        if version in RELEASE_WORDS:
+            return self.default if version == "latest" else self.latest
         try:
             want = Version(version)
         except InvalidVersion:
@@ -203,7 +210,8 @@ class Manifest:
         if release is None:
             near = ", ".join(self.nearest(version))
             raise InputError(
-                f"unknown Neuron release {version!r} in {self.source}; nearest known: {near}"
+                f"unknown Neuron release {version!r} in {self.source}; nearest known: {near} "
+                "(or latest, newest)"
             )
         return release
 

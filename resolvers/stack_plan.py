@@ -51,6 +51,19 @@ class Fallback:
         return {"device": self.device, **({"variant": self.variant} if self.variant else {})}
 
 
+def decided(plan: StackPlan) -> str:
+    """What the release data decides before any index is read: the release, its Python range,
+    each pin, and what is left to the index (an unpublished pin's constraint)."""
+    release = plan.release
+    python = f"Python {release.python[0]}-{release.python[-1]}" if release.python else "Python: not published"
+    pins = ", ".join(f"{name}=={version}" for name, version in plan.pins.items())
+    text = f"the release data decides: Neuron {release.version} ({python}): {pins}"
+    if plan.unpublished:
+        left = ", ".join(f"{name}{spec or ' (any version)'}" for name, spec in plan.unpublished.items())
+        text += f"; from the index, within AWS's recipe: {left}"
+    return text
+
+
 def pick_release(manifest: Manifest, version: str | None) -> Release:
     """The release asked for, else the newest native one (the newest of all if none is native)."""
     if version:

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 NODES = ("node1", "node2")
+# Slurm node features, for `fleet doctor --constraint`.
+FEATURES = {"node1": "trn2,efa", "node2": "trn1"}
 START_LIMIT_S = 30.0
 
 
@@ -109,7 +111,8 @@ def _stop(pid: int) -> None:
 def _conf(root: Path, ports: list[int]) -> str:
     user = os.environ.get("USER") or "root"
     nodes = "\n".join(f"NodeName={n} NodeAddr=127.0.0.1 NodeHostname={socket.gethostname()} "
-                      f"Port={ports[i + 1]} CPUs=1 RealMemory=100 State=UNKNOWN"
+                      f"Port={ports[i + 1]} CPUs=1 RealMemory=100 Features={FEATURES[n]} "
+                      "State=UNKNOWN"
                       for i, n in enumerate(NODES))
     return f"""ClusterName=neuronctl-test
 SlurmctldHost={socket.gethostname()}(127.0.0.1)

@@ -198,3 +198,32 @@ def test_import_is_an_operation_with_an_outcome(tmp_path):
     with pytest.raises(InputError, match="top level: expected an object"):
         import_aws_manifest(bad, tmp_path / "never.json")
     assert not (tmp_path / "never.json").exists()
+
+
+def test_release_words_latest_and_newest(cli):
+    """`latest` is the default (newest fully published), `newest` the newest known; both are
+    taken wherever --release is, and the JSON names the version they chose."""
+    listing = json.loads(cli("releases", "--json").out)
+    default, newest = listing["default"]["version"], listing["releases"][0]["version"]
+    assert default == "2.33.1" and newest == "2.34.0"  # 2.34.0 is partly published
+    assert "2.33.1 (--release latest)" in listing["default"]["reason"]
+    assert "--release 2.34.0 or --release newest" in listing["default"]["reason"]
+    for word, version in (("latest", default), ("newest", newest)):
+        shown = cli("releases", "show", word, "--json")
+        assert shown.code == 0 and json.loads(shown.out)["release"]["version"] == version
+    doctor = cli("doctor", "--level", "1", "--release", "newest", "--json")
+    assert json.loads(doctor.out)["environment"]["release"]["version"] == "2.34.0"
+    typo = cli("releases", "show", "lates")
+    assert typo.code == 2 and "(or latest, newest)" in typo.err
+
+
+def test_the_doctor_names_the_legacy_pin_of_a_native_release(cli, tmp_path):
+    """2.33.1 pins the native 2.14/2.13 lines and the legacy XLA 2.9 build: the missing-package
+    warning says which is which."""
+    from wheels import make_venv
+
+    python = make_venv(tmp_path / "venv")
+    r = cli("doctor", "--level", "1", "--python", str(python), "--release", "2.33.1", "--json")
+    check = next(c for c in json.loads(r.out)["checks"] if c["id"] == "packages.torch-neuronx")
+    assert ("pins 2.14.3.0, 2.13.3.0, 2.9.0.2.15.32035 (legacy XLA build, for inference)"
+            in check["message"])

@@ -147,4 +147,6 @@ def test_piped_output_is_not_wrapped():
     formula = [line for line in lines if line.startswith("usd_per_million_tokens")]
     assert formula and "(data parallel)" in formula[0], lines  # one line, however long
     table = [line for line in lines if "trn1.32xlarge" in line]
-    assert table and "price source" not in table[0] and len(table[0]) > 100  # nothing dropped
+    # The line form: nothing dropped, a price never without its rate (basis) and source.
+    assert table and len(table) == 1 and len(table[0]) > 100
+    assert "USD/hour 8.197; rate RI-effective" in table[0] and "price source" in table[0]

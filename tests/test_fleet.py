@@ -204,3 +204,50 @@ def test_npd_config_follows_npd_rules_and_its_command_exits_0_or_1(cli, tmp_path
     run = subprocess.run([rule["path"], *rule["args"]], env=env, capture_output=True, text=True, check=False,
                          timeout=60)
     assert run.returncode == 1 and run.stdout.startswith("fail: ")
+
+
+def test_selection_options_reach_srun_as_separate_arguments() -> None:
+    from neuronctl.ops.fleet.select import Selection
+
+    selection = Selection(account="ml-team", qos="high", reservation="maint", exclude="trn[3-4]",
+                          constraint="trn2&efa")
+    argv = srun_argv(FleetRequest(nodes=2, selection=selection), None, ["nc"])
+    chosen = [a for a in argv if a.split("=")[0] in ("--account", "--qos", "--reservation",
+                                                     "--exclude", "--constraint")]
+    assert chosen == ["--account=ml-team", "--qos=high", "--reservation=maint",
+                      "--exclude=trn[3-4]", "--constraint=trn2&efa"]
+
+
+def test_all_nodes_applies_exclude_constraint_and_reservation_before_srun() -> None:
+    from neuronctl.ops.fleet.select import Selection
+
+    seen: list[list[str]] = []
+
+    def runner(cmd: list[str], limit: float) -> Completed:
+        seen.append(cmd)
+        if cmd[0] == "sinfo":
+            return Completed(0, "a idle trn2,efa\nb resv trn2,efa\nc idle trn1\nd idle trn2\n", "")
+        if cmd[:3] == ["scontrol", "show", "hostnames"]:
+            return Completed(0, "\n".join(cmd[3].strip("[]").split(",")) + "\n", "")
+        if cmd[:3] == ["scontrol", "show", "reservation"]:
+            return Completed(0, "ReservationName=r Nodes=[a,b,c] NodeCnt=3 State=ACTIVE\n", "")
+        out = [line for i, n in enumerate(("a", "b")) for line in _labelled(i, n, json.dumps(doc()), 0)]
+        return Completed(0, "\n".join(out), "")
+
+    selection = Selection(reservation="r", exclude="[d]", constraint="trn2")
+    results = fleet_doctor(FleetRequest(all_nodes=True, timeout=5, selection=selection), ["nc"], runner)
+    # d excluded, c lacks trn2 (and d is outside the reservation), b is reserved for this step.
+    assert [r.node for r in results] == ["a", "b"] and all(r.answered for r in results)
+    srun = next(c for c in seen if c[0] == "srun")
+    assert "--nodelist=a,b" in srun and "--reservation=r" in srun
+
+
+def test_constraints_neuronctl_cannot_judge_alone_need_slurm_to_pick() -> None:
+    from neuronctl.ops.fleet.select import feature_groups, satisfies
+
+    assert satisfies({"trn2", "efa"}, feature_groups("trn2&efa"))
+    assert not satisfies({"trn2"}, feature_groups("trn2&efa"))
+    assert satisfies({"trn1"}, feature_groups("trn1|trn2"))
+    for hard in ("a&b|c", "a*2", "(a|b)&c", "[rack1|rack2]"):
+        with pytest.raises(InputError, match="--nodes N"):
+            feature_groups(hard)

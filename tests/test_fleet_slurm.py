@@ -175,6 +175,79 @@ def test_doctor_slurm_drain_drains_this_node_and_resumes_it(cli, slurm: SlurmClu
     slurm.wait_idle()
 
 
+def _recording_remote(tmp_path: Path) -> Path:
+    """A remote command that notes the job's Slurm account, reservation and nodes on each node,
+    then runs neuronctl: what srun was given, as the task saw it."""
+    script = tmp_path / "remote.sh"
+    script.write_text(f"#!/bin/sh\nenv | grep -E '^SLURM_JOB_(ACCOUNT|RESERVATION|NODELIST)=' "
+                      f"> {tmp_path}/seen.$SLURMD_NODENAME\nexec {sys.executable} -m neuronctl \"$@\"\n")
+    script.chmod(0o755)
+    return script
+
+
+def _seen(tmp_path: Path) -> dict[str, dict[str, str]]:
+    return {p.name.split(".", 1)[1]: dict(line.split("=", 1) for line in p.read_text().split())
+            for p in tmp_path.glob("seen.*")}
+
+
+def test_exclude_account_and_qos_reach_srun(cli, slurm: SlurmCluster, hosts: dict[str, Path],
+                                             tmp_path: Path) -> None:
+    for node in ("node1", "node2"):
+        slurm.set_node_env(node, NEURONCTL_SYSROOT=str(hosts["trn2"]))
+    remote = _recording_remote(tmp_path)
+    code, doc = fleet_json(cli, "--all", "--exclude", "node2", "--account", "acct1", "--qos", "normal",
+                           "--remote-command", str(remote))
+    assert code == 0, doc
+    assert [n["node"] for n in doc["nodes"]] == ["node1"]
+    assert _seen(tmp_path) == {"node1": {"SLURM_JOB_ACCOUNT": "acct1", "SLURM_JOB_NODELIST": "node1"}}
+
+
+def test_constraint_picks_nodes_by_their_slurm_features(cli, slurm: SlurmCluster, hosts: dict[str, Path],
+                                                        tmp_path: Path) -> None:
+    for node in ("node1", "node2"):
+        slurm.set_node_env(node, NEURONCTL_SYSROOT=str(hosts["trn2"]))
+    remote = str(_recording_remote(tmp_path))
+    for constraint, expected in (("trn1", ["node2"]), ("trn2&efa", ["node1"]), ("trn1|efa", ["node1", "node2"])):
+        code, doc = fleet_json(cli, "--all", "--constraint", constraint, "--remote-command", remote)
+        assert code == 0 and [n["node"] for n in doc["nodes"]] == expected, (constraint, doc)
+    # --nodes N: Slurm applies the constraint itself.
+    for seen in tmp_path.glob("seen.*"):
+        seen.unlink()
+    code, doc = fleet_json(cli, "--nodes", "1", "--constraint", "trn1", "--remote-command", remote)
+    assert code == 0 and [n["node"] for n in doc["nodes"]] == ["node2"]
+    assert list(_seen(tmp_path)) == ["node2"]
+    # A feature no node has: no node matches, said at once (exit 2), nothing run.
+    missing = cli("fleet", "doctor", "--level", "1", "--all", "--constraint", "trn3")
+    assert missing.code == 2 and "no Slurm nodes match the request with --constraint=trn3" in missing.err
+
+
+def test_a_reservation_runs_on_its_own_nodes(cli, slurm: SlurmCluster, hosts: dict[str, Path],
+                                             tmp_path: Path) -> None:
+    for node in ("node1", "node2"):
+        slurm.set_node_env(node, NEURONCTL_SYSROOT=str(hosts["trn2"]))
+    made = slurm.run("scontrol", "create", "reservation", "ReservationName=maint1", "Nodes=node1",
+                     "StartTime=now", "Duration=10", "Users=root")
+    assert made.returncode == 0, made.stderr
+    try:
+        code, doc = fleet_json(cli, "--all", "--reservation", "maint1",
+                               "--remote-command", str(_recording_remote(tmp_path)))
+        assert code == 0, doc
+        assert [n["node"] for n in doc["nodes"]] == ["node1"]
+        assert _seen(tmp_path)["node1"]["SLURM_JOB_RESERVATION"] == "maint1"
+        unknown = cli("fleet", "doctor", "--level", "1", "--all", "--reservation", "nosuch")
+        assert unknown.code == 2 and "--reservation 'nosuch': no such Slurm reservation" in unknown.err
+    finally:
+        slurm.run("scontrol", "delete", "ReservationName=maint1")
+
+
+def test_selection_values_are_checked_before_slurm_is_asked(cli) -> None:
+    for flag, value in (("--account", "a b"), ("--qos", "-x"), ("--reservation", "r;id"),
+                        ("--exclude", "n1 n2"), ("--constraint", "-a"), ("--constraint", "a$(id)")):
+        result = cli("fleet", "doctor", "--all", flag, value)
+        assert result.code == 2, (flag, value, result)
+        assert result.err.count("\n") == 1 and flag in result.err and "Traceback" not in result.err
+
+
 def test_a_node_whose_slurmd_is_stopped_is_reported_within_the_timeout(
         cli, slurm: SlurmCluster, hosts: dict[str, Path]) -> None:
     for node in ("node1", "node2"):

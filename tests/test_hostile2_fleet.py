@@ -272,7 +272,10 @@ def test_a_node_name_with_a_newline_or_space_is_refused(name: str) -> None:
 
 def test_npd_config_refuses_a_timeout_too_short_for_a_result(cli) -> None:
     short = cli("fleet", "npd-config", "--timeout", "10")
-    assert short.code == 2 and "at least 15 s" in short.err and short.out == ""
+    assert short.code == 2 and "15<=x<=3600" in short.err and short.out == ""
+    # The help states the same bound the option enforces (one place: NPD_MIN_TIMEOUT).
+    shown = " ".join(cli("fleet", "npd-config", "--help").out.split())
+    assert "at least 15: 5 s a check" in shown and "120; 15<=x<=3600]" in shown
     cut = cli("fleet", "npd-config", "--timeout", "16")
     assert cut.code == 0 and json.loads(cut.out)["rules"][0]["args"][-2:] == ["--check-timeout", "6"]
     assert "doctor runs with --check-timeout 6" in cut.err

@@ -93,11 +93,12 @@ def test_releases_shows_dates_status_default_and_data(cli):
     r = cli("releases")
     assert r.code == 0, r.err
     lines = r.out.splitlines()
-    at = next(i for i, line in enumerate(lines) if "│ 2.33.1" in line)
-    assert "2026-11-11" in lines[at] and "beta" in lines[at] and "default" in lines[at + 1]
-    at = next(i for i, line in enumerate(lines) if "│ 2.34.0" in line)
-    assert "not published" in lines[at] and "partial" in lines[at + 1]
-    assert "default release: 2.33.1, the newest whose whole stack is published" in r.out
+    # Off a terminal each release is one line (the line form), its two-line status joined.
+    row = next(line for line in lines if line.startswith("2.33.1: "))
+    assert "date 2026-11-11" in row and "status beta, default" in row
+    row = next(line for line in lines if line.startswith("2.34.0: "))
+    assert "neuronx-cc not published" in row and "status beta, partial" in row
+    assert "default release: 2.33.1 (--release latest), the newest whose whole stack is published" in r.out
     assert "2.34.0 is not (neuronx-cc, nki" in r.out
     assert "release data: bundled" in r.out and "compiled 2026-12-01" in r.out
     doc = json.loads(cli("releases", "--json").out)

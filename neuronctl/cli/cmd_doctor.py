@@ -39,7 +39,9 @@ FORMATS = ("text", "json", "junit", "github", "prometheus")
                     + "\n\n".join(f"{lv.number}: {lv.what}; {lv.budget_text()}."
                                   for lv in LEVELS.values()))
 @python_option
-@click.option("--release", metavar="V", help="Check against this Neuron release.")
+@click.option("--release", metavar="V",
+              help="Check against this Neuron release: a version, latest (newest fully "
+                   "published) or newest.")
 @click.option("--lock", type=click.Path(path_type=Path, dir_okay=False),
               help="Also check installed versions against this pylock.toml.")
 @device_option("what the probe tiers use")

@@ -19,6 +19,7 @@ from neuronctl.cli.output import write_atomic
 from neuronctl.errors import InputError
 from neuronctl.ops.doctor.levels import LEVELS, RUN_MARGIN_S
 from neuronctl.ops.fleet.aggregate import aggregate
+from neuronctl.ops.fleet.select import Selection
 from neuronctl.ops.fleet.srun import LEVEL_ARGS, FleetRequest, default_remote, fleet_doctor
 
 FORMATS = ("text", "json", "junit", "markdown")
@@ -34,6 +35,7 @@ NPD_DOCTOR_ARGS: tuple[str, ...] = ("doctor", *LEVEL_ARGS[1], "-q", "--no-color"
 NPD_START_S = 5.0
 NPD_MIN_CHECK_S = 5.0
 NPD_MIN_TIMEOUT = int(NPD_MIN_CHECK_S + RUN_MARGIN_S + NPD_START_S)
+NPD_MAX_TIMEOUT = 3600
 FLEET_RUN_S = 120.0
 """`fleet doctor`'s srun step limit without --timeout: level 2 on a node, started and reported."""
 # Environments made to be thrown away: a path in one is gone (or another program) on the nodes.
@@ -64,6 +66,15 @@ def _remote_command(value: str | None) -> list[str]:
 @click.option("--nodelist", metavar="LIST", help="Run on these nodes (a Slurm host list).")
 @click.option("--all", "all_nodes", is_flag=True, help="Run on every node [the default].")
 @click.option("--partition", metavar="P", help="Slurm partition.")
+@click.option("--account", metavar="A", help="Slurm account to charge the step to (srun --account).")
+@click.option("--qos", metavar="Q", help="Slurm quality of service (srun --qos).")
+@click.option("--reservation", metavar="R",
+              help="Run in this Slurm reservation (srun --reservation); with --all or --nodelist, "
+                   "only its nodes.")
+@click.option("--exclude", metavar="LIST", help="Leave out these nodes (a Slurm host list).")
+@click.option("--constraint", metavar="FEATURES",
+              help="Only nodes with these Slurm features (srun --constraint); with --all or "
+                   "--nodelist: FEATURE, A&B or A|B.")
 @click.option("--level", type=click.IntRange(1, 2), default=2, show_default=True,
               help="1: quick, no device work; 2: the full doctor.")
 @python_option
@@ -78,7 +89,9 @@ def _remote_command(value: str | None) -> list[str]:
               help="How to run neuronctl on the nodes [this Python, importing neuronctl from "
                    "its installation, never from the working directory].")
 def fleet_doctor_command(nodes: int | None, nodelist: str | None, all_nodes: bool,
-                         partition: str | None, level: int, python: str | None,
+                         partition: str | None, account: str | None, qos: str | None,
+                         reservation: str | None, exclude: str | None, constraint: str | None,
+                         level: int, python: str | None,
                          timeout: float | None, fmt: str | None, as_json: bool,
                          output: Path | None, remote_command: str | None) -> int:
     """Run `neuronctl doctor --json` on every node in one srun step; report stack drift."""
@@ -88,7 +101,9 @@ def fleet_doctor_command(nodes: int | None, nodelist: str | None, all_nodes: boo
     request = FleetRequest(nodes=nodes, nodelist=nodelist, all_nodes=all_nodes,
                            partition=partition, level=level, python=python,
                            timeout=resolve("run_timeout", "timeout").value or FLEET_RUN_S,
-                           remote_command=tuple(_remote_command(remote_command)))
+                           remote_command=tuple(_remote_command(remote_command)),
+                           selection=Selection(account=account, qos=qos, reservation=reservation,
+                                               exclude=exclude, constraint=constraint))
     report = aggregate(fleet_doctor(request, request.remote_command))
     printer = get_app().printer
     printer.deliver(report, fmt, output)
@@ -169,9 +184,11 @@ def _default_neuronctl() -> str:
               help="neuronctl's path on the nodes [the one beside this Python].")
 @click.option("--interval", type=click.IntRange(10, 86400), default=300, show_default=True,
               help="Seconds between runs.")
-@click.option("--timeout", type=click.IntRange(5, 3600), default=120, show_default=True,
+@click.option("--timeout", type=click.IntRange(NPD_MIN_TIMEOUT, NPD_MAX_TIMEOUT), default=120,
+              show_default=True,
               help=f"Seconds NPD allows a whole doctor run before it kills it (its result is then "
-                   f"Unknown); at least {NPD_MIN_TIMEOUT}. Under "
+                   f"Unknown); at least {NPD_MIN_TIMEOUT}: {NPD_MIN_CHECK_S:g} s a check and "
+                   f"{RUN_MARGIN_S + NPD_START_S:g} s to start and finish. Under "
                    f"{int(LEVELS[1].total_s + NPD_START_S + RUN_MARGIN_S)} each check's "
                    "--check-timeout is cut to fit (said on stderr).")
 @click.option("--max-output-length", type=click.IntRange(20, 4096), default=200,

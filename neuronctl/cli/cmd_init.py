@@ -11,7 +11,8 @@ from neuronctl.cli.options import given_values, json_option, target_options
 
 
 @click.command("init")
-@click.option("--release", help="Neuron release (default: kept, else the newest native one).")
+@click.option("--release", help="Neuron release: a version, latest or newest (default: kept, else the "
+                                "newest native one).")
 @click.option("--torch", help="PyTorch line, e.g. 2.14 (default: kept, else the release's own).")
 @target_options("default: kept", "default: kept")
 @json_option

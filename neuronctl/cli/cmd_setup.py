@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.option("--release", metavar="V", help="The Neuron release to set up [the default release].")
+@click.option("--release", metavar="V",
+              help="The Neuron release to set up: a version, latest or newest [latest: the "
+                   "newest fully published].")
 @click.option("--os", "os_name", type=click.Choice(OS_IDS), default=None,
               help="Plan for another host with this OS (nothing of this host is read).")
 @click.option("--sysroot", type=click.Path(path_type=Path, file_okay=False),

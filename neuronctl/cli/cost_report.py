@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from neuronctl.cli.output import fitted_table, print_fitted
+from neuronctl.cli.output import print_table
 from neuronctl.ops.cost import FORMULA, CostOutcome, Price
 
 if TYPE_CHECKING:
@@ -31,11 +31,9 @@ def print_prices(view: PriceList, printer: Printer) -> None:
     console = printer.console()
     rows = [[Text(c) for c in (p.instance, f"{p.usd_per_hour:.3f}", p.rate, p.published or "-",
                                p.source)] for p in view.prices]
-    # Instance names, prices and URLs are never split: a narrow terminal drops columns instead.
-    print_fitted(console, fitted_table(
-        console, ["instance", "USD/hour", "rate", "published", "source"], rows,
-        droppable=("source", "published", "rate"),
-        title="bundled prices (trn2, trn3 and GPU instances: give --price)"))
+    # Instance names, prices and URLs are never split; a price never without its rate and source.
+    print_table(console, ["instance", "USD/hour", "rate", "published", "source"], rows,
+                title="bundled prices (trn2, trn3 and GPU instances: give --price)")
 
 
 def _usd(value: float | None) -> str:
@@ -82,12 +80,10 @@ def print_costs(outcome: CostOutcome, printer: Printer) -> None:
                       "-" if row.job_all is None else f"{row.job_all.tokens:,.0f}"]
         source = _short_source(row.price)
         rows.append([Text(c) for c in (*cells, source)])
-    # Instance names and prices are never split ($0.00916|3 read as $0.00916): a narrow terminal
-    # drops the least-needed columns instead, in this order.
-    print_fitted(console, fitted_table(
-        console, [*columns, "price source"], rows,
-        droppable=("price source", "rate", "x accel.", "job $ x accel.", "job tokens x accel.",
-                   "accel.")))
+    # Instance names and prices are never split ($0.00916|3 read as $0.00916), and a price is
+    # never shown without its rate (on-demand, reserved, user-given) and source: where the table
+    # does not fit, every row is a line (print_table).
+    print_table(console, [*columns, "price source"], rows)
     for warning in outcome.warnings:  # with -q too: it changes what the numbers mean
         console.print(f"[yellow]warn[/]: {escape(warning)}")
     if not quiet:

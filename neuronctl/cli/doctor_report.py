@@ -152,7 +152,7 @@ def render_markdown_summary(report: DoctorReport) -> str:
 def print_text(report: DoctorReport, console: Any, *, verbose: int, quiet: bool) -> None:
     from rich.text import Text
 
-    from neuronctl.cli.output import fitted_table, print_fitted
+    from neuronctl.cli.output import fitted_table, print_line, table_fits
 
     # Data goes in as Text, never as markup: a PCI address such as 0000:cd:00.0 or a message with
     # [brackets] prints as it is. A fix is a command to paste: never in a cell (it wrapped over
@@ -178,12 +178,13 @@ def print_text(report: DoctorReport, console: Any, *, verbose: int, quiet: bool)
             rows.append([Text(c.status.upper(), style=STATUS_STYLES[c.status]), Text(c.id), text])
         table = fitted_table(console, ["status", "check", "result"], rows, wrap=("result",),
                              show_header=True, header_style="bold", expand=False)
-        if table.neuronctl_width <= console.width:
-            print_fitted(console, table)
-        else:  # a word (a URL, a path) wider than the terminal leaves: no table, a line a check
+        if table_fits(console, table):
+            console.print(table)
+        else:  # off a terminal, or a word (a URL, a path) wider than it: the line form
             for row in rows:
-                line = Text.assemble(row[0], " " * (6 - len(row[0])), row[1], ": ", row[2])
-                console.print(line, soft_wrap=True)
+                status = row[0].plain
+                print_line(console, f"{status:<6}{row[1].plain}: {row[2].plain}",
+                           lead=len(status), lead_style=str(row[0].style))
         for fix, ids in fixes.items():
             console.print(Text(f"# {numbers[fix]}: {', '.join(ids)}", style="dim"), soft_wrap=True)
             console.print(Text("fix: ", style="bold").append(fix), soft_wrap=True)

@@ -172,8 +172,9 @@ def bundle_json(view: BundleView, printer: Printer) -> None:
 
 def print_bundle(view: BundleView, printer: Printer) -> None:
     """The items and the archive's path; with -q the path alone."""
-    from rich.table import Table
     from rich.text import Text
+
+    from neuronctl.cli.output import print_table
 
     outcome = view.outcome
     if printer.quiet:
@@ -181,11 +182,10 @@ def print_bundle(view: BundleView, printer: Printer) -> None:
         return
     echo_target(view.target, printer)
     console = printer.console()
-    table = Table("file", "status", "reason / note", box=None, pad_edge=False)
     styles = {"collected": "green", "partial": "yellow", "unavailable": "dim", "failed": "red"}
-    for item in outcome.items:  # every value is data: Text, never markup
-        table.add_row(Text(item.file), Text(item.status, style=styles.get(item.status, "")),
-                      Text(item.reason or ""))
-    console.print(table)
+    # every value is data: Text, never markup
+    print_table(console, ["file", "status", "reason / note"],
+                [[Text(item.file), Text(item.status, style=styles.get(item.status, "")),
+                  Text(item.reason or "")] for item in outcome.items], box=None, pad_edge=False)
     console.print(Text(f"wrote {outcome.path} ({outcome.size} bytes); attach it to the support "
                        "case. Secrets are masked; read index.json inside for what is there."))

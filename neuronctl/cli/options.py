@@ -149,7 +149,8 @@ def target_options(default_help: str, platform_help: str = "default: config plat
 def request_options(f: Any) -> Any:
     """The options lock and install share to say what stack to build."""
     options = [
-        click.option("--release", help="Neuron release (default: config, else the newest native one)."),
+        click.option("--release", help="Neuron release: a version, latest (newest fully published) or "
+                                       "newest (default: config, else the newest native one)."),
         click.option("--torch", help="PyTorch line, e.g. 2.14 (default: the release's own)."),
         click.option("--with", "with_", multiple=True, metavar="REQ",
                      help="Your own requirement, e.g. 'transformers>=4.50' (repeatable)."),

@@ -168,51 +168,76 @@ def table_width(table: Any, headers: list[str], rows: list[list[Any]], wrap: tup
 
 
 def fitted_table(console: Any, headers: list[str], rows: list[list[Any]], *,
-                 droppable: tuple[str, ...] = (), wrap: tuple[str, ...] = (),
-                 **table_options: Any) -> Any:
+                 wrap: tuple[str, ...] = (), **table_options: Any) -> Any:
     """A rich Table whose values are never split: every column is no_wrap except those in
-    `wrap` (prose, such as a check's message, wrapped between words), and while the table is
-    wider than the console the `droppable` columns go, in the order given. Print it with
-    print_fitted, which prints what is still too wide whole (the terminal wraps the long line;
-    no value is cut or folded into two rows)."""
+    `wrap` (prose, such as a check's message, wrapped between words). Its `neuronctl_width` is
+    the narrowest width it takes so (table_width)."""
     from rich.table import Table
 
-    shown = list(range(len(headers)))
-
-    def build() -> Table:
-        table = Table(**table_options)
-        for i in shown:
-            prose = headers[i] in wrap
-            table.add_column(headers[i], no_wrap=not prose, overflow="fold" if prose else "ignore")
-        for row in rows:
-            table.add_row(*(row[i] for i in shown))
-        table.neuronctl_width = table_width(  # type: ignore[attr-defined]
-            table, [headers[i] for i in shown], [[row[i] for i in shown] for row in rows], wrap)
-        return table
-
-    table = build()
-    for name in droppable:
-        if table.neuronctl_width <= console.width:  # type: ignore[attr-defined]
-            break
-        if name in headers and headers.index(name) in shown:
-            shown.remove(headers.index(name))
-            table = build()
+    table = Table(**table_options)
+    for header in headers:
+        prose = header in wrap
+        table.add_column(header, no_wrap=not prose, overflow="fold" if prose else "ignore")
+    for row in rows:
+        table.add_row(*row)
+    table.neuronctl_width = table_width(table, headers, rows, wrap)  # type: ignore[attr-defined]
     return table
 
 
-def print_fitted(console: Any, table: Any) -> None:
-    """Print a fitted_table; wider than the console even so, at its own width, so that no value
-    is cut (rich would truncate a no_wrap cell to the console's width)."""
-    need = getattr(table, "neuronctl_width", 0)
-    if need <= console.width:
+def table_fits(console: Any, table: Any) -> bool:
+    """Whether `table` is drawn as a table: on a terminal wide enough for it whole. Off a
+    terminal (a CI log, a pipe, a file) and on a narrow terminal every table is the line form
+    instead (row_line): no column is dropped, no box character or padding written, no value
+    split, whatever COLUMNS says."""
+    return bool(console.is_terminal) and table.neuronctl_width <= console.width
+
+
+def cell_text(cell: Any) -> str:
+    """A cell as one line: its lines joined by ', ' (a release's `beta` / `default`)."""
+    return ", ".join(line.strip() for line in _cell_lines(cell) if line.strip())
+
+
+def row_line(headers: list[str], row: list[Any]) -> str:
+    """The line form of a row, as the README shows the doctor's: the first value, then each other
+    column as `header value`, '; ' between them; empty and '-' values are left out."""
+    first, *rest = (cell_text(c) for c in row)
+    named = [f"{h} {v}" for h, v in zip(headers[1:], rest, strict=True) if v not in ("", "-")]
+    return f"{first}: {'; '.join(named)}" if named else first
+
+
+def print_table(console: Any, headers: list[str], rows: list[list[Any]], *,
+                title: str | None = None, wrap: tuple[str, ...] = (), **table_options: Any) -> None:
+    """The one way a table is printed: a table where it fits on a terminal (table_fits), else
+    the title and one line a row (row_line)."""
+    from rich.text import Text
+
+    table = fitted_table(console, headers, rows, wrap=wrap,
+                         title=Text(title) if title else None, **table_options)
+    if table_fits(console, table):
         console.print(table)
         return
-    width = console.width
-    console.width = need  # console.print(width=) only narrows
-    try:
-        console.print(table)
-    finally:
-        console.width = width
+    for line in ([title] if title else []) + [row_line(headers, row) for row in rows]:
+        print_line(console, line)
+
+
+def print_line(console: Any, line: str, *, lead: int = 0, lead_style: str = "") -> None:
+    """One line of the line form. Off a terminal, as it is, however long (logs are grepped and
+    pasted from); on a terminal, wrapped between words to its width, the rest indented, a value
+    wider than the terminal kept whole on its own line (never split, never cut). The first
+    `lead` characters (a status word) get `lead_style`."""
+    import textwrap
+
+    from rich.text import Text
+
+    parts = [line] if not console.is_terminal else [
+        part for given in line.split("\n") for part in textwrap.wrap(
+            given, console.width, initial_indent="", subsequent_indent="  ",
+            break_long_words=False, break_on_hyphens=False, drop_whitespace=True) or [""]]
+    for n, part in enumerate(parts):
+        text = Text(part)
+        if n == 0 and lead:
+            text.stylize(lead_style, 0, lead)
+        console.print(text, soft_wrap=True)
 
 
 OUTCOME_WORDS = {"failed": "", "bad-input": "bad input", "timeout": "timed out",

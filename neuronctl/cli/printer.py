@@ -16,7 +16,7 @@ from typing import IO, TYPE_CHECKING, Any, cast
 import click
 
 from neuronctl.cli.output import HeldJson, command_name, dump_json, envelope
-from neuronctl.cli.terminal import PIPE_WIDTH, TerminalStream, columns, is_tty, safe_console, terminal_text
+from neuronctl.cli.terminal import PIPE_WIDTH, TerminalStream, is_tty, safe_console, terminal_text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -65,8 +65,8 @@ class Printer:
     def console(self, *, stderr: bool = False) -> Console:
         stream = sys.stderr if stderr else sys.stdout
         # Piped output is read in logs and CI and pasted from: it is not wrapped at all (rich's
-        # 80-column fallback folded tables), unless COLUMNS asks for a width.
-        width = None if stream.isatty() else columns() or PIPE_WIDTH
+        # 80-column fallback folded tables), whatever COLUMNS says (CI runners set it).
+        width = None if stream.isatty() else PIPE_WIDTH
         # No emoji codes: data such as the PCI address 0000:cd:00.0 would print as an emoji.
         # Rich writes its own cursor and colour codes (progress bars), so it gets the stream
         # without the CLI's filter; what it renders from data is made safe segment by segment.

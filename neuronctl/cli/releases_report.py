@@ -7,7 +7,7 @@ import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from neuronctl.cli.output import fitted_table, print_fitted
+from neuronctl.cli.output import print_line, print_table
 from neuronctl.cli.terminal import terminal_text
 from neuronctl.manifest import Manifest, Release
 from neuronctl.ops.releases import ReleasesImport, ReleasesUpdate
@@ -43,15 +43,14 @@ def list_json(view: ReleaseList, printer: Printer) -> None:
 
 
 def print_list(view: ReleaseList, printer: Printer) -> None:
-    from rich.text import Text
 
     manifest = view.manifest
     _release_table(manifest, f"Neuron releases ({manifest.source})", printer)
     if not printer.quiet:
         console = printer.console()
         # Folded to the terminal's width like the table; never cut.
-        console.print(Text(default_reason(manifest)), overflow="fold")
-        console.print(Text(data_line(manifest)), overflow="fold")
+        print_line(console, default_reason(manifest))
+        print_line(console, data_line(manifest))
 
 
 def release_json(view: ReleaseView, printer: Printer) -> None:
@@ -154,12 +153,12 @@ def default_reason(manifest: Manifest) -> str:
     """Why the default release is the default, naming the newer ones that are not."""
     d = manifest.default
     newer = [r for r in manifest.releases if r.key > d.key]
-    text = f"default release: {d.version}, the newest whose whole stack is published"
+    text = f"default release: {d.version} (--release latest), the newest whose whole stack is published"
     if newer:
         text += "; " + "; ".join(
             f"{r.version} is not ({', '.join(r.unpublished_pins()) or 'no native stack'}"
             f"{' not published' if r.unpublished_pins() else ''}; use it with --release "
-            f"{r.version})" for r in newer)
+            f"{r.version}{' or --release newest' if r is manifest.latest else ''})" for r in newer)
     return text
 
 
@@ -174,8 +173,8 @@ def _release_table(manifest: Manifest, title: str, printer: Printer) -> None:
                      _lines(r.packages.get("neuronx-cc", ())) if "neuronx-cc" not in r.constraints
                      else "not published",
                      f"{r.python[0]}-{r.python[-1]}" if r.python else "-", _short(r.chips)))
-    # Values are never split (a version folded as 2.13.3.|0 read as another); a narrow terminal
-    # loses the least-needed columns instead, in this order.
+    # Values are never split (a version folded as 2.13.3.|0 read as another), and no column is
+    # dropped: where the table does not fit, every release is a line (print_table).
     headers = ["release", "date", "status", "flavour", "torch", "torch-neuronx", "neuronx-cc",
                "python", "chips"]
     styles = {"native": "green", "xla": "yellow", "none": "dim"}
@@ -184,51 +183,33 @@ def _release_table(manifest: Manifest, title: str, printer: Printer) -> None:
         line = [Text(c) for c in row]
         line[3].stylize(styles.get(row[3], ""))
         cells.append(line)
-    console = printer.console()
-    print_fitted(console, fitted_table(console, headers, cells, title=Text(title),
-                                       title_justify="left",
-                                       droppable=("chips", "date", "python", "flavour",
-                                                  "neuronx-cc", "status")))
+    print_table(printer.console(), headers, cells, title=title, title_justify="left")
 
 
 def _release_detail(r: Release, printer: Printer) -> None:
-    from rich.table import Table
     from rich.text import Text
 
     # Manifests are data (an imported one is AWS's, or anyone's): Text, never markup.
-    def table(title: str, *columns: str) -> Table:
-        t = Table(title=title, title_justify="left")
-        for col in columns:
-            t.add_column(col, no_wrap=True, overflow="ignore")  # a version is never split
-        return t
-
-    def row(target: Table, *cells: str) -> None:
-        target.add_row(*(Text(c) for c in cells))
-
     console = printer.console()
-    head = Table.grid(padding=(0, 2))
-    head.add_row("release", Text(r.version, style="bold").append(f" ({r.date or 'date unknown'})",
-                                                                 style="none"))
-    for key, value in (("status", r.status), ("flavour", r.flavour), ("torch", _short(r.torch)),
-                       ("python", _short(r.python)), ("chips", _short(r.chips))):
-        row(head, key, value)
-    console.print(head)
+    head = [("release", f"{r.version} ({r.date or 'date unknown'})"), ("status", r.status),
+            ("flavour", r.flavour), ("torch", _short(r.torch)), ("python", _short(r.python)),
+            ("chips", _short(r.chips))]
+    for key, value in head:  # a key and its value, one line each: nothing padded
+        print_line(console, f"{key}: {value}")
     if r.frameworks:
-        fw = table("PyTorch lines", "flavour", "torch", "torch-neuronx", "chips", "python")
-        for f in r.frameworks:
-            row(fw, f.flavour, f.torch, f.torch_neuronx, ", ".join(f.chips), ", ".join(f.python))
-        console.print(fw)
-    pk = table("Python packages", "package", "versions")
-    for name, versions in r.packages.items():
-        row(pk, name, _short(versions))
-    console.print(pk)
+        print_table(console, ["flavour", "torch", "torch-neuronx", "chips", "python"],
+                    [[Text(c) for c in (f.flavour, f.torch, f.torch_neuronx, ", ".join(f.chips),
+                                        ", ".join(f.python))] for f in r.frameworks],
+                    title="PyTorch lines", title_justify="left")
+    print_table(console, ["package", "versions"],
+                [[Text(name), Text(_short(versions))] for name, versions in r.packages.items()],
+                title="Python packages", title_justify="left")
     if r.system:
-        sy = table("System packages", "package", "version")
-        for name, version in r.system.items():
-            row(sy, name, version)
-        console.print(sy)
+        print_table(console, ["package", "version"],
+                    [[Text(name), Text(version)] for name, version in r.system.items()],
+                    title="System packages", title_justify="left")
     for note in r.notes:
-        console.print(Text(f"note: {note}"))
+        print_line(console, f"note: {note}")
 
 
 def data_in_use(manifest: Manifest) -> dict[str, str | None]:
@@ -254,12 +235,11 @@ def _rules_for(manifest: Manifest, release: Release) -> list[Rule]:
 
 def _rules_lines(manifest: Manifest, release: Release, printer: Printer) -> None:
     """The documented rules whose release range holds this release, each with its source."""
-    from rich.text import Text
 
     console = printer.console()
     for rule in _rules_for(manifest, release):
-        console.print(Text(f"rule {rule.id} ({rule.kind}, {rule.severity}): {rule.says}  "
-                           f"[source: {manifest.cite(rule.source)}]"), soft_wrap=True)
+        print_line(console, f"rule {rule.id} ({rule.kind}, {rule.severity}): {rule.says}  "
+                            f"[source: {manifest.cite(rule.source)}]")
 
 
 def _sources_table(release: Release, entries: tuple[ValueEntry, ...], printer: Printer) -> None:
@@ -271,7 +251,7 @@ def _sources_table(release: Release, entries: tuple[ValueEntry, ...], printer: P
     console.print(Text(f"Neuron {release.version}: each value and its source"))
     for e in entries:
         where = f"source: {e.source.cite()}" if e.source else "no source: not published"
-        console.print(Text(f"{e.key} = {e.value}  [{where}]"), soft_wrap=True)
+        print_line(console, f"{e.key} = {e.value}  [{where}]")
 
 
 def terminal_safe(text: str) -> str:

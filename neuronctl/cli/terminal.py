@@ -20,14 +20,6 @@ PIPE_WIDTH = 10_000
 """The console's width on a pipe: wide enough that rich wraps no line."""
 
 
-def columns() -> int | None:
-    try:
-        columns = int(os.environ.get("COLUMNS", ""))
-    except ValueError:
-        return None
-    return columns if 20 <= columns <= PIPE_WIDTH else None
-
-
 _PLAIN = re.compile(r"[\x20-\x7e]*")
 _PLAIN_LINES = re.compile(r"[\x20-\x7e\n]*")
 _PLAIN_STREAM = re.compile(r"[\x20-\x7e\n\t]*")  # what the stream passes untouched (JSON, tables)

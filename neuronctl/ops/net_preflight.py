@@ -11,7 +11,7 @@ from neuronctl.ops.lock.request import StackRequest
 from neuronctl.resolvers.http_fetch import Fetcher
 from neuronctl.resolvers.preflight import Host, require_reachable
 from neuronctl.resolvers.stack_roots import root_requirements
-from neuronctl.routing import DEFAULT_PORTS, IndexRouting, url_origin
+from neuronctl.routing import DEFAULT_PORTS, IndexRouting, redact_url, url_origin
 
 
 def index_hosts(routing: IndexRouting, roots: Iterable[str]) -> list[Host]:
@@ -44,9 +44,40 @@ def file_hosts(urls: Iterable[str], override: str = LOCK_FILES) -> list[Host]:
 
 def preflight_stack(stack: StackRequest, fetcher: Fetcher) -> None:
     """Before a resolution: its inputs (a bad --with is exit 2, not a network error), then
-    every index it can reach for, at once."""
-    roots = root_requirements(stack.plan, stack.requirements)
-    preflight(index_hosts(stack.routing, [r.name for r in roots]), fetcher)
+    every index it can reach for, at once (offline: every root page the cache lacks, at once)."""
+    roots = [r.name for r in root_requirements(stack.plan, stack.requirements)]
+    hosts = index_hosts(stack.routing, roots)
+    if fetcher.offline:
+        offline_gaps(stack.routing, roots, hosts, fetcher)
+    preflight(hosts, fetcher)
+
+
+def offline_gaps(routing: IndexRouting, roots: list[str], hosts: list[Host], fetcher: Fetcher) -> None:
+    """--offline: the stack's own packages whose index page the cache lacks, every one of them
+    and every index the resolution reads named in one error (not one index a try). A local
+    index (file://) needs no cache."""
+    from neuronctl.errors import FaultError
+    from neuronctl.resolvers.simple_index import project_url
+
+    missing: dict[str, list[str]] = {}
+    for name in roots:
+        index = routing.index_for(name)
+        url = str(routing.indexes[index])
+        if url.startswith("file:"):
+            continue
+        if fetcher.cache is None or fetcher.cache.get_page(project_url(url, name)) is None:
+            missing.setdefault(index, []).append(name)
+    if not missing:
+        return
+    gaps = "; ".join(f"{', '.join(names)} on index '{index}' ({redact_url(str(routing.indexes[index]))})"
+                     for index, names in missing.items())
+    others = [h for h in hosts if h.name.removeprefix("index '").rstrip("'") not in missing
+              and not h.url.startswith("file:")]
+    reads = f"; the resolution also reads {', '.join(f'{h.name} ({redact_url(h.url)})' for h in others)}" \
+        if others else ""
+    raise FaultError(f"--offline: no cached index page for {gaps}{reads}",
+                     hint="run it once online to fill the cache, or point each index at a mirror "
+                          "or a local directory: --index NAME=URL (file:///DIR too)")
 
 
 def preflight(hosts: list[Host], fetcher: Fetcher) -> None:

@@ -94,6 +94,13 @@ def shipped_xla(f: Facts) -> tuple[str, tuple[str, ...]] | None:
             f"inference only (XLA training ended in 2.30){said}", words)
 
 
+def labelled(versions: tuple[str, ...] | list[str]) -> str:
+    """torch-neuronx pins for a message, the legacy XLA build named as such: a native release
+    that still ships the 2.9 line ships it for inference only (XLA training ended in 2.30)."""
+    return listed([f"{v} (legacy XLA build, for inference)" if classify(v).flavour == "xla" else v
+                   for v in versions])
+
+
 @check("python.version", "Python interpreter")
 def check_python(f: Facts) -> CheckOutcome:
     env, release = f.env, f.selection.release
@@ -124,7 +131,7 @@ def check_torch_neuronx(f: Facts) -> CheckOutcome:
     hw = f.hardware
     if tnx is None:
         return CheckOutcome("warn", f"torch-neuronx is not installed (Neuron {release.version} pins "
-                               f"{listed(release.packages.get('torch-neuronx', ()))})", install_fix(f))
+                               f"{labelled(release.packages.get('torch-neuronx', ()))})", install_fix(f))
     info = classify(tnx.version)
     chip = get_chip(hw.chip) if hw.chip else None
     details = (f"selected release {release.version}: {f.selection.reason}",)

@@ -12,11 +12,12 @@ import json
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from neuronctl.errors import FaultError, InputError
 from neuronctl.ops.fleet.aggregate import NodeResult
+from neuronctl.ops.fleet.select import Selection, node_features, pick
 from neuronctl.ops.fleet.stream import (
     MARK,
     MAX_DOC_BYTES,
@@ -69,6 +70,7 @@ class FleetRequest:
     python: str | None = None
     timeout: float = 120.0
     remote_command: Sequence[str] = ()
+    selection: Selection = field(default_factory=Selection)
 
 
 def default_remote(python: str) -> list[str]:
@@ -98,6 +100,7 @@ def srun_argv(request: FleetRequest, nodes: list[str] | None, remote: list[str])
             "--job-name=neuronctl-fleet"]
     if request.partition:
         argv.append(f"--partition={request.partition}")
+    argv += request.selection.srun_args()
     if nodes is not None:
         argv += [f"--nodes={len(nodes)}", f"--nodelist={','.join(nodes)}"]
     elif request.nodes is not None:
@@ -150,28 +153,47 @@ def check_request(request: FleetRequest) -> None:
     for text, flag in ((request.nodelist, "--nodelist"), (request.partition, "--partition")):
         if text is not None and not re.fullmatch(r"[A-Za-z0-9._,\[\]-]{1,4096}", text):
             raise InputError(f"{flag} {text!r}: not a Slurm name or host list")
+    request.selection.check()
 
 
 def node_states(request: FleetRequest, runner: Runner) -> dict[str, str]:
-    """node -> short state (sinfo %t), for --all / --nodelist."""
-    argv = ["sinfo", "--noheader", "--Node", "--format=%N %t"]
+    """node -> short state (sinfo %t), for --all / --nodelist, after --exclude, --constraint and
+    --reservation (select.pick)."""
+    argv = ["sinfo", "--noheader", "--Node", "--format=%N %t %f"]
     if request.partition:
         argv.append(f"--partition={request.partition}")
     if request.nodelist:
         argv.append(f"--nodes={request.nodelist}")
+    states: dict[str, str] = {}
+    features: dict[str, set[str]] = {}
+    for line in _query(runner, argv).splitlines()[:200_000]:
+        parts = line.split()
+        if len(parts) in (2, 3) and NODE_NAME.fullmatch(parts[0]):
+            states[parts[0]] = parts[1]
+            features[parts[0]] = node_features(parts[2]) if len(parts) == 3 else set()
+    if request.selection.filters:
+        states = pick(states, features, request.selection, lambda q: _answer(runner(q, 30.0)))
+    if not states:
+        asked = " ".join(request.selection.srun_args())
+        raise InputError("no Slurm nodes match " + (f"--nodelist {request.nodelist}"
+                                                    if request.nodelist else "the request")
+                         + (f" with {asked}" if asked else ""))
+    return states
+
+
+def _answer(done: Completed) -> tuple[int, str]:
+    if done.returncode is None:
+        raise FaultError("scontrol did not answer within 30 s",
+                         hint="run where Slurm's commands reach slurmctld (SLURM_CONF, munge)")
+    return done.returncode, done.stdout
+
+
+def _query(runner: Runner, argv: list[str]) -> str:
     done = runner(argv, 30.0)
     if done.returncode != 0:
-        raise FaultError(f"sinfo failed: {_last_line(done.stderr) or 'no output'}",
+        raise FaultError(f"{argv[0]} failed: {_last_line(done.stderr) or 'no output'}",
                          hint="run where Slurm's commands reach slurmctld (SLURM_CONF, munge)")
-    states: dict[str, str] = {}
-    for line in done.stdout.splitlines()[:200_000]:
-        parts = line.split()
-        if len(parts) == 2 and NODE_NAME.fullmatch(parts[0]):
-            states[parts[0]] = parts[1]
-    if not states:
-        raise InputError("no Slurm nodes match " + (f"--nodelist {request.nodelist}"
-                                                    if request.nodelist else "the request"))
-    return states
+    return done.stdout
 
 
 def unavailable(state: str) -> bool:

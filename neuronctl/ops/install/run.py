@@ -52,6 +52,7 @@ from neuronctl.ops.reporter import Info, Note, Reporter, Waiting, Warn
 from neuronctl.probes.hardware import HardwareReport, detect_hardware
 from neuronctl.probes.pyenv import Inspection, PythonEnv
 from neuronctl.probes.sysroot import SysRoot
+from neuronctl.resolvers.stack_plan import decided
 
 if TYPE_CHECKING:
     from neuronctl.backend.snapshot import Snapshot
@@ -75,6 +76,8 @@ def install(request: InstallRequest, reporter: Reporter, *,
             preflight(PreflightInput(stack, target, env, request.engine, host.manifest,
                                      host.hardware, host.sysroot, request.allow_unsupported),
                       reporter)
+            if request.dry_run and stack.wanted is not None:  # before anything needs the network
+                reporter.emit(Info(decided(stack.wanted.plan)))
             sourced = source(request, stack, reporter)
             planned = plan(env, target, sourced, request.engine.engine, offline=request.offline,
                            seed=work.seed, reporter=reporter)
