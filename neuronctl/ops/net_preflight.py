@@ -4,7 +4,7 @@ routes around each one (resolvers/preflight.py does the checking)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from neuronctl.ops.index_routing import env_var_for
 from neuronctl.ops.lock.request import StackRequest
@@ -52,7 +52,8 @@ def preflight_stack(stack: StackRequest, fetcher: Fetcher) -> None:
     preflight(hosts, fetcher)
 
 
-def offline_gaps(routing: IndexRouting, roots: list[str], hosts: list[Host], fetcher: Fetcher) -> None:
+def offline_gaps(routing: IndexRouting, roots: Sequence[str], hosts: list[Host],
+                 fetcher: Fetcher) -> None:
     """--offline: the stack's own packages whose index page the cache lacks, every one of them
     and every index the resolution reads named in one error (not one index a try). A local
     index (file://) needs no cache."""
