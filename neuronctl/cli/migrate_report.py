@@ -59,7 +59,8 @@ def _print_finding(f: Finding, printer: Printer) -> None:
     r = rule(f.rule)
     where = f"{f.line}:{f.col}" if f.cell is None else f"cell {f.cell} {f.line}:{f.col}"
     tag = "fixable" if f.fix else ("question" if r.question else "manual")
-    printer.echo(f"  {where}  {f.rule}  {_line(r.what)}: {_line(f.found)}  [{tag}]")
+    said = f.message.split(": ", 1)[1] if f.cell is not None else f.message
+    printer.echo(f"  {where}  {f.rule}  {_line(said)}  [{tag}]")
     printer.echo(f"      becomes: {_line(f.becomes)}")
     printer.echo(f"      source: {_line(r.source.cite())}")
 

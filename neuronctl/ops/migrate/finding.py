@@ -33,7 +33,8 @@ class Finding:
     def message(self) -> str:
         r = rule(self.rule)
         where = f"cell {self.cell}: " if self.cell is not None else ""
-        return f"{where}{r.what}: {self.found}"
+        said = r.what if self.found in r.what else f"{r.what}: {self.found}"
+        return f"{where}{said}"
 
     def to_json(self) -> dict[str, Any]:
         r = rule(self.rule)
