@@ -91,8 +91,19 @@ def _roots(paths: tuple[Path, ...]) -> list[tuple[Path, str]]:
         real = path.resolve()
         if not (real.is_dir() or real.is_file()):
             raise InputError(f"migrate: {path}: not a regular file or a folder")
-        roots.append((real, "" if str(path) in (".", "") else path.as_posix().rstrip("/")))
+        roots.append((real, _shown(path, real)))
     return roots
+
+
+def _shown(path: Path, real: Path) -> str:
+    """How a root's findings name it: relative to the working directory when inside it (SARIF
+    and annotations take paths from the repository root), else as given."""
+    here = Path.cwd().resolve()
+    if real == here:
+        return ""
+    if real.is_relative_to(here) and not path.is_symlink():
+        return real.relative_to(here).as_posix()
+    return path.as_posix().rstrip("/")
 
 
 def migrate(request: MigrateRequest) -> MigrateOutcome:
