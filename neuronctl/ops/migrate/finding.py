@@ -10,6 +10,8 @@ from neuronctl.ops.migrate.rules import rule
 
 @dataclass(frozen=True)
 class Finding:
+    """One construct found: where, which rule, what was found, whether --fix rewrites it."""
+
     path: str
     """Relative to the scanned root it was found under, '/'-separated."""
     line: int

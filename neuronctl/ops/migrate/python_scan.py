@@ -41,6 +41,8 @@ def env_rule(name: str) -> str | None:
 
 @dataclass(frozen=True)
 class Hit:
+    """A rule matched at a place in one text (a file or a notebook cell)."""
+
     line: int
     col: int
     rule: str
@@ -50,6 +52,8 @@ class Hit:
 
 @dataclass
 class PythonScan:
+    """What the scan of one Python text found, and what its fix will need."""
+
     hits: list[Hit] = field(default_factory=list)
     needs_torch: bool = False
     """A fix writes `torch.device(...)` where `torch` is not imported as itself."""

@@ -25,6 +25,8 @@ _MAGIC = re.compile(r"^\s*[!%]")
 
 @dataclass
 class FileScan:
+    """What one file's scan found, with its text (for --fix)."""
+
     hits: list[tuple[int | None, Hit]] = field(default_factory=list)
     """(notebook cell or None, hit)."""
     text: str | None = None

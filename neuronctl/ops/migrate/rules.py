@@ -19,6 +19,8 @@ READ = "2026-12-06"
 
 @dataclass(frozen=True)
 class Source:
+    """An AWS page a rule rests on, with the day it was read."""
+
     page: str
     read: str = READ
     modified: str | None = None
@@ -31,6 +33,8 @@ class Source:
 
 @dataclass(frozen=True)
 class Rule:
+    """One migration rule: what it finds, what that becomes on TorchNeuron, and the source."""
+
     id: str
     what: str
     becomes: str

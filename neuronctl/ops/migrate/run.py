@@ -22,6 +22,9 @@ MAX_BYTES = 2 * 1024 * 1024
 
 @dataclass(frozen=True)
 class MigrateRequest:
+    """What to scan (default: here), how (scan, fix, diff), the native versions to hold pins
+    to and the size bound."""
+
     paths: tuple[Path, ...]
     versions: Versions
     mode: Mode = "scan"
@@ -30,6 +33,8 @@ class MigrateRequest:
 
 @dataclass(frozen=True)
 class MigrateOutcome:
+    """How a migrate run ended: the findings left, the notes, what was rewritten (or the diff)."""
+
     mode: Mode
     findings: tuple[Finding, ...]
     notes: tuple[Note, ...]
@@ -72,6 +77,8 @@ def native_versions(manifest: Manifest) -> Versions:
 
 @dataclass
 class _Run:
+    """What a run gathers as it goes."""
+
     request: MigrateRequest
     findings: list[Finding] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)

@@ -75,6 +75,8 @@ def _glob(pattern: str) -> str:
 
 @dataclass(frozen=True)
 class _Pattern:
+    """One .gitignore line, as a regular expression over the path below its folder."""
+
     regex: re.Pattern[str]
     dirs_only: bool
 
@@ -120,6 +122,8 @@ def ignored(rules: list[tuple[str, tuple[_Pattern, ...]]], rel: str, is_dir: boo
 
 @dataclass(frozen=True)
 class Candidate:
+    """A file of a known kind the walk found (`rel`: relative to the root)."""
+
     path: Path
     rel: str
     kind: str
