@@ -22,10 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from migrate_fixtures import DEVICE_ONLY, TRAIN_XLA  # noqa: E402
+from migrate_fixtures import DEVICE_ONLY, TRAIN_XLA
 
-from neuronctl.manifest import load_bundled_manifest  # noqa: E402
-from neuronctl.ops.migrate import MigrateRequest, migrate, native_versions  # noqa: E402
+from neuronctl.manifest import load_bundled_manifest
+from neuronctl.ops.migrate import MigrateRequest, migrate, native_versions
 
 PLAIN = '''\
 """Utilities for module {i}."""
