@@ -43,12 +43,13 @@ def test_undecodable_unparseable_and_not_json_are_findings_not_crashes(tmp_path,
     (tmp_path / "py2.py").write_text("import torch_xla\nprint 'hello'\n")
     (tmp_path / "nul.py").write_bytes(b"import torch_xla\x00\n")
     (tmp_path / "deep.py").write_text("cuda = " + "(" * 5000 + ")" * 5000 + "\n")
+    (tmp_path / "long.py").write_text("cuda = " + " + ".join(["a"] * 100_000) + "\n")
     (tmp_path / "broken.ipynb").write_text("{\"cells\": [")
     (tmp_path / "wrong.ipynb").write_text(json.dumps({"cells": [{"cell_type": "code", "source": 7}]}))
     (tmp_path / "requirements.txt").write_bytes(b"torch-xla\n\xff\xfe\n")
     outcome = _run(tmp_path, versions)
     assert _rules(outcome) == {("latin1.py", "NRN001"), ("py2.py", "NRN002"), ("nul.py", "NRN002"),
-                               ("deep.py", "NRN002"), ("broken.ipynb", "NRN003"),
+                               ("deep.py", "NRN002"), ("long.py", "NRN002"), ("broken.ipynb", "NRN003"),
                                ("wrong.ipynb", "NRN003"), ("requirements.txt", "NRN001")}
 
 
@@ -128,3 +129,13 @@ def test_a_fifo_named_in_the_tree_is_not_read(tmp_path, versions):
     (tmp_path / "ok.py").write_text(XLA)
     outcome = _run(tmp_path, versions)
     assert {f.path for f in outcome.findings} == {"ok.py"}
+
+
+def test_a_bom_a_crlf_file_and_continued_requirement_lines(tmp_path, versions):
+    (tmp_path / "bom.py").write_bytes(b"\xef\xbb\xbfimport torch\r\nx = torch.ones(1).to('cuda')  # here\r\n")
+    (tmp_path / "requirements.txt").write_text(
+        "torch-neuronx==2.1.2.2.3.0 \\\n    --hash=sha256:" + "0" * 64 + "\nnumpy\n")
+    outcome = _run(tmp_path, versions, "fix")
+    assert _rules(outcome) == {("requirements.txt", "NRN701")}
+    assert (tmp_path / "bom.py").read_bytes() == (
+        b"\xef\xbb\xbfimport torch\r\nx = torch.ones(1).to('neuron')  # here\r\n")

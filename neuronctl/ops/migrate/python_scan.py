@@ -70,6 +70,12 @@ def _literal(node: ast.AST | None) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
+def _text(node: ast.AST) -> str:
+    """The code as written (unparsed), cut to one short line."""
+    text = ast.unparse(node)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _arg(call: ast.Call, index: int, keyword: str) -> ast.AST | None:
     for kw in call.keywords:
         if kw.arg == keyword:
@@ -152,6 +158,15 @@ class _Visitor(ast.NodeVisitor):
         if _ENV.fullmatch(node.value) and (rule_id := env_rule(node.value)):
             self.add(node, rule_id, node.value)
 
+    def visit_Assign(self, node: ast.Assign) -> None:
+        # device = "cuda": a device named by a variable the code then passes around
+        value = _literal(node.value)
+        if value is not None and value.partition(":")[0] == "cuda" and any(
+                isinstance(t, ast.Name) and "device" in t.id.lower() for t in node.targets):
+            self.done_constants.add(id(node.value))
+            self.add(node.value, "NRN403", repr(value))
+        self.generic_visit(node)
+
     def visit_Call(self, node: ast.Call) -> None:
         name = self.qualified(node.func) or ""
         self._call(node, name)
@@ -167,7 +182,7 @@ class _Visitor(ast.NodeVisitor):
                 self.scan.needs_torch = self.scan.needs_torch or self.aliases.get("torch") != "torch"
             else:
                 fix = False
-            self.add(node, "NRN102", "xm.xla_device(" + ("" if fix else "...") + ")", fix)
+            self.add(node, "NRN102", _text(node), fix)
         elif name in _CALLS:
             self.add(node, _CALLS[name], ast.unparse(node.func) + "()")
         elif name.startswith("torch_xla.distributed."):

@@ -93,7 +93,7 @@ def utf8_problem(data: bytes) -> Hit | None:
 
 def _parse(text: str) -> ast.Module | Hit:
     try:
-        return ast.parse(text)
+        return ast.parse(text.removeprefix("\ufeff"))  # a UTF-8 BOM: Python source may start with one
     except SyntaxError as exc:
         return Hit(exc.lineno or 1, exc.offset or 1, "NRN002", f"{exc.msg}")
     except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, nesting too deep
@@ -106,7 +106,11 @@ def _python(out: FileScan, name: str, text: str, versions: Versions) -> None:
     if isinstance(tree, Hit):
         out.hits.append((None, tree))
         return
-    out.python = scan_tree(tree, text)
+    try:
+        out.python = scan_tree(tree, text)
+    except RecursionError:  # parsed, yet nested deeper than the visitor can walk
+        out.hits.append((None, Hit(1, 1, "NRN002", "nested too deeply to scan")))
+        return
     out.hits += [(None, h) for h in out.python.hits]
     if name == "setup.py":
         for line, col, value in setup_requirements(tree):
@@ -171,5 +175,10 @@ def _notebook(out: FileScan, text: str, versions: Versions) -> None:
         if isinstance(tree, Hit):
             out.hits.append((number, tree))
             continue
+        try:
+            hits = scan_tree(tree, code).hits
+        except RecursionError:
+            out.hits.append((number, Hit(1, 1, "NRN002", "nested too deeply to scan")))
+            continue
         # --fix does not rewrite notebooks: their findings are reported for a hand edit
-        out.hits += [(number, Hit(h.line, h.col, h.rule, h.found)) for h in scan_tree(tree, code).hits]
+        out.hits += [(number, Hit(h.line, h.col, h.rule, h.found)) for h in hits]

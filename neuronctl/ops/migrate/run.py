@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from neuronctl.errors import InputError
+from neuronctl.errors import FaultError, InputError
 from neuronctl.manifest_model import Manifest
 from neuronctl.ops.migrate.finding import Finding, Note
 from neuronctl.ops.migrate.python_scan import Hit
@@ -162,9 +162,10 @@ def _fix(run: _Run, root: Path, candidate: Candidate, shown: str, data: bytes,
     from neuronctl.ops.migrate.write import diff_text, write_back
 
     assert scan.text is not None and scan.python is not None
+    bom = "\ufeff" if scan.text.startswith("\ufeff") else ""
     try:
-        new = rewrite(scan.text, scan.python.hits, scan.python.needs_torch)
-        compile(new, shown, "exec", dont_inherit=True)
+        new = bom + rewrite(scan.text.removeprefix(bom), scan.python.hits, scan.python.needs_torch)
+        compile(new.removeprefix(bom), shown, "exec", dont_inherit=True)
     except Exception as exc:  # libcst's ParserSyntaxError, or a rewrite that does not compile
         run.notes.append(Note(shown, f"not rewritten: {type(exc).__name__}"))
         return scan
@@ -176,5 +177,11 @@ def _fix(run: _Run, root: Path, candidate: Candidate, shown: str, data: bytes,
     if run.request.mode == "diff":
         run.diffs.append(diff_text(shown, scan.text, new))
         return scan
-    write_back(root, candidate.path, data, new)
+    try:
+        write_back(root, candidate.path, data, new)
+    except FaultError as exc:  # a link, a change under us, a full disk: this file only
+        run.fixed.remove(shown)
+        run.rewrites -= len(scan.hits) - len(after.hits)
+        run.notes.append(Note(shown, f"not rewritten: {exc.message}"))
+        return scan
     return after

@@ -70,7 +70,7 @@ def _code(line: str, comment: str = "#") -> str:
 
 def requirements_file(text: str, versions: Versions) -> Iterator[Hit]:
     for number, line in enumerate(text.splitlines(), 1):
-        code = _code(line).strip()
+        code = _code(line).strip().removesuffix("\\").strip()  # a trailing backslash: --hash lines follow
         if not code or code.startswith("-"):
             continue
         found = requirement_rule(code.split(" --")[0], versions)  # options (--hash) after it
