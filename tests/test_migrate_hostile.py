@@ -139,3 +139,22 @@ def test_a_bom_a_crlf_file_and_continued_requirement_lines(tmp_path, versions):
     assert _rules(outcome) == {("requirements.txt", "NRN701")}
     assert (tmp_path / "bom.py").read_bytes() == (
         b"\xef\xbb\xbfimport torch\r\nx = torch.ones(1).to('neuron')  # here\r\n")
+
+
+def test_a_notebook_not_written_as_jupyter_writes_it_is_left_for_a_hand_edit(tmp_path, versions):
+    xm = "import torch_xla.core.xla_model as xm\n"
+    cells = [{"cell_type": "code", "source": "import torch\n" + xm + "d = xm.xla_device()\n", "metadata": {}},
+             {"cell_type": "code", "source": ["!pip list\n", xm, "d = xm.xla_device()\n"], "metadata": {}}]
+    canonical = json.dumps({"cells": cells}, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    (tmp_path / "jupyter.ipynb").write_text(canonical)
+    (tmp_path / "hand.ipynb").write_text(json.dumps({"cells": cells}, indent=4))
+    before = (tmp_path / "hand.ipynb").read_bytes()
+    outcome = _run(tmp_path, versions, "fix")
+    assert outcome.fixed == ("jupyter.ipynb",)
+    assert (tmp_path / "hand.ipynb").read_bytes() == before
+    left = {(f.path, f.cell, f.rule, f.fix) for f in outcome.findings if f.rule != "NRN101"}
+    # the hand-formatted notebook's cells, and the cell with a shell line, stay findings
+    assert left == {("hand.ipynb", 1, "NRN102", False), ("hand.ipynb", 2, "NRN102", False),
+                    ("jupyter.ipynb", 2, "NRN102", False)}
+    assert json.loads((tmp_path / "jupyter.ipynb").read_text())["cells"][0]["source"] == (
+        "import torch\n" + xm + "d = torch.device('neuron')\n")  # the import: by hand

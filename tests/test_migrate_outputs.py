@@ -11,7 +11,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from migrate_fixtures import DEVICE_ONLY, FILES, NKI_KERNEL, TRAIN_XLA, make_repo
+from migrate_fixtures import DEVICE_ONLY, FILES, NKI_KERNEL, TRAIN_XLA, make_repo, notebook
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text())
 
@@ -31,7 +31,7 @@ def test_text_groups_by_file_and_ends_with_the_summary(cli, repo):
     r = cli("migrate")
     assert r.code == 1, r.err
     lines = r.out.splitlines()
-    assert re.fullmatch(r"\d+ findings in 11 files: 9 fixable \(12 files scanned, \d+ parsed\)", lines[-1])
+    assert re.fullmatch(r"\d+ findings in 11 files: 10 fixable \(12 files scanned, \d+ parsed\)", lines[-1])
     heads = [line for line in lines if line and not line.startswith(" ")][:-1]
     assert heads == sorted(heads) and "train_xla.py" in heads and "native.py" not in heads
     body = r.out.split("\ntrain_xla.py\n", 1)[1]
@@ -52,7 +52,9 @@ def test_json_has_the_envelope_findings_and_summary(cli, repo):
     nb = [f for f in doc["findings"] if f["path"] == "notebooks/explore.ipynb"]
     assert {(f["cell"], f["line"], f["rule"]) for f in nb} >= {(2, 1, "NRN702"), (2, 2, "NRN601"),
                                                                (3, 2, "NRN102"), (3, 3, "NRN103")}
-    assert not any(f["fix"] for f in nb)  # notebooks are reported, never rewritten
+    # a cell's device call is rewritten; its torch_xla import (it may serve other cells) and the
+    # cell with shell lines are for a hand edit
+    assert {(f["cell"], f["rule"]) for f in nb if f["fix"]} == {(3, "NRN102")}
 
 
 def test_no_findings_exit_0_and_bad_input_exit_2(cli, tmp_path, monkeypatch):
@@ -100,7 +102,7 @@ def test_diff_shows_the_rewrite_and_writes_nothing(cli, repo):
     assert r.code == 1 and _snapshot(repo) == before
     assert "--- a/device_only.py\n+++ b/device_only.py\n" in r.out
     assert "-    device = xm.xla_device()\n+    device = torch.device('neuron')\n" in r.out
-    assert "--fix would rewrite 9 in 3 files" in r.out
+    assert "--fix would rewrite 10 in 4 files" in r.out
 
 
 def test_fix_round_trip_keeps_comments_compiles_and_is_idempotent(cli, repo):
@@ -120,6 +122,11 @@ def test_fix_round_trip_keeps_comments_compiles_and_is_idempotent(cli, repo):
     for path in ("device_only.py", "kernels/add_kernel.py", "train_xla.py"):
         compile((repo / path).read_text(), path, "exec")
         ast.parse((repo / path).read_text())
+    expected = json.loads(notebook())
+    expected["cells"][2]["source"] = ["import torch_xla.core.xla_model as xm\n", "import torch\n", "\n",
+                                      "device = torch.device('neuron')\n", "xm.mark_step()\n"]
+    # written back as Jupyter wrote it (here indent 1, no final newline): only that cell changed
+    assert (repo / "notebooks/explore.ipynb").read_text() == json.dumps(expected, indent=1)
     after = _snapshot(repo)
     r2 = cli("migrate", "--fix", "--json")
     doc = json.loads(r2.out)

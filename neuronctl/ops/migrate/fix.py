@@ -10,7 +10,9 @@ Each rewrite is one AWS states (rules.py): xm.xla_device() -> torch.device('neur
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -18,6 +20,9 @@ from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from neuronctl.ops.migrate.python_scan import Hit
+
+if TYPE_CHECKING:
+    from neuronctl.ops.migrate.read import FileScan
 
 _NEURON_DEVICE = "torch.device('neuron')"
 
@@ -133,8 +138,33 @@ def rewrite(text: str, hits: Iterable[Hit], needs_torch: bool) -> str:
     module = cst.parse_module(text)
     context = CodemodContext()
     changed = MetadataWrapper(module).visit(_Rewrite(context, wanted))
-    if needs_torch and any("NRN102" in rules for rules in wanted.values()):
+    if needs_torch and any("NRN102" in rules for rules in wanted.values()):  # torch.device needs it
         AddImportsVisitor.add_needed_import(context, "torch")
         changed = AddImportsVisitor(context).transform_module(changed)
     changed = RemoveImportsVisitor(context).transform_module(changed)
     return changed.code
+
+
+def _checked(text: str, hits: Iterable[Hit], needs_torch: bool, where: str) -> str:
+    new = rewrite(text, hits, needs_torch)
+    compile(new, where, "exec", dont_inherit=True)  # compiled, never run: a rewrite must parse
+    return new
+
+
+def rewrite_file(scan: FileScan, where: str) -> str | None:
+    """A scanned file's text with its fixable findings rewritten: a Python file (its UTF-8 BOM
+    kept), or a notebook's cells, written back as Jupyter wrote it (read.notebook_style)."""
+    text = scan.text
+    if text is None:
+        return None
+    if scan.python is not None:
+        bom = "\ufeff" if text.startswith("\ufeff") else ""
+        return bom + _checked(text.removeprefix(bom), scan.python.hits, scan.python.needs_torch, where)
+    if not scan.cells or scan.notebook_style is None:
+        return None
+    doc = json.loads(text)
+    for cell in scan.cells:
+        new = _checked(cell.source, cell.scan.hits, cell.scan.needs_torch, f"{where} cell {cell.index + 1}")
+        doc["cells"][cell.index]["source"] = new.splitlines(keepends=True) if cell.as_list else new
+    sort_keys, ensure_ascii, end = scan.notebook_style
+    return json.dumps(doc, indent=1, sort_keys=sort_keys, ensure_ascii=ensure_ascii) + end

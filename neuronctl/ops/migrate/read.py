@@ -32,7 +32,14 @@ class FileScan:
     text: str | None = None
     python: PythonScan | None = None
     """A Python file's scan (what --fix works from)."""
+    cells: list[CellScan] = field(default_factory=list)
+    """A notebook's cells that --fix may rewrite."""
+    notebook_style: tuple[bool, bool, str] | None = None
     parsed: bool = False
+
+    @property
+    def fixable(self) -> bool:
+        return any(hit.fix for _, hit in self.hits)
 
 
 def read_bytes(path: Path, limit: int) -> bytes:
@@ -131,8 +138,33 @@ def _pyproject(out: FileScan, text: str, versions: Versions) -> None:
         text, text_scan.pyproject_requirements(data), versions)]
 
 
-def _cells(text: str) -> list[tuple[int, str]] | None:
-    """(cell number, code) of each code cell; None if this is not a notebook's JSON."""
+@dataclass(frozen=True)
+class CellScan:
+    """A notebook code cell --fix may rewrite: its place in the notebook's cells, its source as
+    one string, whether that was a list of lines, and its scan."""
+
+    index: int
+    source: str
+    as_list: bool
+    scan: PythonScan
+
+
+_STYLES = [(sort, ascii_, end) for sort in (True, False) for ascii_ in (False, True) for end in ("\n", "")]
+
+
+def notebook_style(text: str, doc: object) -> tuple[bool, bool, str] | None:
+    """How the notebook was written (json.dumps' sort_keys and ensure_ascii, indent 1 as Jupyter
+    writes, the final newline), if writing `doc` back that way gives `text` byte for byte: a
+    rewrite then changes the cells it rewrites and nothing else. None: not rewritten."""
+    for sort, ascii_, end in _STYLES:
+        if json.dumps(doc, indent=1, sort_keys=sort, ensure_ascii=ascii_) + end == text:
+            return sort, ascii_, end
+    return None
+
+
+def _cells(text: str) -> tuple[object, list[tuple[int, str, bool]]] | None:
+    """The notebook and (index, code, source was a list) of each code cell; None if this is
+    not a notebook's JSON."""
     try:
         doc = json.loads(text)
     except (ValueError, RecursionError):
@@ -141,25 +173,29 @@ def _cells(text: str) -> list[tuple[int, str]] | None:
     if not isinstance(cells, list):
         return None
     found = []
-    for number, cell in enumerate(cells, 1):
+    for index, cell in enumerate(cells):
         if not isinstance(cell, dict):
             return None
         source = cell.get("source", "")
-        if isinstance(source, list) and all(isinstance(s, str) for s in source):
+        as_list = isinstance(source, list) and all(isinstance(s, str) for s in source)
+        if as_list:
             source = "".join(source)
         if not isinstance(source, str):
             return None
         if cell.get("cell_type") == "code":
-            found.append((number, source))
-    return found
+            found.append((index, source, as_list))
+    return doc, found
 
 
 def _notebook(out: FileScan, text: str, versions: Versions) -> None:
-    cells = _cells(text)
-    if cells is None:
+    parsed = _cells(text)
+    if parsed is None:
         out.hits.append((None, Hit(1, 1, "NRN003", "not a notebook's JSON")))
         return
-    for number, source in cells:
+    doc, cells = parsed
+    looked = False  # at the notebook's style: once, and only for a cell with a fix
+    for index, source, as_list in cells:
+        number = index + 1
         if not TRIGGER.search(source.encode("utf-8")):
             continue
         lines = source.splitlines()
@@ -176,9 +212,18 @@ def _notebook(out: FileScan, text: str, versions: Versions) -> None:
             out.hits.append((number, tree))
             continue
         try:
-            hits = scan_tree(tree, code).hits
+            scan = scan_tree(tree, code)
         except RecursionError:
             out.hits.append((number, Hit(1, 1, "NRN002", "nested too deeply to scan")))
             continue
-        # --fix does not rewrite notebooks: their findings are reported for a hand edit
-        out.hits += [(number, Hit(h.line, h.col, h.rule, h.found)) for h in hits]
+        # An import a cell's rewrite leaves unused there may serve a later cell: a notebook's
+        # torch_xla imports are left for a hand edit (libcst sees one cell at a time).
+        scan.hits = [h if h.rule != "NRN101" else Hit(h.line, h.col, h.rule, h.found) for h in scan.hits]
+        fixable = not shell and any(h.fix for h in scan.hits)
+        if fixable and not looked:
+            looked, out.notebook_style = True, notebook_style(text, doc)
+        if fixable and out.notebook_style is not None:
+            out.cells.append(CellScan(index, source, as_list, scan))
+        else:  # a cell with magics, or a notebook not written as Jupyter writes: by hand
+            scan.hits = [Hit(h.line, h.col, h.rule, h.found) for h in scan.hits]
+        out.hits += [(number, h) for h in scan.hits]

@@ -145,7 +145,7 @@ def _one(run: _Run, root: Path, candidate: Candidate, shown: str, whole_name: bo
     run.scanned += 1
     scan = scan_file(candidate.kind, candidate.path.name, data, run.request.versions)
     run.parsed += scan.parsed
-    if run.request.mode != "scan" and scan.python and any(h.fix for h in scan.python.hits):
+    if run.request.mode != "scan" and scan.fixable:
         scan = _fix(run, root, candidate, shown, data, scan)
     run.findings += [_finding(shown, cell, hit, run.request.versions) for cell, hit in scan.hits]
 
@@ -158,18 +158,15 @@ def _fix(run: _Run, root: Path, candidate: Candidate, shown: str, data: bytes,
          scan: FileScan) -> FileScan:
     """The file rewritten (or its diff); the scan of what it becomes, whose findings are the
     ones left. A rewrite that does not compile, or that libcst cannot parse, changes nothing."""
-    from neuronctl.ops.migrate.fix import rewrite
+    from neuronctl.ops.migrate.fix import rewrite_file
     from neuronctl.ops.migrate.write import diff_text, write_back
 
-    assert scan.text is not None and scan.python is not None
-    bom = "\ufeff" if scan.text.startswith("\ufeff") else ""
     try:
-        new = bom + rewrite(scan.text.removeprefix(bom), scan.python.hits, scan.python.needs_torch)
-        compile(new.removeprefix(bom), shown, "exec", dont_inherit=True)
+        new = rewrite_file(scan, shown)
     except Exception as exc:  # libcst's ParserSyntaxError, or a rewrite that does not compile
         run.notes.append(Note(shown, f"not rewritten: {type(exc).__name__}"))
         return scan
-    if new == scan.text:
+    if new is None or scan.text is None or new == scan.text:
         return scan
     after = scan_file(candidate.kind, candidate.path.name, new.encode("utf-8"), run.request.versions)
     run.rewrites += len(scan.hits) - len(after.hits)
