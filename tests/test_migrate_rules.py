@@ -4,6 +4,7 @@ case here that makes it fire, in the kind of file it is for; a rule without a ca
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -52,6 +53,7 @@ CASES: dict[str, tuple[str, bytes, str | None, bool]] = {
                False),
     "NRN405": ("a.py", b"import torch\nwith torch.autocast('xla'):\n    pass\n", "device_type='xla'", True),
     "NRN406": ("a.py", b"import torch\ntorch.compile(m, mode='max-autotune')\n", "mode='max-autotune'", False),
+    "NRN407": ("a.py", b"import torch\nc = torch.compile(m, backend='openxla')  # XLA\n", "backend='openxla'", True),
     "NRN501": ("a.py", b"from neuronx_distributed.parallel_layers import parallel_state\n",
                "neuronx_distributed.parallel_layers.parallel_state", False),
     "NRN502": ("a.py", b"from transformers_neuronx import LlamaForSampling\n",
@@ -86,7 +88,8 @@ def test_every_rule_is_data_with_a_source_and_a_case():
     for r in RULES:
         assert r.what and r.becomes
         if not r.id.startswith("NRN00"):  # the file-level ones are neuronctl's own
-            assert r.source.page.startswith("https://awsdocs-neuron.readthedocs-hosted.com/"), r.id
+            assert r.source.page.startswith(("https://awsdocs-neuron.readthedocs-hosted.com/",
+                                              "https://github.com/aws-neuron/aws-neuron-sdk/blob/")), r.id
             assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", r.source.read)
         assert not (r.question and r.fixable), f"{r.id}: a question is never rewritten"
 
@@ -129,3 +132,34 @@ def test_positions_are_characters_and_the_recipe_names_the_release(tmp_path, ver
     assert (to.line, to.col) == (1, 14)  # 'é' is two bytes, one character
     release = load_bundled_manifest().default.version
     assert f"neuronctl lock --release {release}" in pin.becomes
+
+
+@pytest.mark.parametrize(("before", "after"), [
+    ("c = torch.compile(m, backend='openxla')  # XLA\n", "c = torch.compile(m, backend='neuron')  # XLA\n"),
+    ("torch.distributed.init_process_group(backend=\"xla\", rank=r)\n",
+     "torch.distributed.init_process_group(backend=\"neuron\", rank=r)\n"),
+    ("with torch.autocast(\"xla\", dtype=torch.bfloat16):\n    pass\n",
+     "with torch.autocast(\"neuron\", dtype=torch.bfloat16):\n    pass\n"),
+    ("y = x.to(device='cuda', non_blocking=True)\n", "y = x.to(device='neuron', non_blocking=True)\n"),
+])
+def test_each_rewrite_changes_only_its_string(tmp_path, monkeypatch, versions, before, after):
+    (tmp_path / "a.py").write_text("import torch\n" + before)
+    monkeypatch.chdir(tmp_path)
+    outcome = migrate(MigrateRequest((), versions, "fix"))
+    assert outcome.findings == () and (tmp_path / "a.py").read_text() == "import torch\n" + after
+
+
+def test_a_process_group_on_xla_rendezvous_is_not_rewritten(tmp_path, monkeypatch, versions):
+    text = "import torch.distributed as dist\ndist.init_process_group('xla', init_method='xla://')\n"
+    (tmp_path / "a.py").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    (finding,) = migrate(MigrateRequest((), versions, "fix")).findings
+    assert finding.rule == "NRN109" and not finding.fix and (tmp_path / "a.py").read_text() == text
+
+
+def test_the_docs_table_lists_every_rule():
+    text = (Path(__file__).resolve().parents[1] / "docs" / "migrate.md").read_text()
+    for r in RULES:
+        kind = "fixable" if r.fixable else ("question" if r.question else "manual")
+        row = next((line for line in text.splitlines() if line.startswith(f"| `{r.id}` | ")), "")
+        assert f"| {r.what} |" in row and f"| {kind} |" in row, f"docs/migrate.md: {r.id}"

@@ -4,8 +4,9 @@ libcst keeps every comment and all formatting; only the nodes a rule names chang
 is imported only by --fix and --diff (a plain scan never loads libcst: tests/test_import_cost.py).
 Each rewrite is one AWS states (rules.py): xm.xla_device() -> torch.device('neuron'),
 .to('cuda') -> .to('neuron'), torch.autocast's device_type and init_process_group's backend ->
-"neuron", neuronxcc.nki imports -> nki. torch_xla imports the rewrites leave unused are removed
-(libcst's scope analysis decides "unused"); `import torch` is added where torch.device needs it.
+"neuron", torch.compile's "openxla" backend -> "neuron", neuronxcc.nki imports -> nki.
+torch_xla imports the rewrites leave unused are removed (libcst's scope analysis decides
+"unused"); `import torch` is added where torch.device needs it.
 """
 
 from __future__ import annotations
@@ -90,6 +91,8 @@ class _Rewrite(cst.CSTTransformer):
             return _swap_arg(updated_node, 0, "device_type")
         if "NRN109" in rules:
             return _swap_arg(updated_node, 0, "backend")
+        if "NRN407" in rules:  # keyword-only in torch.compile
+            return _swap_arg(updated_node, 99, "backend")
         return updated_node
 
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import

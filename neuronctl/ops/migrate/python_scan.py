@@ -199,6 +199,7 @@ class _Visitor(ast.NodeVisitor):
             mode = _literal(_arg(node, 99, "mode"))
             if mode and mode.startswith("max-autotune"):
                 self.add(node, "NRN406", f"mode={mode!r}")
+            self._string_arg(node, 99, "backend", "NRN407", ("openxla", "openxla_eval"))
         elif isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda"):
             self._method(node, node.func.attr)
 

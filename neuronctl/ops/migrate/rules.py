@@ -53,6 +53,8 @@ NKI_REMOVAL = Source(_NOTICES + "announce-removal-neuronxcc-nki-2-34.html")
 BF16_VARS_END = Source(_NOTICES + "announce-eos-bf16-vars.html")
 LITE_END = Source(_NOTICES + "announce-eos-libtorch-neuronx-lite.html")
 NXDT_END = Source(_NOTICES + "announce-eos-nxdt-nxd-core-training.html")
+LEGACY_CACHING = Source("https://github.com/aws-neuron/aws-neuron-sdk/blob/81ce03ae261e12925e53437a0f690478e6366155/"
+                        "about-neuron/arch/neuron-features/neuron-caching.rst")
 INSTALL_RECIPE = Source("https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/setup/pytorch/update-manual.html")
 NEURONCTL = Source("neuronctl (the file itself)", read="-")
 
@@ -116,15 +118,18 @@ RULES: tuple[Rule, ...] = (
          WHAT_CHANGES),
     Rule("NRN406", "torch.compile with a CUDA-only mode",
          "torch.compile(backend=\"neuron\") without the CUDA-only mode", False, WHAT_CHANGES),
+    Rule("NRN407", "torch.compile with an XLA backend", "torch.compile(backend=\"neuron\")", True,
+         WHAT_CHANGES),
     # Libraries tied to XLA.
     Rule("NRN501", "neuronx_distributed",
-         "native torch.distributed (backend \"neuron\": DDP, FSDP2, DTensor TP/SP, PP, CP); NxD "
-         "Core training APIs are no longer supported", False, NXDT_END),
+         "native torch.distributed (backend \"neuron\": DDP, FSDP2, DTensor TP/SP, PP, CP): NxD "
+         "Core training APIs are no longer supported (for inference on Trn2/Trn3: TorchNeuron or "
+         "vLLM Neuron)", False, NXDT_END),
     Rule("NRN502", "transformers_neuronx",
          "TorchNeuron (eager or torch.compile(backend=\"neuron\")) or vLLM Neuron", False,
          XLA_INFERENCE_END),
     Rule("NRN503", "optimum.neuron",
-         "TorchNeuron (Hugging Face transformers runs on it natively) or vLLM Neuron", False,
+         "TorchNeuron (eager or torch.compile(backend=\"neuron\")) or vLLM Neuron", False,
          XLA_INFERENCE_END),
     # Settings of the XLA path.
     Rule("NRN601", "PJRT_DEVICE (a PyTorch/XLA runtime setting)",
@@ -137,15 +142,15 @@ RULES: tuple[Rule, ...] = (
          "PyTorch/XLA only: AWS names no TorchNeuron equivalent", False, XLA_TRAINING_END,
          question=True),
     Rule("NRN604", "NEURON_CC_FLAGS",
-         "set for the legacy XLA torch-neuronx; AWS does not publish whether TorchNeuron reads "
-         "it: check each flag", False, XLA_TRAINING_END, question=True),
+         "documented for the legacy XLA torch-neuronx; AWS does not publish whether TorchNeuron "
+         "reads it: check each flag", False, LEGACY_CACHING, question=True),
     # Requirement lines that install the legacy line.
     Rule("NRN701", "torch-neuronx of the legacy XLA line (below 2.13, or unpinned)",
          "the native line: {recipe}", False, INSTALL_RECIPE),
-    Rule("NRN702", "torch-xla", "remove it: the native line does not use it ({recipe})", False,
-         XLA_TRAINING_END),
-    Rule("NRN703", "libneuronxla below 3", "remove it or allow 3.*; the native line: {recipe}", False,
-         XLA_TRAINING_END),
+    Rule("NRN702", "torch-xla", "remove it: AWS's TorchNeuron install recipe has no torch-xla "
+         "({recipe})", False, INSTALL_RECIPE),
+    Rule("NRN703", "libneuronxla below 3", "remove it or allow 3.* (AWS's TorchNeuron install "
+         "recipe has no libneuronxla): {recipe}", False, INSTALL_RECIPE),
     Rule("NRN704", "neuronx-cc pinned to an old version", "neuronx-cc==2.* with the release: {recipe}",
          False, INSTALL_RECIPE),
     Rule("NRN705", "libtorch-neuronx-lite", "torch-neuronx (no lite release after 2.34): {recipe}",
