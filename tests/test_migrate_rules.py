@@ -163,3 +163,29 @@ def test_the_docs_table_lists_every_rule():
         kind = "fixable" if r.fixable else ("question" if r.question else "manual")
         row = next((line for line in text.splitlines() if line.startswith(f"| `{r.id}` | ")), "")
         assert f"| {r.what} |" in row and f"| {kind} |" in row, f"docs/migrate.md: {r.id}"
+
+
+def test_every_dependency_list_of_pyproject_setup_cfg_and_poetry(tmp_path, monkeypatch, versions):
+    (tmp_path / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools", "torch-xla"]\n'
+        '[dependency-groups]\ndev = ["libneuronxla==2.2.1630.0"]\n'
+        '[tool.uv]\nconstraint-dependencies = ["neuronx-cc<2.20"]\n'
+        '[tool.poetry.dependencies]\npython = "^3.12"\ntorch-neuronx = "^2.1"\n'
+        '[tool.poetry.group.infer.dependencies]\ntransformers-neuronx = {version = "*"}\n'
+        'optimum-neuron = "~0.0.24"\n')
+    (tmp_path / "setup.cfg").write_text(
+        "[metadata]\nname = x\n[options]\ninstall_requires =\n    numpy\n    torch-neuronx==2.1.2\n"
+        "[options.extras_require]\nxla = torch-xla>=2.1\nlite =\n    libtorch-neuronx-lite\n")
+    monkeypatch.chdir(tmp_path)
+    found = {(f.path, f.line, f.rule, f.found) for f in migrate(MigrateRequest((), versions)).findings}
+    # torch-neuronx = "^2.1" is >=2.1,<3 (Poetry's caret): it allows the native 2.14, no finding
+    assert found == {
+        ("pyproject.toml", 2, "NRN702", "torch-xla"),
+        ("pyproject.toml", 4, "NRN703", "libneuronxla==2.2.1630.0"),
+        ("pyproject.toml", 6, "NRN704", "neuronx-cc<2.20"),
+        ("pyproject.toml", 11, "NRN706", "transformers-neuronx"),
+        ("pyproject.toml", 12, "NRN706", "optimum-neuron<0.1,>=0.0.24"),
+        ("setup.cfg", 6, "NRN701", "torch-neuronx==2.1.2"),
+        ("setup.cfg", 8, "NRN702", "torch-xla>=2.1"),
+        ("setup.cfg", 10, "NRN705", "libtorch-neuronx-lite"),
+    }

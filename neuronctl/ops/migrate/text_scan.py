@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
@@ -85,8 +86,9 @@ def strings_in_lines(text: str, strings: list[str], versions: Versions) -> Itera
         found = requirement_rule(value, versions)
         if not found:
             continue
-        number = next((i for i, line in enumerate(lines, 1) if value in line), 1)
-        col = lines[number - 1].find(value) + 1 if lines else 1
+        needle = value if any(value in line for line in lines) else Requirement(value).name
+        number = next((i for i, line in enumerate(lines, 1) if needle in line), 1)
+        col = lines[number - 1].find(needle) + 1 if lines else 1
         yield Hit(number, max(col, 1), found[0], found[1])
 
 
@@ -111,25 +113,70 @@ def pyproject_requirements(data: dict[str, object]) -> list[str]:
     build = data.get("build-system")
     if isinstance(build, dict):
         take(build.get("requires"))
+    tool = data.get("tool")
+    uv = tool.get("uv") if isinstance(tool, dict) else None
+    for key in ("dev-dependencies", "constraint-dependencies", "override-dependencies"):
+        take(uv.get(key) if isinstance(uv, dict) else None)
+    poetry = tool.get("poetry") if isinstance(tool, dict) else None
+    if isinstance(poetry, dict):
+        found.extend(_poetry(poetry))
     return found
 
 
+def _poetry(poetry: dict[str, Any]) -> Iterator[str]:
+    """Poetry's dependency tables as requirement strings (its caret and tilde constraints
+    translated as Poetry defines them)."""
+    tables = [poetry.get("dependencies"), poetry.get("dev-dependencies")]
+    groups = poetry.get("group")
+    if isinstance(groups, dict):
+        tables += [g.get("dependencies") for g in groups.values() if isinstance(g, dict)]
+    for table in tables:
+        for name, spec in table.items() if isinstance(table, dict) else ():
+            version = spec.get("version", "*") if isinstance(spec, dict) else spec
+            if isinstance(name, str) and isinstance(version, str):
+                yield name + _poetry_spec(version.strip())
+
+
+def _poetry_spec(version: str) -> str:
+    """`^2.1` -> `>=2.1,<3`, `~2.1` -> `>=2.1,<2.2`, `2.1.2` -> `==2.1.2`, `*` -> ``."""
+    if version in ("", "*"):
+        return ""
+    if version[0] in "^~":
+        parts = [p for p in version[1:].split(".") if p.isdigit()]
+        if not parts:
+            return ""
+        if version[0] == "^":
+            cut = next((i for i, p in enumerate(parts) if int(p)), len(parts) - 1)
+        else:
+            cut = min(len(parts) - 1, 1)
+        upper = [*parts[:cut], str(int(parts[cut]) + 1)]
+        return f">={'.'.join(parts)},<{'.'.join(upper)}"
+    return f"=={version}" if version[0].isdigit() else version
+
+
+_CFG_KEYS = ("install_requires", "setup_requires", "tests_require")
+
+
 def setup_cfg(text: str, versions: Versions) -> Iterator[Hit]:
-    """install_requires / extras_require / setup_requires values: their continuation lines."""
-    inside = False
+    """The requirement lists of a setup.cfg: [options] install_requires / setup_requires /
+    tests_require, and every key of [options.extras_require]; values on the key's line or on
+    its indented continuation lines."""
+    section, inside = "", False
     for number, line in enumerate(text.splitlines(), 1):
         code = _code(line, "#").rstrip()
-        key, eq, value = code.partition("=")
-        if code and not code[0].isspace():
-            inside = bool(eq) and key.strip() in ("install_requires", "setup_requires", "tests_require")
-            inside = inside or code.startswith("[options.extras_require]")
+        if not code.strip():
+            continue
+        if code.startswith("["):
+            section, inside = code.strip("[] "), False
+            continue
+        if not code[0].isspace():  # a key = value line
+            key, eq, value = code.partition("=")
+            inside = bool(eq) and (section == "options.extras_require"
+                                   or (section == "options" and key.strip() in _CFG_KEYS))
             if inside and value.strip():
                 yield from _one(number, line, value.strip(), versions)
-            continue
-        if inside and code.strip():
-            item = code.strip()
-            yield from _one(number, line, item.partition("=")[2].strip() if "=" in item and
-                            item.partition("=")[0].strip().isidentifier() else item, versions)
+        elif inside:
+            yield from _one(number, line, code.strip(), versions)
 
 
 def _one(number: int, line: str, text: str, versions: Versions) -> Iterator[Hit]:
