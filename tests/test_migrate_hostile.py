@@ -10,6 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from neuronctl.errors import FaultError
 from neuronctl.manifest import load_bundled_manifest
@@ -158,3 +160,19 @@ def test_a_notebook_not_written_as_jupyter_writes_it_is_left_for_a_hand_edit(tmp
                     ("jupyter.ipynb", 2, "NRN102", False)}
     assert json.loads((tmp_path / "jupyter.ipynb").read_text())["cells"][0]["source"] == (
         "import torch\n" + xm + "d = torch.device('neuron')\n")  # the import: by hand
+
+
+KINDS = ["python", "notebook", "requirements", "pyproject", "setup.cfg", "dockerfile", "shell", "yaml"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kind=st.sampled_from(KINDS), data=st.one_of(
+    st.binary(max_size=400),
+    st.text(alphabet=st.sampled_from(list("torch_xla.cuda neuronx-cc==2 XLA_ PJRT_DEVICE=\n\t#'\"[]{}():=,!%\\")),
+            max_size=400).map(str.encode)))
+def test_no_file_content_crashes_the_scanner(versions, kind, data):
+    from neuronctl.ops.migrate.read import scan_file
+
+    scan = scan_file(kind, "setup.py" if kind == "python" else "f", data, versions)
+    for cell, hit in scan.hits:
+        assert hit.line >= 1 and hit.col >= 1 and (cell is None or cell >= 1)
