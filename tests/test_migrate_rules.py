@@ -48,7 +48,7 @@ CASES: dict[str, tuple[str, bytes, str | None, bool]] = {
     "NRN403": ("a.py", b"import torch\nd = torch.device('cuda:1')\n", "'cuda:1'", False),
     "NRN403 (a device variable)": ("a.py", b"device = 'cuda'\nx = t.to(device)\n", "'cuda'", False),
     "NRN102 (imported by name)": ("a.py", b"from torch_xla.core.xla_model import xla_device\nd = xla_device()\n",
-                                  "xla_device()", False),
+                                  "xla_device()", True),
     "NRN404": ("a.py", b"import torch\nscaler = torch.cuda.amp.GradScaler()\n", "torch.cuda.amp.GradScaler",
                False),
     "NRN405": ("a.py", b"import torch\nwith torch.autocast('xla'):\n    pass\n", "device_type='xla'", True),
@@ -141,12 +141,15 @@ def test_positions_are_characters_and_the_recipe_names_the_release(tmp_path, ver
     ("with torch.autocast(\"xla\", dtype=torch.bfloat16):\n    pass\n",
      "with torch.autocast(\"neuron\", dtype=torch.bfloat16):\n    pass\n"),
     ("y = x.to(device='cuda', non_blocking=True)\n", "y = x.to(device='neuron', non_blocking=True)\n"),
+    ("from torch_xla.core.xla_model import xla_device, get_ordinal\nd = xla_device()\nr = get_ordinal()\n",
+     "from torch_xla.core.xla_model import get_ordinal\nd = torch.device('neuron')\nr = get_ordinal()\n"),
 ])
 def test_each_rewrite_changes_only_its_string(tmp_path, monkeypatch, versions, before, after):
     (tmp_path / "a.py").write_text("import torch\n" + before)
     monkeypatch.chdir(tmp_path)
     outcome = migrate(MigrateRequest((), versions, "fix"))
-    assert outcome.findings == () and (tmp_path / "a.py").read_text() == "import torch\n" + after
+    assert not any(f.fix for f in outcome.findings) and outcome.rewrites >= 1
+    assert (tmp_path / "a.py").read_text() == "import torch\n" + after
 
 
 def test_a_process_group_on_xla_rendezvous_is_not_rewritten(tmp_path, monkeypatch, versions):

@@ -48,6 +48,9 @@ def print_text(outcome: MigrateOutcome, printer: Printer) -> None:
         for f in group:
             _print_finding(f, printer)
     if printer.chatty:
+        verb = "rewritten" if outcome.mode == "fix" else "would be rewritten"
+        for path in outcome.fixed:
+            printer.say(f"{verb}: {path}")
         for note in outcome.notes:
             printer.say(f"note: {note.path}: {note.why}")
     printer.say(summary_line(outcome))

@@ -176,8 +176,11 @@ class _Visitor(ast.NodeVisitor):
     def _call(self, node: ast.Call, name: str) -> None:
         if name == f"{_XM}.xla_device":
             fix = not node.args and not node.keywords
-            if fix and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
-                base = node.func.value.id
+            # the name the call goes through (xm in xm.xla_device(); xla_device imported by name)
+            func = node.func
+            base = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                else func.id if isinstance(func, ast.Name) else None
+            if fix and base is not None:
                 self.consumed[base] = self.consumed.get(base, 0) + 1
                 self.scan.needs_torch = self.scan.needs_torch or self.aliases.get("torch") != "torch"
             else:
