@@ -66,6 +66,9 @@ def test_no_findings_exit_0_and_bad_input_exit_2(cli, tmp_path, monkeypatch):
     assert r.code == 2 and r.out == "" and r.err.startswith("neuronctl: error: migrate: missing-dir: no such")
     assert "Traceback" not in r.err
     assert cli("migrate", "--fix", "--diff").code == 2
+    (tmp_path / "x.py").write_text("import torch\nx = torch.ones(1).cuda()\n")
+    doc = json.loads(cli("migrate", ".", str(tmp_path), "x.py", "--json").out)
+    assert [f["path"] for f in doc["findings"]] == ["x.py"]  # one scan, however often it is named
     assert cli("migrate", "--json", "--format", "sarif").code == 2
     assert cli("migrate", "--max-bytes", "0").code == 2
 

@@ -87,18 +87,21 @@ class _Run:
     scanned: int = 0
     parsed: int = 0
     rewrites: int = 0
+    seen: set[Path] = field(default_factory=set)
+    """Files already scanned (under another root named, or named twice)."""
 
 
 def _roots(paths: tuple[Path, ...]) -> list[tuple[Path, str]]:
     """(the real path, the name to show) of each root; a missing one is bad input (exit 2)."""
-    roots = []
+    roots: list[tuple[Path, str]] = []
     for path in paths or (Path("."),):
         if not os.path.lexists(path):
             raise InputError(f"migrate: {path}: no such file or folder")
         real = path.resolve()
         if not (real.is_dir() or real.is_file()):
             raise InputError(f"migrate: {path}: not a regular file or a folder")
-        roots.append((real, _shown(path, real)))
+        if all(real != seen for seen, _ in roots):  # a root named twice is scanned once
+            roots.append((real, _shown(path, real)))
     return roots
 
 
@@ -123,7 +126,7 @@ def migrate(request: MigrateRequest) -> MigrateOutcome:
                 run.notes.append(Note(shown, "not a kind of file migrate reads"))
                 continue
             _one(run, real.parent, Candidate(real, real.name, kind, real.stat().st_size),
-                 shown or real.name, whole_name=True)
+                 shown or real.name)
             continue
         for candidate in walk(real, run.notes, request.max_bytes):
             _one(run, real, candidate, f"{shown}/{candidate.rel}" if shown else candidate.rel)
@@ -132,7 +135,10 @@ def migrate(request: MigrateRequest) -> MigrateOutcome:
                           run.parsed, tuple(run.fixed), run.rewrites, "".join(run.diffs))
 
 
-def _one(run: _Run, root: Path, candidate: Candidate, shown: str, whole_name: bool = False) -> None:
+def _one(run: _Run, root: Path, candidate: Candidate, shown: str) -> None:
+    if candidate.path in run.seen:
+        return
+    run.seen.add(candidate.path)
     if candidate.size > run.request.max_bytes:
         run.notes.append(Note(shown, f"skipped: {candidate.size} bytes, over the "
                                      f"{run.request.max_bytes}-byte bound (--max-bytes)"))
