@@ -216,6 +216,20 @@ def test_an_empty_lock_input_skips_the_check_and_inputs_are_data_not_shell(runne
     assert not (project / "pwned").exists() and not (project / "pwned2").exists()
 
 
+def test_the_migrate_step_annotates_xla_code_and_its_paths_are_data(runner, project):
+    """With the `migrate` input the action runs `neuronctl migrate --format github` on those
+    paths: an XLA-era file fails the step with its annotation; a path that is shell is refused
+    as a path (exit 2), nothing runs."""
+    (project / "train.py").write_text("import torch_xla.core.xla_model as xm\nd = xm.xla_device()\n")
+    steps = runner.run({"python": "", "lock": "", "migrate": "train.py"},
+                       skip=("install", "doctor", "lock-check"))
+    assert [s.name for s in steps] == ["neuronctl migrate"] and steps[0].code == 1, steps
+    assert re.search(r"^::warning file=train\.py,line=2,col=5,title=neuronctl NRN102::", steps[0].out, re.M)
+    steps = runner.run({"python": "", "lock": "", "migrate": "$(touch pwned) *"},
+                       skip=("install", "doctor", "lock-check"))
+    assert steps[0].code == 2 and not (project / "pwned").exists()
+
+
 def test_action_inputs_are_documented_and_used():
     action = load_action()
     steps_text = yaml.safe_dump(action["runs"]["steps"])

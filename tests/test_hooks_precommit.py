@@ -98,11 +98,39 @@ def test_the_hook_runs_only_for_the_project_and_lock_files(project, wheelhouse, 
 
 
 def test_the_manifest_is_the_one_documented():
-    (hook,) = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    hook, migrate = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
     assert hook["id"] == "neuronctl-lock-check" and hook["entry"] == "neuronctl lock --check"
+    assert migrate["id"] == "neuronctl-migrate" and migrate["entry"] == "neuronctl migrate"
+    assert migrate["language"] == "python" and migrate["pass_filenames"] is True
+    scanned = re.compile(migrate["files"])
+    for name in ("train.py", "nb.ipynb", "requirements.txt", "pyproject.toml", "setup.cfg",
+                 "run.sh", ".github/workflows/ci.yml", "Dockerfile", "docker/Dockerfile.trn2"):
+        assert scanned.search(name), name
+    for name in ("README.md", "model.pt", "notes.rst"):
+        assert not scanned.search(name), name
     assert hook["language"] == "python" and hook["pass_filenames"] is False
     files = re.compile(hook["files"])
     for name in ("pyproject.toml", "pylock.toml", "pylock.cuda.toml"):
         assert files.search(name), name
     for name in ("README.md", "mypylock.toml", "pylock.toml.bak", "src/pyproject.toml"):
         assert not files.search(name), name
+
+
+def test_the_migrate_hook_fails_on_xla_code_and_passes_native_code(tmp_path, wheelhouse, pre_commit_home,
+                                                                   hook_repo):
+    """`neuronctl-migrate` as a project runs it: the files being committed are scanned; an
+    XLA-era file fails the commit with its finding, native code passes."""
+    repo, rev = hook_repo
+    work = tmp_path / "work"
+    work.mkdir()
+    config = {"repos": [{"repo": str(repo), "rev": rev, "hooks": [{"id": "neuronctl-migrate"}]}]}
+    (work / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config))
+    (work / "native.py").write_text("import torch\nx = torch.ones(2).to('neuron')\n")
+    git(work, "init", "-q", "-b", "main")
+    git(work, "add", "-A")
+    r = pre_commit(work, wheelhouse, pre_commit_home, "--all-files")
+    assert r.returncode == 0 and "neuronctl migrate" in r.stdout and "Passed" in r.stdout, r.stdout
+    (work / "train.py").write_text("import torch_xla.core.xla_model as xm\nxm.mark_step()\n")
+    git(work, "add", "-A")
+    r = pre_commit(work, wheelhouse, pre_commit_home, "--files", "train.py")
+    assert r.returncode == 1 and "NRN103" in r.stdout and "train.py" in r.stdout, r.stdout

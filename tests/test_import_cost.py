@@ -168,3 +168,20 @@ def test_every_dataclass_has_a_docstring_of_its_own(tmp_path):
     invented = {name for name, doc in docs.items()
                 if doc.startswith(name.rsplit(".", 1)[1] + "(")}
     assert sorted(invented) == []
+
+
+def test_migrate_loads_libcst_only_to_fix_and_no_other_command_loads_migrate(tmp_path):
+    """libcst (~60 modules) is for --fix and --diff alone: a scan of XLA-era code never loads it,
+    and the install and doctor paths load neither libcst nor the migrate operation."""
+    (tmp_path / "train.py").write_text("import torch_xla.core.xla_model as xm\nd = xm.xla_device()\n")
+    migrate_path = ["neuronctl.cli.main", "neuronctl.cli.cmd_migrate", "neuronctl.cli.migrate_report",
+                    "neuronctl.ops.migrate"]
+    run = ("from pathlib import Path\n"
+           "from neuronctl.manifest import load_bundled_manifest\n"
+           "from neuronctl.ops.migrate import MigrateRequest, migrate, native_versions\n"
+           f"o = migrate(MigrateRequest((Path({str(tmp_path)!r}),), native_versions(load_bundled_manifest()),"
+           " {mode!r}))\n"
+           "assert len(o.findings) == 2, o.findings\n")
+    assert _loaded(migrate_path, ["libcst"], tmp_path, run.format(mode="scan")) == []
+    assert _loaded(migrate_path, ["libcst"], tmp_path, run.format(mode="diff")) == ["libcst"]
+    assert _loaded([*INSTALL_PATH, *DOCTOR_PATH], ["libcst", "neuronctl.ops.migrate"], tmp_path) == []

@@ -38,6 +38,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                 "Install a pinned, verified Neuron PyTorch stack into an environment."),
     "lock": ("neuronctl.cli.cmd_lock", "lock",
              "Resolve a Neuron release into a hashed PEP 751 pylock.toml."),
+    "migrate": ("neuronctl.cli.cmd_migrate", "migrate",
+                "Find XLA-era code and pins; say what each becomes on TorchNeuron; --fix."),
     "probe": ("neuronctl.cli.cmd_probe", "probe", "Run the device probe tiers alone."),
     "releases": ("neuronctl.cli.cmd_releases", "releases",
                  "Show what each Neuron release pins; import AWS manifests."),

@@ -31,6 +31,7 @@ _FLEET = "neuronctl.cli.fleet_report"
 _HARDWARE = "neuronctl.cli.hardware_report"
 _INSTALL = "neuronctl.cli.install_render"
 _LOCK = "neuronctl.cli.lock_report"
+_MIGRATE = "neuronctl.cli.migrate_report"
 _RELEASES = "neuronctl.cli.releases_report"
 _SETUP = "neuronctl.cli.setup_report"
 _ENV = "neuronctl.cli.env_report"
@@ -74,6 +75,10 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("neuronctl.ops.lock.outcome.LockOutcome", "json"): f"{_LOCK}:lock_json",
     ("neuronctl.cli.lock_report.CheckView", "text"): f"{_LOCK}:print_check",
     ("neuronctl.cli.lock_report.CheckView", "json"): f"{_LOCK}:check_json",
+    ("neuronctl.ops.migrate.run.MigrateOutcome", "text"): f"{_MIGRATE}:print_text",
+    ("neuronctl.ops.migrate.run.MigrateOutcome", "json"): f"{_MIGRATE}:print_json",
+    ("neuronctl.ops.migrate.run.MigrateOutcome", "github"): f"{_MIGRATE}:print_github",
+    ("neuronctl.ops.migrate.run.MigrateOutcome", "sarif"): f"{_MIGRATE}:print_sarif",
     ("neuronctl.cli.releases_report.ReleaseList", "text"): f"{_RELEASES}:print_list",
     ("neuronctl.cli.releases_report.ReleaseList", "json"): f"{_RELEASES}:list_json",
     ("neuronctl.cli.releases_report.ReleaseView", "text"): f"{_RELEASES}:print_release",
