@@ -70,21 +70,22 @@ def _oldest(release: Release) -> dict[str, tuple[Version, str]]:
 
 
 def rollbacks(manifest: Manifest, touched: Iterable[str]) -> list[Rollback]:
-    """Each pin of a release that is older than an earlier release's, where either release is
-    in `touched` (added or changed by this update: the data in use is not judged again)."""
+    """Each pin of a release older than the newest earlier release's pin of that package, where
+    either of the two releases is in `touched` (added or changed by this update: the data in
+    use is not judged again)."""
     changed = set(touched)
-    ordered = sorted(manifest.releases, key=lambda r: r.key)
     found = []
-    for i, later in enumerate(ordered):
-        oldest = _oldest(later)
-        for earlier in ordered[:i]:
-            if later.version not in changed and earlier.version not in changed:
-                continue
-            for package, (version, text) in _newest(earlier).items():
-                mine = oldest.get(package)
-                if mine is not None and mine[0] < version:
-                    found.append(Rollback(later.version, package.split(" ")[0], mine[1],
-                                          earlier.version, text))
+    newest: dict[str, tuple[Version, str, str]] = {}  # package -> version, text, release
+    for release in sorted(manifest.releases, key=lambda r: r.key):
+        for package, (version, text) in _oldest(release).items():
+            top = newest.get(package)
+            if top is not None and version < top[0] and (release.version in changed
+                                                          or top[2] in changed):
+                found.append(Rollback(release.version, package.split(" ")[0], text, top[2],
+                                      top[1]))
+        for package, (version, text) in _newest(release).items():
+            if package not in newest or version > newest[package][0]:
+                newest[package] = (version, text, release.version)
     return found
 
 
