@@ -199,7 +199,8 @@ def origins(req: SetupRequest, packages: Mapping[str, str]) -> dict[str, str]:
            "key_fingerprint": req.key_from if req.key_from != "default"
            else f"default: AWS's key ({SOURCES['key-fingerprint']})"}
     if family == "apt":
-        out["suite"] = ("this host's os-release VERSION_CODENAME" if req.facts.codename
+        out["suite"] = ("this host's os-release VERSION_CODENAME"
+                        if req.facts.known and req.facts.codename
                         else f"neuronctl's OS table ({req.target.id} is "
                              f"{req.target.codename or 'not known'})")
     cited = {e.key: e for e in value_entries(req.release, req.value_sources)}
