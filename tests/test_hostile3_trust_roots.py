@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 from loopback import QuietHandler, self_signed, serving
 
-from neuronctl.cache_dir import user_config_file
 from neuronctl.manifest import load_bundled_manifest, load_default_manifest, stored_manifest_path
 
 BUNDLED = load_bundled_manifest()
@@ -76,6 +75,11 @@ def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     repo.mkdir()
     monkeypatch.chdir(repo)
     return repo
+
+
+def user_config_file() -> Path:
+    """Where the user's own config is documented to be (conftest sets XDG_CONFIG_HOME)."""
+    return Path(os.environ["XDG_CONFIG_HOME"]) / "neuronctl" / "config.toml"
 
 
 def _project(repo: Path, body: str) -> None:
