@@ -66,7 +66,7 @@ FORMATS = ("text", "json", "junit", "github", "prometheus")
 @click.option("--drain-on", type=click.Choice(("drain", "fail", "warn")), default=None,
               help="What --slurm-drain drains for: drain = outcomes of severity drain (hardware "
                    "errors, no driver, devices missing), fail = any failure, warn = any failure "
-                   "or warning [config drain_on, else drain].")
+                   "or warning [drain_on in your own config, never a project's; else drain].")
 @click.option("--exit-on", type=click.Choice(("drain", "fail", "warn")), default=None,
               help="Exit 1 only for these outcomes (as --drain-on: drain = severity drain); "
                    "node-problem-detector's hardware condition runs with drain [fail].")
