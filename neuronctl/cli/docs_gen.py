@@ -159,20 +159,20 @@ its top level), and your own, `$XDG_CONFIG_HOME/neuronctl/config.toml` (else
 `~/.config/neuronctl/config.toml`; the keys at its top level). The project's beats yours, except
 for a **trust root**: where release data and system packages come from, and what a node's health
 check does to the node. Those only you set, never a project file (see "Trust roots" below).
-Relative paths in a file are taken from its folder. Unknown keys and wrong types are errors (exit 2) naming the
-file and the key, so a typo such as `relase` is caught; keep data of your own in a table of your
-own (`[tool.yourname]`). `neuronctl init` writes the table.
+Relative paths in a file are taken from its folder. Unknown keys and wrong types are errors
+(exit 2) naming the file and the key, so a typo such as `relase` is caught; keep data of your
+own in a table of your own (`[tool.yourname]`). `neuronctl init` writes the table.
 
 ## Precedence
 
 One rule for every setting: **a flag you type > its environment variable > the project's config
-file > your own config file > the default**. Each value keeps where it came from, and messages that show one say so (a release the
-data lacks ends "(from pyproject.toml)"; the engine: "NEURONCTL_BACKEND pip"). Two kinds of setting
-are layered data rather than one value: the indexes (bundled routing < config `indexes` <
-`NEURONCTL_INDEX_<NAME>` < the indexes a lock recorded < `--index`, each index on its own; routes
-from config and `--route` together), and the lists that add up (doctor's `skip`, cost's
-`prices`: the config's entries and the flags' together). Within them too, the environment beats the
-config. Old spellings still work, with a one-line note on stderr: `lock`, `init` and `download`
+file > your own config file > the default**. Each value keeps where it came from, and messages
+that show one say so (a release the data lacks ends "(from pyproject.toml)"; the engine:
+"NEURONCTL_BACKEND pip"). Two kinds of setting are layered data rather than one value: the
+indexes (bundled routing < config `indexes` < `NEURONCTL_INDEX_<NAME>` < the indexes a lock
+recorded < `--index`, each index on its own; routes from config and `--route` together), and the
+lists that add up (doctor's `skip`, cost's `prices`: the config's entries and the flags'
+together). Within them too, the environment beats the config. Old spellings still work, with a one-line note on stderr: `lock`, `init` and `download`
 `--python X.Y` (now `--python-version`: `--python` is always an interpreter), and `doctor`, `env`
 and `probe` `--timeout` (now `--check-timeout`). Config `timeout` bounds network requests; it once
 bounded doctor's checks as well, so where `check_timeout` is absent it still does (with a note):
