@@ -165,19 +165,19 @@ own in a table of your own (`[tool.yourname]`). `neuronctl init` writes the tabl
 
 ## Precedence
 
-One rule for every setting: **a flag you type > its environment variable > the project's config
-file > your own config file > the default**. Each value keeps where it came from, and messages
-that show one say so (a release the data lacks ends "(from pyproject.toml)"; the engine:
-"NEURONCTL_BACKEND pip"). Two kinds of setting are layered data rather than one value: the
-indexes (bundled routing < config `indexes` < `NEURONCTL_INDEX_<NAME>` < the indexes a lock
-recorded < `--index`, each index on its own; routes from config and `--route` together), and the
-lists that add up (doctor's `skip`, cost's `prices`: the config's entries and the flags'
-together). Within them too, the environment beats the config. Old spellings still work, with a one-line note on stderr: `lock`, `init` and `download`
-`--python X.Y` (now `--python-version`: `--python` is always an interpreter), and `doctor`, `env`
-and `probe` `--timeout` (now `--check-timeout`). Config `timeout` bounds network requests; it once
-bounded doctor's checks as well, so where `check_timeout` is absent it still does (with a note):
-set `check_timeout` to give the checks their own limit, and keep `timeout` for lock, install and
-download.
+One rule for every setting: **a flag you type > its environment variable > the project's config file
+> your own config file > the default**. Each value keeps where it came from, and messages that show
+one say so (a release the data lacks ends "(from pyproject.toml)"; the engine: "NEURONCTL_BACKEND
+pip"). Two kinds of setting are layered data rather than one value: the indexes (bundled routing <
+config `indexes` < `NEURONCTL_INDEX_<NAME>` < the indexes a lock recorded < `--index`, each index on
+its own; routes from config and `--route` together), and the lists that add up (doctor's `skip`,
+cost's `prices`: the config's entries and the flags' together). Within them too, the environment
+beats the config. Old spellings still work, with a one-line note on stderr: `lock`, `init` and
+`download` `--python X.Y` (now `--python-version`: `--python` is always an interpreter), and
+`doctor`, `env` and `probe` `--timeout` (now `--check-timeout`). Config `timeout` bounds network
+requests; it once bounded doctor's checks as well, so where `check_timeout` is absent it still does
+(with a note): set `check_timeout` to give the checks their own limit, and keep `timeout` for lock,
+install and download.
 
 {{SETTINGS}}
 
