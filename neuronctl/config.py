@@ -26,6 +26,9 @@ class Config:
     values: Mapping[str, Any] = field(default_factory=dict)
     source: str | None = None
     base_dir: Path = field(default_factory=Path.cwd)
+    named: bool = False
+    """A file the user named (`--config FILE`, their own config): theirs, so its trust roots
+    count; ./pyproject.toml, found by where neuronctl runs, is a project's (neuronctl.settings)."""
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)
@@ -72,7 +75,7 @@ def _named_file(path: Path) -> Config:
         table, where = data, str(path)
     if not isinstance(table, dict):
         raise InputError(f"{where}: expected a table")
-    return Config(validate(table, where), str(path), path.resolve().parent)
+    return Config(validate(table, where), str(path), path.resolve().parent, named=True)
 
 
 def load_user_config(path: Path | None = None) -> Config:

@@ -8,14 +8,16 @@ Two settings are layered data rather than one value, and say so in the table: th
 on its own; neuronctl.ops.index_routing) and the lists that add up (doctor's `skip`, cost's
 `prices`: config and flags together). Within each layer the environment still beats the config.
 
-Two config files: the project's (`[tool.neuronctl]` in ./pyproject.toml, or `--config FILE`)
-and the user's own ($XDG_CONFIG_HOME/neuronctl/config.toml, else ~/.config/neuronctl/); the
-project's beats the user's. A **trust root** (`Spec.trust_root`: where release data and system
-packages come from, what a health check does to its node) is never read from the project's file,
-whoever's checkout it is: only a flag, the environment or the user's own config set it. A project
-file that sets one gets a one-line note naming the file and the key, and its value is not used.
-A run that acts on its node (`doctor --slurm-drain`, `--exit-on`: a scheduler's health check) is
-the same rule for every setting: it reads no project file at all (`Resolver.for_node`).
+Two config files: the project's (`[tool.neuronctl]` in ./pyproject.toml, or `--config FILE`) and
+the user's own ($XDG_CONFIG_HOME/neuronctl/config.toml, else ~/.config/neuronctl/); the project's
+beats the user's. A file the user names with `--config` is theirs too (`Config.named`): only
+./pyproject.toml, found by where neuronctl happens to run, is a project's. A **trust root**
+(`Spec.trust_root`: where release data and system packages come from, what a health check does to
+its node) is never read from the project's file, whoever's checkout it is: only a flag, the
+environment or the user's own config set it. A project file that sets one gets a one-line note
+naming the file and the key, and its value is not used. A run that acts on its node (`doctor
+--slurm-drain`, `--exit-on`: a scheduler's health check) is the same rule for every setting: it
+reads no project file at all (`Resolver.for_node`).
 
 The CLI tells a typed flag from a default (click's ParameterSource) and resolves each command's
 settings once; operations get the typed values, never the Config.
@@ -308,7 +310,7 @@ class Resolver:
         """The config files `s` may be read from, in order: the project's unless `s` is a trust
         root or the run acts on its node (then a value there is named in a note, not used)."""
         project: tuple[Config, ...] = (self.config,)
-        if (s.trust_root or self.for_node) and self._set_in(s, self.config):
+        if (s.trust_root or self.for_node) and not self.config.named and self._set_in(s, self.config):
             self.note(untrusted_note(s, self.config, self.for_node))
             project = ()
         return project + ((self.user,) if self.user is not None else ())

@@ -184,8 +184,9 @@ install and download.
 ## Trust roots
 
 A cloned repository's `pyproject.toml` is not yours: it never chooses where trust comes from. A
-trust root below is read from a flag, the environment or your own config file only; a project
-file that sets one gets a one-line note naming the file and the key, and its value is not used.
+trust root below is read from a flag, the environment or your own config file only (a file you
+name with `--config` is yours too); a `./pyproject.toml` that sets one gets a one-line note naming
+the file and the key, and its value is not used.
 The release data URL and the system repository must be https (or a local file): plain http is
 refused (exit 2) naming the setting and where it came from. A run that acts on its node
 (`doctor --slurm-drain`, `doctor --exit-on`: a scheduler's health check) reads no project file at
