@@ -310,14 +310,11 @@ class Resolver:
         """The config files `s` may be read from, in order: the project's unless `s` is a trust
         root or the run acts on its node (then a value there is named in a note, not used)."""
         project: tuple[Config, ...] = (self.config,)
-        if (s.trust_root or self.for_node) and not self.config.named and self._set_in(s, self.config):
-            self.note(untrusted_note(s, self.config, self.for_node))
+        if (s.trust_root or self.for_node) and not self.config.named:
+            if any(self.config.get(k) is not None for k in (s.key, s.shared_key) if k):
+                self.note(untrusted_note(s, self.config, self.for_node))
             project = ()
         return project + ((self.user,) if self.user is not None else ())
-
-    @staticmethod
-    def _set_in(s: Spec[Any], config: Config) -> bool:
-        return any(config.get(k) is not None for k in (s.key, s.shared_key) if k)
 
     def _from_config(self, s: Spec[Any], config: Config) -> Setting[Any] | None:
         for key in (s.key, s.shared_key) if s.key else ():
