@@ -26,3 +26,10 @@ def user_data_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local",
                                                            "share")
     return Path(base) / "neuronctl"
+
+
+def user_config_file() -> Path:
+    """$XDG_CONFIG_HOME/neuronctl/config.toml, else ~/.config/neuronctl/config.toml: the user's
+    own settings, the one config file a trust root is read from (neuronctl.settings)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "neuronctl" / "config.toml"

@@ -1,4 +1,6 @@
-"""User configuration: `[tool.neuronctl]` in ./pyproject.toml, or the file `--config` names."""
+"""Configuration files: the project's (`[tool.neuronctl]` in ./pyproject.toml, or the file
+`--config` names) and the user's own (~/.config/neuronctl/config.toml; the only file a trust root
+is read from, see neuronctl.settings)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,9 @@ class Config:
     values: Mapping[str, Any] = field(default_factory=dict)
     source: str | None = None
     base_dir: Path = field(default_factory=Path.cwd)
+    named: bool = False
+    """A file the user named (`--config FILE`, their own config): theirs, so its trust roots
+    count; ./pyproject.toml, found by where neuronctl runs, is a project's (neuronctl.settings)."""
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)
@@ -60,17 +65,33 @@ def validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
+def _named_file(path: Path) -> Config:
+    """A config file named outright: its `[tool.neuronctl]` table, else its top level."""
+    data = read_toml(path, "config file")
+    tool = data.get("tool", {})
+    if isinstance(tool, dict) and "neuronctl" in tool:
+        table, where = tool["neuronctl"], f"{path}: [tool.neuronctl]"
+    else:
+        table, where = data, str(path)
+    if not isinstance(table, dict):
+        raise InputError(f"{where}: expected a table")
+    return Config(validate(table, where), str(path), path.resolve().parent, named=True)
+
+
+def load_user_config(path: Path | None = None) -> Config:
+    """The user's own config file (neuronctl.cache_dir.user_config_file), or an empty Config
+    when there is none; checked against the same table as a project's."""
+    from neuronctl.cache_dir import user_config_file
+
+    path = path or user_config_file()
+    if not path.is_file():
+        return Config(base_dir=path.parent)
+    return _named_file(path)
+
+
 def load_config(explicit: Path | None, cwd: Path | None = None) -> Config:
     if explicit is not None:
-        data = read_toml(explicit, "config file")
-        tool = data.get("tool", {})
-        if isinstance(tool, dict) and "neuronctl" in tool:
-            table, where = tool["neuronctl"], f"{explicit}: [tool.neuronctl]"
-        else:
-            table, where = data, str(explicit)
-        if not isinstance(table, dict):
-            raise InputError(f"{where}: expected a table")
-        return Config(validate(table, where), str(explicit), explicit.resolve().parent)
+        return _named_file(explicit)
     base = cwd or Path.cwd()
     pyproject = base / "pyproject.toml"
     if not pyproject.is_file():

@@ -3,8 +3,9 @@ format, or AWS's n2 converted) become the data to store.
 
 - A release the data in use lacks is added (one older than the oldest in use is not: AWS's
   manifest goes back to 2.3, which neuronctl never covered; they are counted).
-- A value the data in use holds as not published, and the fetched one gives, is filled.
-- A value both give, differently, is a conflict: listed, applied only when accepted.
+- A value the data in use holds as not published, and the fetched one gives, is a fill; a value
+  both give, differently, is a conflict. Both change a release neuronctl already knows: they are
+  listed, and applied only when accepted (`--accept-changes`).
 - A release the fetched manifest lacks is kept (a manifest that drops a release deletes
   nothing) and named.
 
@@ -61,7 +62,8 @@ class Merge:
     added: tuple[str, ...] = ()
     filled: tuple[Change, ...] = ()
     conflicts: tuple[Change, ...] = ()
-    applied_conflicts: bool = False
+    accepted: bool = False
+    """Fills and conflicts applied (--accept-changes); else listed only."""
     dropped: tuple[str, ...] = ()
     """Releases in use that the fetched manifest does not list (kept)."""
     older_skipped: int = 0
@@ -70,12 +72,19 @@ class Merge:
     def to_json(self) -> dict[str, Any]:
         return {"added": list(self.added), "filled": [c.to_json() for c in self.filled],
                 "conflicts": [c.to_json() for c in self.conflicts],
-                "conflicts_applied": self.applied_conflicts, "dropped": list(self.dropped),
+                "conflicts_applied": self.accepted and bool(self.conflicts),
+                "filled_applied": self.accepted and bool(self.filled), "dropped": list(self.dropped),
                 "older_skipped": self.older_skipped, "unchanged": self.unchanged}
 
     @property
     def changed(self) -> bool:
-        return bool(self.added or self.filled or (self.conflicts and self.applied_conflicts))
+        return bool(self.added or ((self.filled or self.conflicts) and self.accepted))
+
+    @property
+    def touched(self) -> tuple[str, ...]:
+        """The releases this merge adds or changes (the rollback check judges these)."""
+        changes = self.filled + self.conflicts if self.accepted else ()
+        return self.added + tuple(c.release for c in changes)
 
 
 def _values(doc: Mapping[str, Any], with_labels: bool) -> dict[str, Any]:
@@ -141,7 +150,7 @@ def _merge_release(mine: dict[str, Any], theirs: dict[str, Any], *, labels: bool
             filled.append(Change(version, key, current, value))
         elif current != value:
             conflicts.append(Change(version, key, current, value))
-    for change in filled + (conflicts if accept else []):
+    for change in (filled + conflicts) if accept else []:
         _set(mine, change.key, change.fetched, theirs)
         mine.setdefault("sources", {})[change.key] = UPDATE_SOURCE
     if not mine.get("unpublished"):
@@ -150,7 +159,7 @@ def _merge_release(mine: dict[str, Any], theirs: dict[str, Any], *, labels: bool
 
 
 def merge(in_use: Manifest, fetched: Manifest, *, accept: bool, source_url: str,
-          today: str) -> Merge:
+          today: str, at: str | None = None) -> Merge:
     """The data to store: `in_use` with `fetched`'s new releases and values (see the module)."""
     labels = fetched.generated_from.get("format") != "aws-n2-manifest"
     data = in_use.to_json()
@@ -180,9 +189,10 @@ def merge(in_use: Manifest, fetched: Manifest, *, accept: bool, source_url: str,
     data["releases"].sort(key=lambda r: Version(r["version"]), reverse=True)
     data["compiled"] = today
     data["generated_from"] = {**dict(in_use.generated_from), "fetched_from": source_url,
-                              "fetched": today,
+                              "fetched": today, "fetched_at": at or today,
                               "base_compiled": in_use.compiled or "not recorded"}
-    return Merge(data, tuple(added), tuple(filled), tuple(conflicts), accept and bool(conflicts),
+    return Merge(data, tuple(added), tuple(filled), tuple(conflicts),
+                 accept and bool(conflicts or filled),
                  dropped, older, unchanged)
 
 

@@ -8,6 +8,17 @@ Two settings are layered data rather than one value, and say so in the table: th
 on its own; neuronctl.ops.index_routing) and the lists that add up (doctor's `skip`, cost's
 `prices`: config and flags together). Within each layer the environment still beats the config.
 
+Two config files: the project's (`[tool.neuronctl]` in ./pyproject.toml, or `--config FILE`) and
+the user's own ($XDG_CONFIG_HOME/neuronctl/config.toml, else ~/.config/neuronctl/); the project's
+beats the user's. A file the user names with `--config` is theirs too (`Config.named`): only
+./pyproject.toml, found by where neuronctl happens to run, is a project's. A **trust root**
+(`Spec.trust_root`: where release data and system packages come from, what a health check does to
+its node) is never read from the project's file, whoever's checkout it is: only a flag, the
+environment or the user's own config set it. A project file that sets one gets a one-line note
+naming the file and the key, and its value is not used. A run that acts on its node (`doctor
+--slurm-drain`, `--exit-on`: a scheduler's health check) is the same rule for every setting: it
+reads no project file at all (`Resolver.for_node`).
+
 The CLI tells a typed flag from a default (click's ParameterSource) and resolves each command's
 settings once; operations get the typed values, never the Config.
 """
@@ -104,12 +115,28 @@ class Spec(Generic[T]):
     it keeps its own meaning for its own setting, so the note never says to rename it."""
     layered: bool = False
     """Not one value: resolved in layers (see the module docstring), documented here only."""
+    trust_root: bool = False
+    """Only the user sets it (a flag, the environment, the user's config), never a project file:
+    it decides where trust comes from or what happens to the node (see the module docstring)."""
 
 
 def _text(value: object, where: str, base: Path) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InputError(f"{where}: expected a non-empty string, got {value!r}")
     return value
+
+
+def secure_url(value: object, where: str, base: Path | None = None) -> str:
+    """A trust root's address: https, a file URL or a local path, never plain http (what comes
+    over it can be changed on the way: release data, the repository a key is fetched from)."""
+    text = _text(value, where, base or Path())
+    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    if scheme == "http":
+        from neuronctl.redact import redact
+
+        raise InputError(f"{where}: {redact(text[:120])!r} is plain http, which anyone on the way "
+                         "can change; give an https:// URL or a local file")
+    return text
 
 
 def _path(value: object, where: str, base: Path) -> Path:
@@ -179,10 +206,10 @@ SPECS: tuple[Spec[Any], ...] = (
           "your own requirements, locked and installed with the stack", _texts, ()),
     _spec("manifest", "--manifest", "NEURONCTL_MANIFEST", "manifest", (str,),
           "a path to a neuronctl manifest", "the release data (default: the stored, else the "
-          "bundled)", _path),
+          "bundled)", _path, trust_root=True),
     _spec("manifest_url", "--from", "NEURONCTL_MANIFEST_URL", "manifest_url", (str,),
           "the URL `neuronctl releases update` fetches release data from",
-          "where `releases update` fetches release data", _text),
+          "where `releases update` fetches release data", secure_url, trust_root=True),
     _spec("engine", "--backend", "NEURONCTL_BACKEND", "backend", (str,), "one of auto, pip, uv",
           "the installer engine (auto: uv when installed, else the target's pip)",
           choice(*ENGINES), "auto"),
@@ -211,10 +238,11 @@ SPECS: tuple[Spec[Any], ...] = (
           "doctor checks not run (config and flags add up)", _texts, (), layered=True),
     _spec("drain_on", "--drain-on", None, "drain_on", (str,),
           "what `doctor --slurm-drain` drains for: drain, fail or warn",
-          "what `doctor --slurm-drain` drains for", choice("drain", "fail", "warn"), "drain"),
+          "what `doctor --slurm-drain` drains for", choice("drain", "fail", "warn"), "drain",
+          trust_root=True),
     _spec("system_repo", "--repo", None, "system_repo", (str,),
           "a mirror of the Neuron apt/yum repository `neuronctl setup` plans with",
-          "the Neuron apt/yum repository `setup` plans with", _text),
+          "the Neuron apt/yum repository `setup` plans with", secure_url, trust_root=True),
     _spec("lock", "--lock", None, "lock", (str,), "a path to a pylock.toml",
           "the lock file: what `lock` writes (its -o), what doctor checks against", _path),
     _spec("model", "--model", None, "model", (str,),
@@ -245,16 +273,24 @@ class Flag:
 @dataclass(frozen=True)
 class Resolver:
     """The rule, applied to one invocation's sources: a typed flag > the environment > the
-    config > the default. `note` receives one-line notes (an old config key read)."""
+    project's config > the user's config > the default; a trust root skips the project's config
+    (and says so), and so does every setting `for_node`. `note` receives one-line notes (an old
+    config key read, a project file's trust root not used)."""
 
     config: Config
     environ: Mapping[str, str]
     note: Callable[[str], None] = lambda line: None
+    user: Config | None = None
+    """The user's own config (~/.config/neuronctl/config.toml); None: none read."""
+    for_node: bool = False
+    """The run acts on its node (a scheduler's health check): no project file is read."""
 
     @classmethod
     def of(cls, config: Config, note: Callable[[str], None] | None = None,
-           environ: Mapping[str, str] | None = None) -> Resolver:
-        return cls(config, os.environ if environ is None else environ, note or (lambda line: None))
+           environ: Mapping[str, str] | None = None, *, user: Config | None = None,
+           for_node: bool = False) -> Resolver:
+        return cls(config, os.environ if environ is None else environ, note or (lambda line: None),
+                   user, for_node)
 
     def resolve(self, name: str, flag: Flag | None = None) -> Setting[Any]:
         """`name`'s value and source; `flag` only when the user typed it (ParameterSource)."""
@@ -264,38 +300,83 @@ class Resolver:
             return Setting(s.parse(flag.value, flag.spelled, cwd), Source("flag", flag.spelled))
         if s.env is not None and not s.layered and self.environ.get(s.env):
             return Setting(s.parse(self.environ[s.env], s.env, cwd), Source("env", s.env))
+        for config in self._configs(s):
+            found = self._from_config(s, config)
+            if found is not None:
+                return found
+        return Setting(s.default, DEFAULT)
+
+    def _configs(self, s: Spec[Any]) -> tuple[Config, ...]:
+        """The config files `s` may be read from, in order: the project's unless `s` is a trust
+        root or the run acts on its node (then a value there is named in a note, not used)."""
+        project: tuple[Config, ...] = (self.config,)
+        if (s.trust_root or self.for_node) and not self.config.named:
+            if any(self.config.get(k) is not None for k in (s.key, s.shared_key) if k):
+                self.note(untrusted_note(s, self.config, self.for_node))
+            project = ()
+        return project + ((self.user,) if self.user is not None else ())
+
+    def _from_config(self, s: Spec[Any], config: Config) -> Setting[Any] | None:
         for key in (s.key, s.shared_key) if s.key else ():
-            value = None if key is None else self.config.get(key)
+            value = None if key is None else config.get(key)
             if value is None:
                 continue
-            where = self.config.source or "pyproject.toml"
+            where = config.source or "pyproject.toml"
             if key != s.key:
                 self.note(f"{where}: `{key}` ({_meaning(BY_KEY[str(key)])}) is used for `{s.key}` "
                           f"too, as that key is absent; set `{s.key}` to give it its own value")
-            return Setting(s.parse(value, f"config {key}", self.config.base_dir),
-                           Source("config", where))
-        return Setting(s.default, DEFAULT)
+            # a trust root comes from the user's own file: its errors name that file
+            said = f"config {key} ({where})" if s.trust_root else f"config {key}"
+            return Setting(s.parse(value, said, config.base_dir), Source("config", where))
+        return None
 
     def value(self, name: str, flag: Flag | None = None) -> Any:
         return self.resolve(name, flag).value
 
+    def _raw(self, name: str) -> tuple[Any, Config]:
+        """A setting's config value as written, and the config file it is in (the first of
+        `_configs` that sets it)."""
+        s = BY_NAME[name]
+        for config in self._configs(s):
+            value = config.get(s.key) if s.key else None
+            if value is not None:
+                return value, config
+        return None, self.config
+
     def config_entries(self, name: str) -> tuple[Mapping[str, Any], str]:
         """A layered setting's config table and the file it is in, for its own resolution."""
-        s = BY_NAME[name]
-        value = self.config.get(s.key) if s.key else None
-        return (value or {}), (self.config.source or "config")
+        value, config = self._raw(name)
+        return (value or {}), (config.source or "config")
 
     def config_text(self, name: str) -> str | None:
         """A setting's config value as written (a path as the user spelled it, for messages)."""
-        s = BY_NAME[name]
-        value = self.config.get(s.key) if s.key else None
-        return None if value is None else _text(value, f"config {s.key}", self.config.base_dir)
+        value, config = self._raw(name)
+        key = BY_NAME[name].key
+        return None if value is None else _text(value, f"config {key}", config.base_dir)
 
     def config_list(self, name: str) -> tuple[str, ...]:
         """A list setting's config entries (the lists that add up to the flags)."""
-        s = BY_NAME[name]
-        value = self.config.get(s.key) if s.key else None
-        return () if value is None else _texts(value, f"config {s.key}", self.config.base_dir)
+        value, config = self._raw(name)
+        key = BY_NAME[name].key
+        return () if value is None else _texts(value, f"config {key}", config.base_dir)
+
+    def config_file(self, name: str) -> tuple[str, Path]:
+        """The config file a setting's value comes from and the folder its relative paths start
+        in (a model factory's module): the project's where neither file sets it."""
+        _value, config = self._raw(name)
+        return config.source or "pyproject.toml", config.base_dir
+
+
+def untrusted_note(s: Spec[Any], config: Config, for_node: bool = False) -> str:
+    """The one line a project file's trust root (or, for a node's health check, any of its
+    settings) gets: the file, the key, that it is not used, and where the user sets it."""
+    from neuronctl.cache_dir import user_config_file
+
+    ways = " or ".join(w for w in (s.flag, s.env) if w)
+    where = f"{ways}, or {user_config_file()}" if ways else str(user_config_file())
+    why = ("a node's health check reads no project file" if for_node and not s.trust_root
+           else f"{_meaning(s)} is a trust root: only you set it")
+    return (f"{config.source or 'pyproject.toml'}: `{s.key}` is not used ({why}; set it with {where})")
 
 
 def from_environment(name: str, environ: Mapping[str, str] | None = None) -> Any:

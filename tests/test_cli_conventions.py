@@ -43,8 +43,10 @@ def test_unknown_command_and_flag_exit_2(cli):
 def test_config_from_pyproject_is_used_and_validated(cli, isolated_env):
     (isolated_env / "pyproject.toml").write_text(
         '[project]\nname = "x"\n\n[tool.neuronctl]\nmanifest = "missing.json"\n')
-    r = cli("releases")
-    assert r.code == 2
+    r = cli("releases")  # a trust root: a project's is noted, not used (the file is never read)
+    assert r.code == 0 and "`manifest` is not used" in r.err
+    r = cli("--config", str(isolated_env / "pyproject.toml"), "releases")  # a file you name is
+    assert r.code == 2  # yours
     assert "missing.json: no such file" in r.err
     (isolated_env / "pyproject.toml").write_text('[tool.neuronctl]\ncolour = "red"\n')
     r = cli("releases")

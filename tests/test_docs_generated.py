@@ -216,3 +216,20 @@ def test_hand_written_synopses_name_only_options_the_commands_have(name):
                 continue
             shown = set(re.findall(r"(?<![\w-])(--[a-z][\w-]*)", command_line.split("#")[0]))
             assert shown <= options, (name, command_line.splitlines()[0], sorted(shown - options))
+
+
+def test_security_page_states_the_trust_root_rule_from_the_settings_table():
+    """docs/security.md's "Trust roots" table is the settings table's (`trust_root`): what a
+    project file may set and what only the user may."""
+    from neuronctl.settings import SPECS
+
+    page = (REPO / "docs" / "security.md").read_text(encoding="utf-8")
+    table = docs_gen.trust_table()
+    assert "## Trust roots" in page
+    assert table in page, "docs/security.md's trust-root table differs from docs_gen.trust_table()"
+    for spec in SPECS:
+        if spec.key:
+            row = next(line for line in table.splitlines() if line.startswith(f"| `{spec.key}` |"))
+            assert ("no: noted, not used" in row) is spec.trust_root, row
+    roots = {s.key for s in SPECS if s.trust_root}
+    assert roots == {"manifest", "manifest_url", "system_repo", "drain_on"}

@@ -45,11 +45,14 @@ def test_drain_policies() -> None:
 
 
 def test_a_bad_drain_on_in_the_config_is_exit_2(cli, tmp_path: Path, monkeypatch) -> None:
-    (tmp_path / "pyproject.toml").write_text('[tool.neuronctl]\ndrain_on = "sometimes"\n')
+    """The user's own config (a project's drain_on is never read: test_hostile3_trust_roots)."""
+    mine = Path(os.environ["XDG_CONFIG_HOME"]) / "neuronctl" / "config.toml"
+    mine.parent.mkdir(parents=True)
+    mine.write_text('drain_on = "sometimes"\n')
     monkeypatch.chdir(tmp_path)
     r = cli("doctor", "--level", "1", "--only", "python.version")
     assert r.code == 2 and "drain_on" in r.err and "Traceback" not in r.err
-    (tmp_path / "pyproject.toml").write_text('[tool.neuronctl]\ndrain_on = 3\n')
+    mine.write_text('drain_on = 3\n')
     assert cli("doctor", "--level", "1", "--only", "python.version").code == 2
 
 

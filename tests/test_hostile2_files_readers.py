@@ -51,8 +51,10 @@ def _one_line_exit_2(r: subprocess.CompletedProcess[str], path: Path) -> None:
 @pytest.mark.parametrize("kind", ["fifo", "stdin", "zero", "loop", "dir"])
 def test_a_config_named_file_that_is_not_regular_is_refused_at_once(tmp_path, key, kind):
     special = _specials(tmp_path)[kind]
-    (tmp_path / "pyproject.toml").write_text(f'[tool.neuronctl]\n{key} = "{special.name}"\n')
-    _one_line_exit_2(_neuronctl(tmp_path, "doctor", "--level", "1", "--check-timeout", "5"), special)
+    # a file named with --config: a trust root (manifest) is never read from ./pyproject.toml
+    (tmp_path / "mine.toml").write_text(f'[tool.neuronctl]\n{key} = "{special.name}"\n')
+    _one_line_exit_2(_neuronctl(tmp_path, "--config", str(tmp_path / "mine.toml"), "doctor",
+                                "--level", "1", "--check-timeout", "5"), special)
 
 
 @pytest.mark.parametrize("kind", ["fifo", "stdin", "zero"])

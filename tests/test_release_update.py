@@ -1,6 +1,8 @@
-"""`neuronctl releases update` against a real loopback HTTP server: a new release, values not
-published before, a conflicting value, a manifest that drops a release, and hostile manifests
-(oversized, deeply nested, wrong types, bad URLs); the stored data is used from then on."""
+"""`neuronctl releases update` against a real loopback HTTPS server (its certificate trusted
+through REQUESTS_CA_BUNDLE; plain http is refused, test_hostile3_trust_roots.py): a new release,
+values not published before, a conflicting value, a manifest that drops a release, and hostile
+manifests (oversized, deeply nested, wrong types, bad URLs); the stored data is used from then
+on."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from loopback import QuietHandler, serving
+from loopback import QuietHandler, self_signed, serving
 
 from neuronctl.manifest import load_bundled_manifest, load_default_manifest, stored_manifest_path
 
@@ -25,8 +27,18 @@ class Site:
         self.hits: list[str] = []
 
 
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return self_signed(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture(autouse=True)
+def trusted(tls, monkeypatch) -> None:
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tls[0]))
+
+
 @pytest.fixture
-def site() -> Iterator[tuple[Site, str]]:
+def site(tls) -> Iterator[tuple[Site, str]]:
     state = Site()
 
     class Handler(QuietHandler):
@@ -39,7 +51,7 @@ def site() -> Iterator[tuple[Site, str]]:
             self.end_headers()
             self.wfile.write(body)
 
-    with serving(Handler) as url:
+    with serving(Handler, tls) as url:
         yield state, url
 
 
@@ -57,7 +69,10 @@ def _ours(mutate=None) -> bytes:
 
 
 def _new_release(data: dict) -> None:
-    new = copy.deepcopy(next(r for r in data["releases"] if r["version"] == "2.33.1"))
+    """2.35.0: 2.33.1's stack with a torch-neuronx newer than 2.34.0's (the same would be a
+    rollback, release_rollback)."""
+    old = json.dumps(next(r for r in data["releases"] if r["version"] == "2.33.1"))
+    new = json.loads(old.replace("2.14.3.0", "2.14.4.0"))
     new.update(version="2.35.0", date="2027-01-20")
     new["sources"] = {"*": "rn-2.33.1"}
     data["releases"].insert(0, new)
@@ -94,7 +109,7 @@ def test_a_new_release_is_added_stored_and_used_from_then_on(cli, site, data_hom
     assert load_default_manifest().default.version == "2.35.0"
     listing = cli("releases")
     assert "│ 2.35.0" in listing.out
-    assert f"release data: stored ({store}, fetched from {url}/m.json on" in " ".join(
+    assert f"release data: stored ({store}, fetched from {url}/m.json at 20" in " ".join(
         listing.out.split())
     shown = cli("releases", "show", "2.35.0", "--sources").out
     assert f"{url}/m.json (read " in shown  # every value's source is the fetched manifest
@@ -104,14 +119,22 @@ def test_a_new_release_is_added_stored_and_used_from_then_on(cli, site, data_hom
     assert "2.35.0" not in cli("--manifest", str(bundled), "releases").out
 
 
-def test_values_not_published_are_filled_from_aws_format(cli, site):
+def test_values_not_published_are_filled_from_aws_format_only_when_accepted(cli, site):
     state, url = site
     state.pages["/n2.json"] = (200, _n2_2_34())
     before = load_default_manifest().get("2.34.0")
     assert not before.complete
-    r = cli("releases", "update", "--from", f"{url}/n2.json", "--json")
+    listed = cli("releases", "update", "--from", f"{url}/n2.json")
+    assert listed.code == 0, listed.err
+    # a release neuronctl knows changes only when accepted: listed, nothing written
+    assert ("filled (not applied; was not published): 2.34.0 system.aws-neuronx-dkms: not "
+            "published -> 2.32.1.0") in listed.out
+    assert "--accept-changes" in listed.out and not stored_manifest_path().exists()
+    assert not load_default_manifest().get("2.34.0").complete
+    r = cli("releases", "update", "--from", f"{url}/n2.json", "--json", "--accept-changes")
     assert r.code == 0, r.err
     doc = json.loads(r.out)
+    assert doc["filled_applied"] is True
     filled = {c["key"]: c["fetched"] for c in doc["filled"] if c["release"] == "2.34.0"}
     assert filled["packages.neuronx-cc"] == ["2.29.100.0"]
     assert filled["system.aws-neuronx-dkms"] == "2.32.1.0"
@@ -153,6 +176,7 @@ def test_a_manifest_that_drops_a_release_deletes_nothing(cli, site):
 
     state.pages["/d.json"] = (200, _ours(drop))
     r = cli("releases", "update", "--from", f"{url}/d.json")
+    assert r.code == 0, r.err
     assert "not in the fetched manifest (kept): 2.33.0" in r.out
     assert load_default_manifest().find("2.33.0") is not None
 
@@ -192,7 +216,7 @@ def test_hostile_manifests_are_refused_and_nothing_is_written(cli, site, body, m
     assert not stored_manifest_path().exists()
 
 
-@pytest.mark.parametrize("source", ["http://127.0.0.1:1/a b.json", "http://127.0.0.1:1/a\nb",
+@pytest.mark.parametrize("source", ["https://127.0.0.1:1/a b.json", "https://127.0.0.1:1/a\nb",
                                     "javascript:alert(1)", "gopher://127.0.0.1/x"])
 def test_a_bad_url_is_refused_before_anything_is_fetched(cli, source):
     r = cli("releases", "update", "--from", source)
@@ -206,13 +230,15 @@ def test_an_http_error_is_a_fault_and_changes_nothing(cli, site):
     assert not stored_manifest_path().exists()
 
 
-def test_the_url_comes_from_env_then_config(cli, site, monkeypatch, tmp_path):
+def test_the_url_comes_from_env_then_the_users_own_config(cli, site, monkeypatch, tmp_path):
     state, url = site
     state.pages["/env.json"] = (200, _ours(_new_release))
     state.pages["/cfg.json"] = (200, _ours())
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "pyproject.toml").write_text(
-        f'[tool.neuronctl]\nmanifest_url = "{url}/cfg.json"\n')
+    mine = tmp_path / "xdg" / "neuronctl" / "config.toml"
+    mine.parent.mkdir(parents=True)
+    mine.write_text(f'manifest_url = "{url}/cfg.json"\n')
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     assert "nothing new" in cli("releases", "update").out
     assert state.hits == ["/cfg.json"]
     monkeypatch.setenv("NEURONCTL_MANIFEST_URL", f"{url}/env.json")
@@ -240,7 +266,7 @@ def test_newer_bundled_data_wins_over_an_older_store(data_home):
     assert load_default_manifest().origin == "stored"
 
 
-def test_a_trickling_server_cannot_hold_the_fetch(tmp_path):
+def test_a_trickling_server_cannot_hold_the_fetch(tmp_path, tls):
     """One byte every 0.2 s: the fetch ends at its deadline, not when the body does."""
     import time
 
@@ -260,7 +286,7 @@ def test_a_trickling_server_cannot_hold_the_fetch(tmp_path):
             except OSError:
                 pass
 
-    with serving(Trickle) as url:
+    with serving(Trickle, tls) as url:
         start = time.monotonic()
         with pytest.raises(FaultError, match=r"not fetched within 1\.5 s"):
             update_releases(BUNDLED, f"{url}/slow.json", accept=False,
@@ -269,7 +295,7 @@ def test_a_trickling_server_cannot_hold_the_fetch(tmp_path):
     assert not (tmp_path / "releases.json").exists()
 
 
-def test_a_compressed_body_is_refused(cli):
+def test_a_compressed_body_is_refused(cli, tls):
 
     class Gzip(QuietHandler):
         def do_GET(self) -> None:
@@ -282,7 +308,7 @@ def test_a_compressed_body_is_refused(cli):
             self.end_headers()
             self.wfile.write(body)
 
-    with serving(Gzip) as gz:
+    with serving(Gzip, tls) as gz:
         r = cli("releases", "update", "--from", f"{gz}/m.json")
     assert r.code == 2 and "Content-Encoding 'gzip'" in r.err
     assert not stored_manifest_path().exists()

@@ -25,6 +25,17 @@ def _config(project: Path, body: str) -> None:
     (project / "pyproject.toml").write_text(f"[tool.neuronctl]\n{body}\n")
 
 
+def _user_config(body: str) -> Path:
+    """The user's own ~/.config/neuronctl/config.toml (conftest points XDG_CONFIG_HOME at a
+    temporary home): the one file a trust root is read from."""
+    from neuronctl.cache_dir import user_config_file
+
+    path = user_config_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(body + "\n")
+    return path
+
+
 def _manifest(path: Path, drop: tuple[str, ...]) -> Path:
     """The bundled release data less the releases in `drop`: which file was read shows."""
     data = json.loads(BUNDLED.read_text())
@@ -39,13 +50,13 @@ def _versions(cli, *args: str) -> list[str]:
     return [r["version"] for r in json.loads(r.out)["releases"]]
 
 
-# -- the manifest: flag > NEURONCTL_MANIFEST > config (the config beat the variable before) -------
+# -- the manifest: flag > NEURONCTL_MANIFEST > the user's config (a trust root: never a project's) --
 
 def test_manifest_flag_beats_env_beats_config_beats_bundled(cli, project, monkeypatch) -> None:
     newest = json.loads(BUNDLED.read_text())["releases"][0]["version"]
     assert newest in _versions(cli)  # the default: the bundled data
     _manifest(project / "cfg.json", (newest,))
-    _config(project, 'manifest = "cfg.json"')
+    _user_config(f'manifest = "{project / "cfg.json"}"')
     assert newest not in _versions(cli)  # the config's file
     second = json.loads(BUNDLED.read_text())["releases"][1]["version"]
     env_file = _manifest(project / "env.json", (second,))
@@ -211,9 +222,10 @@ def test_lock_reads_config_timeout_without_a_note(cli, project) -> None:
 # -- doctor's drain policy and strictness: flag > config > default -----------------------------------
 
 def test_drain_on_flag_beats_a_config_value(cli, project) -> None:
-    _config(project, 'drain_on = "sometimes"')
+    mine = _user_config('drain_on = "sometimes"')
     r = cli(*DOCTOR)
-    assert r.code == 2 and "config drain_on 'sometimes': expected one of drain, fail, warn" in r.err
+    assert r.code == 2 and (f"config drain_on ({mine}) 'sometimes': expected one of drain, fail, "
+                            "warn") in r.err
     assert len(r.err.strip().splitlines()) == 1, r.err
     assert cli(*DOCTOR, "--drain-on", "fail").code == 0
 
@@ -242,13 +254,18 @@ def test_network_timeout_flag_beats_config(cli, project) -> None:
                          ids=lambda s: s.name)
 def test_every_level_wins_over_the_next(spec, tmp_path: Path) -> None:
     value = {"engine": ("uv", "pip", "auto")}.get(spec.name, ("a-flag", "b-env", "c-config"))
-    config = Config({spec.key: value[2]}, str(tmp_path / "pyproject.toml"), tmp_path)
-    both = Resolver.of(config, environ={spec.env: value[1]})
+    config = Config({spec.key: value[2]}, str(tmp_path / "config.toml"), tmp_path)
+    # a trust root's config is the user's own; any other setting's, a project's
+    files = {"user": config} if spec.trust_root else {"config": config}
+    empty = Config(base_dir=tmp_path)
+    both = Resolver.of(files.get("config", empty), environ={spec.env: value[1]},
+                       user=files.get("user"))
     flag = both.resolve(spec.name, Flag(value[0], spec.flag or ""))
     assert str(flag.value).endswith(value[0]) and flag.source.kind == "flag"
     env = both.resolve(spec.name)
     assert str(env.value).endswith(value[1]) and env.source.name == spec.env
-    from_config = Resolver.of(config, environ={}).resolve(spec.name)
+    from_config = Resolver.of(files.get("config", empty), environ={},
+                              user=files.get("user")).resolve(spec.name)
     assert str(from_config.value).endswith(value[2]) and from_config.source.kind == "config"
     default = Resolver.of(Config(base_dir=tmp_path), environ={}).resolve(spec.name)
     assert default.value == spec.default and not default.given

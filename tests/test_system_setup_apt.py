@@ -97,7 +97,7 @@ def plan_for(root: Path, rel: Release | None = None) -> SetupPlan:
 
 
 def env_for(tmp_path: Path, root: Path, repo: AptRepo, url: str, *,
-            fingerprint: str | None = None, neuronctl: str = "true") -> dict[str, str]:
+            fingerprint: str | None = None, neuronctl: str = "/bin/true") -> dict[str, str]:
     sandbox = apt_sandbox(root, tmp_path / "apt")
     tools = tmp_path / "tools"
     gnupg = tmp_path / "gnupg-user"

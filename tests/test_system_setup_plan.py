@@ -185,12 +185,13 @@ def test_a_sysroot_on_an_os_setup_does_not_know_is_refused(cli, tmp_path):
 
 
 def test_config_system_repo_points_the_plan_at_a_mirror(tmp_path, cli, monkeypatch):
+    """The user's own config (a project's is never read for it: test_hostile3_trust_roots.py)."""
+    from neuronctl.cache_dir import user_config_file
+
     root = build_setup_host(tmp_path / "root")
-    project = tmp_path / "proj"
-    project.mkdir()
-    (project / "pyproject.toml").write_text(
-        '[tool.neuronctl]\nsystem_repo = "https://mirror.internal.test/neuron/apt"\n')
-    monkeypatch.chdir(project)
+    mine = user_config_file()
+    mine.parent.mkdir(parents=True)
+    mine.write_text('system_repo = "https://mirror.internal.test/neuron/apt"\n')
     result = cli("setup", "--sysroot", str(root), "--format", "sh")
     assert result.code == 0, result.err
     assert "https://mirror.internal.test/neuron/apt" in result.out

@@ -40,6 +40,7 @@ class App:
         self.command: str | None = None
         """The command being run, as users type it ("releases show"), once its options are read."""
         self._config: Config | None = None
+        self._user_config: Config | None = None
 
     def config(self) -> Config:
         if self._config is None:
@@ -48,13 +49,23 @@ class App:
             self._config = load_config(self.config_path)
         return self._config
 
-    def manifest(self, override: Path | None = None) -> Manifest:
-        from neuronctl.manifest import load_manifest
-        from neuronctl.settings import Resolver
+    def user_config(self) -> Config:
+        """The user's own config file (~/.config/neuronctl/config.toml), read once."""
+        if self._user_config is None:
+            from neuronctl.config import load_user_config
 
-        path = override or self.manifest_path  # --manifest > NEURONCTL_MANIFEST > config manifest
+            self._user_config = load_user_config()
+        return self._user_config
+
+    def manifest(self, override: Path | None = None) -> Manifest:
+        from neuronctl.cli.options import resolver
+        from neuronctl.manifest import load_manifest
+
+        # --manifest > NEURONCTL_MANIFEST > the user's config `manifest` (a trust root: never
+        # the project's) > the stored, else bundled, data
+        path = override or self.manifest_path
         if path is None:
-            path = Resolver.of(self.config()).value("manifest")
+            path = resolver().value("manifest")
         return load_manifest(path)
 
     def console(self, *, stderr: bool = False) -> Console:

@@ -68,7 +68,7 @@ FORMATS = ("text", "json", "junit", "github", "prometheus")
 @click.option("--drain-on", type=click.Choice(("drain", "fail", "warn")), default=None,
               help="What --slurm-drain drains for: drain = outcomes of severity drain (hardware "
                    "errors, no driver, devices missing), fail = any failure, warn = any failure "
-                   "or warning [config drain_on, else drain].")
+                   "or warning [drain_on in your own config, never a project's; else drain].")
 @click.option("--exit-on", type=click.Choice(("drain", "fail", "warn")), default=None,
               help="Exit 1 only for these outcomes (as --drain-on: drain = severity drain); "
                    "node-problem-detector's hardware condition runs with drain [fail].")
@@ -94,8 +94,10 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
                             if output is not None else ""))
     check_output_file(output, "-o")
     chosen = choose_level(level, no_device_probe, compile_tier)
+    # A run that acts on its node (a scheduler's health check) reads no project file
     request, policy, target, chosen_release = _request(python, chosen, only, lookback, sysroot,
-                                                       manifest_path)
+                                                       manifest_path,
+                                                       slurm_drain or exit_on is not None)
     started, clock = time.time(), time.perf_counter()
     from neuronctl.cli.progress import status_reporter
 
@@ -116,14 +118,16 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
 
 
 def _request(python: str | None, level: int, only: tuple[str, ...], lookback: str | None,
-             sysroot: Path | None, manifest_path: Path | None
+             sysroot: Path | None, manifest_path: Path | None, for_node: bool
              ) -> tuple[DoctorRequest, str, TargetPython, Setting[str | None]]:
     """The doctor request from the flags, the environment and the config (neuronctl.settings),
-    the --slurm-drain policy, the target, and the release setting (with where it came from)."""
-    app, rules = get_app(), resolver()
+    the --slurm-drain policy, the target, and the release setting (with where it came from);
+    `for_node`: the run decides what happens to its node, so no project file is read."""
+    app, rules = get_app(), resolver(for_node=for_node)
     policy = resolve("drain_on", rules=rules).value
     target = target_python(python)
     model, release = resolve("model", rules=rules), resolve("release", rules=rules)
+    model_file, model_base = rules.config_file("model")
     request = DoctorRequest(
         manifest=app.manifest(manifest_path), python=target.python, release=release.value,
         lock=resolve("lock", rules=rules).value,
@@ -132,8 +136,8 @@ def _request(python: str | None, level: int, only: tuple[str, ...], lookback: st
         skip=given_values("skip") + rules.config_list("skip"),
         check_timeout=resolve("check_timeout", rules=rules).value,
         sysroot=check_sysroot(sysroot), model=model.value,
-        model_origin=f"config model ({rules.config.source or 'pyproject.toml'})",
-        model_cwd=rules.config.base_dir, lookback_s=lookback_seconds(lookback))
+        model_origin=f"config model ({model_file})", model_cwd=model_base,
+        lookback_s=lookback_seconds(lookback))
     return request, policy, target, release
 
 

@@ -63,10 +63,13 @@ def import_(path: Path, as_json: bool, output: Path | None) -> int:
 
 @releases.command("update")
 @click.option("--from", "source", metavar="URL|FILE",
-              help="Where to fetch the manifest (default: NEURONCTL_MANIFEST_URL, else config "
-                   "`manifest_url`, else AWS's n2-manifest.json on GitHub).")
+              help="Where to fetch the manifest, https or a file (default: "
+                   "NEURONCTL_MANIFEST_URL, else `manifest_url` in your own "
+                   "~/.config/neuronctl/config.toml, never a project's; else AWS's "
+                   "n2-manifest.json on GitHub).")
 @click.option("--accept-changes", is_flag=True,
-              help="Apply the values that differ from the data in use (listed as conflicts).")
+              help="Apply the values of releases already known that the fetched data fills or "
+                   "changes (listed without it).")
 @json_option
 def update(source: str | None, accept_changes: bool, as_json: bool) -> int:
     """Fetch newer release data, merge it into the data in use and store it for later runs."""

@@ -28,8 +28,9 @@ if TYPE_CHECKING:
               help="Plan for another host with this OS (nothing of this host is read).")
 @click.option("--sysroot", type=click.Path(path_type=Path, file_okay=False),
               help="Plan for the captured tree under this root.")
-@click.option("--repo", metavar="URL", help="A mirror of the Neuron apt/yum repository "
-              "[config system_repo]; its key is checked all the same.")
+@click.option("--repo", metavar="URL", help="A mirror of the Neuron apt/yum repository, https "
+              "or file:// [`system_repo` in your own ~/.config/neuronctl/config.toml, never a "
+              "project's]; its key is checked all the same.")
 @click.option("--key-fingerprint", metavar="FPR", default=KEY_FINGERPRINT, show_default=True,
               help="The repository key's fingerprint (a mirror signed with its own key).")
 @click.option("--chip", metavar="CHIP", help="The Neuron chip (inf1, trn2, ...) when the root "
@@ -73,9 +74,10 @@ def setup(release: str | None, os_name: str | None, sysroot: Path | None, repo: 
     fmt = "json" if as_json else fmt
     manifest = app.manifest()
     chosen = manifest.get(release) if release else manifest.default
-    from neuronctl.cli.options import resolve
+    from neuronctl.cli.options import resolve, typed
 
-    repo = resolve("system_repo", "repo").value
+    repo_setting = resolve("system_repo", "repo")  # a trust root: never a project file's
+    repo = repo_setting.value
     if chip:
         chip = get_chip(chip).id
     if dockerfile:
@@ -90,12 +92,33 @@ def setup(release: str | None, os_name: str | None, sysroot: Path | None, repo: 
     from neuronctl.ops.setup.plan import SetupRequest, make_plan
 
     target, facts = read_target(sysroot, os_name)
+    neuronctl, python = own_paths()
     request = SetupRequest(chosen, target, facts, repo, key_fingerprint, with_python,
-                           venv or f"/opt/neuronctl/venv-{chosen.version}", allow_unsupported, chip)
+                           venv or f"/opt/neuronctl/venv-{chosen.version}", allow_unsupported, chip,
+                           repo_from=repo_setting.source.label if repo_setting.source.kind
+                           != "config" else f"`system_repo` in {repo_setting.source.label}",
+                           key_from="--key-fingerprint" if typed("key_fingerprint") else "default",
+                           release_data=f"release data {manifest.source}",
+                           value_sources=manifest.sources, neuronctl=neuronctl, python=python)
     plan = make_plan(request)
     if yes:
         return _apply(plan, fmt, sysroot is not None or os_name is not None)
     return _write_plan(plan, fmt, output)
+
+
+def own_paths() -> tuple[str, str]:
+    """This neuronctl's command and interpreter by absolute path, for the steps to run (never a
+    name looked up later, from a directory or a PATH entry nobody checked): the command beside
+    the interpreter (a venv's bin/), else the one on PATH where PATH names it absolutely."""
+    import shutil
+    import sys
+
+    python = os.path.abspath(sys.executable)  # not resolved: a venv's python is a link
+    beside = Path(python).parent / "neuronctl"
+    found = shutil.which("neuronctl")
+    if not beside.is_file() and found and os.path.isabs(found):
+        return found, python
+    return str(beside), python
 
 
 def _write_plan(plan: SetupPlan, fmt: str, output: Path | None) -> int:

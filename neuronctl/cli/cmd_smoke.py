@@ -46,7 +46,7 @@ def smoke(model: str | None, script: Path | None, device: str | None, python: st
     if model is None and script is None:
         configured = rules.resolve("model")
         if configured.given:
-            model, origin = configured.value, f"config model ({rules.config.source})"
+            model, origin = configured.value, f"config model ({rules.config_file('model')[0]})"
     target = target_python(python)
     request = SmokeRequest(
         python=target.python, model=model, script=script, origin=origin,

@@ -227,7 +227,7 @@ def checks_page() -> str:
         lines += ["", "Severity is what a warning or failure asks of a scheduler: `drain` the node, "
                       "`fix` the stack (the fix command says how), `info` nothing to act on; a pass "
                       "or skip is always `info`. `doctor --slurm-drain` drains for `drain` by default "
-                      "(config `drain_on`)."]
+                      "(`drain_on` in your own config)."]
     facts = _facts_properties()
     for spec in specs:
         found = analyse(spec.run)

@@ -153,29 +153,46 @@ CONFIG_PREAMBLE = f"""# Configuration
 
 {GENERATED}
 
-neuronctl reads `[tool.neuronctl]` in `./pyproject.toml`, or the file `--config PATH` names (a
-`pyproject.toml` with that table, or a TOML file holding the keys at its top level). Relative paths
-in it are taken from the file's folder. Unknown keys and wrong types are errors (exit 2) naming the
-file and the key, so a typo such as `relase` is caught; keep data of your own in a table of your
-own (`[tool.yourname]`). `neuronctl init` writes the table.
+neuronctl reads two config files: the project's, `[tool.neuronctl]` in `./pyproject.toml` or the
+file `--config PATH` names (a `pyproject.toml` with that table, or a TOML file holding the keys at
+its top level), and your own, `$XDG_CONFIG_HOME/neuronctl/config.toml` (else
+`~/.config/neuronctl/config.toml`; the keys at its top level). The project's beats yours, except
+for a **trust root**: where release data and system packages come from, and what a node's health
+check does to the node. Those only you set, never a project file (see "Trust roots" below).
+Relative paths in a file are taken from its folder. Unknown keys and wrong types are errors
+(exit 2) naming the file and the key, so a typo such as `relase` is caught; keep data of your
+own in a table of your own (`[tool.yourname]`). `neuronctl init` writes the table.
 
 ## Precedence
 
-One rule for every setting: **a flag you type > its environment variable > the config file > the
-default**. Each value keeps where it came from, and messages that show one say so (a release the
-data lacks ends "(from pyproject.toml)"; the engine: "NEURONCTL_BACKEND pip"). Two kinds of setting
-are layered data rather than one value: the indexes (bundled routing < config `indexes` <
-`NEURONCTL_INDEX_<NAME>` < the indexes a lock recorded < `--index`, each index on its own; routes
-from config and `--route` together), and the lists that add up (doctor's `skip`, cost's
-`prices`: the config's entries and the flags' together). Within them too, the environment beats the
-config. Old spellings still work, with a one-line note on stderr: `lock`, `init` and `download`
-`--python X.Y` (now `--python-version`: `--python` is always an interpreter), and `doctor`, `env`
-and `probe` `--timeout` (now `--check-timeout`). Config `timeout` bounds network requests; it once
-bounded doctor's checks as well, so where `check_timeout` is absent it still does (with a note):
-set `check_timeout` to give the checks their own limit, and keep `timeout` for lock, install and
-download.
+One rule for every setting: **a flag you type > its environment variable > the project's config file
+> your own config file > the default**. Each value keeps where it came from, and messages that show
+one say so (a release the data lacks ends "(from pyproject.toml)"; the engine: "NEURONCTL_BACKEND
+pip"). Two kinds of setting are layered data rather than one value: the indexes (bundled routing <
+config `indexes` < `NEURONCTL_INDEX_<NAME>` < the indexes a lock recorded < `--index`, each index on
+its own; routes from config and `--route` together), and the lists that add up (doctor's `skip`,
+cost's `prices`: the config's entries and the flags' together). Within them too, the environment
+beats the config. Old spellings still work, with a one-line note on stderr: `lock`, `init` and
+`download` `--python X.Y` (now `--python-version`: `--python` is always an interpreter), and
+`doctor`, `env` and `probe` `--timeout` (now `--check-timeout`). Config `timeout` bounds network
+requests; it once bounded doctor's checks as well, so where `check_timeout` is absent it still does
+(with a note): set `check_timeout` to give the checks their own limit, and keep `timeout` for lock,
+install and download.
 
 {{SETTINGS}}
+
+## Trust roots
+
+A cloned repository's `pyproject.toml` is not yours: it never chooses where trust comes from. A
+trust root below is read from a flag, the environment or your own config file only (a file you
+name with `--config` is yours too); a `./pyproject.toml` that sets one gets a one-line note naming
+the file and the key, and its value is not used.
+The release data URL and the system repository must be https (or a local file): plain http is
+refused (exit 2) naming the setting and where it came from. A run that acts on its node
+(`doctor --slurm-drain`, `doctor --exit-on`: a scheduler's health check) reads no project file at
+all, for any setting.
+
+{{TRUST}}
 
 Other environment variables: `NEURONCTL_SYSROOT_TOOLS=1` (trust the programs of a captured
 `NEURONCTL_SYSROOT`), `NO_COLOR`. The HTTP cache defaults to `~/.cache/neuronctl`.
@@ -202,11 +219,19 @@ check_timeout = 120    # each doctor check's limit, seconds
 strict = false
 skip = ["device.probe"]
 lock = "pylock.toml"
-manifest = "neuron.json"
 model = "mypkg.models:make"   # your model for `neuronctl smoke` and `doctor --level 3`
 
 [tool.neuronctl.prices]       # for `neuronctl cost`: your own USD-per-hour rates, e.g.
 # "trn2.48xlarge" = <your rate>   (bundled rows cite a public source; neuronctl invents none)
+```
+
+Your own `~/.config/neuronctl/config.toml` (the trust roots, and defaults for every project):
+
+```toml
+manifest = "/srv/neuron/neuron.json"                 # release data of your own
+manifest_url = "https://mirror.example/n2-manifest.json"   # what `releases update` fetches
+system_repo = "https://mirror.example/neuron/apt"    # the repository `setup` plans with
+drain_on = "drain"                                   # what `doctor --slurm-drain` drains for
 ```
 """
 
@@ -223,10 +248,27 @@ def settings_table() -> str:
     return "\n".join(rows)
 
 
+def trust_table() -> str:
+    """Which config keys a project file may set and which only the user may (the settings'
+    `trust_root`); docs/security.md holds the same table (tests/test_docs_generated.py)."""
+    from neuronctl.settings import SPECS
+
+    rows = ["| config key | what it decides | a project's pyproject.toml | only you (flag, "
+            "environment, ~/.config/neuronctl/config.toml) |", "| --- | --- | --- | --- |"]
+    for s in sorted((s for s in SPECS if s.key), key=lambda s: (not s.trust_root, str(s.key))):
+        ways = ", ".join(f"`{w}`" for w in (s.flag, s.env) if w) or "-"
+        project = "no: noted, not used" if s.trust_root else \
+            "yes (not for a node's health check)"
+        only = f"yes: {ways}, your config" if s.trust_root else "-"
+        rows.append(f"| `{s.key}` | {_cell(s.what)} | {project} | {only} |")
+    return "\n".join(rows)
+
+
 def config_page() -> str:
     from neuronctl.config import SCHEMA
 
-    lines = [CONFIG_PREAMBLE.replace("{SETTINGS}", settings_table()), "| key | type | meaning |",
+    preamble = CONFIG_PREAMBLE.replace("{SETTINGS}", settings_table())
+    lines = [preamble.replace("{TRUST}", trust_table()), "| key | type | meaning |",
              "| --- | --- | --- |"]
     for key in sorted(SCHEMA):
         types, description = SCHEMA[key]

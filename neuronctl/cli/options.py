@@ -27,16 +27,28 @@ _RENAMED = "neuronctl.renamed"
 
 # -- resolving -----------------------------------------------------------------------------------
 
+_NOTED = "neuronctl.noted"
+"""ctx.meta's set of the notes said already: each says itself once an invocation."""
+
+
 def note(line: str) -> None:
-    """A one-line note on stderr (an old spelling accepted, an old config key read)."""
+    """A one-line note on stderr (an old spelling accepted, an old config key read, a project
+    file's trust root not used), once per invocation."""
+    ctx = click.get_current_context(silent=True)
+    said: set[str] = ctx.find_root().meta.setdefault(_NOTED, set()) if ctx else set()
+    if line in said:
+        return
+    said.add(line)
     click.echo(f"neuronctl: note: {line}", err=True)
 
 
-def resolver() -> Resolver:
-    """The rule over this invocation's config (read once) and environment."""
+def resolver(*, for_node: bool = False) -> Resolver:
+    """The rule over this invocation's config files (each read once) and environment;
+    `for_node`: the run acts on its node (no project file is read)."""
     from neuronctl.cli.app import get_app
 
-    return Resolver.of(get_app().config(), note)
+    app = get_app()
+    return Resolver.of(app.config(), note, user=app.user_config(), for_node=for_node)
 
 
 def typed(param: str) -> Flag | None:

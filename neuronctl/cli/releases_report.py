@@ -50,7 +50,7 @@ def print_list(view: ReleaseList, printer: Printer) -> None:
         console = printer.console()
         # Folded to the terminal's width like the table; never cut.
         print_line(console, default_reason(manifest))
-        print_line(console, data_line(manifest))
+        print_line(console, terminal_safe(data_line(manifest)))
 
 
 def release_json(view: ReleaseView, printer: Printer) -> None:
@@ -110,9 +110,9 @@ def update_json(outcome: ReleasesUpdate, printer: Printer) -> None:
 def print_update(outcome: ReleasesUpdate, printer: Printer) -> None:
     m = outcome.merge
     lines = [f"fetched {terminal_safe(outcome.source)}"]
-    lines += [f"added: {v}" for v in m.added]
-    lines += [f"filled (was not published): {c.describe()}" for c in m.filled]
-    verb = "applied" if m.applied_conflicts else "not applied"
+    lines += [f"added: {v} (from {outcome.source})" for v in m.added]
+    verb = "applied" if m.accepted else "not applied"
+    lines += [f"filled ({verb}; was not published): {c.describe()}" for c in m.filled]
     lines += [f"conflict ({verb}): {c.describe()}" for c in m.conflicts]
     if m.dropped:
         lines.append(f"not in the fetched manifest (kept): {', '.join(m.dropped)}")
@@ -123,9 +123,10 @@ def print_update(outcome: ReleasesUpdate, printer: Printer) -> None:
                      "(--manifest still overrides it)")
     else:
         lines.append("nothing new: nothing was written")
-    if m.conflicts and not m.applied_conflicts:
-        lines.append(f"{len(m.conflicts)} value(s) differ from the data in use; to take the "
-                     "fetched ones: neuronctl releases update --accept-changes")
+    if (m.conflicts or m.filled) and not m.accepted:
+        lines.append(f"{len(m.conflicts) + len(m.filled)} value(s) of releases already known "
+                     "would change; to take the fetched ones: neuronctl releases update "
+                     "--accept-changes")
     for line in lines:
         printer.echo(terminal_safe(line))
 
@@ -216,13 +217,15 @@ def data_in_use(manifest: Manifest) -> dict[str, str | None]:
     """Which release data is in use, where it came from and when."""
     return {"origin": manifest.origin, "source": manifest.source, "compiled": manifest.compiled,
             "from": manifest.generated_from.get("fetched_from"),
-            "fetched": manifest.generated_from.get("fetched")}
+            "fetched": manifest.generated_from.get("fetched"),
+            "fetched_at": manifest.generated_from.get("fetched_at")}
 
 
 def data_line(manifest: Manifest) -> str:
     d = data_in_use(manifest)
     when = f", compiled {d['compiled']}" if d["compiled"] else ", compile date not recorded"
-    fetched = f", fetched from {d['from']} on {d['fetched']}" if d["from"] else ""
+    fetched = (f", fetched from {d['from']} at {d['fetched_at'] or d['fetched']}" if d["from"]
+               else "")
     return f"release data: {d['origin']} ({d['source']}{fetched}{when})"
 
 

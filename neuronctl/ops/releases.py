@@ -25,7 +25,9 @@ from neuronctl.manifest import (
 from neuronctl.ops.reporter import NullReporter, Reporter, Written
 from neuronctl.provenance import check_url
 from neuronctl.release_merge import Merge, check_merged, merge
+from neuronctl.release_rollback import refuse_rollbacks
 from neuronctl.routing import redact_url
+from neuronctl.settings import secure_url
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,7 @@ def _fetch_url(url: str, timeout: float) -> bytes:
             if resp.status_code != 200:
                 raise FaultError(f"{shown}: HTTP {resp.status_code}; nothing was changed")
             check_url(resp.url, f"{shown} redirected to")
+            secure_url(resp.url, f"{shown} redirected to")
             if resp.headers.get("Content-Encoding", "identity").lower() != "identity":
                 raise InputError(f"{shown}: served with Content-Encoding "
                                  f"{resp.headers['Content-Encoding'][:40]!r}; expected none")
@@ -131,6 +134,7 @@ def fetch_manifest(source: str, timeout: float = FETCH_TIMEOUT_S) -> Manifest:
     scheme = urlsplit(source).scheme.lower()
     if "://" in source or (scheme and len(scheme) > 1):
         check_url(source, "releases update --from")
+        secure_url(source, "releases update --from")
         if scheme == "file":
             path = Path(url2pathname(urlsplit(source).path))
             data: object = read_json_file(path)
@@ -148,14 +152,18 @@ def update_releases(in_use: Manifest, source: str, *, accept: bool, store: Path,
                     today: dt.date | None = None, timeout: float = FETCH_TIMEOUT_S,
                     reporter: Reporter | None = None) -> ReleasesUpdate:
     """Fetch `source`, merge it into the data in use (release_merge) and store the result
-    atomically at `store`, which is used from then on. Bad input anywhere: nothing is written."""
+    atomically at `store`, which is used from then on; the store records the source and the
+    time. A rollback (release_rollback) or bad input anywhere: nothing is written."""
     reporter = reporter or NullReporter()
     fetched = fetch_manifest(source, timeout)
-    day = (today or dt.date.today()).isoformat()
+    now = dt.datetime.now(dt.timezone.utc)
+    day = (today or now.date()).isoformat()
     is_url = "://" in source
     address = redact_url(source) if is_url else Path(source).resolve().as_uri()
-    result = merge(in_use, fetched, accept=accept, source_url=address, today=day)
+    result = merge(in_use, fetched, accept=accept, source_url=address, today=day,
+                   at=now.isoformat(timespec="seconds"))
     merged = check_merged(result.data, str(store))
+    refuse_rollbacks(merged, result.touched, address)
     if not result.changed:
         return ReleasesUpdate(source, result, None, len(in_use.releases))
     store.parent.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,9 @@ Shell = Callable[[str, Mapping[str, str], float], ShellResult]
 def run_shell(script: str, env: Mapping[str, str], timeout: float) -> ShellResult:
     # 4 bytes a character at most: the tail of each stream holds OUTPUT_TAIL characters.
     keep = proc.Keep(tail=4 * OUTPUT_TAIL)
-    done = proc.run(["sh", "-c", script], proc.Bounds(timeout), env=env, stdout=keep, stderr=keep)
+    # from / as the script does (script.preamble): nothing of the caller's directory is read
+    done = proc.run(["sh", "-c", script], proc.Bounds(timeout), env=env, cwd="/", stdout=keep,
+                    stderr=keep)
     if done.timed_out:
         return ShellResult(None, f"timed out after {timeout:g}s")
     out = done.stdout.text() + done.stderr.text()

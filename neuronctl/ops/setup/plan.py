@@ -7,6 +7,7 @@ refused (InputError, exit 2) where a documented rule forbids the combination, un
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +15,7 @@ from neuronctl.errors import InputError
 from neuronctl.manifest import Release
 from neuronctl.ops.setup.repos import APT_REPO, KEY_FINGERPRINT, SOURCES, YUM_REPO, OsTarget
 from neuronctl.probes.setup_facts import SetupFacts
+from neuronctl.provenance import Source, value_entries
 from neuronctl.redact import redact
 from neuronctl.rules import Situation, enforce
 
@@ -60,6 +62,17 @@ class SetupRequest:
     venv: str = ""
     allow_unsupported: bool = False
     chip: str | None = None
+    repo_from: str = "default"
+    """Where `repo` came from ("--repo", "config system_repo (FILE)")."""
+    key_from: str = "default"
+    release_data: str = "bundled manifest"
+    """Which release data the pins come from (the manifest's source, for the plan's sources)."""
+    value_sources: Mapping[str, Source] = field(default_factory=dict)
+    """The release data's sources table, by id: each pin's public source."""
+    neuronctl: str = "/usr/local/bin/neuronctl"
+    """neuronctl by absolute path: what the steps run (never a name looked up from the cwd)."""
+    python: str = "/usr/bin/python3"
+    """The interpreter the doctor step checks without --with-python, by absolute path."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +90,8 @@ class SetupPlan:
     facts: SetupFacts
     notes: tuple[str, ...] = ()
     sources: dict[str, str] = field(default_factory=lambda: dict(SOURCES))
+    origins: dict[str, str] = field(default_factory=dict)
+    """Each value of the plan (repository, key, suite, each pin) -> where it came from."""
 
     @property
     def driver(self) -> str:
@@ -87,7 +102,8 @@ class SetupPlan:
                 "repo": self.repo, "key_fingerprint": self.key_fingerprint,
                 "packages": dict(self.packages), "steps": [s.to_json() for s in self.steps],
                 "variables": dict(self.variables), "facts": self.facts.to_json(),
-                "notes": list(self.notes), "sources": dict(self.sources)}
+                "notes": list(self.notes), "sources": dict(self.sources),
+                "origins": dict(self.origins)}
 
 
 def check_repo_url(url: str, where: str) -> str:
@@ -171,4 +187,29 @@ def make_plan(req: SetupRequest) -> SetupPlan:
     variables = build.variables(req, repo, fpr)
     steps = build.steps(req, packages, notes)
     return SetupPlan(req.release.version, req.target, repo, fpr, packages, tuple(steps),
-                     variables, f, tuple(notes))
+                     variables, f, tuple(notes), origins=origins(req, packages))
+
+
+def origins(req: SetupRequest, packages: Mapping[str, str]) -> dict[str, str]:
+    """Where each value of the plan came from: the repository, the key, the apt suite and each
+    pin (the release data and the value's public source), for the text, JSON and script."""
+    family = req.target.family
+    out = {"repository": req.repo_from if req.repo else f"default: AWS's {family} repository "
+                                                          f"({SOURCES['repos']})",
+           "key_fingerprint": req.key_from if req.key_from != "default"
+           else f"default: AWS's key ({SOURCES['key-fingerprint']})"}
+    if family == "apt":
+        out["suite"] = ("this host's os-release VERSION_CODENAME"
+                        if req.facts.known and req.facts.codename
+                        else f"neuronctl's OS table ({req.target.id} is "
+                             f"{req.target.codename or 'not known'})")
+    cited = {e.key: e for e in value_entries(req.release, req.value_sources)}
+    for name, version in packages.items():
+        entry = cited.get(f"system.{name}")
+        if not version:
+            out[f"packages.{name}"] = "not pinned: the repository's newest"
+        elif entry is not None and entry.source is not None:
+            out[f"packages.{name}"] = f"{req.release_data}: {entry.source.cite()}"
+        else:
+            out[f"packages.{name}"] = f"{req.release_data}: no public source recorded"
+    return out

@@ -72,6 +72,11 @@ loaded_driver() { cat "$SETUP_ROOT/sys/module/neuron/version" 2>/dev/null || tru
 """
 
 
+ABSOLUTE = ("NEURONCTL", "NEURONCTL_PYTHON", "VENV")
+"""The variables a step runs a program from: refused unless absolute, whatever the environment
+set them to (a bare name would be looked up on PATH, a relative one in the working directory)."""
+
+
 def env_name(variable: str) -> str:
     """The environment variable that sets a script variable: NEURONCTL_SETUP_ROOT for
     SETUP_ROOT, NEURONCTL_SETUP_KERNEL for KERNEL. Prefixed, so a KERNEL or VENV the user's
@@ -79,11 +84,19 @@ def env_name(variable: str) -> str:
     return f"NEURONCTL_{variable}" if variable.startswith("SETUP_") else f"NEURONCTL_SETUP_{variable}"
 
 
+NEUTRAL_DIR = "/"
+"""Where every step runs: a directory with no project config, no .venv and no pyproject.toml of
+whoever started setup (each step runs as root)."""
+
+
 def preamble(plan: SetupPlan) -> str:
-    """`set -eu`, the variables (each settable from the environment) and the helpers."""
-    lines = ["set -eu"]
+    """`set -eu`, a neutral working directory, the variables (each settable from the
+    environment; neuronctl and its interpreter must stay absolute paths) and the helpers."""
+    lines = ["set -eu", f"cd {NEUTRAL_DIR}"]
     for name, default in plan.variables.items():
         lines.append(f"{name}=${{{env_name(name)}:-{default}}}")
+    lines += [f'case "${name}" in /*) ;; *) echo "neuronctl setup: {name} must be an absolute '
+              f'path, not ${name}" >&2; exit 1 ;; esac' for name in ABSOLUTE if name in plan.variables]
     helpers = _APT_HELPERS if plan.target.family == "apt" else _DNF_HELPERS
     return "\n".join(lines) + "\n" + helpers + _COMMON_HELPERS
 
@@ -116,7 +129,8 @@ def render_sh(plan: SetupPlan) -> str:
         "# Each step runs only when its check says it is not done yet: re-running it continues",
         "# where a failure stopped. Every variable below can be set from the environment.",
         f"# The key is trusted only with fingerprint {plan.key_fingerprint}",
-        comment(f"#   ({plan.sources['key-fingerprint']})"),
+        "# Each value and where it came from:",
+        *(comment(f"#   {line}") for line in origin_lines(plan)),
         *(comment(f"# note: {n}") for n in plan.notes),
     ]
     body = []
@@ -141,10 +155,23 @@ def status_word(step: Step) -> str:
     return {True: "done", False: "to do", None: "checked when run"}[step.satisfied]
 
 
+def origin_lines(plan: SetupPlan) -> list[str]:
+    """One line a value: the repository, the key, the suite and each pin, with its source."""
+    o = plan.origins
+    lines = [f"repository {plan.repo} (from {o.get('repository', 'not recorded')})",
+             f"key {plan.key_fingerprint} (from {o.get('key_fingerprint', 'not recorded')})"]
+    if "suite" in o:
+        suite = plan.variables.get("NEURON_SUITE", "").strip("'")
+        lines.append(f"suite {suite} (from {o['suite']})")
+    lines += [f"pin {p} {v or '(newest)'} (from {o.get(f'packages.{p}', 'not recorded')})"
+              for p, v in plan.packages.items()]
+    return lines
+
+
 def render_text(plan: SetupPlan) -> str:
     lines = [f"Neuron {plan.release} on {plan.target.id}: "
              + ", ".join(f"{p} {v or '(newest)'}" for p, v in plan.packages.items()),
-             f"repository {plan.repo}, key {plan.key_fingerprint}"]
+             *(comment(f"  {line}") for line in origin_lines(plan))]
     for i, step in enumerate(plan.steps, 1):
         lines.append(f"{i:>2}. [{status_word(step)}] {step.id}: {step.title}")
         lines.append(f"      why: {step.why}")

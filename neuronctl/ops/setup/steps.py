@@ -31,7 +31,9 @@ def variables(req: SetupRequest, repo: str, fpr: str) -> dict[str, str]:
         out["REPO_FILE"] = '"$SETUP_ROOT/etc/yum.repos.d/neuron.repo"'
         out["DNF"] = "dnf"
     out["MODPROBE"] = "modprobe"
-    out["NEURONCTL"] = "neuronctl"
+    # By absolute path, never looked up: the steps run as root (from /, see script.preamble)
+    out["NEURONCTL"] = q(req.neuronctl)
+    out["NEURONCTL_PYTHON"] = q(req.python)
     if req.with_python:
         out["VENV"] = q(req.venv)
     return out
@@ -183,7 +185,9 @@ def _python(req: SetupRequest) -> Step:
 
 
 def _doctor(req: SetupRequest) -> Step:
-    target = ' --python "$VENV/bin/python"' if req.with_python else ""
+    # the interpreter named by absolute path: without it the doctor would take VIRTUAL_ENV or
+    # ./.venv, whatever the directory setup was started in holds
+    target = ' --python "$VENV/bin/python"' if req.with_python else ' --python "$NEURONCTL_PYTHON"'
     return Step("doctor", "Verify with neuronctl doctor --level 1",
                 "the checks after the change: driver, runtime and their documented rules",
                 (f'"$NEURONCTL" doctor --level 1 --release {q(req.release.version)}{target}',),
