@@ -336,3 +336,29 @@ def test_sqv_accepts_the_keyring_the_check_passed_and_refuses_a_sha1_bound_key(k
     subprocess.run(["gpgconf", "--homedir", str(sha1), "--kill", "gpg-agent"], check=False,
                    capture_output=True)
     assert refused.returncode != 0 and "SHA1" in refused.stderr
+
+
+def _host_script_key_ok(key: Path, fpr: str, tmp: Path) -> subprocess.CompletedProcess[str]:
+    """The host setup script's own `key_ok` (its helpers, as `setup --format sh` writes them),
+    run by sh with KEYRING at `key`."""
+    from neuronctl.manifest import load_bundled_manifest
+    from neuronctl.ops.setup.facts import read_target
+    from neuronctl.ops.setup.plan import SetupRequest, make_plan
+    from neuronctl.ops.setup.script import preamble
+
+    target, facts = read_target(None, "ubuntu-26.04")
+    plan = make_plan(SetupRequest(load_bundled_manifest().get("2.33.1"), target, facts, chip="trn2"))
+    home = tmp / "host-check-home"
+    home.mkdir(mode=0o700, exist_ok=True)
+    env = {**os.environ, "GNUPGHOME": str(home), "NEURONCTL_SETUP_KEYRING": str(key),
+           "NEURONCTL_SETUP_NEURON_KEY_FPR": fpr}
+    return subprocess.run(["sh", "-euc", preamble(plan) + "\nkey_ok\n"], env=env,
+                          capture_output=True, text=True, check=False)
+
+
+@needs_gpg
+@pytest.mark.parametrize(("file", "ok"), [("good.asc", True), ("two.asc", False), ("evil.asc", False),
+                                          ("revoked.asc", False), ("expired.asc", False)])
+def test_the_host_scripts_key_check_refuses_what_the_dockerfiles_does(keys, tmp_path, file, ok):
+    fpr = keys["old_fpr"] if file == "expired.asc" else keys["fpr"]
+    assert (_host_script_key_ok(keys["base"] / file, fpr, tmp_path).returncode == 0) is ok

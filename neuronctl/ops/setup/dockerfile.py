@@ -37,6 +37,7 @@ from neuronctl.manifest import Release
 from neuronctl.ops.setup.plan import USER_SPACE, _pins
 from neuronctl.ops.setup.repos import (
     APT_REPO,
+    KEY_AWK,
     KEY_FILE,
     OS_TARGETS,
     SOURCES,
@@ -68,12 +69,6 @@ class ToolSource:
     """Where it came from, for the user (not written into the Dockerfile: it may name a local
     path)."""
 
-
-KEY_AWK = ('$1 == "pub" { p = 1; if ($2 ~ /^[deir]/) print "unusable-" $2; next } '
-           '$1 == "fpr" && p { print $10; p = 0 }')
-"""Each primary key's fingerprint from gpg's colon listing, one a line; a primary key gpg calls
-revoked, expired, disabled or invalid (its validity field) adds a line that matches no
-fingerprint: the file must hold exactly the expected key, and that key usable."""
 
 _LABEL_CHARS = re.compile(r"[^A-Za-z0-9 ._:;,/()<>=*+-]")
 

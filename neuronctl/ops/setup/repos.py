@@ -11,6 +11,11 @@ YUM_REPO = "https://yum.repos.neuron.amazonaws.com"
 KEY_FILE = "GPG-PUB-KEY-AMAZON-AWS-NEURON.PUB"
 KEY_FINGERPRINT = "00FA2C1079260870A76D2C285749CAD8646D9185"
 """Amazon AWS Neuron <neuron-maintainers@amazon.com>, created 2019-11-11."""
+KEY_AWK = ('$1 == "pub" { p = 1; if ($2 ~ /^[deir]/) print "unusable-" $2; next } '
+           '$1 == "fpr" && p { print $10; p = 0 }')
+"""Each primary key's fingerprint from gpg's colon listing, one a line; a primary key gpg calls
+revoked, expired, disabled or invalid (its validity field) adds a line that matches no
+fingerprint: the file must hold exactly the expected key, and that key usable."""
 
 SOURCES: dict[str, str] = {
     "repos": "AWS n2-manifest.json repos_n2 (deb https://apt.repos.neuron.amazonaws.com/, rpm "

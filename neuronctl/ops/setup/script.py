@@ -7,6 +7,7 @@ from __future__ import annotations
 import shlex
 
 from neuronctl.ops.setup.plan import SetupPlan, Step
+from neuronctl.ops.setup.repos import KEY_AWK
 
 _APT_HELPERS = r"""
 installed() {
@@ -55,7 +56,7 @@ all_versions() {
 none_installed() { for p in "$@"; do [ -z "$(installed "$p")" ] || return 1; done; }
 key_fprs() {
   gpg --batch --no-autostart --with-colons --show-keys "$1" 2>/dev/null \
-    | awk -F: '$1 == "pub" { p = 1; next } $1 == "fpr" && p { print $10; p = 0 }'
+    | awk -F: '{KEY_AWK}'
 }
 key_ok() { [ -s "$KEYRING" ] && [ "$(key_fprs "$KEYRING")" = "$NEURON_KEY_FPR" ]; }
 headers_present() {
@@ -69,7 +70,9 @@ neuron_holders() {
   done | sort -u
 }
 loaded_driver() { cat "$SETUP_ROOT/sys/module/neuron/version" 2>/dev/null || true; }
-"""
+""".replace("{KEY_AWK}", KEY_AWK)
+# key_fprs is the Dockerfile's key listing too (repos.KEY_AWK): a revoked, expired, disabled or
+# invalid primary key adds a line that matches no fingerprint, so key_ok and the fetch refuse it.
 
 
 ABSOLUTE = ("NEURONCTL", "NEURONCTL_PYTHON", "VENV")
