@@ -171,18 +171,52 @@ def origin_lines(plan: SetupPlan) -> list[str]:
     return lines
 
 
+REFRESH = '"$APT_GET" update'
+"""What the apt helper `refresh` runs (the text plan shows the command itself)."""
+
+
+def _shown(value: str) -> str:
+    """A variable's default as the script sets it, readable: outer quotes dropped, the empty
+    SETUP_ROOT (the host's own root) left out of the paths built on it."""
+    text = value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"" else value
+    return text.replace("$SETUP_ROOT/", "/") or '""'
+
+
+def variable_lines(plan: SetupPlan) -> list[str]:
+    """Each script variable the commands use, its value and where that came from; each can be
+    set from the environment (NEURONCTL_SETUP_<NAME>)."""
+    asked = not plan.variables.get("KERNEL", "").startswith("$(")
+    why = {"NEURON_REPO": "the repository above", "NEURON_KEY_FPR": "the key above",
+           "NEURON_SUITE": "the suite above", "SETUP_ROOT": "the host's own root",
+           "KERNEL": "this host's running kernel" if asked else "read when the script runs",
+           "NEURONCTL": "this neuronctl, by absolute path",
+           "NEURONCTL_PYTHON": "the interpreter the doctor step checks, by absolute path",
+           "VENV": "--venv"}
+    default = f"neuronctl's default for {plan.target.family}"
+    return [f"{name}={_shown(value)} ({why.get(name, default)})"
+            for name, value in plan.variables.items()]
+
+
 def render_text(plan: SetupPlan) -> str:
+    """The plan as a reviewer reads it: every value with its source, every variable with its
+    value, and each step's check and every command the script runs for it (render_sh's)."""
     lines = [f"Neuron {plan.release} on {plan.target.id}: "
              + ", ".join(f"{p} {v or '(newest)'}" for p, v in plan.packages.items()),
-             *(comment(f"  {line}") for line in origin_lines(plan))]
+             *(comment(f"  {line}") for line in origin_lines(plan)),
+             f"every step runs from {NEUTRAL_DIR} (cd {NEUTRAL_DIR}); the variables, each settable "
+             "from the environment as NEURONCTL_SETUP_<NAME>:",
+             *(comment(f"  {line}") for line in variable_lines(plan))]
     for i, step in enumerate(plan.steps, 1):
         lines.append(f"{i:>2}. [{status_word(step)}] {step.id}: {step.title}")
         lines.append(f"      why: {step.why}")
         if step.blocked:
             lines.append(f"      blocked: {step.blocked}")
+        if step.check:
+            lines.append(f"      skipped when: {step.check}")
         if step.satisfied is not True:
-            lines += [f"      $ {c}" for c in step.commands if c != "refresh"]
+            lines += [f"      $ {REFRESH if c == 'refresh' else c}" for c in step.commands]
     lines += [f"note: {n}" for n in plan.notes]
-    lines.append("Nothing was changed. Run it with `neuronctl setup --yes` (as root), or write "
-                 "a script with --format sh.")
+    lines.append("The script's helper functions (key_fprs, installed, ...) are in its preamble: "
+                 "--format sh. Nothing was changed. Run it with `neuronctl setup --yes` (as root), "
+                 "or write a script with --format sh.")
     return "\n".join(lines) + "\n"
