@@ -41,3 +41,12 @@ def test_an_offline_dry_run_shows_what_the_bundled_data_decides_first(cli, tmp_p
     partial = cli("install", "--release", "2.34.0", "--venv", str(tmp_path / "v"),
                   "--venv-python", find_python("3.12"), "--dry-run", "--offline")
     assert "from the index, within AWS's recipe: neuronx-cc==2.*" in partial.out + partial.err
+
+
+def test_releases_update_that_cannot_fetch_names_the_host_the_failure_and_the_way_round(cli):
+    from test_first_hour_preflight import closed_port
+
+    r = cli("releases", "update", "--from", f"https://127.0.0.1:{closed_port()}/m.json")
+    assert r.code == 1
+    assert "cannot fetch from 127.0.0.1: connection refused (refused); nothing was changed" in r.err
+    assert "releases update --from FILE" in r.err and "ConnectionError" not in r.err

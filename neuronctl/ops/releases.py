@@ -120,12 +120,22 @@ def _fetch_url(url: str, timeout: float) -> bytes:
                                      "changed")
                 chunks.append(chunk)
             return b"".join(chunks)
-    except requests.RequestException as exc:
-        raise FaultError(f"{shown}: cannot fetch: {type(exc).__name__}; nothing was changed") \
-            from None
-    except (OSError, urllib3.exceptions.HTTPError) as exc:  # read1's errors, below requests
-        raise FaultError(f"{shown}: cannot fetch: {type(exc).__name__}; nothing was changed") \
-            from None
+    except (requests.RequestException, OSError, urllib3.exceptions.HTTPError) as exc:
+        raise _unfetched(exc, url) from None  # OSError, urllib3: read1's, below requests
+
+
+def _unfetched(exc: BaseException, url: str) -> FaultError:
+    """A fetch that failed, as a user fixes it: the host, the kind of failure (DNS, refused,
+    timeout, proxy, TLS: the network preflight's words), and the way round it (--from FILE)."""
+    import os
+
+    from neuronctl.resolvers.preflight import classify
+
+    kind, why = classify(exc, url, os.environ)
+    host = urlsplit(url).hostname or "the host"
+    return FaultError(f"{redact_url(url)}: cannot fetch from {host}: {why} ({kind}); nothing was "
+                      "changed", hint="where this machine cannot reach it, download the manifest "
+                                      "elsewhere and run `neuronctl releases update --from FILE`")
 
 
 def fetch_manifest(source: str, timeout: float = FETCH_TIMEOUT_S) -> Manifest:
