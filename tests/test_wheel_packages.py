@@ -23,3 +23,22 @@ def test_every_package_folder_is_listed_for_the_wheel():
                 continue
             found.add(".".join([package, *relative.parts]))
     assert found == listed, (sorted(found - listed), sorted(listed - found))
+
+
+def test_every_data_file_beside_the_code_is_declared_for_the_wheel():
+    """Files a module reads with importlib.resources (the setup script's .sh helpers, the
+    bundled .json data) ship only where package-data names them."""
+    from fnmatch import fnmatch
+
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    declared = setuptools["package-data"]
+    for package in setuptools["packages"]:
+        top = package.partition(".")[0]
+        folder_key = next((k for k in sorted(setuptools["package-dir"], key=len, reverse=True)
+                           if package == k or package.startswith(k + ".")), top)
+        folder = REPO / setuptools["package-dir"].get(folder_key, folder_key) / \
+            package.removeprefix(folder_key).lstrip(".").replace(".", "/")
+        for path in folder.iterdir():
+            if path.is_file() and path.suffix in (".sh", ".json"):
+                patterns = declared.get(package, [])
+                assert any(fnmatch(path.name, p) for p in patterns), (package, path.name)

@@ -4,75 +4,25 @@ through the same preamble, so what `--yes` runs is what the script says."""
 
 from __future__ import annotations
 
+import functools
 import shlex
+from importlib import resources
 
 from neuronctl.ops.setup.plan import SetupPlan, Step
 from neuronctl.ops.setup.repos import KEY_AWK
 
-_APT_HELPERS = r"""
-installed() {
-  # shellcheck disable=SC2016
-  dpkg-query --root="${SETUP_ROOT:-/}" -W -f='${db:Status-Status} ${Version}\n' "$1" 2>/dev/null \
-    | sed -n 's/^installed //p'
-}
-has_version() { v=$(installed "$1"); [ -n "$v" ] && [ "${v%%-*}" = "$2" ]; }
-is_held() {
-  # shellcheck disable=SC2016
-  [ "$(dpkg-query --root="${SETUP_ROOT:-/}" -W -f='${db:Status-Want}' "$1" 2>/dev/null)" = hold ]
-}
-all_held() { for p in "$@"; do is_held "$p" || return 1; done; }
-remove_installed() {
-  for p in "$@"; do if [ -n "$(installed "$p")" ]; then "$APT_GET" remove -y "$p"; fi; done
-}
-refresh() { "$APT_GET" update; }
-"""
 
-_DNF_HELPERS = r"""
-installed() {
-  if v=$(rpm --root="${SETUP_ROOT:-/}" -q --qf '%{VERSION}' "$1" 2>/dev/null); then printf '%s' "$v"; fi
-}
-has_version() { [ "$(installed "$1")" = "$2" ]; }
-all_held() {
-  while [ $# -gt 1 ]; do
-    if [ "$2" != - ]; then
-      "$DNF" versionlock list 2>/dev/null | grep -q "^$1-\([0-9]*:\)\{0,1\}$2-" || return 1
-    fi
-    shift 2
-  done
-}
-remove_installed() {
-  for p in "$@"; do if [ -n "$(installed "$p")" ]; then "$DNF" remove -y "$p"; fi; done
-}
-"""
+@functools.cache
+def helpers(family: str) -> str:
+    """The script's shell helpers for `family` (apt or dnf), then the common ones: .sh files
+    shipped beside this module (shellchecked on their own), read once, their comments left out."""
+    def read(name: str) -> str:
+        text = resources.files(__package__ or "neuronctl.ops.setup").joinpath(name).read_text("utf-8")
+        return "\n" + "".join(line for line in text.splitlines(keepends=True)
+                              if not line.startswith("#")).lstrip("\n")
 
-_COMMON_HELPERS = r"""
-all_versions() {
-  while [ $# -gt 1 ]; do
-    if [ "$2" = - ]; then [ -n "$(installed "$1")" ] || return 1
-    else has_version "$1" "$2" || return 1; fi
-    shift 2
-  done
-}
-none_installed() { for p in "$@"; do [ -z "$(installed "$p")" ] || return 1; done; }
-key_fprs() {
-  gpg --batch --no-autostart --with-colons --show-keys "$1" 2>/dev/null \
-    | awk -F: '{KEY_AWK}'
-}
-key_ok() { [ -s "$KEYRING" ] && [ "$(key_fprs "$KEYRING")" = "$NEURON_KEY_FPR" ]; }
-headers_present() {
-  [ -e "$SETUP_ROOT/lib/modules/$KERNEL/build" ] || [ -d "$SETUP_ROOT/usr/src/linux-headers-$KERNEL" ] \
-    || [ -d "$SETUP_ROOT/usr/src/kernels/$KERNEL" ]
-}
-neuron_holders() {
-  for fd in "$SETUP_ROOT"/proc/[0-9]*/fd/*; do
-    t=$(readlink "$fd" 2>/dev/null) || continue
-    case "$t" in /dev/neuron*) p=${fd#"$SETUP_ROOT"/proc/}; echo "${p%%/*}" ;; esac
-  done | sort -u
-}
-loaded_driver() { cat "$SETUP_ROOT/sys/module/neuron/version" 2>/dev/null || true; }
-""".replace("{KEY_AWK}", KEY_AWK)
-# key_fprs is the Dockerfile's key listing too (repos.KEY_AWK): a revoked, expired, disabled or
-# invalid primary key adds a line that matches no fingerprint, so key_ok and the fetch refuse it.
+    own = read("helpers_apt.sh" if family == "apt" else "helpers_dnf.sh")
+    return own + read("helpers_common.sh").replace("{KEY_AWK}", KEY_AWK)
 
 
 ABSOLUTE = ("NEURONCTL", "NEURONCTL_PYTHON", "VENV")
@@ -100,8 +50,7 @@ def preamble(plan: SetupPlan) -> str:
         lines.append(f"{name}=${{{env_name(name)}:-{default}}}")
     lines += [f'case "${name}" in /*) ;; *) echo "neuronctl setup: {name} must be an absolute '
               f'path, not ${name}" >&2; exit 1 ;; esac' for name in ABSOLUTE if name in plan.variables]
-    helpers = _APT_HELPERS if plan.target.family == "apt" else _DNF_HELPERS
-    return "\n".join(lines) + "\n" + helpers + _COMMON_HELPERS
+    return "\n".join(lines) + "\n" + helpers(plan.target.family)
 
 
 def check_script(plan: SetupPlan, step: Step) -> str:
