@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from neuronctl.devices import CPU_RUN, verdict
 from neuronctl.probes.smoke_records import Comparison, Reading, read_channel
 from neuronctl.probes.target_run import ScriptExit, TargetScript, last_line
 
@@ -115,7 +116,8 @@ class SmokeReport:
         data.pop("spec")
         data["comparisons"] = {c.what: {k: v for k, v in asdict(c).items() if k != "what"}
                                for c in self.comparisons}
-        return {"ok": self.ok, "model": self.spec.label, "requested_device": self.spec.device,
+        return {"ok": self.ok, "verdict": verdict(self.ok, self.device), "model": self.spec.label,
+                "requested_device": self.spec.device,
                 "train": self.spec.train, "compile": self.spec.compile, **data,
                 "first_step_ms": self.first_step_ms, "median_ms": self.median_ms,
                 "p90_ms": self.p90_ms, "tokens_per_s": self.tokens_per_s}
@@ -179,7 +181,11 @@ def _finished(reading: Reading, spec: SmokeSpec) -> tuple[Outcome, str]:
              and all(c.ok for c in reading.comparisons))
     if not whole:
         return "error", "malformed smoke output: a passing result for a run that did not finish"
-    return "ok", f"{spec.label} ran on {reading.info.get('device')} and matches CPU"
+    device = reading.info.get("device")
+    if device == "cpu":
+        return "ok", f"{spec.label} ran on cpu and matches its CPU reference: {CPU_RUN}" + (
+            "" if spec.device == "cpu" else " (no Neuron or CUDA device found)")
+    return "ok", f"{spec.label} ran on {device} and matches CPU"
 
 
 def parse_smoke(spec: SmokeSpec, lines: Sequence[str], end: SmokeExit) -> SmokeReport:

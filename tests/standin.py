@@ -60,14 +60,21 @@ def build_standin_wheels(outdir: Path) -> tuple[Path, Path]:
                         summary="neuronctl test double: a competing PrivateUse1 backend"))
 
 
+def torch_venv(venv: Path, wheels: list[Path]) -> Path:
+    """A venv seeing our torch (and transformers) through a .pth, with `wheels` pip-installed."""
+    python = make_venv(venv)
+    ours = sysconfig.get_paths()["purelib"]
+    # "zz-": .pth files are read in name order; ours adds to sys.path after the venv's own.
+    (site_packages(venv) / "zz-neuronctl-test-torch.pth").write_text(ours + "\n")
+    if wheels:
+        pip_install(python, wheels)
+    return python
+
+
 def make_standin_venv(root: Path) -> tuple[Path, Path]:
     """A venv with the stand-in installed, seeing our torch; and the rival's folder."""
     neuron_wheel, rival_wheel = build_standin_wheels(root / "wheels")
-    python = make_venv(root / "venv")
-    ours = sysconfig.get_paths()["purelib"]
-    # "zz-": .pth files are read in name order; ours adds to sys.path after the venv's own.
-    (site_packages(root / "venv") / "zz-neuronctl-test-torch.pth").write_text(ours + "\n")
-    pip_install(python, [neuron_wheel])
+    python = torch_venv(root / "venv", [neuron_wheel])
     rival = root / "rival"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
     env["PIP_CONFIG_FILE"] = os.devnull

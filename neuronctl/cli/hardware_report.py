@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from neuronctl.cli.common import echo_target
 from neuronctl.cli.output import JsonError, outcome_words, to_json_text
+from neuronctl.devices import verdict
 
 if TYPE_CHECKING:
     from neuronctl.cli.printer import Printer
@@ -67,8 +68,18 @@ def print_probe(view: ProbeView, printer: Printer) -> None:
     for t in report.tiers:
         console.print(f"[{style[t.status]}]{t.status.upper():4}[/] {t.tier:<12} "
                       f"{escape(t.detail)} [dim]({t.ms:g} ms)[/]")
-    word = "[green]pass[/]" if report.ok else "[red]fail[/]"
-    console.print(f"{word}: {escape(outcome_words(report.outcome, report.detail))}")
+    word = _verdict_word(report.ok, report.device, report.requested)
+    said = report.detail if report.ok else outcome_words(report.outcome, report.detail)
+    console.print(f"{word}: {escape(said)}")
+
+
+def _verdict_word(ok: bool, device: str | None, requested: str) -> str:
+    """pass, warn or fail: a CPU run nobody asked for is a warning (its detail says it is a CPU
+    run, which checks torch and the model, never a device), not a pass."""
+    judged = verdict(ok, device)
+    if judged == "device-ok" or (judged == "cpu-run" and requested == "cpu"):
+        return "[green]pass[/]"
+    return "[yellow]warn[/]" if judged == "cpu-run" else "[red]fail[/]"
 
 
 def probe_json(view: ProbeView, printer: Printer) -> None:
@@ -153,7 +164,8 @@ def print_smoke(view: SmokeView, printer: Printer) -> None:
             for label, text in _smoke_rows(report):
                 console.print(f"  {label:<18} {escape(text)}")
     if outcome.ok:
-        console.print(f"[green]pass[/]: {escape(report.detail)}")
+        word = _verdict_word(True, report.device, report.spec.device)
+        console.print(f"{word}: {escape(report.detail)}")
         return
     console.print(f"[red]fail[/]: {escape(outcome_words(report.outcome, report.detail))}")
 

@@ -2,7 +2,8 @@
 
 A `neuron` tensor is the tensor torch.utils.backend_registration's Python-backend support makes
 (`torch._C._acc.create_empty_tensor`: PrivateUse1 dispatch keys, no storage of its own) with its
-values in a CPU tensor, `.raw`, as PyTorch's own test/test_privateuseone_python_backend.py does.
+values in a CPU tensor (`.raw` of its storage), as PyTorch's own
+test/test_privateuseone_python_backend.py does.
 Kernels for NATIVE_OPS are registered for PrivateUse1 with torch.library; every other aten op
 reaches the boxed fallback, which runs it on CPU and wraps the result back, as AWS's
 CPU_FALLBACK does ("the named ATen operator runs on the CPU and the result is copied back").
@@ -74,18 +75,7 @@ class NeuronTensor(torch.Tensor):
     torch.Tensor would stop nn.Parameter from taking it (torch.Tensor._make_subclass refuses a
     tensor that already has a Python object of another class)."""
 
-    raw: torch.Tensor
     __torch_function__ = torch._C._disabled_torch_function_impl
-
-
-_BY_STORAGE: dict[int, weakref.ref[torch.Tensor]] = {}
-"""Each stand-in tensor by its (empty) storage: a shallow copy torch makes in C++ (`.data`)
-shares the storage and finds its values here."""
-
-
-def _forget(key: int, nbytes: int) -> None:
-    _BY_STORAGE.pop(key, None)
-    Memory.give(nbytes)
 
 
 def wrap(raw: torch.Tensor) -> torch.Tensor:
@@ -97,12 +87,14 @@ def wrap(raw: torch.Tensor) -> torch.Tensor:
 
 
 def _attach(t: torch.Tensor, raw: torch.Tensor) -> None:
-    t.raw = raw
-    key = t.untyped_storage()._cdata
-    _BY_STORAGE[key] = weakref.ref(t)
+    """The values go on the tensor's (empty) storage, not on the tensor: the shallow copies torch
+    makes in C++ (`.data`, the outputs autograd saves for backward) share the storage and
+    outlive the tensor they were made from, and the storage lives exactly as long as they do."""
+    storage = t.untyped_storage()
+    storage.raw = raw
     nbytes = raw.numel() * raw.element_size()
     Memory.take(nbytes)
-    weakref.finalize(t, _forget, key, nbytes)
+    weakref.finalize(storage, Memory.give, nbytes)
 
 
 def adopt(t: torch.Tensor) -> torch.Tensor:
@@ -117,10 +109,7 @@ def is_neuron(value: Any) -> bool:
 
 def unwrap(value: Any) -> Any:
     if is_neuron(value):
-        raw = getattr(value, "raw", None)
-        if raw is None:
-            owner = _BY_STORAGE.get(value.untyped_storage()._cdata)
-            raw = getattr(owner() if owner is not None else None, "raw", None)
+        raw = getattr(value.untyped_storage(), "raw", None)
         if raw is None:
             # made in C++ without a kernel of ours (the output a structured op allocates for
             # its out= variant): its memory is taken now, as a lazy allocator would
