@@ -86,6 +86,8 @@ class SmokeReport:
     peak_memory_bytes: int | None = None
     comparisons: tuple[Comparison, ...] = ()
     wall_ms: float = 0.0
+    fallback_execution: str | None = None
+    """With --compile, the user's TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION (the run used 1)."""
 
     @property
     def ok(self) -> bool:
@@ -215,7 +217,7 @@ def parse_smoke(spec: SmokeSpec, lines: Sequence[str], end: SmokeExit) -> SmokeR
         spec, outcome, detail, stage, None if outcome == "ok" else step, result.get("where"),
         info.get("torch"), info.get("device"), info.get("params"), info.get("dtype"),
         info.get("tokens_per_step"), tuple(reading.warmup), tuple(reading.steps), result.get("peak"),
-        reading.comparisons, end.wall_ms)
+        reading.comparisons, end.wall_ms, info.get("fallback_execution"))
 
 
 def _ended(end: SmokeExit) -> str:

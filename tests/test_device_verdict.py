@@ -72,6 +72,17 @@ def test_a_failing_compile_fails_the_tier_even_where_the_user_allows_eager_fallb
             in check["details"])
 
 
+def test_smoke_compile_cannot_time_eager_as_compiled(cli, standin_python, monkeypatch):
+    monkeypatch.setenv("TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION", "0")
+    monkeypatch.setenv("NEURON_STANDIN_COMPILE_FAIL", "1")
+    result = cli("smoke", "--python", str(standin_python), "--device", "neuron", "--compile",
+                 "--warmup", "1", "--steps", "1", "--json")
+    smoke = json.loads(result.out)["smoke"]
+    assert result.code == 1 and smoke["stage"] == "warmup" and smoke["fallback_execution"] == "0"
+    assert smoke["detail"].startswith("BackendCompilerFailed: CompileError: neuron stand-in: "
+                                      "neuronx-cc failed to compile the graph")
+
+
 def test_no_device_visible_is_decided_by_torch_neuron_is_available(cli, standin_python, monkeypatch):
     """The PrivateUse1 name is "neuron" all the same: only the documented calls see no device."""
     monkeypatch.setenv("NEURON_STANDIN_DEVICE_COUNT", "0")

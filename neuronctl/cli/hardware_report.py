@@ -131,9 +131,13 @@ def _smoke_rows(report: SmokeReport) -> list[tuple[str, str]]:
     peak = report.peak_memory_bytes
     rows.append(("peak memory", f"{peak / 2**20:,.1f} MiB" if peak is not None
                  else f"not reported by the {report.device} backend"))
+    if report.fallback_execution is not None:
+        rows.append(("compile", f"ran with TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=1 (yours: "
+                                f"{report.fallback_execution}): a graph that fails to compile "
+                                "fails the run instead of timing eager"))
     for c in report.comparisons:
-        verdict = "match" if c.ok else "DIFFER"
-        rows.append((f"vs CPU {c.what}", f"{verdict}: max abs error {c.max_abs:.3g}, max rel error "
+        agrees = "match" if c.ok else "DIFFER"
+        rows.append((f"vs CPU {c.what}", f"{agrees}: max abs error {c.max_abs:.3g}, max rel error "
                                          f"{c.max_rel:.3g} over {c.tensors} tensor(s) "
                                          f"({c.dtype}: rtol {c.rtol:g}, atol {c.atol:g})"))
     return rows

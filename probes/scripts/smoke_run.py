@@ -104,6 +104,13 @@ class SmokeRun:
 
     def run(self) -> Dict[str, Any]:
         self.begin("import")
+        if self.request["compile"]:
+            # A graph that fails to compile must raise, not run eager and be timed as compiled
+            # (AWS's default for torch.compile(backend="neuron")); the user's value is reported.
+            user = os.environ.get("TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION")
+            os.environ["TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION"] = "1"
+            if user is not None:
+                self.emit("info", fallback_execution=user[:40])
         torch = self.torch = importlib.import_module("torch")
         self.emit("info", torch=str(torch.__version__))
         self.begin("device")
@@ -339,6 +346,9 @@ def describe(value: Any) -> str:
 
 
 def error_text(exc: BaseException) -> str:
+    inner = getattr(exc, "inner_exception", None)  # dynamo's BackendCompilerFailed: the backend's
+    if isinstance(inner, BaseException):
+        return f"{type(exc).__name__}: {error_text(inner)}"[:500]
     text = str(exc).strip()
     first = text.splitlines()[0] if text else ""
     return (f"{type(exc).__name__}: {first}" if first else type(exc).__name__)[:500]

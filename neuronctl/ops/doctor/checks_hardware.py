@@ -7,6 +7,7 @@ from packaging.version import InvalidVersion, Version
 
 from neuronctl.chips import get_chip
 from neuronctl.manifest import Release
+from neuronctl.ops.doctor.device_fixes import probe_details, probe_fix
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.fixes import apt_install, install_fix, public, shell_join
 from neuronctl.ops.doctor.registry import HARDWARE, check
@@ -128,8 +129,6 @@ def check_runtime(f: Facts) -> CheckOutcome:
 
 @check("device.probe", "Device probe", level=2, gathers=("hardware", "probe"))
 def check_device(f: Facts) -> CheckOutcome:
-    from neuronctl.ops.doctor.device_fixes import probe_details, probe_fix
-
     report = f.probe
     details = probe_details(report)
     if report.outcome == "no-torch":

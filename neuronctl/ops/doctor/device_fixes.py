@@ -6,10 +6,13 @@ PyTorch's backend autoload page (docs/doctor.md names each)."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.fixes import install_fix, shell_join, uninstall_fix
-from neuronctl.probes.device import ProbeReport
+
+if TYPE_CHECKING:  # the device probe's module loads only where the probe runs (level 2 on)
+    from neuronctl.probes.device import ProbeReport
 
 MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 """An extension name that is also a module path: only such a name goes into an import command."""

@@ -29,8 +29,8 @@ NATIVE_OPS: frozenset[str] = frozenset({
     # views and layout
     "aten::view", "aten::_unsafe_view", "aten::as_strided", "aten::t", "aten::transpose.int",
     "aten::permute", "aten::expand", "aten::unsqueeze", "aten::squeeze.dim", "aten::slice.Tensor",
-    "aten::select.int", "aten::split.Tensor", "aten::split_with_sizes", "aten::detach",
-    "aten::alias", "aten::cat", "aten::stack",
+    "aten::select.int", "aten::split.Tensor", "aten::split_with_sizes",
+    "aten::cat", "aten::stack",
     # arithmetic
     "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::add.Tensor", "aten::add_.Tensor",
     "aten::mul.Tensor", "aten::mul_.Tensor", "aten::mul.Scalar", "aten::div.Tensor",
@@ -70,18 +70,9 @@ class Memory:
         cls.allocated -= nbytes
 
 
-class NeuronTensor(torch.Tensor):
-    """The Python class of the stand-in's tensors (as in PyTorch's Python-backend test): a plain
-    torch.Tensor would stop nn.Parameter from taking it (torch.Tensor._make_subclass refuses a
-    tensor that already has a Python object of another class)."""
-
-    __torch_function__ = torch._C._disabled_torch_function_impl
-
-
 def wrap(raw: torch.Tensor) -> torch.Tensor:
     """A neuron tensor over `raw` (a CPU tensor, kept as it is: views of it alias as they should)."""
     t = torch._C._acc.create_empty_tensor(list(raw.shape), raw.dtype)
-    t.__class__ = NeuronTensor
     _attach(t, raw)
     return t
 
