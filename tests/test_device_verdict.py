@@ -113,6 +113,12 @@ def test_a_backend_that_needs_an_explicit_import_fails_while_autoload_is_on(cli,
         "with TORCH_DEVICE_BACKEND_AUTOLOAD unset (autoload on), `import torch` alone should load it")
     assert "`import torch; x.to('neuron')` fails" in check["message"]
     assert " install --release 2.33.1 " in check["fix"]  # the doctor's one install fix
+    result = cli("smoke", "--python", str(standin_python), "--device", "neuron", "--json",
+                 "--warmup", "1", "--steps", "1")
+    smoke = json.loads(result.out)["smoke"]
+    assert result.code == 1 and smoke["stage"] == "device"
+    assert smoke["detail"].startswith("RuntimeError: torch_neuronx is installed but `import torch` "
+                                      "did not create torch.neuron (autoload on)")
     # the user turned autoload off: it works after the import, and a warning names the variable
     monkeypatch.setenv("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
     code, check = doctor(cli, standin_python)
