@@ -12,9 +12,10 @@ extension points only:
   `torch.neuron` is not created;
 - `torch._register_device_module("neuron", ...)` (is_available, device_count, current_device,
   set_device, synchronize, memory_allocated, max_memory_allocated, reset_peak_memory_stats,
-  memory_stats, manual_seed, manual_seed_all), PrivateUse1 hooks (so `torch.accelerator` resolves
-  to neuron) and `torch.utils.generate_methods_for_privateuse1_backend()` (`.neuron()`,
-  `.is_neuron`), through torch.utils.backend_registration's Python-backend support;
+  memory_stats, manual_seed, manual_seed_all), PrivateUse1 hooks and a device guard, and
+  `torch.utils.generate_methods_for_privateuse1_backend()` (`.neuron()`, `.is_neuron`), through
+  torch.utils.backend_registration's Python-backend support (a tensor's values live in CPU
+  memory, on its storage: see _standin);
 - aten kernels registered for PrivateUse1 with torch.library (`_standin.NATIVE_OPS`) and a boxed
   fallback for every other op that runs it on CPU and copies the result back (CPU_FALLBACK);
 - a `torch.compile` backend named `neuron` (torch._dynamo's register_backend) that honours
