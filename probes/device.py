@@ -16,11 +16,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
+from neuronctl.devices import CPU_RUN, verdict
+from neuronctl.errors import InputError
 from neuronctl.probes.target_run import (
     CHANNEL_CAP,
     ScriptExit,
@@ -29,6 +32,7 @@ from neuronctl.probes.target_run import (
     last_line,
     printable,
 )
+from neuronctl.torch_neuronx import classify
 
 TIERS: tuple[str, ...] = ("import", "backend", "device_count", "allocate", "op", "autograd", "compile")
 
@@ -47,6 +51,29 @@ class TierResult:
 
 
 @dataclass(frozen=True)
+class ProbeFacts:
+    """What the backend and compile tiers recorded beside their verdict (None: not reported)."""
+
+    autoload: str | None = None
+    """TORCH_DEVICE_BACKEND_AUTOLOAD as the target saw it (None: unset, autoload on)."""
+    autoloaded: bool | None = None
+    """Whether `import torch` alone created torch.neuron."""
+    privateuse1: str | None = None
+    """torch's PrivateUse1 backend name (names a competing backend; never the verdict)."""
+    accelerator: str | None = None
+    """torch.accelerator.current_accelerator()'s type."""
+    torch_neuronx: str | None = None
+    """The installed torch-neuronx's version ("" when its metadata gave none)."""
+    extension: str | None = None
+    """The backend extension whose autoload made `import torch` fail."""
+    fallback_execution: str | None = None
+    """The user's TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION (the probe runs with 1)."""
+    competing: tuple[str, ...] = ()
+    """The distributions of the other torch.backends entry points (a backend that may take
+    PrivateUse1 before torch_neuronx)."""
+
+
+@dataclass(frozen=True)
 class ProbeReport:
     """What the device probe found: the device and torch, each tier's result, how it ended."""
 
@@ -57,6 +84,9 @@ class ProbeReport:
     outcome: Outcome
     detail: str
     wall_ms: float
+    facts: ProbeFacts = ProbeFacts()
+    warnings: tuple[str, ...] = ()
+    """What passed but will bite: autoload off, torch.accelerator not neuron, eager fallback on."""
 
     @property
     def ok(self) -> bool:
@@ -69,14 +99,80 @@ class ProbeReport:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["ok"] = self.ok
+        data["verdict"] = verdict(self.ok, self.device)
         return data
 
 
 HELLO = {"probe": "neuronctl-device-probe", "version": 1}
 """The probe script's first line: proof that the interpreter ran it (keep in step with it)."""
 LINE_CAP = 4096
-# Beyond tier, status, detail and ms, the one extra field each tier may report.
-EXTRA_KEYS: Mapping[str, str] = {"import": "torch", "backend": "device", "device_count": "count"}
+NAME = re.compile(r"[A-Za-z0-9_.\-]{1,100}")
+"""A backend, accelerator or package name as the target reports it (validated: it reaches a fix)."""
+
+
+def _device(value: Any) -> str:
+    if value not in ("neuron", "cuda", "cpu"):
+        raise MalformedLine("device is not neuron, cuda or cpu")
+    return str(value)
+
+
+def _text(limit: int, what: str) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        if not (isinstance(value, str) and len(value) <= limit):
+            raise MalformedLine(f"{what} is not a short string")
+        return printable(value, limit)
+    return check
+
+
+def _name(what: str) -> Callable[[Any], str]:
+    def check(value: Any) -> str:
+        if not (isinstance(value, str) and NAME.fullmatch(value)):
+            raise MalformedLine(f"{what} is not a name")
+        return value
+    return check
+
+
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise MalformedLine("autoloaded is not true or false")
+    return value
+
+
+def _count(value: Any) -> int:
+    if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        raise MalformedLine("count is not a whole number")
+    return int(value)
+
+
+def _warnings(value: Any) -> tuple[str, ...]:
+    if not (isinstance(value, list) and len(value) <= 5 and all(isinstance(v, str) for v in value)):
+        raise MalformedLine("warnings is not a short list of strings")
+    return tuple(printable(v, 400) for v in value)
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    if not (isinstance(value, list) and len(value) <= 5
+            and all(isinstance(v, str) and NAME.fullmatch(v) for v in value)):
+        raise MalformedLine("competing is not a short list of names")
+    return tuple(value)
+
+
+def _torch(value: Any) -> str:
+    if not (isinstance(value, str) and 0 < len(value) <= 64):
+        raise MalformedLine("torch version is not a short string")
+    return printable(value)
+
+
+# Beyond tier, status, detail and ms, the fields each tier may report, each with its check.
+FIELDS: Mapping[str, Mapping[str, Callable[[Any], Any]]] = {
+    "import": {"torch": _torch, "extension": _name("extension")},
+    "backend": {"device": _device, "autoload": _text(40, "autoload"), "autoloaded": _flag,
+                "privateuse1": _name("privateuse1"), "accelerator": _name("accelerator"),
+                "torch_neuronx": _text(64, "torch_neuronx"), "warnings": _warnings,
+                "competing": _names},
+    "device_count": {"count": _count},
+    "compile": {"fallback_execution": _text(40, "fallback_execution"), "warnings": _warnings},
+}
 
 
 ProbeExit = ScriptExit
@@ -87,24 +183,12 @@ class MalformedLine(ValueError):
     """A line on the probe's channel that is not the tier record due next."""
 
 
-def _extra(tier: str, record: dict[str, Any]) -> str | int | None:
-    key = EXTRA_KEYS.get(tier)
-    value = record.get(key) if key else None
-    if value is None:
-        return None
-    if key == "device" and value not in ("neuron", "cuda", "cpu"):
-        raise MalformedLine("device is not neuron, cuda or cpu")
-    if key == "torch" and not (isinstance(value, str) and 0 < len(value) <= 64):
-        raise MalformedLine("torch version is not a short string")
-    if key == "count" and not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
-        raise MalformedLine("count is not a whole number")
-    return printable(value) if isinstance(value, str) else int(value)
-
-
-def parse_tier_line(line: str, expected: str) -> tuple[TierResult, str | int | None]:
-    """One tier record, validated: the tier due next, a known status, typed fields, bounded."""
+def parse_tier_line(line: str, expected: str) -> tuple[TierResult, dict[str, Any]]:
+    """One tier record, validated: the tier due next, a known status, typed fields, bounded; and
+    its extra fields, each checked (a field reported as null is left out)."""
     record = json_record(line, LINE_CAP, MalformedLine)
-    allowed = {"tier", "status", "detail", "ms", EXTRA_KEYS.get(expected)}
+    fields = FIELDS.get(expected, {})
+    allowed = {"tier", "status", "detail", "ms", *fields}
     if not set(record) <= allowed:
         raise MalformedLine(f"unexpected field {printable(str(min(set(record) - allowed)), 40)!r}")
     if record.get("tier") != expected:
@@ -116,7 +200,8 @@ def parse_tier_line(line: str, expected: str) -> tuple[TierResult, str | int | N
         raise MalformedLine("detail is not a string")
     if isinstance(ms, bool) or not isinstance(ms, int | float) or not 0 <= ms <= 1e9:
         raise MalformedLine("ms is not a duration")
-    return TierResult(expected, status, printable(detail), float(ms)), _extra(expected, record)
+    extra = {key: check(record[key]) for key, check in fields.items() if record.get(key) is not None}
+    return TierResult(expected, status, printable(detail, 600), float(ms)), extra
 
 
 @dataclass
@@ -125,8 +210,21 @@ class _Reading:
 
     tiers: list[TierResult]
     greeted: bool = False
-    device: str | None = None
-    torch: str | None = None
+    values: dict[str, Any] = field(default_factory=dict)
+    """The tiers' extra fields, checked."""
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def device(self) -> str | None:
+        return self.values.get("device")
+
+    @property
+    def torch(self) -> str | None:
+        return self.values.get("torch")
+
+    def facts(self) -> ProbeFacts:
+        known = {f.name for f in fields(ProbeFacts)}
+        return ProbeFacts(**{k: v for k, v in self.values.items() if k in known})
 
 
 def _read_tiers(lines: Sequence[str]) -> _Reading:
@@ -145,12 +243,29 @@ def _read_tiers(lines: Sequence[str]) -> _Reading:
         except MalformedLine as exc:
             tiers.append(TierResult(expected, "fail", f"malformed probe output: {exc}", 0.0))
             break
-        tiers.append(result)
-        if expected == "backend" and isinstance(extra, str):
-            reading.device = extra
-        elif expected == "import" and isinstance(extra, str):
-            reading.torch = extra
+        reading.warnings.extend(extra.pop("warnings", ()))
+        tiers.append(_named(result, extra.get("torch_neuronx")))
+        reading.values.update(extra)
     return reading
+
+
+def _named(result: TierResult, installed: str | None) -> TierResult:
+    """A failed backend tier over a legacy XLA or placeholder torch-neuronx says which it is
+    (neuronctl's classification, from the version the target reported)."""
+    if result.tier != "backend" or result.status != "fail" or not installed:
+        return result
+    try:
+        kind = classify(installed)
+    except InputError:
+        return result
+    if kind.flavour == "xla":
+        what = (f"legacy XLA build {kind.version} of torch-neuronx (PyTorch/XLA for torch "
+                f"{kind.torch}: its device is 'xla', it creates no torch.neuron)")
+    elif kind.flavour == "placeholder":
+        what = f"PyPI placeholder torch-neuronx {kind.version}, not Neuron's package"
+    else:
+        return result
+    return TierResult(result.tier, result.status, f"{what}: {result.detail}", result.ms)
 
 
 def _signal_name(code: int) -> str:
@@ -170,7 +285,8 @@ def parse_probe(requested: str, lines: Sequence[str], end: ProbeExit) -> ProbeRe
         if tier_detail is not None and next_tier is not None:
             tiers.append(TierResult(next_tier, "fail", tier_detail, wall))
         torch = None if outcome == "no-torch" else reading.torch
-        return ProbeReport(requested, reading.device, torch, tuple(tiers), outcome, detail, wall)
+        return ProbeReport(requested, reading.device, torch, tuple(tiers), outcome, detail, wall,
+                           reading.facts(), tuple(reading.warnings))
 
     failed = next((t for t in tiers if t.status == "fail"), None)
     if failed is not None:
@@ -196,6 +312,8 @@ def parse_probe(requested: str, lines: Sequence[str], end: ProbeExit) -> ProbeRe
         return report("error", f"probe exited {end.returncode} before tier {next_tier}: {last}"
                       if next_tier else f"probe exited {end.returncode}: {last}",
                       f"exit {end.returncode}: {last}")
+    if reading.device == "cpu":
+        return report("ok", f"all tiers passed on cpu: {CPU_RUN}")
     return report("ok", f"all tiers passed on {reading.device}")
 
 

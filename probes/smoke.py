@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from neuronctl.devices import CPU_RUN, verdict
 from neuronctl.probes.smoke_records import Comparison, Reading, read_channel
 from neuronctl.probes.target_run import ScriptExit, TargetScript, last_line
 
@@ -85,6 +86,8 @@ class SmokeReport:
     peak_memory_bytes: int | None = None
     comparisons: tuple[Comparison, ...] = ()
     wall_ms: float = 0.0
+    fallback_execution: str | None = None
+    """With --compile, the user's TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION (the run used 1)."""
 
     @property
     def ok(self) -> bool:
@@ -115,7 +118,8 @@ class SmokeReport:
         data.pop("spec")
         data["comparisons"] = {c.what: {k: v for k, v in asdict(c).items() if k != "what"}
                                for c in self.comparisons}
-        return {"ok": self.ok, "model": self.spec.label, "requested_device": self.spec.device,
+        return {"ok": self.ok, "verdict": verdict(self.ok, self.device), "model": self.spec.label,
+                "requested_device": self.spec.device,
                 "train": self.spec.train, "compile": self.spec.compile, **data,
                 "first_step_ms": self.first_step_ms, "median_ms": self.median_ms,
                 "p90_ms": self.p90_ms, "tokens_per_s": self.tokens_per_s}
@@ -179,7 +183,11 @@ def _finished(reading: Reading, spec: SmokeSpec) -> tuple[Outcome, str]:
              and all(c.ok for c in reading.comparisons))
     if not whole:
         return "error", "malformed smoke output: a passing result for a run that did not finish"
-    return "ok", f"{spec.label} ran on {reading.info.get('device')} and matches CPU"
+    device = reading.info.get("device")
+    if device == "cpu":
+        return "ok", f"{spec.label} ran on cpu and matches its CPU reference: {CPU_RUN}" + (
+            "" if spec.device == "cpu" else " (no Neuron or CUDA device found)")
+    return "ok", f"{spec.label} ran on {device} and matches CPU"
 
 
 def parse_smoke(spec: SmokeSpec, lines: Sequence[str], end: SmokeExit) -> SmokeReport:
@@ -209,7 +217,7 @@ def parse_smoke(spec: SmokeSpec, lines: Sequence[str], end: SmokeExit) -> SmokeR
         spec, outcome, detail, stage, None if outcome == "ok" else step, result.get("where"),
         info.get("torch"), info.get("device"), info.get("params"), info.get("dtype"),
         info.get("tokens_per_step"), tuple(reading.warmup), tuple(reading.steps), result.get("peak"),
-        reading.comparisons, end.wall_ms)
+        reading.comparisons, end.wall_ms, info.get("fallback_execution"))
 
 
 def _ended(end: SmokeExit) -> str:

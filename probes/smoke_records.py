@@ -118,6 +118,7 @@ INFO: dict[str, Callable[[object], object]] = {
     "params": lambda v: _count(v, "params"),
     "dtype": lambda v: _text(v, "dtype", 40, optional=True),
     "tokens_per_step": lambda v: _count(v, "tokens_per_step", optional=True, low=1),
+    "fallback_execution": lambda v: _text(v, "fallback_execution", 40),
 }
 """The facts an info record may carry, each with its validator."""
 

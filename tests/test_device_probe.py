@@ -58,7 +58,8 @@ def test_cuda_and_neuron_requested_on_a_cpu_build_fail_at_backend():
     assert cuda.outcome == "failed" and cuda.failed_tier.tier == "backend"
     assert "CUDA not available" in cuda.detail
     neuron = run_device_probe(sys.executable, "neuron", timeout=120)
-    assert neuron.outcome == "failed" and "no 'neuron' backend registered" in neuron.detail
+    assert neuron.outcome == "failed" and neuron.failed_tier.tier == "backend"
+    assert "no 'neuron' device: torch-neuronx is not installed" in neuron.detail
 
 
 def test_privateuse1_plugin_detected_and_failing_allocation_reported(neuron_plugin):
@@ -68,8 +69,8 @@ def test_privateuse1_plugin_detected_and_failing_allocation_reported(neuron_plug
     statuses = {t.tier: t.status for t in report.tiers}
     assert statuses == {"import": "pass", "backend": "pass", "device_count": "pass",
                         "allocate": "fail"}
-    assert "the Neuron backend" in report.tiers[1].detail
-    assert "2 neuron device(s)" in report.tiers[2].detail
+    assert "torch.neuron present after `import torch` (autoload)" in report.tiers[1].detail
+    assert "2 neuron device(s) (torch.neuron.device_count())" in report.tiers[2].detail
     assert report.failed_tier.detail.startswith("NotImplementedError: Could not run")
     # autoload switched off: the probe must not find the backend
     off = run_device_probe(sys.executable, "neuron", timeout=120,

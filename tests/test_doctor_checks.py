@@ -423,8 +423,8 @@ MODEL = ModelRun("mypkg.models:make", "config model (pyproject.toml)")
 
 def smoke(outcome: str = "ok", **fields: object) -> SmokeReport:
     spec = SmokeSpec(model=MODEL.spec, origin=MODEL.origin)
-    return SmokeReport(spec, outcome, fields.pop("detail", "passed"), device="cpu",  # type: ignore[arg-type]
-                       **fields)  # type: ignore[arg-type]
+    fields.setdefault("device", "cpu")
+    return SmokeReport(spec, outcome, fields.pop("detail", "passed"), **fields)  # type: ignore[arg-type]
 
 
 def test_model_skip_without_a_configured_model() -> None:
@@ -435,11 +435,19 @@ def test_model_skip_without_a_configured_model() -> None:
 def test_model_pass_with_its_step_time_and_errors() -> None:
     comparison = Comparison("outputs", True, 1e-6, 2e-6, None, 1, "float32", 1e-4, 1e-5, None)
     out = check_model(facts(model=MODEL, smoke=smoke(step_ms=(4.0, 5.0, 6.0), tokens_per_step=100,
-                                                     comparisons=(comparison,))))
+                                                     comparisons=(comparison,), device="neuron")))
     assert out.status == "pass"
-    assert out.message == ("mypkg.models:make (config model (pyproject.toml)) ran on cpu and "
+    assert out.message == ("mypkg.models:make (config model (pyproject.toml)) ran on neuron and "
                            "matches CPU: median step 5.00 ms, 20,000 tokens/s")
     assert out.details[0].startswith("outputs: max abs error 1e-06")
+
+
+def test_a_model_run_on_cpu_is_no_device_verdict() -> None:
+    out = check_model(facts(model=MODEL, smoke=smoke(step_ms=(4.0,))))
+    assert out.status == "skip"
+    assert out.message.endswith("ran on cpu, not a Neuron device: a CPU run checks the model, not "
+                                "a device")
+    assert check_model(facts(model=MODEL, device="cpu", smoke=smoke(step_ms=(4.0,)))).status == "pass"
 
 
 def test_model_fail_names_the_stage_and_step() -> None:

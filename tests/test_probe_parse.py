@@ -26,7 +26,9 @@ def exited(code=0, **kw):
 
 def test_a_complete_run_is_ok_with_its_device_and_torch():
     report = parse_probe("auto", all_passed("cpu"), exited(0))
-    assert report.ok and report.detail == "all tiers passed on cpu"
+    assert report.ok and report.detail == ("all tiers passed on cpu: a CPU run, which checks torch "
+                                           "and the model, not a device")
+    assert report.to_json()["verdict"] == "cpu-run"
     assert (report.device, report.torch) == ("cpu", "2.13.0+cpu")
     assert [t.tier for t in report.tiers] == list(TIERS)
     assert report.tiers[-1].status == "skip"
@@ -96,11 +98,11 @@ def test_device_count_is_a_whole_number(count):
 
 
 def test_untrusted_text_is_bounded_and_stripped_of_control_characters():
-    detail = "\x1b[2J\x1b]0;owned\x07" + "x" * 1000
+    detail = "\x1b[2J\x1b]0;owned\x07" + "x" * 2000
     lines = [HELLO_LINE, tier("import", "fail", detail)]
     report = parse_probe("auto", lines, exited(0, stderr_tail="boom\x1b[31m\n"))
     shown = report.failed_tier.detail
-    assert len(shown) == 300 and "\x1b" not in shown and "\x07" not in shown
+    assert len(shown) == 600 and "\x1b" not in shown and "\x07" not in shown
     assert shown.startswith("?[2J?]0;owned?x")
 
 
@@ -151,7 +153,8 @@ def test_a_flooded_channel_is_an_error_not_a_pass():
 
 def test_parse_tier_line_returns_the_extra_field():
     result, extra = parse_tier_line(tier("device_count", count=2), "device_count")
-    assert (result.tier, result.status, result.ms, extra) == ("device_count", "pass", 1.0, 2)
+    assert (result.tier, result.status, result.ms, extra) == ("device_count", "pass", 1.0,
+                                                              {"count": 2})
 
 
 def test_credentials_quoted_by_the_target_are_redacted():

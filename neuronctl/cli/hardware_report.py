@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from neuronctl.cli.common import echo_target
 from neuronctl.cli.output import JsonError, outcome_words, to_json_text
+from neuronctl.devices import verdict
 
 if TYPE_CHECKING:
     from neuronctl.cli.printer import Printer
@@ -67,8 +68,18 @@ def print_probe(view: ProbeView, printer: Printer) -> None:
     for t in report.tiers:
         console.print(f"[{style[t.status]}]{t.status.upper():4}[/] {t.tier:<12} "
                       f"{escape(t.detail)} [dim]({t.ms:g} ms)[/]")
-    word = "[green]pass[/]" if report.ok else "[red]fail[/]"
-    console.print(f"{word}: {escape(outcome_words(report.outcome, report.detail))}")
+    word = _verdict_word(report.ok, report.device, report.requested)
+    said = report.detail if report.ok else outcome_words(report.outcome, report.detail)
+    console.print(f"{word}: {escape(said)}")
+
+
+def _verdict_word(ok: bool, device: str | None, requested: str) -> str:
+    """pass, warn or fail: a CPU run nobody asked for is a warning (its detail says it is a CPU
+    run, which checks torch and the model, never a device), not a pass."""
+    judged = verdict(ok, device)
+    if judged == "device-ok" or (judged == "cpu-run" and requested == "cpu"):
+        return "[green]pass[/]"
+    return "[yellow]warn[/]" if judged == "cpu-run" else "[red]fail[/]"
 
 
 def probe_json(view: ProbeView, printer: Printer) -> None:
@@ -120,9 +131,13 @@ def _smoke_rows(report: SmokeReport) -> list[tuple[str, str]]:
     peak = report.peak_memory_bytes
     rows.append(("peak memory", f"{peak / 2**20:,.1f} MiB" if peak is not None
                  else f"not reported by the {report.device} backend"))
+    if report.fallback_execution is not None:
+        rows.append(("compile", f"ran with TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=1 (yours: "
+                                f"{report.fallback_execution}): a graph that fails to compile "
+                                "fails the run instead of timing eager"))
     for c in report.comparisons:
-        verdict = "match" if c.ok else "DIFFER"
-        rows.append((f"vs CPU {c.what}", f"{verdict}: max abs error {c.max_abs:.3g}, max rel error "
+        agrees = "match" if c.ok else "DIFFER"
+        rows.append((f"vs CPU {c.what}", f"{agrees}: max abs error {c.max_abs:.3g}, max rel error "
                                          f"{c.max_rel:.3g} over {c.tensors} tensor(s) "
                                          f"({c.dtype}: rtol {c.rtol:g}, atol {c.atol:g})"))
     return rows
@@ -153,7 +168,8 @@ def print_smoke(view: SmokeView, printer: Printer) -> None:
             for label, text in _smoke_rows(report):
                 console.print(f"  {label:<18} {escape(text)}")
     if outcome.ok:
-        console.print(f"[green]pass[/]: {escape(report.detail)}")
+        word = _verdict_word(True, report.device, report.spec.device)
+        console.print(f"{word}: {escape(report.detail)}")
         return
     console.print(f"[red]fail[/]: {escape(outcome_words(report.outcome, report.detail))}")
 

@@ -104,6 +104,13 @@ class SmokeRun:
 
     def run(self) -> Dict[str, Any]:
         self.begin("import")
+        if self.request["compile"]:
+            # A graph that fails to compile must raise, not run eager and be timed as compiled
+            # (AWS's default for torch.compile(backend="neuron")); the user's value is reported.
+            user = os.environ.get("TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION")
+            os.environ["TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION"] = "1"
+            if user is not None:
+                self.emit("info", fallback_execution=user[:40])
         torch = self.torch = importlib.import_module("torch")
         self.emit("info", torch=str(torch.__version__))
         self.begin("device")
@@ -141,18 +148,40 @@ class SmokeRun:
         return {"compare": comparisons, "peak_memory_bytes": peak}
 
     def pick_device(self) -> str:
+        """The device, from what AWS documents: `import torch` autoloads torch_neuronx (an
+        explicit import only with TORCH_DEVICE_BACKEND_AUTOLOAD=0), which creates torch.neuron;
+        torch.neuron.is_available() and device_count() say whether there is a device."""
         torch, want = self.torch, self.device
-        name = torch._C._get_privateuse1_backend_name()
-        if name != "neuron" and want in ("auto", "neuron") and importlib.util.find_spec("torch_neuronx"):
-            importlib.import_module("torch_neuronx")  # autoload may be off (TORCH_DEVICE_BACKEND_AUTOLOAD=0)
-            name = torch._C._get_privateuse1_backend_name()
+        autoload = os.environ.get("TORCH_DEVICE_BACKEND_AUTOLOAD")
+        installed = importlib.util.find_spec("torch_neuronx") is not None
+        if want in ("auto", "neuron") and not hasattr(torch, "neuron") and installed:
+            if autoload is None or autoload == "1":
+                raise RuntimeError("torch_neuronx is installed but `import torch` did not create "
+                                   "torch.neuron (autoload on): `neuronctl probe` says why")
+            importlib.import_module("torch_neuronx")  # autoload off: the documented explicit import
+        neuron = getattr(torch, "neuron", None)
+        usable = neuron is not None and bool(neuron.is_available()) and int(neuron.device_count()) > 0
         if want == "auto":
-            return "neuron" if name == "neuron" else ("cuda" if torch.cuda.is_available() else "cpu")
-        if want == "neuron" and name != "neuron":
-            raise RuntimeError(f"no 'neuron' backend registered (privateuse1 backend {name!r})")
+            return "neuron" if usable else ("cuda" if torch.cuda.is_available() else "cpu")
+        if want == "neuron" and not usable:
+            raise RuntimeError(self.no_neuron(neuron, installed))
         if want == "cuda" and not torch.cuda.is_available():
             raise RuntimeError(f"CUDA not available in this torch {torch.__version__}")
         return want
+
+    def no_neuron(self, neuron: Any, installed: bool) -> str:
+        """Why --device neuron cannot run here."""
+        if neuron is not None:
+            return (f"no Neuron device: torch.neuron.is_available() is {neuron.is_available()}, "
+                    f"device_count() is {neuron.device_count()}")
+        taken = self.torch._C._get_privateuse1_backend_name()
+        if taken not in ("privateuseone", "neuron"):
+            return (f"no Neuron device: another PrivateUse1 backend, {taken!r}, was registered "
+                    "first, so torch.neuron was not created")
+        if not installed:
+            return (f"no Neuron device: torch-neuronx is not installed for {sys.executable} "
+                    "(torch.neuron does not exist)")
+        return "no Neuron device: torch_neuronx did not create torch.neuron"
 
     def load_factory(self) -> Callable[..., Any]:
         origin, script, spec = self.request["origin"], self.request["script"], self.request["model"]
@@ -263,10 +292,20 @@ class SmokeRun:
         return taken
 
     def backend_call(self, name: str) -> Any:
-        """torch.accelerator's `name` where this torch has it and it works, else the device
-        module's (torch.cuda, torch.neuron)."""
+        """The device module's `name` (torch.neuron, torch.cuda); torch.accelerator's only where
+        it is the device under test: with another accelerator present (AWS: torch.accelerator
+        resolves to neuron only when there is none), its memory and its synchronize are not
+        this device's."""
+        owners = [getattr(self.torch, self.device, None)]
+        accelerator = getattr(self.torch, "accelerator", None)
+        try:
+            current = accelerator.current_accelerator() if accelerator is not None else None
+        except Exception:
+            current = None
+        if current is not None and current.type == self.device:
+            owners.append(accelerator)
         failure: Exception = AttributeError(f"{name}: not offered by the {self.device} backend")
-        for owner in (getattr(self.torch, "accelerator", None), getattr(self.torch, self.device, None)):
+        for owner in owners:
             function = getattr(owner, name, None)
             if callable(function):
                 try:
@@ -307,6 +346,9 @@ def describe(value: Any) -> str:
 
 
 def error_text(exc: BaseException) -> str:
+    inner = getattr(exc, "inner_exception", None)  # dynamo's BackendCompilerFailed: the backend's
+    if isinstance(inner, BaseException):
+        return f"{type(exc).__name__}: {error_text(inner)}"[:500]
     text = str(exc).strip()
     first = text.splitlines()[0] if text else ""
     return (f"{type(exc).__name__}: {first}" if first else type(exc).__name__)[:500]

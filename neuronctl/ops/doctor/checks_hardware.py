@@ -7,6 +7,7 @@ from packaging.version import InvalidVersion, Version
 
 from neuronctl.chips import get_chip
 from neuronctl.manifest import Release
+from neuronctl.ops.doctor.device_fixes import probe_details, probe_fix
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.fixes import apt_install, install_fix, public, shell_join
 from neuronctl.ops.doctor.registry import HARDWARE, check
@@ -129,13 +130,13 @@ def check_runtime(f: Facts) -> CheckOutcome:
 @check("device.probe", "Device probe", level=2, gathers=("hardware", "probe"))
 def check_device(f: Facts) -> CheckOutcome:
     report = f.probe
-    details = tuple(f"{t.tier}: {t.status} ({t.detail}, {t.ms:g} ms)" for t in report.tiers)
+    details = probe_details(report)
     if report.outcome == "no-torch":
         if f.device == "auto":
             return CheckOutcome("skip", "torch is not installed in the target environment", None, details)
         return CheckOutcome("fail", f"--device {f.device}: torch is not installed", None, details)
     if not report.ok:
-        return CheckOutcome("fail", report.detail, None, details)
+        return CheckOutcome("fail", report.detail, probe_fix(f, report), details)
     if f.hardware.present and report.device != "neuron":
         tnx = f.env.get("torch-neuronx")
         if tnx is None or tnx.wrong_package:  # nothing Neuron to probe: no pass, and no verdict
@@ -151,6 +152,9 @@ def check_device(f: Facts) -> CheckOutcome:
         why = ("probe ran on cpu, not a Neuron device" if f.device == "neuron"
                else "torch works on cpu; no Neuron device here")
         return CheckOutcome("skip", f"{why} (torch {report.torch})", None, details)
+    if report.warnings:  # it works, and something about it will bite (autoload off, ...)
+        return CheckOutcome("warn", f"{report.detail} (torch {report.torch}); "
+                                    + "; ".join(report.warnings), None, details)
     return CheckOutcome("pass", f"{report.detail} (torch {report.torch})", None, details)
 
 

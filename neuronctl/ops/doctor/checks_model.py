@@ -42,6 +42,9 @@ def check_model(f: Facts) -> CheckOutcome:
                                    f"({probe.detail})")
     report = f.smoke
     label = f"{model.spec} ({model.origin})"
+    if report.ok and report.device == "cpu" and f.device != "cpu":  # no device verdict
+        return CheckOutcome("skip", f"{label} ran on cpu, not a Neuron device: a CPU run checks the "
+                                    "model, not a device", None, _details(report))
     if report.ok:
         speed = f"median step {report.median_ms:,.2f} ms" if report.median_ms is not None else ""
         if report.tokens_per_s:
