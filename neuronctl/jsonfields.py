@@ -41,7 +41,7 @@ class Fields:
             return default
         if not isinstance(value, str):
             raise self.fail(key, f"expected a string, got {_kind(value)}")
-        return value
+        return _one_line(self, key, value)
 
     def req_text(self, key: str) -> str:
         value = self.text(key)
@@ -59,6 +59,7 @@ class Fields:
         for i, item in enumerate(value):
             if not isinstance(item, str):
                 raise self.fail(f"{key}[{i}]", f"expected a string, got {_kind(item)}")
+            _one_line(self, f"{key}[{i}]", item)
         return list(value)
 
     def obj(self, key: str, *, required: bool = True) -> Fields | None:
@@ -94,6 +95,15 @@ class Fields:
 
     def __iter__(self) -> Iterator[str]:
         return iter(list(self.data.keys()))
+
+
+def _one_line(fields: Fields, key: str, value: str) -> str:
+    """Data text is one line of printable characters: a newline in a release note or a rule's
+    words would print as a line of its own (a fake `PASS`, a `::error` workflow command in CI)."""
+    if not value.isprintable():
+        bad = next(c for c in value if not c.isprintable())
+        raise fields.fail(key, f"expected one line of printable text, got {bad!a} in it")
+    return value
 
 
 def _kind(value: object) -> str:

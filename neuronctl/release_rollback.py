@@ -89,8 +89,25 @@ def rollbacks(manifest: Manifest, touched: Iterable[str]) -> list[Rollback]:
     return found
 
 
+def unorderable(manifest: Manifest, touched: Iterable[str]) -> list[tuple[str, str, str]]:
+    """(release, package, version) for each pin of an added or changed release that this check
+    cannot order (not a PEP 440 version, such as 2.18.0.0-dkms): it could hide a rollback, so
+    it is refused too (fail closed), never skipped."""
+    changed = set(touched)
+    return [(r.version, package.split(" ")[0], text) for r in manifest.releases
+            if r.version in changed for package, text in pins(r) if _version(text) is None]
+
+
 def refuse_rollbacks(manifest: Manifest, touched: Iterable[str], source: str) -> None:
-    """InputError (exit 2, nothing stored) naming the first rollback and how many there are."""
+    """InputError (exit 2, nothing stored) naming the first rollback and how many there are,
+    or the first pin the check cannot order."""
+    odd = unorderable(manifest, touched)
+    if odd:
+        release, package, text = odd[0]
+        raise InputError(f"{source}: refused: release {release} pins {package} {text!r}, not a "
+                         "version the rollback check can order; nothing was changed",
+                         hint="release data pins versions such as 2.31.8.0; check where this "
+                              "release data came from")
     found = rollbacks(manifest, touched)
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
@@ -100,4 +117,4 @@ def refuse_rollbacks(manifest: Manifest, touched: Iterable[str], source: str) ->
                               "where this release data came from")
 
 
-__all__ = ["Rollback", "pins", "refuse_rollbacks", "rollbacks"]
+__all__ = ["Rollback", "pins", "refuse_rollbacks", "rollbacks", "unorderable"]

@@ -242,7 +242,8 @@ def test_a_reservation_runs_on_its_own_nodes(cli, slurm: SlurmCluster, hosts: di
 
 def test_selection_values_are_checked_before_slurm_is_asked(cli) -> None:
     for flag, value in (("--account", "a b"), ("--qos", "-x"), ("--reservation", "r;id"),
-                        ("--exclude", "n1 n2"), ("--constraint", "-a"), ("--constraint", "a$(id)")):
+                        ("--exclude", "n1 n2"), ("--exclude", "--json"), ("--exclude", "-Mother"),
+                        ("--constraint", "-a"), ("--constraint", "a$(id)")):
         result = cli("fleet", "doctor", "--all", flag, value)
         assert result.code == 2, (flag, value, result)
         assert result.err.count("\n") == 1 and flag in result.err and "Traceback" not in result.err

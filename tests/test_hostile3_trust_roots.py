@@ -243,6 +243,38 @@ def test_an_older_compiler_or_torch_neuronx_is_a_rollback_too(cli, https) -> Non
     assert not stored_manifest_path().exists()
 
 
+def test_a_pin_the_rollback_check_cannot_order_is_refused_not_skipped(cli, https) -> None:
+    """A driver pinned as `2.18.0.0-dkms` (an RPM release field, not PEP 440) would pass a check
+    that skips what it cannot parse: refused, fail closed."""
+    state, url = https
+
+    def unparsable(data: dict) -> None:
+        new = json.loads(json.dumps(next(r for r in data["releases"] if r["version"] == "2.33.1"))
+                         .replace("2.14.3.0", "2.14.4.0"))
+        new.update(version="2.35.0", date="2027-01-20", status="ga", sources={"*": "rn-2.33.1"})
+        new["system"]["aws-neuronx-dkms"] = "2.18.0.0-dkms"
+        data["releases"].insert(0, new)
+
+    state.pages["/m.json"] = (200, _data(unparsable), {})
+    r = cli("releases", "update", "--from", f"{url}/m.json", "--accept-changes")
+    assert r.code == 2, r.err
+    assert "release 2.35.0 pins aws-neuronx-dkms '2.18.0.0-dkms', not a version" in r.err
+    assert not stored_manifest_path().exists()
+
+
+def test_a_redirect_hop_over_plain_http_is_refused_even_back_to_https(cli, https, plain) -> None:
+    """https -> http -> https: whoever is on the plain hop chooses the data; every hop is checked,
+    not only where the redirects end."""
+    site, url = https
+    hop, hop_url = plain
+    hop.pages["/hop"] = (302, b"", {"Location": f"{url}/m.json"})
+    site.pages["/start"] = (302, b"", {"Location": f"{hop_url}/hop"})
+    site.pages["/m.json"] = (200, _data(), {})
+    r = cli("releases", "update", "--from", f"{url}/start")
+    assert r.code == 2 and "redirected to" in r.err and "plain http" in r.err, r.err
+    assert not stored_manifest_path().exists()
+
+
 def test_an_added_release_is_listed_with_its_source_and_the_store_records_where_and_when(
         cli, https) -> None:
     state, url = https

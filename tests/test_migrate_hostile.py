@@ -176,3 +176,14 @@ def test_no_file_content_crashes_the_scanner(versions, kind, data):
     scan = scan_file(kind, "setup.py" if kind == "python" else "f", data, versions)
     for cell, hit in scan.hits:
         assert hit.line >= 1 and hit.col >= 1 and (cell is None or cell >= 1)
+
+
+def test_a_file_name_with_a_newline_stays_one_line_in_the_diff(tmp_path, cli, monkeypatch):
+    """A name is data: `--diff`'s headers never carry its newline, so no `::error` workflow
+    command (or fake line) starts a line of the output."""
+    (tmp_path / "a\n::error file=x,line=1::INJECTED.py").write_text(
+        "import torch_xla.core.xla_model as xm\nd = xm.xla_device()\n")
+    monkeypatch.chdir(tmp_path)
+    r = cli("migrate", "--diff")
+    assert "+++ b/a?::error file=x,line=1::INJECTED.py" in r.out, r.out
+    assert not any(line.startswith("::") for line in (r.out + r.err).splitlines())

@@ -144,6 +144,9 @@ def test_unknown_source_id_and_bad_constraint_are_refused():
         parse_manifest(data, "m.json")
     data = load_bundled_manifest().to_json()
     data["releases"][0]["unpublished"]["nki"] = "==2.*\n--index-url x"
+    with pytest.raises(InputError, match=r"unpublished\.nki: expected one line of printable text"):
+        parse_manifest(data, "m.json")
+    data["releases"][0]["unpublished"]["nki"] = "==2.* --index-url x"
     with pytest.raises(InputError, match=r"unpublished\.nki: .* is not a version constraint"):
         parse_manifest(data, "m.json")
 

@@ -212,8 +212,11 @@ def _manifest_with_driver_need(need: str) -> dict:
 
 def test_a_rule_range_that_is_not_a_specifier_set_is_refused_at_load(cli, tmp_path) -> None:
     data = _manifest_with_driver_need(HOSTILE_RANGE)
-    with pytest.raises(InputError, match=r"m\.json: rules\[\d+\]\.need\.driver: .*not a version range"):
+    # Its newlines are refused as data text (one printable line); without them, as a range.
+    with pytest.raises(InputError, match=r"m\.json: rules\[\d+\]\.need\.driver: .*one line of printable"):
         parse_manifest(data, "m.json")
+    with pytest.raises(InputError, match=r"m\.json: rules\[\d+\]\.need\.driver: .*not a version range"):
+        parse_manifest(_manifest_with_driver_need(HOSTILE_RANGE.replace("\n", "")), "m.json")
     path = tmp_path / "hostile.json"
     path.write_text(json.dumps(data))
     r = cli("--manifest", str(path), "releases")
@@ -234,3 +237,12 @@ def test_ranges_are_kept_and_written_in_their_normal_form(given: str, normal: st
                              tool=ToolSource(wheel=f"dist/{WHEEL}", sha256="0" * 64))
     assert f'com.neuronctl.driver-range="{normal}"' in text
     assert f'NEURONCTL_IMAGE_DRIVER_RANGE="{normal}"' in text
+
+
+def test_a_dist_that_is_a_link_out_of_the_build_context_is_refused(cli, lock, tmp_path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (Path.cwd() / "dist").symlink_to(elsewhere)
+    code, text, err = dockerfile(cli)
+    assert code == 2 and "a link or not a folder" in err and text == ""
+    assert list(elsewhere.iterdir()) == []

@@ -104,8 +104,11 @@ def _fetch_url(url: str, timeout: float) -> bytes:
                                    "Accept-Encoding": "identity"}) as resp:
             if resp.status_code != 200:
                 raise FaultError(f"{shown}: HTTP {resp.status_code}; nothing was changed")
-            check_url(resp.url, f"{shown} redirected to")
-            secure_url(resp.url, f"{shown} redirected to")
+            # Every hop, not only where the redirects end: https -> http -> https lets whoever
+            # is on the plain hop choose the data.
+            for hop in [*(r.url for r in resp.history[1:]), resp.url]:  # history[0]: the source
+                check_url(hop, f"{shown} redirected to")
+                secure_url(hop, f"{shown} redirected to")
             if resp.headers.get("Content-Encoding", "identity").lower() != "identity":
                 raise InputError(f"{shown}: served with Content-Encoding "
                                  f"{resp.headers['Content-Encoding'][:40]!r}; expected none")

@@ -19,7 +19,8 @@ from neuronctl.errors import FaultError, InputError
 
 # Slurm account, QOS and reservation names: letters, digits, '.', '_', '-' (no leading '-').
 NAME = re.compile(r"[A-Za-z0-9._][A-Za-z0-9._-]{0,255}")
-HOST_LIST = re.compile(r"[A-Za-z0-9._,\[\]-]{1,4096}")
+# A host list reaches `scontrol show hostnames` as an argument: no leading '-' (an option).
+HOST_LIST = re.compile(r"[A-Za-z0-9._,\[\]][A-Za-z0-9._,\[\]-]{0,4095}")
 # Slurm's constraint syntax: features with & (and), | (or), [..] (matching or), *N (counts), ().
 CONSTRAINT = re.compile(r"[A-Za-z0-9._:\[(][A-Za-z0-9._:&|\[\]*()-]{0,1023}")
 FEATURE = re.compile(r"[A-Za-z0-9._:-]{1,256}")

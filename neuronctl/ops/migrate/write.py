@@ -13,8 +13,11 @@ from neuronctl.errors import FaultError
 
 
 def diff_text(shown: str, old: str, new: str) -> str:
+    # A file name is data: one line of printable characters in the headers (a newline in it
+    # would start a line of its own, such as a GitHub `::error` workflow command).
+    name = "".join(c if c.isprintable() else "?" for c in shown)
     return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                        f"a/{shown}", f"b/{shown}"))
+                                        f"a/{name}", f"b/{name}"))
 
 
 def write_back(root: Path, path: Path, read: bytes, new: str) -> None:

@@ -75,6 +75,11 @@ def build_self_wheel(out_dir: Path) -> SelfWheel:
     files[f"{info}/WHEEL"] = (f"Wheel-Version: 1.0\nGenerator: neuronctl {__version__}\n"
                               f"Root-Is-Purelib: true\nTag: {TAG}\n").encode()
     data = _zip(files, info)
+    if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
+        # A link would carry the wheel (and the replace of a file of its name) out of the
+        # build context, wherever the working directory's owner points it.
+        raise InputError(f"{out_dir}: a link or not a folder; the wheel is written only into a "
+                         "real folder in the build context")
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / wheel_name()
     write_bytes_atomic(path, data)
