@@ -97,14 +97,14 @@ def _sweep(python: str | None, layers: int, tiny: bool, train: bool, dtype: str,
            table: Path | None, strict: bool, limit: int | None, arch_filter: str | None,
            arch_timeout: float, memory_mb: int, fmt: str) -> int:
     from neuronctl.cli.coverage_report import SweepView
-    from neuronctl.cli.progress import CliReporter
+    from neuronctl.cli.progress import status_reporter
     from neuronctl.ops.coverage_sweep import SweepRequest, run_sweep
 
     app = get_app()
     target = target_python(python)
     request = SweepRequest(target.python, layers, tiny, train, dtype, table, limit, arch_filter,
                            arch_timeout, memory_mb, strict)
-    with CliReporter(lambda: app.console(stderr=True)) as reporter:
+    with status_reporter(lambda: app.console(stderr=True), shown=app.printer.chatty) as reporter:
         outcome = run_sweep(request, reporter)
     app.printer.emit(SweepView(outcome, target), fmt)
     return outcome.exit_code

@@ -21,7 +21,7 @@ from neuronctl.ops.coverage import (
     model_coverage,
 )
 from neuronctl.ops.coverage_table import table_document
-from neuronctl.ops.reporter import Reporter, StepDone, StepStarted, status
+from neuronctl.ops.reporter import Reporter, status
 from neuronctl.probes.coverage import ModelRun, run_coverage_script
 
 DEFAULT_ARCH_TIMEOUT = 300.0
@@ -142,20 +142,17 @@ def run_sweep(request: SweepRequest, reporter: Reporter) -> SweepOutcome:
             "train": request.train, "dtype": request.dtype, "device": "cpu", "origin": "--arch",
             "limit": request.limit, "arch_filter": request.arch_filter,
             "arch_timeout": request.arch_timeout, "memory_mb": request.memory_mb}
-    reporter.emit(StepStarted(f"coverage --all in {request.python}", "coverage"))
     reporter.emit(status("coverage: importing torch and transformers in the target"))
 
     def on_arch(i: int, n: int, name: str) -> None:
-        reporter.progress("coverage", f"architectures ({name})", i, n)
+        reporter.emit(status(f"coverage: {i} of {n} architectures done ({name})", i, n))
 
     budget = request.arch_timeout * (request.limit or 1000) + 120
     found = run_coverage_script(request.python, body, budget, on_arch=on_arch)
-    reporter.finished("coverage", f"{len(found.sweep)} architecture(s)")
     archs = tuple(_arch(run, request, found, table) for run in found.sweep)
     source = None
     if archs and any(a.coverage for a in archs):
         source = next(a.coverage.source.to_json() for a in archs if a.coverage is not None)
-    reporter.emit(StepDone(f"coverage --all: {found.outcome}", "coverage"))
     return SweepOutcome(found.outcome, found.detail, archs, source, found.torch,
                         found.transformers, request.strict)
 
