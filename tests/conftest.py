@@ -15,6 +15,8 @@ FACTS = SHARED / "NEURON-FACTS.md"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from standin import standin, standin_python  # noqa: E402, F401  (session fixtures: the stand-in backend)
+
 
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:

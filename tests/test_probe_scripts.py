@@ -105,6 +105,9 @@ def test_the_wheel_ships_the_scripts(tmp_path):
     names = zipfile.ZipFile(next(tmp_path.glob("neuronctl-*.whl"))).namelist()
     for name in ("__init__.py", *SCRIPTS, *HELPERS):
         assert f"neuronctl/probes/scripts/{name}" in names
+    # the stand-in backend is a test double: it never reaches the wheel
+    assert not [n for n in names if "standin" in n or n.startswith(("torch_neuronx", "rival_backend",
+                                                                      "_torch_neuronx_autoload"))]
 
 
 PLATFORM_SAYS = ("import json, platform, sys; print(json.dumps({'version': platform.python_version(), "
