@@ -54,13 +54,18 @@ def _confirm_lines(coverage: ModelCoverage) -> list[str]:
     confirm = coverage.confirm or {}
     if not confirm:
         return []
-    lines = [f"on {confirm.get('device')}: {confirm.get('device_ms')} ms; on CPU: "
-             f"{coverage.cpu_ms} ms (recorded)"]
+    lines = [f"one step on {confirm.get('device')}: {confirm.get('device_ms')} ms; on CPU: "
+             f"{confirm.get('cpu_ms')} ms"]
     for what, result in (confirm.get("compare") or {}).items():
-        if isinstance(result, dict):
-            verdict = "match" if result.get("ok") else "DIFFER"
-            lines.append(f"vs CPU {what}: {verdict}, max abs error {result.get('max_abs')} "
-                         f"({result.get('dtype')}: rtol {result.get('rtol')}, atol {result.get('atol')})")
+        if not isinstance(result, dict):
+            continue
+        verdict = "match" if result.get("ok") else "DIFFER"
+        if result.get("problem"):
+            lines.append(f"vs CPU {what}: {verdict}: {result.get('problem')}")
+        else:
+            lines.append(f"vs CPU {what}: {verdict}, max abs error {result.get('max_abs'):.3g} at "
+                         f"{result.get('worst')} ({result.get('dtype')}: rtol {result.get('rtol')}, "
+                         f"atol {result.get('atol')} of the largest value)")
     return lines
 
 

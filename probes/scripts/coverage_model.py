@@ -9,6 +9,7 @@ exactly as `smoke` takes it. It runs under a TorchDispatchMode that counts each 
 with its dtypes and the first module it ran in (global module hooks keep the module stack).
 """
 
+import contextlib
 import difflib
 import importlib
 import os
@@ -22,9 +23,10 @@ TINY = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
         "n_inner": 128, "d_model": 64, "ffn_dim": 128, "moe_intermediate_size": 64,
         "shared_expert_intermediate_size": 64, "num_experts": 4, "num_local_experts": 4,
         "num_experts_per_tok": 2, "kv_lora_rank": 16, "q_lora_rank": 32, "qk_rope_head_dim": 8,
-        "qk_nope_head_dim": 8, "v_head_dim": 16}
+        "qk_nope_head_dim": 8, "v_head_dim": 16, "rotary_dim": 8}
 """--tiny: the width fields a config has are set to these (those it lacks are left alone)."""
-LAYER_FIELDS = ("num_hidden_layers", "n_layer", "num_layers")
+LAYER_FIELDS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "encoder_layers",
+                "decoder_layers")
 DROPPED = ("quantization_config", "auto_map", "_name_or_path")
 """Config keys never honoured: a quantizer needs weights and packages; auto_map is remote code."""
 
@@ -81,19 +83,37 @@ def config_for(request: Dict[str, Any]) -> Any:
     return config
 
 
-def shrink(config: Any, layers: int, tiny: bool) -> Any:
-    """`layers` layers (every layer-count field the config has), and tiny widths with --tiny."""
-    for field in LAYER_FIELDS:
-        if hasattr(config, field):
-            setattr(config, field, layers)
-    for field in ("layer_types", "mlp_only_layers"):  # per-layer lists follow the new count
+def _set(config: Any, field: str, value: Any) -> None:
+    # a derived property (no setter): the config computes it from the fields that are set
+    with contextlib.suppress(AttributeError, TypeError, ValueError):
+        setattr(config, field, value)
+
+
+def _token_ids(config: Any) -> List[int]:
+    ids: List[int] = []
+    for field in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
         value = getattr(config, field, None)
-        if isinstance(value, list) and field == "layer_types" and len(value) > layers:
-            setattr(config, field, value[:layers])
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(item, int) and not isinstance(item, bool):
+                ids.append(item)
+    return ids
+
+
+def shrink(config: Any, layers: int, tiny: bool) -> Any:
+    """`layers` layers (every layer-count field the config has), and tiny widths with --tiny
+    (the vocabulary still holds the config's special token ids)."""
+    for field in LAYER_FIELDS:
+        if getattr(config, field, None) is not None:
+            _set(config, field, layers)
+    value = getattr(config, "layer_types", None)
+    if isinstance(value, list) and len(value) > layers:  # per-layer lists follow the new count
+        _set(config, "layer_types", value[:layers])
     if tiny:
-        for field, value in TINY.items():
+        for field, width in TINY.items():
             if getattr(config, field, None) is not None:
-                setattr(config, field, value)
+                _set(config, field, width)
+        if getattr(config, "vocab_size", None) is not None:
+            _set(config, "vocab_size", max([TINY["vocab_size"]] + [i + 1 for i in _token_ids(config)]))
     for sub in ("text_config", "decoder"):
         inner = getattr(config, sub, None)
         if inner is not None and inner is not config and hasattr(inner, "to_dict"):

@@ -12,9 +12,9 @@ argv: CHANNEL_FD REQUEST_JSON. The request's `mode`:
 
 Writes a hello line, {"type": "info"} facts, then {"type": "result"}: "ok", "fail" or
 "bad-input" (the model asked for cannot be used: exit 2). Classification asks PyTorch's
-dispatcher, never the backend's own words: a kernel registered for PrivateUse1 (or a composite
-kernel that decomposes on any backend) is native; what reaches a PrivateUse1 backend fallback
-runs on the CPU; the rest is unsupported. The product never registers a backend itself.
+dispatcher, never the backend's own words (Routes): a kernel registered for PrivateUse1 is
+native; what reaches a PrivateUse1 backend fallback runs on the CPU; the rest is unsupported.
+The product never registers a backend itself.
 """
 
 import copy
@@ -32,8 +32,8 @@ from typing import IO, Any, Callable, Dict, List, Optional
 
 HELLO = {"coverage": "neuronctl-coverage", "version": 1}
 HERE = os.path.dirname(os.path.abspath(__file__))
-NATIVE_KEYS = ("PrivateUse1", "CompositeExplicitAutogradNonFunctional",
-               "CompositeExplicitAutograd", "CompositeImplicitAutograd")
+COMPOSITE_KEYS = ("CompositeExplicitAutogradNonFunctional", "CompositeExplicitAutograd",
+                  "CompositeImplicitAutograd")
 CHILD_CAP = 8 * 1024 * 1024
 
 
@@ -85,22 +85,50 @@ def dist_version(dist: str, module: str) -> Optional[str]:
         return str(version) if version is not None else None
 
 
-def backend_class(name: str, fallback: bool, torch: Any) -> str:
-    """native / cpu_fallback / unsupported of one overload ('aten::add.Tensor'), as the
-    dispatcher would route it for a PrivateUse1 tensor."""
-    has = torch._C._dispatch_has_kernel_for_dispatch_key
-    try:
-        if any(has(name, key) for key in NATIVE_KEYS):
+class Routes:
+    """How PyTorch's dispatcher routes each ATen overload for a PrivateUse1 tensor (the order
+    of torch/_ops.py's resolve_key): a kernel of the backend's own is native; a composite
+    kernel (CompositeExplicitAutograd[NonFunctional]) runs on any backend, but a structured or
+    factory op's composite redispatches to its out= overload (aten::cos -> aten::cos.out), so it
+    is native only where the backend has those; what reaches the backend's fallback runs on the
+    CPU; anything else is unsupported."""
+
+    def __init__(self, torch: Any, fallback: bool) -> None:
+        self.has = torch._C._dispatch_has_kernel_for_dispatch_key
+        self.fallback = fallback
+        self.outs: Dict[str, List[str]] = {}
+        for name in torch._C._dispatch_get_all_op_names():
+            base, _, overload = name.partition(".")
+            if overload == "out" or overload.endswith("_out"):
+                self.outs.setdefault(base, []).append(name)
+
+    def own(self, name: str) -> bool:
+        try:
+            return bool(self.has(name, "PrivateUse1"))
+        except RuntimeError:  # no such operator in this torch
+            return False
+
+    def off_device(self) -> str:
+        return "cpu_fallback" if self.fallback else "unsupported"
+
+    def __call__(self, name: str) -> str:
+        if self.own(name):
             return "native"
-    except RuntimeError:  # no such operator registered in this torch
-        return "unsupported"
-    return "cpu_fallback" if fallback else "unsupported"
+        try:
+            composite = any(self.has(name, key) for key in COMPOSITE_KEYS)
+        except RuntimeError:
+            return "unsupported"
+        if not composite:
+            return self.off_device()
+        outs = [out for out in self.outs.get(name.partition(".")[0], []) if out != name]
+        return self.off_device() if any(not self.own(out) for out in outs) else "native"
 
 
 def classified(ops: List[Dict[str, Any]], found: Optional[Dict[str, Any]], torch: Any) -> None:
     if found and found.get("present"):
+        routes = Routes(torch, bool(found["fallback"]))
         for entry in ops:
-            entry["class"] = backend_class(entry["op"], found["fallback"], torch)
+            entry["class"] = routes(entry["op"])
 
 
 def make_model(request: Dict[str, Any], torch: Any) -> Any:
@@ -131,6 +159,10 @@ def on_device(model: Any, inputs: Any, request: Dict[str, Any], cpu: Dict[str, A
     """The same step on the neuron device, compared with the CPU run (smoke's tolerances)."""
     device, train = request["device"], bool(request["train"])
     moved = model.to(device)
+    if callable(getattr(moved, "tie_weights", None)):
+        # A backend whose tensors cannot take a CPU parameter's place gives .to() new parameters,
+        # untying shared ones (GPT-2's lm_head and wte); transformers ties them again.
+        moved.tie_weights()
     moved_inputs = judge_moved(inputs, device, torch)
     output, ms = timed(lambda: build.run_step(moved, moved_inputs, train, torch))
     sync = getattr(getattr(torch, device, None), "synchronize", None)
@@ -139,6 +171,30 @@ def on_device(model: Any, inputs: Any, request: Dict[str, Any], cpu: Dict[str, A
     got = snapshot(moved, output, train, torch)
     compared = {key: judge.compare(got[key], cpu[key], torch) for key in cpu}
     return {"device": device, "device_ms": ms, "compare": compared}
+
+
+def without_dropout(model: Any, torch: Any) -> Any:
+    """Dropout off (p=0) for the comparison: two random masks never match; the recording keeps
+    the dropout the model really runs."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.modules.dropout._DropoutNd):
+            module.p = 0.0
+    return model
+
+
+def confirm(reference: Any, request: Dict[str, Any], torch: Any) -> Dict[str, Any]:
+    """One step of untouched copies on CPU and on the device, both timed, compared."""
+    train = bool(request["train"])
+    cpu_model, cpu_inputs = copy.deepcopy(reference)
+    device_model, device_inputs = reference
+    cpu_model, device_model = without_dropout(cpu_model, torch), without_dropout(device_model, torch)
+    torch.manual_seed(0)
+    output, cpu_ms = timed(lambda: build.run_step(cpu_model, cpu_inputs, train, torch))
+    expected = snapshot(cpu_model, output, train, torch)
+    torch.manual_seed(0)
+    result = on_device(device_model, device_inputs, request, expected, torch)
+    result["cpu_ms"] = cpu_ms
+    return result
 
 
 def judge_moved(value: Any, device: str, torch: Any) -> Any:
@@ -168,11 +224,7 @@ def one(request: Dict[str, Any], torch: Any, found: Optional[Dict[str, Any]]) ->
     classified(ops, found, torch)
     result = {"result": "ok", "model": label, "params": params, "operators": ops, "cpu_ms": cpu_ms}
     if reference is not None:
-        ref_model, ref_inputs = reference
-        cpu_output = build.run_step(ref_model, ref_inputs, train, torch)
-        expected = snapshot(ref_model, cpu_output, train, torch)
-        result["confirm"] = on_device(copy.deepcopy(reference[0]), reference[1], request, expected,
-                                      torch)
+        result["confirm"] = confirm(reference, request, torch)
     return result
 
 
@@ -252,13 +304,12 @@ def table(torch: Any, found: Optional[Dict[str, Any]]) -> Dict[str, Any]:
         why = f" ({found['error']})" if found and found.get("error") else ""
         return {"result": "fail", "error": f"no Neuron backend in {sys.executable}: torch_neuronx "
                                            f"is not installed or did not register 'neuron'{why}"}
-    ops = {}
+    ops, routes = {}, Routes(torch, bool(found["fallback"]))
     for name in sorted(torch._C._dispatch_get_all_op_names()):
         if not name.startswith("aten::"):
             continue
         key = name if "." in name.partition("::")[2] else name + ".default"
-        ops[key] = {"native": "Y", "cpu_fallback": "CPU_FALLBACK", "unsupported": "N"}[
-            backend_class(name, found["fallback"], torch)]
+        ops[key] = {"native": "Y", "cpu_fallback": "CPU_FALLBACK", "unsupported": "N"}[routes(name)]
     return {"result": "ok", "ops": ops}
 
 
