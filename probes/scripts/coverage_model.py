@@ -52,6 +52,17 @@ def causal_archs() -> List[str]:
     return sorted(auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
 
 
+def warm(names: List[str]) -> None:
+    """Import each architecture's modeling module here, before the sweep forks: every child
+    finds it imported (a child's imports die with it). Imports only: a process that has run a
+    torch op forks children that deadlock in their first parallel op (the OpenMP pool)."""
+    auto = importlib.import_module("transformers.models.auto.modeling_auto")
+    configs = importlib.import_module("transformers.models.auto.configuration_auto").CONFIG_MAPPING
+    for name in names:
+        with contextlib.suppress(Exception):  # the child reports its own failure, with why
+            auto.MODEL_FOR_CAUSAL_LM_MAPPING[configs[name]]
+
+
 def _transformers() -> Any:
     try:
         return importlib.import_module("transformers")
@@ -243,30 +254,41 @@ class ModuleStack:
 
 def recorder_class(torch: Any) -> Any:
     dispatch = importlib.import_module("torch.utils._python_dispatch")
-    pytree = importlib.import_module("torch.utils._pytree")
+    tensor = torch.Tensor
 
     class Recorder(dispatch.TorchDispatchMode):  # type: ignore[misc, name-defined]
-        """Each ATen overload: calls, dtypes of its tensor arguments, first module."""
+        """Each ATen overload: calls, dtypes of its tensor arguments, first module. Kept cheap
+        (it runs on every ATen call): one dict lookup by the overload object, arguments looked
+        at one level deep (tensors, and lists of them as cat and stack take)."""
 
         def __init__(self, where: Callable[[], str]) -> None:
             super().__init__()
             self.where = where
             self.ops: Dict[str, Dict[str, Any]] = {}
+            self.by_func: Dict[Any, Dict[str, Any]] = {}
 
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            key = op_key(func)
-            entry = self.ops.get(key)
+            entry = self.by_func.get(func)
             if entry is None:
-                entry = self.ops[key] = {"op": key, "calls": 0, "dtypes": set(), "module": self.where()}
+                key = op_key(func)
+                entry = self.ops.get(key)
+                if entry is None:
+                    entry = self.ops[key] = {"op": key, "calls": 0, "dtypes": set(),
+                                             "module": self.where()}
+                self.by_func[func] = entry
             entry["calls"] += 1
-            for leaf in pytree.tree_leaves((args, kwargs or {})):
-                if isinstance(leaf, torch.Tensor):
-                    entry["dtypes"].add(str(leaf.dtype).replace("torch.", ""))
-            return func(*args, **(kwargs or {}))
+            dtypes = entry["dtypes"]
+            for arg in args:
+                if isinstance(arg, tensor):
+                    dtypes.add(arg.dtype)
+                elif isinstance(arg, (list, tuple)):
+                    dtypes.update(a.dtype for a in arg if isinstance(a, tensor))
+            if kwargs:
+                dtypes.update(v.dtype for v in kwargs.values() if isinstance(v, tensor))
+                return func(*args, **kwargs)
+            return func(*args)
 
     return Recorder
-
-
 def loss_of(output: Any, torch: Any) -> Any:
     """A model's own loss (transformers with labels), else the sum of its float outputs' means."""
     loss = getattr(output, "loss", None)
@@ -323,4 +345,5 @@ def record(model: Any, inputs: Any, train: bool, torch: Any) -> List[Dict[str, A
             run_step(model, inputs, train, torch, stack)
     finally:
         stack.close()
-    return [dict(entry, dtypes=sorted(entry["dtypes"])) for entry in recorder.ops.values()]
+    return [dict(entry, dtypes=sorted(str(d).replace("torch.", "") for d in entry["dtypes"]))
+            for entry in recorder.ops.values()]

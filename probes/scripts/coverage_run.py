@@ -284,6 +284,7 @@ def sweep(request: Dict[str, Any], torch: Any, found: Optional[Dict[str, Any]],
     if request.get("limit"):
         names = names[:int(request["limit"])]
     emit("info", archs=len(names))
+    build.warm(names)
     for i, name in enumerate(names, 1):
         read, write = os.pipe()
         started = time.perf_counter()
