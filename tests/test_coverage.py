@@ -275,3 +275,35 @@ def test_table_lookup_unit() -> None:
     assert table.lookup("aten::add.Tensor") == "unsupported"
     assert table.lookup("aten::add.Scalar") == "native"
     assert table.lookup("aten::sub.Tensor") == "unknown"
+
+
+# -- the sweep's bounds ----------------------------------------------------------------------------
+
+def test_the_sweep_bounds_each_childs_memory_and_time(cli) -> None:
+    """Configured widths (a 500 MB embedding): past --memory-mb the child fails as such, not as
+    an unbuildable architecture; past --arch-timeout it is killed. Either way the sweep ends."""
+    base = ("coverage", "--all", "--arch-filter", "^llama$", "--python", PY, "--json")
+    memory = json.loads(cli(*base, "--memory-mb", "256").out)
+    assert memory["counts"]["failed"] == 1 and memory["counts"]["unbuildable"] == 0
+    assert "out of memory: the child's bound, --memory-mb 256" in memory["archs"][0]["detail"]
+    timed = json.loads(cli(*base, "--arch-timeout", "1").out)
+    assert timed["archs"][0]["outcome"] == "timeout"
+    assert timed["archs"][0]["detail"] == "no result within 1s"
+
+
+def test_sweep_counts_keep_unbuildable_apart() -> None:
+    from neuronctl.ops.coverage import Operator, Source
+    from neuronctl.ops.coverage_sweep import ArchResult, SweepOutcome
+
+    def ran(name: str, *classes: str) -> ArchResult:
+        ops = tuple(Operator(f"aten::op{i}", 1, k, "m") for i, k in enumerate(classes))  # type: ignore[arg-type]
+        return ArchResult(name, "ok", "", ModelCoverage(name, "forward", "float32", ops,
+                                                        Source("table", "t")))
+
+    outcome = SweepOutcome("ok", "", (
+        ran("a", "native"), ran("b", "native", "cpu_fallback"), ran("c", "unsupported"),
+        ArchResult("d", "unbuildable", "ImportError: needs mamba_ssm"),
+        ArchResult("e", "timeout", "no result within 1s")))
+    assert outcome.counts() == {"total": 5, "ran": 3, "unbuildable": 1, "failed": 1, "native": 1,
+                                "fallback": 1, "unsupported": 1, "unknown": 0}
+    assert outcome.exit_code == 1 and "1 architecture(s) hit an unsupported" in str(outcome.failure)

@@ -46,6 +46,11 @@ def error_text(exc: BaseException) -> str:
     return (f"{type(exc).__name__}: {first}" if first else type(exc).__name__)[:500]
 
 
+def out_of_memory(exc: BaseException) -> bool:
+    """A Python MemoryError, or torch's allocator refusing (a RuntimeError in its words)."""
+    return isinstance(exc, MemoryError) or "can't allocate memory" in str(exc)
+
+
 def causal_archs() -> List[str]:
     """Every causal-LM (text-generation) model_type the installed transformers knows."""
     auto = importlib.import_module("transformers.models.auto.modeling_auto")
@@ -144,6 +149,8 @@ def hf_model(request: Dict[str, Any], torch: Any) -> Tuple[Any, Any, str]:
         except ValueError:  # not a causal LM: the base model
             model = transformers.AutoModel.from_config(config)
     except Exception as exc:
+        if out_of_memory(exc):  # the sweep's bound, not the architecture: said as such
+            raise MemoryError(error_text(exc)) from None
         raise Unbuildable(error_text(exc)) from None
     model = model.to(dtype)
     text = getattr(config, "text_config", None) or config

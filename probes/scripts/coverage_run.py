@@ -239,10 +239,10 @@ def child_run(request: Dict[str, Any], torch: Any, found: Optional[Dict[str, Any
         result = one(request, torch, found)
     except build.BadInput as exc:
         result = {"result": "unbuildable", "error": str(exc)[:500]}
-    except MemoryError:
-        result = {"result": "fail", "error": f"out of memory (bound {memory_mb} MiB)"}
     except BaseException as exc:
         result = {"result": "fail", "error": build.error_text(exc)}
+        if build.out_of_memory(exc):
+            result["error"] = f"out of memory: the child's bound, --memory-mb {memory_mb}, was reached"
     with os.fdopen(fd, "wb") as out:
         out.write(json.dumps(result).encode()[:CHILD_CAP])
     os._exit(0)
