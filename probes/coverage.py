@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -216,12 +217,19 @@ def run_coverage_script(python: str, request: Mapping[str, Any], timeout: float,
     """Run the coverage script in `python` with `request` (its JSON), at most `timeout` s."""
     proc_env = dict(os.environ if env is None else env)
     proc_env.setdefault("PYTHONUNBUFFERED", "1")
-    try:
-        script = TargetScript(python, "coverage_run.py", [json.dumps(dict(request))], env=proc_env,
-                              cwd=cwd, contain=True)
-    except OSError as exc:
-        return CoverageRun("error", f"cannot run {python}: {exc.strerror or exc}")
-    run = script.collect(timeout, CHANNEL_CAP, None if on_arch is None else arch_watcher(on_arch))
+    # The request (a config.json may be megabytes) goes in a private file, not argv: one argument
+    # is at most 128 KiB on Linux.
+    with tempfile.TemporaryDirectory(prefix="neuronctl-coverage-") as folder:
+        path = os.path.join(folder, "request.json")
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(dict(request), handle)
+        try:
+            script = TargetScript(python, "coverage_run.py", [path], env=proc_env, cwd=cwd,
+                                  contain=True)
+        except OSError as exc:
+            return CoverageRun("error", f"cannot run {python}: {exc.strerror or exc}")
+        run = script.collect(timeout, CHANNEL_CAP,
+                             None if on_arch is None else arch_watcher(on_arch))
     if run.channel_overflow:
         return CoverageRun("error", "the coverage script wrote more than its channel holds")
     return parse(run.channel_lines(), run.ending(timeout))

@@ -137,7 +137,9 @@ def test_a_local_config_json_builds_without_the_hub(cli, tmp_path: Path) -> None
     config.write_text(json.dumps({"model_type": "llama", "hidden_size": 32, "intermediate_size": 64,
                                   "num_attention_heads": 2, "num_key_value_heads": 1,
                                   "vocab_size": 100, "num_hidden_layers": 8,
-                                  "auto_map": {"AutoModel": "evil.Model"}}))
+                                  "auto_map": {"AutoModel": "evil.Model"},
+                                  "id2label": {str(i): f"label {i}" for i in range(20_000)}}))
+    assert config.stat().st_size > 256 * 1024  # more than one argv string may hold
     result = cli("coverage", "--config", str(config), "--layers", "1", "--python", PY,
                  "--format", "markdown")
     assert result.code == 0, result.err
@@ -240,7 +242,8 @@ def test_a_factory_that_raises_is_one_line_exit_2(cli, tmp_path: Path, monkeypat
 
 @pytest.mark.parametrize("args", [
     ("--arch", "llama", "--model", "a:b"), ("--layers", "0", "--arch", "llama"),
-    ("--all", "--arch", "llama"), ("--arch", "llama", "--limit", "3"), ("--arch", "../x"),
+    ("--all", "--arch", "llama"), ("--all", "--device", "neuron"),
+    ("--arch", "llama", "--limit", "3"), ("--arch", "../x"),
     ("--model", "not a spec"), ("--script", "/nonexistent/x.py"),
 ])
 def test_requests_wrong_on_their_face_run_nothing(cli, args: tuple[str, ...]) -> None:

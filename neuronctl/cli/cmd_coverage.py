@@ -72,9 +72,9 @@ def coverage(ctx: click.Context, arch: str | None, config_file: Path | None, mod
     fmt = _format(fmt, as_json)
     app = get_app()
     if sweep:
-        if arch or config_file or model or script:
-            raise InputError("--all runs every architecture: give it without --arch, --config, "
-                             "--model or --script")
+        if arch or config_file or model or script or device != "cpu":
+            raise InputError("--all runs every architecture on CPU: give it without --arch, "
+                             "--config, --model, --script or --device neuron")
         return _sweep(python, layers, tiny, train, dtype, table, strict, limit, arch_filter,
                       arch_timeout, memory_mb, fmt)
     if limit is not None or arch_filter is not None:

@@ -1,7 +1,7 @@
 # ruff: noqa: UP006, UP035, UP045  (runs in the target interpreter: whatever Python its torch needs, 3.8 on)
 """`neuronctl coverage` inside the target interpreter (see probes/coverage.py, which parses it).
 
-argv: CHANNEL_FD REQUEST_JSON. The request's `mode`:
+argv: CHANNEL_FD REQUEST_FILE (JSON, neuronctl's private file). The request's `mode`:
 - "one": build one model (coverage_model.py), record the operators of one step on CPU, classify
   them from the installed Neuron backend if there is one, and with device "neuron" run the same
   step on the device and compare it with the CPU run;
@@ -324,7 +324,8 @@ def open_channel(argv: List[str]) -> IO[str]:
 
 
 def main() -> int:
-    request = json.loads(sys.argv[2])
+    with open(sys.argv[2], encoding="utf-8") as handle:  # written by neuronctl, read once
+        request = json.load(handle)
     emit = emitter(open_channel(sys.argv))
     emit("hello", **HELLO)
     try:
