@@ -172,3 +172,39 @@ def test_the_sweep_in_json_and_filtered(cli, standin_python: Path) -> None:
     assert [a["name"] for a in doc["archs"]] == ["gpt2", "llama"]
     assert doc["counts"]["fallback"] == 2 and doc["counts"]["ran"] == 2
     assert all("aten::arange" in a["not_native"] for a in doc["archs"])
+
+
+RUN_ON_DEVICE = """
+import importlib.util, sys, torch
+spec = importlib.util.spec_from_file_location("m", sys.argv[1])
+m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+request = {"arch": sys.argv[2], "layers": 1, "tiny": True, "train": True, "dtype": "float32"}
+model, inputs, _ = m.hf_model(request, torch)
+model = model.to("neuron"); model.tie_weights()
+m.run_step(model, {k: v.to("neuron") for k, v in inputs.items()}, True, torch)
+"""
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt2"])
+def test_classes_agree_with_what_the_device_sends_to_its_fallback(arch: str, standin: Any,
+                                                                   tmp_path: Path) -> None:
+    """Ground truth: the same model's training step run on the stand-in device, its fallback
+    logging each op it runs on CPU. A recorded op without a kernel of its own whose out=
+    overload the device sent to the fallback must be classed cpu_fallback."""
+    import subprocess
+
+    model_py = Path(__file__).resolve().parents[1] / "probes" / "scripts" / "coverage_model.py"
+    env = standin.env(log_fallback="1")
+    ran = subprocess.run([str(standin.python), "-c", RUN_ON_DEVICE, str(model_py), arch],
+                         capture_output=True, text=True, env=env, timeout=300, check=True)
+    fell = {line.rsplit(" ", 1)[1] for line in ran.stdout.splitlines()
+            if line.startswith("neuron stand-in: CPU fallback for ")}
+    coverage = _coverage(standin.python, arch=arch, layers=1, train=True)
+    native = _native_ops()
+    checked = 0
+    for op in coverage.operators:
+        bases = {f.partition(".")[0] for f in fell}
+        if op.op not in native and op.op.partition(".")[0] in bases:
+            assert op.klass == "cpu_fallback", (op.op, sorted(fell))
+            checked += 1
+    assert checked >= 2, sorted(fell)

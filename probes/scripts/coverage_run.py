@@ -87,11 +87,14 @@ def dist_version(dist: str, module: str) -> Optional[str]:
 
 class Routes:
     """How PyTorch's dispatcher routes each ATen overload for a PrivateUse1 tensor (the order
-    of torch/_ops.py's resolve_key): a kernel of the backend's own is native; a composite
-    kernel (CompositeExplicitAutograd[NonFunctional]) runs on any backend, but a structured or
-    factory op's composite redispatches to its out= overload (aten::cos -> aten::cos.out), so it
-    is native only where the backend has those; what reaches the backend's fallback runs on the
-    CPU; anything else is unsupported."""
+    of torch/_ops.py's resolve_key): a kernel of the backend's own is native. A composite kernel
+    (CompositeExplicitAutograd[NonFunctional]) runs on any backend, but a structured or factory
+    op's composite redispatches to its out= overload's backend kernel (aten::cos -> aten::cos.out,
+    aten::arange -> aten::arange.start_out, aten::nll_loss_forward -> its .output): native only
+    where the backend has those kernels.
+    (An out= overload that is itself composite, generated around the functional op, is not one
+    of them: aten::empty_like.out.) What reaches the backend's fallback runs on the CPU; anything
+    else is unsupported."""
 
     def __init__(self, torch: Any, fallback: bool) -> None:
         self.has = torch._C._dispatch_has_kernel_for_dispatch_key
@@ -99,7 +102,11 @@ class Routes:
         self.outs: Dict[str, List[str]] = {}
         for name in torch._C._dispatch_get_all_op_names():
             base, _, overload = name.partition(".")
-            if overload == "out" or overload.endswith("_out"):
+            try:  # an out= overload by its schema (aten::nll_loss_forward.output is one)
+                schema = torch._C._get_schema(base, overload)
+            except RuntimeError:
+                continue
+            if any(argument.is_out for argument in schema.arguments):
                 self.outs.setdefault(base, []).append(name)
 
     def own(self, name: str) -> bool:
@@ -120,7 +127,8 @@ class Routes:
             return "unsupported"
         if not composite:
             return self.off_device()
-        outs = [out for out in self.outs.get(name.partition(".")[0], []) if out != name]
+        outs = [out for out in self.outs.get(name.partition(".")[0], []) if out != name
+                and not any(self.has(out, key) for key in COMPOSITE_KEYS)]
         return self.off_device() if any(not self.own(out) for out in outs) else "native"
 
 
