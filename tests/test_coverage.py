@@ -310,3 +310,20 @@ def test_sweep_counts_keep_unbuildable_apart() -> None:
     assert outcome.counts() == {"total": 5, "ran": 3, "unbuildable": 1, "failed": 1, "native": 1,
                                 "fallback": 1, "unsupported": 1, "unknown": 0}
     assert outcome.exit_code == 1 and "1 architecture(s) hit an unsupported" in str(outcome.failure)
+
+
+def test_a_model_that_raises_in_forward_fails_exit_1(cli, tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "boom.py").write_text(textwrap.dedent('''
+        import torch
+
+        class Boom(torch.nn.Linear):
+            def forward(self, x):
+                raise RuntimeError("boom in forward")
+
+        def make():
+            return Boom(4, 4), torch.randn(2, 4)
+    '''))
+    monkeypatch.chdir(tmp_path)
+    result = cli("coverage", "--model", "boom:make", "--python", PY)
+    assert result.code == 1
+    assert "fail: coverage failed: RuntimeError: boom in forward" in result.out

@@ -23,6 +23,8 @@ WORDS = {"native": "native", "cpu_fallback": "cpu fallback", "unsupported": "uns
 
 @dataclass(frozen=True)
 class CoverageView:
+    """`neuronctl coverage`'s result for one model, in the target it chose."""
+
     outcome: CoverageOutcome
     target: TargetPython
 
@@ -33,12 +35,16 @@ class CoverageView:
 
 @dataclass(frozen=True)
 class SweepView:
+    """`neuronctl coverage --all`'s result, in the target it chose."""
+
     outcome: SweepOutcome
     target: TargetPython
 
 
 @dataclass(frozen=True)
 class TableView:
+    """`neuronctl coverage table`'s result and the file it wrote."""
+
     outcome: TableOutcome
     target: TargetPython
     path: Path

@@ -53,6 +53,8 @@ class CoverageRequest:
 
 @dataclass(frozen=True)
 class Operator:
+    """One ATen overload the model ran, classified."""
+
     op: str
     calls: int
     klass: Class
@@ -78,6 +80,8 @@ class Source:
 
 @dataclass(frozen=True)
 class Summary:
+    """How many operators fall in each class."""
+
     total: int = 0
     native: int = 0
     cpu_fallback: int = 0

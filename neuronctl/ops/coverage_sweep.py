@@ -31,6 +31,8 @@ TABLE_TIMEOUT = 300.0
 
 @dataclass(frozen=True)
 class SweepRequest:
+    """What `coverage --all` was asked: how to build each architecture, which, and the bounds."""
+
     python: str
     layers: int = 2
     tiny: bool = False
@@ -77,6 +79,8 @@ class ArchResult:
 
 @dataclass(frozen=True)
 class SweepOutcome:
+    """How the sweep ended: each architecture's result, and where the classes came from."""
+
     outcome: str
     detail: str
     archs: tuple[ArchResult, ...] = ()
@@ -159,6 +163,8 @@ def run_sweep(request: SweepRequest, reporter: Reporter) -> SweepOutcome:
 
 @dataclass(frozen=True)
 class TableOutcome:
+    """`coverage table`'s result: the table document, or why there is none."""
+
     outcome: str
     detail: str
     document: dict[str, Any] | None = None

@@ -297,9 +297,12 @@ def sweep(request: Dict[str, Any], torch: Any, found: Optional[Dict[str, Any]],
         read, write = os.pipe()
         started = time.perf_counter()
         pid = os.fork()
-        if pid == 0:
-            os.close(read)
-            child_run(dict(request, arch=name), torch, found, write, int(request["memory_mb"]))
+        if pid == 0:  # the child never returns into this loop, whatever happens in it
+            try:
+                os.close(read)
+                child_run(dict(request, arch=name), torch, found, write, int(request["memory_mb"]))
+            finally:
+                os._exit(1)
         os.close(write)
         result = wait_child(pid, read, float(request["arch_timeout"]))
         result.update(name=name, i=i, n=len(names),
