@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                  "Fetch a lock's files into a verified wheelhouse for offline installs."),
     "doctor": ("neuronctl.cli.cmd_doctor", "doctor",
                "Check a PyTorch-on-Neuron environment; CI-grade verdict."),
+    "coverage": ("neuronctl.cli.cmd_coverage", "coverage",
+                 "Which operators a model runs, and which fall back to CPU on Neuron."),
     "cost": ("neuronctl.cli.cmd_cost", "cost", "Cost per million tokens and per job, per instance type."),
     "detect": ("neuronctl.cli.cmd_detect", "detect", "Show the Neuron hardware on this machine."),
     "env": ("neuronctl.cli.cmd_env", "env", "Dump the environment for a bug report."),

@@ -26,6 +26,7 @@ FileWriter = Callable[[Any, Path], None]
 
 _CACHE = "neuronctl.cli.cache_report"
 _COST = "neuronctl.cli.cost_report"
+_COVERAGE = "neuronctl.cli.coverage_report"
 _DOCTOR = "neuronctl.cli.doctor_report"
 _FLEET = "neuronctl.cli.fleet_report"
 _HARDWARE = "neuronctl.cli.hardware_report"
@@ -47,6 +48,14 @@ RENDERERS: dict[tuple[str, str], str] = {
     ("neuronctl.ops.cost.CostOutcome", "json"): f"{_COST}:costs_json",
     ("neuronctl.cli.cost_report.PriceList", "text"): f"{_COST}:print_prices",
     ("neuronctl.cli.cost_report.PriceList", "json"): f"{_COST}:prices_json",
+    ("neuronctl.cli.coverage_report.CoverageView", "text"): f"{_COVERAGE}:print_coverage",
+    ("neuronctl.cli.coverage_report.CoverageView", "json"): f"{_COVERAGE}:coverage_json",
+    ("neuronctl.cli.coverage_report.CoverageView", "markdown"): f"{_COVERAGE}:coverage_markdown",
+    ("neuronctl.cli.coverage_report.SweepView", "text"): f"{_COVERAGE}:print_sweep",
+    ("neuronctl.cli.coverage_report.SweepView", "json"): f"{_COVERAGE}:sweep_json",
+    ("neuronctl.cli.coverage_report.SweepView", "markdown"): f"{_COVERAGE}:sweep_markdown",
+    ("neuronctl.cli.coverage_report.TableView", "text"): f"{_COVERAGE}:print_table",
+    ("neuronctl.cli.coverage_report.TableView", "json"): f"{_COVERAGE}:table_json",
     ("neuronctl.cli.doctor_report.DoctorView", "text"): f"{_DOCTOR}:print_view",
     ("neuronctl.cli.doctor_report.DoctorView", "json"): f"{_DOCTOR}:view_json",
     ("neuronctl.cli.doctor_report.DoctorView", "junit"): f"{_DOCTOR}:print_junit",
@@ -100,6 +109,7 @@ RENDERERS: dict[tuple[str, str], str] = {
 
 FILE_RENDERERS: dict[tuple[str, str], str] = {
     # (the outcome's type; the format of -o FILE): module:function(outcome) -> the file's text
+    ("neuronctl.cli.coverage_report.TableView", "json"): f"{_COVERAGE}:table_file",
     ("neuronctl.cli.doctor_report.DoctorView", "text"): f"{_DOCTOR}:plain_file",
     ("neuronctl.cli.doctor_report.DoctorView", "json"): f"{_DOCTOR}:json_file",
     ("neuronctl.cli.doctor_report.DoctorView", "junit"): f"{_DOCTOR}:junit_file",
