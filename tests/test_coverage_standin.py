@@ -136,6 +136,8 @@ def test_device_confirmation_with_train_compares_gradients(cli, standin_python: 
     confirm = json.loads(result.out)["confirm"]
     assert set(confirm["compare"]) == {"outputs", "gradients"}
     assert confirm["compare"]["outputs"]["ok"] is True
+    assert confirm["compare"]["gradients"]["ok"] is True, confirm["compare"]["gradients"]
+    assert result.code == 0, result.out
 
 
 def test_device_neuron_without_a_backend_fails_saying_why(cli) -> None:
