@@ -13,6 +13,7 @@ import hashlib
 import http.server
 import os
 import subprocess
+import tempfile
 import textwrap
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -52,9 +53,26 @@ def build_deb(work: Path, deb: FakeDeb) -> Path:
     return out
 
 
+def short_home(home: Path) -> Path:
+    """`home` through a short link in /tmp: gpg puts its agent's sockets in the home folder, and
+    a socket path over 107 bytes (a deep pytest tmp_path, more so under pytest-xdist) fails
+    key generation with exit 2."""
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if len(str(home)) < 60:
+        return home
+    if home not in _SHORT:
+        link = Path(tempfile.mkdtemp(prefix="g", dir="/tmp")) / "h"
+        link.symlink_to(home)
+        _SHORT[home] = link
+    return _SHORT[home]
+
+
+_SHORT: dict[Path, Path] = {}
+
+
 def gpg_key(home: Path, name: str = "Test Neuron Repo <repo@example.invalid>") -> str:
     """A throwaway signing key in `home` (its own GNUPGHOME); its fingerprint."""
-    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    home = short_home(home)
     gpg = ["gpg", "--homedir", str(home), "--batch", "--pinentry-mode", "loopback",
            "--passphrase", ""]
     subprocess.run([*gpg, "--quick-gen-key", name, "ed25519", "sign", "never"], check=True,
@@ -65,8 +83,8 @@ def gpg_key(home: Path, name: str = "Test Neuron Repo <repo@example.invalid>") -
 
 
 def _gpg(home: Path) -> list[str]:
-    return ["gpg", "--homedir", str(home), "--batch", "--yes", "--pinentry-mode", "loopback",
-            "--passphrase", ""]
+    return ["gpg", "--homedir", str(short_home(home)), "--batch", "--yes", "--pinentry-mode",
+            "loopback", "--passphrase", ""]
 
 
 @dataclass

@@ -69,11 +69,20 @@ def test_manifest_status_and_notes_print_without_their_escapes(cli, tmp_path):
     release["notes"] = [f"note{EVIL}"]
     manifest = tmp_path / "m.json"
     manifest.write_text(json.dumps(data))
+    # Data text is one printable line: escapes are refused where the manifest is read, in one
+    # safe line naming the field (none of them reaches the terminal).
+    for args in (["releases"], ["releases", "show", release["version"]]):
+        r = cli("--manifest", str(manifest), *args)
+        assert r.code == 2 and "releases[0].status: expected one line of printable text" in r.err
+        assert not acts_on_a_terminal(r.out + r.err) and len(r.err.splitlines()) == 1, r.err
+    # Printable markup is data too: printed as it is, never interpreted.
+    release["status"] = "beta[red]rm[/red]"
+    release["notes"] = ["note [red]rm[/red][link=http://evil.example]x[/link]"]
+    manifest.write_text(json.dumps(data))
     for args in (["releases"], ["releases", "show", release["version"]]):
         r = cli("--manifest", str(manifest), *args)
         assert r.code == 0, r.err
-        assert "RED" in r.out and not acts_on_a_terminal(r.out + r.err), r.out[:3000]
-        assert "[red]rm[/red]" in r.out
+        assert "[red]rm[/red]" in r.out and not acts_on_a_terminal(r.out + r.err), r.out[:3000]
 
 
 @pytest.mark.parametrize("args", [

@@ -25,6 +25,7 @@ from apt_repo import (
     build_repo,
     gpg_key,
     serve,
+    short_home,
     write_tool,
 )
 from setup_sysroots import KERNEL, build_setup_host
@@ -111,7 +112,7 @@ def env_for(tmp_path: Path, root: Path, repo: AptRepo, url: str, *,
         # What a user's shell may hold: none of it changes the plan.
         "KERNEL": "0.0-wrong", "VENV": "/wrong", "KEYRING": "/wrong", "SETUP_ROOT": "/wrong",
         "FAKE_APT_LOG": str(tmp_path / "apt.log"),
-        "FAKE_APT_POOL": str(repo.root / "pool" / "main"), "GNUPGHOME": str(gnupg)})
+        "FAKE_APT_POOL": str(repo.root / "pool" / "main"), "GNUPGHOME": str(short_home(gnupg))})
 
 
 def run_script(plan: SetupPlan, env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
