@@ -5,9 +5,7 @@ worded one way."""
 
 from __future__ import annotations
 
-import glob
 import json
-import os
 import sys
 
 import pytest
@@ -15,15 +13,14 @@ import pytest
 from neuronctl.cli.env_report import _collect_env_lines
 
 VERDICT = ("pass: ", "warn: ", "fail: ")
-_PYENV = os.environ.get("PYENV_ROOT") or ""
 
 
 def _bare_python() -> str:
-    """A Python with no torch: the smoke and probe outcome 'no-torch'."""
-    found = sorted(glob.glob(os.path.join(_PYENV, "versions", "3.1[2-3]*", "bin", "python")))
-    if not found:
-        pytest.fail(f"no Python 3.12/3.13 under {_PYENV}/versions (the test machine has them)")
-    return found[0]
+    """A Python with no torch: the smoke and probe outcome 'no-torch' (found by path, as
+    wheels.find_python finds every interpreter: PYENV_ROOT need not be set)."""
+    from wheels import find_python
+
+    return find_python("3.12")
 
 
 def test_the_doctor_verdict_line_is_lower_case(cli, tmp_path):

@@ -47,8 +47,10 @@ def test_uv_installs_the_pylock(cli, uni, tmp_path):
 
 def test_pip_installs_the_requirements_export_with_hashes_and_no_index(cli, uni, tmp_path):
     assert cli("lock", *uni.index_flags(), "--python", "3.12", "-o", "requirements.txt").code == 0
-    venv = make_venv(tmp_path / "v", find_python("3.12"))
-    r = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv), "install", "-q",
+    # The venv's own pip (its Python's bundled one): a stock python3's older pip cannot run
+    # under 3.12 through --python.
+    venv = make_venv(tmp_path / "v", find_python("3.12"), with_pip=True)
+    r = subprocess.run([str(venv), "-m", "pip", "install", "-q",
                         "--require-hashes", "-r", "requirements.txt"],
                        check=False, capture_output=True, text=True, env=tool_env(tmp_path))
     assert r.returncode == 0, r.stderr
@@ -59,8 +61,8 @@ def test_pip_installs_the_requirements_export_with_hashes_and_no_index(cli, uni,
     text = Path("requirements.txt").read_text()
     first = text.index("--hash=sha256:") + len("--hash=sha256:")
     Path("bad.txt").write_text(text[:first] + "0" * 64 + text[first + 64:])
-    venv2 = make_venv(tmp_path / "v2", find_python("3.12"))
-    r = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv2), "install", "-q",
+    venv2 = make_venv(tmp_path / "v2", find_python("3.12"), with_pip=True)
+    r = subprocess.run([str(venv2), "-m", "pip", "install", "-q",
                         "--require-hashes", "-r", "bad.txt"], check=False, capture_output=True, text=True,
                        env=tool_env(tmp_path))
     assert r.returncode != 0 and "HASHES" in r.stderr.upper()

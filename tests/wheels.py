@@ -75,12 +75,35 @@ def make_venv(path: Path, python: str | None = None, *, with_pip: bool = False) 
 
 
 def pip_install(venv_python: Path, wheels: list[Path]) -> None:
-    """Install with the real pip (ours, aimed at the venv), offline and without dependencies."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    """Install with the real pip (ours, aimed at the venv), offline and without dependencies;
+    with the real uv where our pip cannot run under the venv's Python (a stock Debian python3's
+    venv bundles pip 23.0.1, whose pkg_resources breaks on Python 3.12: `--python` re-runs pip
+    under the target)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
     env["PIP_CONFIG_FILE"] = os.devnull
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv_python), "install", "-q",
-                    "--no-index", "--no-deps", "--no-cache-dir", *map(str, wheels)],
-                   check=True, capture_output=True, env=env)
+    if _pip_runs_under(venv_python):
+        argv = [sys.executable, "-m", "pip", "--python", str(venv_python), "install", "-q",
+                "--no-index", "--no-deps", "--no-cache-dir"]
+    else:
+        env.update(UV_NO_CONFIG="1", UV_PYTHON_DOWNLOADS="never")
+        argv = [str(Path(sys.executable).parent / "uv"), "pip", "install", "-q", "--python",
+                str(venv_python), "--no-index", "--no-deps", "--no-cache"]
+    subprocess.run([*argv, *map(str, wheels)], check=True, capture_output=True, env=env)
+
+
+def _pip_runs_under(venv_python: Path) -> bool:
+    """Whether this environment's pip runs under `venv_python` (pip supports Python 3.12 from
+    23.2 on)."""
+    from importlib.metadata import version
+
+    from packaging.version import Version
+
+    cfg = Path(venv_python).parent.parent / "pyvenv.cfg"
+    text = cfg.read_text() if cfg.is_file() else ""
+    found = [line.split("=", 1)[1].strip() for line in text.splitlines()
+             if line.split("=", 1)[0].strip() in ("version", "version_info")]
+    minor = tuple(int(x) for x in found[0].split(".")[:2]) if found else sys.version_info[:2]
+    return minor < (3, 12) or Version(version("pip")) >= Version("23.2")
 
 
 def site_packages(venv: Path) -> Path:
