@@ -25,8 +25,13 @@ FEATURES = {"node1": "trn2,efa", "node2": "trn1"}
 START_LIMIT_S = 30.0
 
 
+# Debian installs the daemons in /usr/sbin, which a user's PATH (or CI's narrow one) may lack.
+SBIN_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
+
+
 def slurm_available() -> bool:
-    return all(shutil.which(t) for t in ("munged", "slurmctld", "slurmd", "srun", "scontrol", "sinfo"))
+    return all(shutil.which(t, path=SBIN_PATH)
+               for t in ("munged", "slurmctld", "slurmd", "srun", "scontrol", "sinfo"))
 
 
 def _free_ports(count: int) -> list[int]:
@@ -151,6 +156,12 @@ PartitionName=neuron Nodes={','.join(NODES)} Default=YES MaxTime=10 State=UP
 """
 
 
+def _daemon(name: str) -> str:
+    found = shutil.which(name, path=SBIN_PATH)
+    assert found, name
+    return found
+
+
 def _spawn(argv: list[str], env: dict[str, str], log: Path) -> int:
     with log.open("ab") as out:
         proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
@@ -189,14 +200,14 @@ def running_cluster(root: Path) -> Iterator[SlurmCluster]:
     cluster._write_prolog_env()
     try:
         cluster.pids["munged"] = _spawn(
-            ["munged", "-F", "-f", "--key-file", str(key), "--socket", str(root / "munge.sock"),
+            [_daemon("munged"), "-F", "-f", "--key-file", str(key), "--socket", str(root / "munge.sock"),
              "--pid-file", str(root / "munged.pid"), "--seed-file", str(root / "munge.seed"),
              "--log-file", str(root / "munged.log")], env, root / "munged.out.log")
         _wait_for(root / "munge.sock")
-        cluster.pids["slurmctld"] = _spawn(["slurmctld", "-D", "-i", "-f", str(conf)], env,
+        cluster.pids["slurmctld"] = _spawn([_daemon("slurmctld"), "-D", "-i", "-f", str(conf)], env,
                                            root / "slurmctld.out.log")
         for node in NODES:
-            cluster.pids[f"slurmd-{node}"] = _spawn(["slurmd", "-D", "-N", node, "-f", str(conf)],
+            cluster.pids[f"slurmd-{node}"] = _spawn([_daemon("slurmd"), "-D", "-N", node, "-f", str(conf)],
                                                     env, root / f"slurmd.{node}.out.log")
         cluster.wait_idle()
         yield cluster

@@ -71,6 +71,7 @@ REVIEWED_WHICH = {
     ("test_env_and_legacy.py", "python3"): "the stock /usr/bin/python3 the README starts from",
     ("slurm_cluster.py", "t"): "slurm-wlm and munge: .ci/run installs them, the README does not "
                                "(reported to the lead: the README should say so)",
+    ("slurm_cluster.py", "name"): "the same daemons, found in /usr/sbin too (a narrow PATH lacks it)",
     ("test_hostile3_parsers.py", "gpg"): "gnupg: .ci/run installs it and the README names it; "
                                          "the key tests skip, saying so, without it",
     ("test_hostile3_parsers.py", "sqv"): "Debian's sqv (Ubuntu 26.04's apt verifier): .ci/run "
