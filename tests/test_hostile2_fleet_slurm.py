@@ -6,6 +6,7 @@ string or Comment that imitates neuronctl's drain reason."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -119,7 +120,9 @@ def test_another_admins_drain_stays_whatever_features_or_comment_say(
             else:
                 assert outcome.action == "none", outcome
             shown = slurm.run("scontrol", "show", "node", "node1").stdout
-            assert "Reason=disk replacement [" in shown and "IDLE+DRAIN" in shown
+            # Still drained, for the other admin's reason. The base state is Slurm's: under load
+            # (two test workers) slurmd can miss SlurmdTimeout and the node reads DOWN+DRAIN.
+            assert "Reason=disk replacement [" in shown and re.search(r"State=[A-Z]+\+DRAIN", shown)
     finally:
         _update(slurm, "ActiveFeatures=", "AvailableFeatures=", "Comment=", "Extra=")
         _update(slurm, "State=RESUME")
