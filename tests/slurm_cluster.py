@@ -142,7 +142,9 @@ SchedulerType=sched/builtin
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SlurmctldTimeout=10
-SlurmdTimeout=5
+# Long enough that a slurmd starved by a busy test machine (two test workers) is not marked
+# down; a stopped one is still reported, by srun's launch error.
+SlurmdTimeout=30
 MessageTimeout=5
 # No message forwarding through other slurmd: a stopped node must not make its peer look unresponsive.
 TreeWidth=65533
