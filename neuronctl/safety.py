@@ -130,3 +130,16 @@ def open_regular(path: Path | str) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+def read_regular(path: Path, limit: int, where: str) -> bytes:
+    """A regular file's bytes (open_regular), at most `limit` (a whole number of MiB), or
+    InputError naming `where` ("--table t.json"): unreadable, or larger than the limit."""
+    try:
+        with open_regular(path) as handle:
+            raw = handle.read(limit + 1)
+    except OSError as exc:
+        raise InputError(f"{where}: cannot read it: {exc.strerror or exc}") from None
+    if len(raw) > limit:
+        raise InputError(f"{where}: larger than {limit // 2**20} MiB")
+    return raw

@@ -152,7 +152,7 @@ def render_markdown_summary(report: DoctorReport) -> str:
 def print_text(report: DoctorReport, console: Any, *, verbose: int, quiet: bool) -> None:
     from rich.text import Text
 
-    from neuronctl.cli.output import fitted_table, print_line, table_fits
+    from neuronctl.cli.output import fitting_table, print_line
 
     # Data goes in as Text, never as markup: a PCI address such as 0000:cd:00.0 or a message with
     # [brackets] prints as it is. A fix is a command to paste: never in a cell (it wrapped over
@@ -176,9 +176,9 @@ def print_text(report: DoctorReport, console: Any, *, verbose: int, quiet: bool)
                 for d in c.details:
                     text.append(f"\n  {d}", style="dim")
             rows.append([Text(c.status.upper(), style=STATUS_STYLES[c.status]), Text(c.id), text])
-        table = fitted_table(console, ["status", "check", "result"], rows, wrap=("result",),
-                             show_header=True, header_style="bold", expand=False)
-        if table_fits(console, table):
+        table = fitting_table(console, ["status", "check", "result"], rows, wrap=("result",),
+                              show_header=True, header_style="bold", expand=False)
+        if table is not None:
             console.print(table)
         else:  # off a terminal, or a word (a URL, a path) wider than it: the line form
             for row in rows:

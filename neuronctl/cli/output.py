@@ -184,12 +184,16 @@ def fitted_table(console: Any, headers: list[str], rows: list[list[Any]], *,
     return table
 
 
-def table_fits(console: Any, table: Any) -> bool:
-    """Whether `table` is drawn as a table: on a terminal wide enough for it whole. Off a
-    terminal (a CI log, a pipe, a file) and on a narrow terminal every table is the line form
-    instead (row_line): no column is dropped, no box character or padding written, no value
-    split, whatever COLUMNS says."""
-    return bool(console.is_terminal) and table.neuronctl_width <= console.width
+def fitting_table(console: Any, headers: list[str], rows: list[list[Any]], *,
+                  wrap: tuple[str, ...] = (), **table_options: Any) -> Any | None:
+    """The fitted_table to draw, or None: a table is drawn only on a terminal wide enough for it
+    whole. Off a terminal (a CI log, a pipe, a file; none is built there) and on a narrow one
+    every table is the line form instead (row_line): no column is dropped, no box character or
+    padding written, no value split, whatever COLUMNS says."""
+    if not console.is_terminal:
+        return None
+    table = fitted_table(console, headers, rows, wrap=wrap, **table_options)
+    return table if table.neuronctl_width <= console.width else None
 
 
 def cell_text(cell: Any) -> str:
@@ -207,13 +211,13 @@ def row_line(headers: list[str], row: list[Any]) -> str:
 
 def print_table(console: Any, headers: list[str], rows: list[list[Any]], *,
                 title: str | None = None, wrap: tuple[str, ...] = (), **table_options: Any) -> None:
-    """The one way a table is printed: a table where it fits on a terminal (table_fits), else
+    """The one way a table is printed: a table where it fits on a terminal (fitting_table), else
     the title and one line a row (row_line)."""
     from rich.text import Text
 
-    table = fitted_table(console, headers, rows, wrap=wrap,
-                         title=Text(title) if title else None, **table_options)
-    if table_fits(console, table):
+    table = fitting_table(console, headers, rows, wrap=wrap,
+                          title=Text(title) if title else None, **table_options)
+    if table is not None:
         console.print(table)
         return
     for line in ([title] if title else []) + [row_line(headers, row) for row in rows]:

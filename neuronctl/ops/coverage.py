@@ -185,15 +185,9 @@ class CoverageOutcome:
 
 def read_config(path: Path) -> dict[str, Any]:
     """--config FILE: a JSON object with a model_type, bounded; else exit 2 in one line."""
-    from neuronctl.safety import open_regular
+    from neuronctl.safety import read_regular
 
-    try:
-        with open_regular(path.expanduser()) as handle:
-            raw = handle.read(MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        raise InputError(f"--config {path}: cannot read it: {exc.strerror or exc}") from None
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise InputError(f"--config {path}: larger than {MAX_CONFIG_BYTES // 2**20} MiB")
+    raw = read_regular(path.expanduser(), MAX_CONFIG_BYTES, f"--config {path}")
     try:
         data = json.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from neuronctl.errors import InputError
-from neuronctl.safety import open_regular
+from neuronctl.safety import read_regular
 
 MAX_BYTES = 16 * 1024 * 1024
 SCHEMA = 1
@@ -117,13 +117,7 @@ def read_table(path: Path, flag: str = "--table") -> OpTable:
     """A table file (JSON or CSV, told apart by its first character), or exit 2 naming the file
     and line."""
     shown = str(path)
-    try:
-        with open_regular(path.expanduser()) as handle:
-            raw = handle.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise InputError(f"{flag} {shown}: cannot read it: {exc.strerror or exc}") from None
-    if len(raw) > MAX_BYTES:
-        raise InputError(f"{flag} {shown}: larger than {MAX_BYTES // 2**20} MiB")
+    raw = read_regular(path.expanduser(), MAX_BYTES, f"{flag} {shown}")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:

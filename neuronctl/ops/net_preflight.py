@@ -19,12 +19,17 @@ def index_hosts(routing: IndexRouting, roots: Iterable[str]) -> list[Host]:
     (most dependencies), the roots' own and the family patterns' (a CUDA torch's nvidia-*);
     an index only named in routes for packages nobody asks for (a fallback lock's Neuron
     index) is not needed, and not tried. A dependency routed elsewhere still fails as before."""
-    used = dict.fromkeys([routing.default, *(routing.index_for(n) for n in roots),
-                          *routing.patterns.values()])
     return [Host(f"index '{name}'", f"{str(routing.indexes[name]).rstrip('/')}/",
                  f"to use a mirror: --index {name}=URL, {env_var_for(name)}=URL or config "
                  f"`indexes`")
-            for name in used if name in routing.indexes]
+            for name in used_indexes(routing, roots)]
+
+
+def used_indexes(routing: IndexRouting, roots: Iterable[str]) -> list[str]:
+    """The names of the indexes a resolution of `roots` reads (see index_hosts), in order."""
+    used = dict.fromkeys([routing.default, *(routing.index_for(n) for n in roots),
+                          *routing.patterns.values()])
+    return [name for name in used if name in routing.indexes]
 
 
 LOCK_FILES = ("the lock's files are there: lock against a mirror (neuronctl lock --index "
@@ -46,14 +51,12 @@ def preflight_stack(stack: StackRequest, fetcher: Fetcher) -> None:
     """Before a resolution: its inputs (a bad --with is exit 2, not a network error), then
     every index it can reach for, at once (offline: every root page the cache lacks, at once)."""
     roots = [r.name for r in root_requirements(stack.plan, stack.requirements)]
-    hosts = index_hosts(stack.routing, roots)
     if fetcher.offline:
-        offline_gaps(stack.routing, roots, hosts, fetcher)
-    preflight(hosts, fetcher)
+        offline_gaps(stack.routing, roots, fetcher)
+    preflight(index_hosts(stack.routing, roots), fetcher)
 
 
-def offline_gaps(routing: IndexRouting, roots: Sequence[str], hosts: list[Host],
-                 fetcher: Fetcher) -> None:
+def offline_gaps(routing: IndexRouting, roots: Sequence[str], fetcher: Fetcher) -> None:
     """--offline: the stack's own packages whose index page the cache lacks, every one of them
     and every index the resolution reads named in one error (not one index a try). A local
     index (file://) needs no cache."""
@@ -72,10 +75,10 @@ def offline_gaps(routing: IndexRouting, roots: Sequence[str], hosts: list[Host],
         return
     gaps = "; ".join(f"{', '.join(names)} on index '{index}' ({redact_url(str(routing.indexes[index]))})"
                      for index, names in missing.items())
-    others = [h for h in hosts if h.name.removeprefix("index '").rstrip("'") not in missing
-              and not h.url.startswith("file:")]
-    reads = f"; the resolution also reads {', '.join(f'{h.name} ({redact_url(h.url)})' for h in others)}" \
-        if others else ""
+    others = [f"index '{i}' ({redact_url(str(routing.indexes[i]).rstrip('/') + '/')})"
+              for i in used_indexes(routing, roots)
+              if i not in missing and not str(routing.indexes[i]).startswith("file:")]
+    reads = f"; the resolution also reads {', '.join(others)}" if others else ""
     raise FaultError(f"--offline: no cached index page for {gaps}{reads}",
                      hint="run it once online to fill the cache, or point each index at a mirror "
                           "or a local directory: --index NAME=URL (file:///DIR too)")
