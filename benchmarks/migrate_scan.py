@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from migrate_fixtures import DEVICE_ONLY, TRAIN_XLA
 
-from neuronctl.manifest import load_bundled_manifest
 from neuronctl.ops.migrate import MigrateRequest, migrate, native_versions
+from neuronctl.release.manifest import load_bundled_manifest
 
 PLAIN = '''\
 """Utilities for module {i}."""

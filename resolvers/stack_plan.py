@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from packaging.version import InvalidVersion
 
 from neuronctl.errors import InputError
-from neuronctl.manifest import Framework, Manifest, Release
+from neuronctl.release.model import Framework, Manifest, Release
 
 STACK_PACKAGES = ("neuronx-cc", "nki")
 """Release packages pinned next to torch and torch-neuronx (libneuronxla and torch-xla belong to

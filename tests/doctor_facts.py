@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from neuronctl.manifest import Manifest, load_bundled_manifest
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.probes.device import ProbeReport, TierResult
 from neuronctl.probes.hardware import Evidence, HardwareReport
@@ -15,6 +14,8 @@ from neuronctl.probes.hardware_signals import PciDevice, SysfsDevice
 from neuronctl.probes.legacy import LegacyReport, Signal
 from neuronctl.probes.pyenv import InstalledDist, PythonEnv
 from neuronctl.probes.sysroot import SysRoot
+from neuronctl.release.manifest import load_bundled_manifest
+from neuronctl.release.model import Manifest
 
 MANIFEST: Manifest = load_bundled_manifest()
 

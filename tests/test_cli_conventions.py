@@ -73,7 +73,7 @@ def test_no_color_and_json_schema(cli):
 
 
 def test_internal_error_is_one_line_without_traceback(monkeypatch, cli):
-    import neuronctl.manifest as manifest
+    import neuronctl.release.manifest as manifest
 
     def boom(*_a, **_k):
         raise RuntimeError("kaput")

@@ -154,7 +154,7 @@ def test_import_without_output_says_nothing_was_written_and_how(cli, tmp_path):
 def test_manifest_text_is_printed_as_it_is(cli, tmp_path):
     """A manifest is data: rich markup or emoji codes in it print verbatim (a stray '[/]' was an
     'internal error')."""
-    from neuronctl.manifest import load_bundled_manifest
+    from neuronctl.release.manifest import load_bundled_manifest
 
     data = load_bundled_manifest().to_json()
     data["releases"][0]["notes"] = ["see [/] :cd: [red]x"]
@@ -179,9 +179,9 @@ def test_import_is_an_operation_with_an_outcome(tmp_path):
     import dataclasses
 
     from neuronctl.errors import InputError
-    from neuronctl.manifest import parse_manifest
     from neuronctl.ops.releases import import_aws_manifest
     from neuronctl.ops.reporter import CollectingReporter
+    from neuronctl.release.manifest import parse_manifest
 
     reporter = CollectingReporter()
     out = tmp_path / "neuron.json"

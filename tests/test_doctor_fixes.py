@@ -84,7 +84,7 @@ def run_fix(cli, uni, words: list[str]):
 
 def scenarios(stacks, hosts, tmp_path):
     manifest = tmp_path / "neuron.json"
-    from neuronctl.manifest import load_bundled_manifest
+    from neuronctl.release.manifest import load_bundled_manifest
 
     manifest.write_text(json.dumps(load_bundled_manifest().to_json()))
     for stack in ("native", "legacy", "placeholder", "clash", "cuda", "empty"):

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from sysroots import build_host
 
-import neuronctl.manifest
 import neuronctl.probes.hardware
 import neuronctl.probes.imds
 import neuronctl.probes.pyenv
+import neuronctl.release.manifest
 import neuronctl.resolvers.pylock
 
 
@@ -36,14 +36,14 @@ LOCK = ('lock-version = "1.0"\ncreated-by = "test"\n\n'
 def fitting_release() -> str:
     """The newest bundled release whose Python range holds the Python running the tests."""
     minor = f"{sys.version_info.major}.{sys.version_info.minor}"
-    releases = neuronctl.manifest.load_bundled_manifest().releases
+    releases = neuronctl.release.manifest.load_bundled_manifest().releases
     return next(r.version for r in releases if minor in r.python and r.frameworks)
 
 
 def unfitting_release() -> str:
     """The newest bundled release whose Python range leaves out the Python running the tests."""
     minor = f"{sys.version_info.major}.{sys.version_info.minor}"
-    releases = neuronctl.manifest.load_bundled_manifest().releases
+    releases = neuronctl.release.manifest.load_bundled_manifest().releases
     return next(r.version for r in releases if minor not in r.python and r.frameworks)
 
 
@@ -78,7 +78,7 @@ def counts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Counter[str]:
 
     counting(neuronctl.probes.hardware, "gather_evidence", "hardware")
     counting(neuronctl.probes.imds, "imds_instance_type", "imds")  # disabled by conftest: no network
-    counting(neuronctl.manifest, "parse_manifest", "manifest")
+    counting(neuronctl.release.manifest, "parse_manifest", "manifest")
     counting(neuronctl.resolvers.pylock, "load_pylock", "lock")
     counting(neuronctl.probes.pyenv.Inspection, "result", "inspection")
     return seen

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from first_hour_pty import run_in_pty
 
-from neuronctl.manifest import load_bundled_manifest
 from neuronctl.ops.index_routing import IndexSources
 from neuronctl.ops.lock.request import StackSettings, build_lock_request, plan_request
 from neuronctl.ops.lock.run import lock
 from neuronctl.ops.reporter import CollectingReporter
+from neuronctl.release.manifest import load_bundled_manifest
 
 NEURONCTL = [sys.executable, "-m", "neuronctl"]
 FETCHING = re.compile(r"fetching (index pages|metadata): (\d+) of (\d+) \(([a-z0-9._-]+)\)")

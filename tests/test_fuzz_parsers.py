@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
 
 from neuronctl.errors import InputError
-from neuronctl.manifest import load_bundled_manifest
 from neuronctl.ops.install.source import from_lock
 from neuronctl.probes.pyenv import PythonEnv
+from neuronctl.release.manifest import load_bundled_manifest
 from neuronctl.resolvers.candidates import select_files
 from neuronctl.resolvers.pylock import load_pylock
 from neuronctl.resolvers.simple_index import parse_project_page

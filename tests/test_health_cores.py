@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from sysroots import build_host
 
-from neuronctl.manifest import load_bundled_manifest
 from neuronctl.ops.doctor.checks_cores import check_runtime_cores, compiler_lnc, parse_visible_cores
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.probes.sysroot import SysRoot
+from neuronctl.release.manifest import load_bundled_manifest
 
 
 def run(root: Path, **env: str):

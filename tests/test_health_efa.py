@@ -13,12 +13,12 @@ from health_sysroots import add_efa
 from slurm_cluster import SlurmCluster, running_cluster, slurm_available
 from sysroots import build_host
 
-from neuronctl.manifest import load_bundled_manifest
 from neuronctl.ops.doctor.checks_network import check_efa
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.run import select_checks
 from neuronctl.probes.efa import read_efa
 from neuronctl.probes.sysroot import SysRoot
+from neuronctl.release.manifest import load_bundled_manifest
 
 
 def facts(root: Path) -> Facts:

@@ -76,7 +76,7 @@ def _child_reads(module: str, call: str, path: Path) -> subprocess.CompletedProc
 @pytest.mark.parametrize(("module", "call"), [
     ("neuronctl.resolvers.pylock", "load_pylock(PATH)"),
     ("neuronctl.resolvers.pylock", "read_recorded(PATH, 'requirements')"),
-    ("neuronctl.manifest", "read_json_file(PATH)"),
+    ("neuronctl.release.manifest", "read_json_file(PATH)"),
     ("neuronctl.tomlfile", "read_toml(PATH, 'config file')"),
 ])
 def test_each_loader_refuses_a_fifo_unread(tmp_path, module, call):

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from sysroots import build_host, write
 
-from neuronctl.manifest import load_bundled_manifest
 from neuronctl.ops.bundle import BundleRequest, make_bundle
 from neuronctl.ops.bundle_items import ITEMS, Context
 from neuronctl.ops.doctor.checks_hardware import check_driver_and_kernel
@@ -30,6 +29,7 @@ from neuronctl.probes.system_facts import (
     read_device_access,
 )
 from neuronctl.probes.system_packages import read_system_packages
+from neuronctl.release.manifest import load_bundled_manifest
 
 SECRET = "PLANTEDhostsecret"
 NETRC = f"machine neuron.example login bob password {SECRET}\n"

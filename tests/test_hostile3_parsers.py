@@ -228,8 +228,8 @@ def _export(home: Path) -> bytes:
 
 def _dockerfile_key_check(key: Path, fpr: str, tmp: Path) -> subprocess.CompletedProcess[str]:
     """The Dockerfile's own check line, run by sh against `key`."""
-    from neuronctl.manifest import load_bundled_manifest
     from neuronctl.ops.setup.dockerfile import ToolSource, render_dockerfile
+    from neuronctl.release.manifest import load_bundled_manifest
 
     text = render_dockerfile(load_bundled_manifest().get("2.33.1"), base="ubuntu:26.04",
                              lock="pylock.toml", repo=None, fingerprint=fpr,
@@ -341,10 +341,10 @@ def test_sqv_accepts_the_keyring_the_check_passed_and_refuses_a_sha1_bound_key(k
 def _host_script_key_ok(key: Path, fpr: str, tmp: Path) -> subprocess.CompletedProcess[str]:
     """The host setup script's own `key_ok` (its helpers, as `setup --format sh` writes them),
     run by sh with KEYRING at `key`."""
-    from neuronctl.manifest import load_bundled_manifest
     from neuronctl.ops.setup.facts import read_target
     from neuronctl.ops.setup.plan import SetupRequest, make_plan
     from neuronctl.ops.setup.script import preamble
+    from neuronctl.release.manifest import load_bundled_manifest
 
     target, facts = read_target(None, "ubuntu-26.04")
     plan = make_plan(SetupRequest(load_bundled_manifest().get("2.33.1"), target, facts, chip="trn2"))

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from setup_sysroots import build_setup_host
 
-from neuronctl.manifest import load_bundled_manifest
 from neuronctl.ops.setup.facts import read_target
 from neuronctl.ops.setup.plan import SetupPlan, SetupRequest, make_plan
 from neuronctl.ops.setup.script import run_script
+from neuronctl.release.manifest import load_bundled_manifest
 
 NEURONCTL = Path(sys.executable).parent / "neuronctl"
 PLAN = ("setup", "--os", "ubuntu-26.04", "--chip", "trn2")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from loopback import QuietHandler, self_signed, serving
 
-from neuronctl.manifest import load_bundled_manifest, load_default_manifest, stored_manifest_path
+from neuronctl.release.manifest import load_bundled_manifest, load_default_manifest, stored_manifest_path
 
 BUNDLED = load_bundled_manifest()
 

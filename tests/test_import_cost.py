@@ -79,7 +79,7 @@ def test_the_bundled_data_the_scripts_and_the_turn_load_no_tempfile_hashlib_or_z
     and takes the environment's turn; none of that loads tempfile, hashlib (OpenSSL) or
     importlib.resources with zipfile (~15 ms of imports together)."""
     run = ("from pathlib import Path\n"
-           "from neuronctl.manifest import load_bundled_manifest\n"
+           "from neuronctl.release.manifest import load_bundled_manifest\n"
            "from neuronctl.routing import load_default_routing, load_fallback_routing\n"
            "from neuronctl.probes.target_run import script_path\n"
            "from neuronctl.ops.install.env_mutex import environment_lock\n"
@@ -118,7 +118,7 @@ def test_a_doctor_run_without_lock_or_model_loads_neither_reader(tmp_path):
     checks that read the system."""
     (tmp_path / "sys").mkdir()  # an empty machine is still a root: sys/ (issue 22, item 11)
     run = ("from pathlib import Path\n"
-           "from neuronctl.manifest import load_bundled_manifest\n"
+           "from neuronctl.release.manifest import load_bundled_manifest\n"
            "from neuronctl.ops.doctor.run import DoctorRequest, doctor\n"
            "request = DoctorRequest(manifest=load_bundled_manifest(), python=sys.executable,\n"
            f"                        only=('python',), sysroot=Path({str(tmp_path)!r}))\n"
@@ -177,7 +177,7 @@ def test_migrate_loads_libcst_only_to_fix_and_no_other_command_loads_migrate(tmp
     migrate_path = ["neuronctl.cli.main", "neuronctl.cli.cmd_migrate", "neuronctl.cli.migrate_report",
                     "neuronctl.ops.migrate"]
     run = ("from pathlib import Path\n"
-           "from neuronctl.manifest import load_bundled_manifest\n"
+           "from neuronctl.release.manifest import load_bundled_manifest\n"
            "from neuronctl.ops.migrate import MigrateRequest, migrate, native_versions\n"
            f"o = migrate(MigrateRequest((Path({str(tmp_path)!r}),), native_versions(load_bundled_manifest()),"
            " {mode!r}))\n"

@@ -126,9 +126,9 @@ def test_init_is_an_operation_with_an_outcome(tmp_path):
     import pytest
 
     from neuronctl.errors import InputError
-    from neuronctl.manifest import load_manifest
     from neuronctl.ops.init import InitRequest, init_project
     from neuronctl.ops.reporter import CollectingReporter
+    from neuronctl.release.manifest import load_manifest
 
     path = tmp_path / "pyproject.toml"
     path.write_text(ORIGINAL)

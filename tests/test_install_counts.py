@@ -11,8 +11,8 @@ from collections import Counter
 import pytest
 from test_lock_interop import installed
 
-import neuronctl.manifest
 import neuronctl.probes.hardware
+import neuronctl.release.manifest
 import neuronctl.resolvers.pylock
 from neuronctl.resolvers.http_fetch import Fetcher
 
@@ -38,7 +38,7 @@ def counts(monkeypatch) -> Counter[str]:
 
     count("hardware", neuronctl.probes.hardware, "gather_evidence")
     count("lock", neuronctl.resolvers.pylock, "load_pylock")
-    count("manifest", neuronctl.manifest, "load_manifest")
+    count("manifest", neuronctl.release.manifest, "load_manifest")
     init = Fetcher.__init__
 
     def fetcher_made(self, *args, **kwargs):

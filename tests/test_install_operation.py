@@ -14,7 +14,6 @@ from wheels import find_python, make_venv, pip_install
 from neuronctl.backend.choose import choose_engine
 from neuronctl.cache_dir import user_cache_dir
 from neuronctl.errors import OperationFailed
-from neuronctl.manifest import load_bundled_manifest
 from neuronctl.ops.index_routing import route_indexes
 from neuronctl.ops.install.env_mutex import environment_lock
 from neuronctl.ops.install.outcome import PlanReady
@@ -22,6 +21,7 @@ from neuronctl.ops.install.request import InstallRequest
 from neuronctl.ops.install.run import install
 from neuronctl.ops.lock.request import StackRequest, StackSettings, plan_request
 from neuronctl.ops.reporter import CollectingReporter
+from neuronctl.release.manifest import load_bundled_manifest
 
 pytestmark = pytest.mark.slow
 

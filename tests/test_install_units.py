@@ -12,7 +12,6 @@ from packaging.pylock import Pylock
 
 from neuronctl.errors import InputError, OperationFailed
 from neuronctl.locked_file import LockedFile
-from neuronctl.manifest import load_bundled_manifest
 from neuronctl.ops.install.plan import (
     LEGACY_WHY,
     PLACEHOLDER_WHY,
@@ -24,6 +23,7 @@ from neuronctl.ops.install.preflight import NO_HARDWARE, check_chip, release_not
 from neuronctl.ops.install.source import check_python, from_lock, lock_pythons
 from neuronctl.probes.hardware import HardwareReport
 from neuronctl.probes.pyenv import InstalledDist, PythonEnv
+from neuronctl.release.manifest import load_bundled_manifest
 from neuronctl.resolvers.targets import PlatformTarget
 
 MANIFEST = load_bundled_manifest()

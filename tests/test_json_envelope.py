@@ -196,7 +196,7 @@ def test_text_mode_is_unchanged(cli):
                 hint="it answered to Authorization: Bearer sekrit42"), 1, "fault"),
 ])
 def test_interrupts_internal_errors_and_secrets(cli, monkeypatch, raised, code, kind):
-    import neuronctl.manifest as manifest
+    import neuronctl.release.manifest as manifest
 
     def stop(*_a: object, **_k: object) -> None:
         raise raised

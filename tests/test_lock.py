@@ -97,7 +97,7 @@ def test_latest_takes_newest_native_build_within_the_release_lines(cli, uni):
 def test_version_filter_refuses_legacy_and_placeholders():
     from packaging.version import Version
 
-    from neuronctl.manifest import load_bundled_manifest
+    from neuronctl.release.manifest import load_bundled_manifest
     from neuronctl.resolvers.stack_plan import plan_stack
     from neuronctl.resolvers.stack_roots import version_filter
 
@@ -180,7 +180,7 @@ def test_check_reports_drift(cli, uni, tmp_path):
     r = cli("lock", *uni.index_flags(), "--python", "3.12", "--torch", "2.13", "--check")
     assert r.code == 1 and "torch-neuronx" in r.err
     # A manifest that now pins another nki: the lock no longer matches the release.
-    from neuronctl.manifest import load_bundled_manifest
+    from neuronctl.release.manifest import load_bundled_manifest
 
     data = load_bundled_manifest().to_json()
     rel = next(x for x in data["releases"] if x["version"] == "2.33.1")

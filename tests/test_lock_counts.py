@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import requests
 
-import neuronctl.manifest
+import neuronctl.release.manifest
 import neuronctl.resolvers.pylock
 from neuronctl.resolvers.http_fetch import Fetcher
 
@@ -33,8 +33,8 @@ def counts(monkeypatch) -> Counter:
             super().__init__()
 
     monkeypatch.setattr(requests, "Session", CountingSession)
-    monkeypatch.setattr(neuronctl.manifest, "parse_manifest",
-                        counting("manifest", neuronctl.manifest.parse_manifest))
+    monkeypatch.setattr(neuronctl.release.manifest, "parse_manifest",
+                        counting("manifest", neuronctl.release.manifest.parse_manifest))
     module = neuronctl.resolvers.pylock
     monkeypatch.setattr(module, "load_pylock", counting("lock read", module.load_pylock))
     monkeypatch.setattr(module, "_requirements_lines",

@@ -5,9 +5,9 @@ import pytest
 from conftest import FACTS, N2_MANIFEST
 from packaging.version import Version
 
-from neuronctl.aws_manifest_import import convert_n2
 from neuronctl.errors import InputError
-from neuronctl.manifest import load_bundled_manifest, parse_manifest
+from neuronctl.release.aws_import import convert_n2
+from neuronctl.release.manifest import load_bundled_manifest, parse_manifest
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from neuronctl.errors import InputError
-from neuronctl.manifest import load_manifest_file
+from neuronctl.release.manifest import load_manifest_file
 
 BUNDLED = json.loads(resources.files("neuronctl.data").joinpath("releases.json").read_text("utf-8"))
 TRIED = {"inputs": 0, "loaded": 0, "refused": 0}

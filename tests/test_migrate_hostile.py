@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from neuronctl.errors import FaultError
-from neuronctl.manifest import load_bundled_manifest
 from neuronctl.ops.migrate import MigrateRequest, migrate, native_versions
 from neuronctl.ops.migrate.write import write_back
+from neuronctl.release.manifest import load_bundled_manifest
 
 XLA = "import torch_xla.core.xla_model as xm\nd = xm.xla_device()\n"
 

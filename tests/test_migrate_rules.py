@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from neuronctl.manifest import load_bundled_manifest
 from neuronctl.ops.migrate import MigrateRequest, migrate, native_versions
 from neuronctl.ops.migrate.rules import RULES
+from neuronctl.release.manifest import load_bundled_manifest
 
 # rule -> (file name, text, the `found` it reports, fixable)
 CASES: dict[str, tuple[str, bytes, str | None, bool]] = {

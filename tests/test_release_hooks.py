@@ -11,7 +11,7 @@ from sysroots import UBUNTU_24_04, UBUNTU_26_04, build_host
 from test_release_lock import wheels_2_34  # noqa: F401  (the fixture)
 from universe import running
 
-from neuronctl.manifest import load_bundled_manifest
+from neuronctl.release.manifest import load_bundled_manifest
 from neuronctl.tomlfile import read_toml
 
 

@@ -10,8 +10,8 @@ import pytest
 from conftest import SHARED
 
 from neuronctl.errors import InputError
-from neuronctl.manifest import load_bundled_manifest, parse_manifest
-from neuronctl.provenance import value_entries
+from neuronctl.release.manifest import load_bundled_manifest, parse_manifest
+from neuronctl.release.provenance import value_entries
 
 FACTS = SHARED / "RELEASE-FACTS.md"
 

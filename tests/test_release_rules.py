@@ -11,7 +11,6 @@ import pytest
 from doctor_facts import facts, machine, python_env
 from sysroots import UBUNTU_24_04, UBUNTU_26_04, build_host
 
-from neuronctl.manifest import load_bundled_manifest, parse_manifest
 from neuronctl.ops.doctor.checks_rules import (
     check_host_os,
     check_lifecycle,
@@ -19,7 +18,8 @@ from neuronctl.ops.doctor.checks_rules import (
     stale_note,
 )
 from neuronctl.probes.sysroot import SysRoot
-from neuronctl.rules import Situation, broken_rules
+from neuronctl.release.manifest import load_bundled_manifest, parse_manifest
+from neuronctl.release.rules import Situation, broken_rules
 
 M = load_bundled_manifest()
 
@@ -192,7 +192,7 @@ def test_a_malformed_rule_is_refused(field, value, message):
 
 def test_lock_and_install_refuse_what_a_rule_forbids_unless_allowed():
     from neuronctl.errors import InputError
-    from neuronctl.stack_rules import check_stack_rules
+    from neuronctl.release.stack_rules import check_stack_rules
 
     rel = M.get("2.33.1")
     fw = rel.default_framework()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from loopback import QuietHandler, self_signed, serving
 
-from neuronctl.manifest import load_bundled_manifest, load_default_manifest, stored_manifest_path
+from neuronctl.release.manifest import load_bundled_manifest, load_default_manifest, stored_manifest_path
 
 BUNDLED = load_bundled_manifest()
 
@@ -70,7 +70,7 @@ def _ours(mutate=None) -> bytes:
 
 def _new_release(data: dict) -> None:
     """2.35.0: 2.33.1's stack with a torch-neuronx newer than 2.34.0's (the same would be a
-    rollback, release_rollback)."""
+    rollback, release.rollback)."""
     old = json.dumps(next(r for r in data["releases"] if r["version"] == "2.33.1"))
     new = json.loads(old.replace("2.14.3.0", "2.14.4.0"))
     new.update(version="2.35.0", date="2027-01-20")

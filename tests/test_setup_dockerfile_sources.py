@@ -20,9 +20,9 @@ from test_system_setup_dockerfile import parse, run_lines
 
 from neuronctl._version import __version__
 from neuronctl.errors import InputError
-from neuronctl.manifest import load_bundled_manifest, parse_manifest
 from neuronctl.ops.setup.dockerfile import ToolSource, base_target, render_dockerfile
 from neuronctl.ops.setup.repos import KEY_FINGERPRINT
+from neuronctl.release.manifest import load_bundled_manifest, parse_manifest
 
 WHEEL = f"neuronctl-{__version__}-py3-none-any.whl"
 RULE_2404 = "os.torchneuron-wheels-ubuntu-26.04"

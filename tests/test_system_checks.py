@@ -10,7 +10,6 @@ import stat
 import sys
 from pathlib import Path
 
-from neuronctl.manifest import load_bundled_manifest
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.system_checks import (
     check_device_access,
@@ -22,6 +21,7 @@ from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.system_facts import find_device_holders
 from neuronctl.probes.system_packages import parse_neuron_ls_json, run_neuron_ls
 from neuronctl.probes.tools import run_tool
+from neuronctl.release.manifest import load_bundled_manifest
 
 
 def write(root: Path, path: str, text: str) -> Path:

@@ -30,12 +30,13 @@ from apt_repo import (
 )
 from setup_sysroots import KERNEL, build_setup_host
 
-from neuronctl.manifest import Release, load_bundled_manifest
 from neuronctl.ops.reporter import CollectingReporter
 from neuronctl.ops.setup.apply import apply_plan
 from neuronctl.ops.setup.facts import read_target
 from neuronctl.ops.setup.plan import SetupPlan, SetupRequest, make_plan
 from neuronctl.ops.setup.script import render_sh
+from neuronctl.release.manifest import load_bundled_manifest
+from neuronctl.release.model import Release
 
 RELEASE = "2.33.1"
 # Debian revisions as the real packages carry them (runtime-lib and collectives have one).

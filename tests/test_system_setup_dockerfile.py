@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from neuronctl.manifest import load_bundled_manifest
 from neuronctl.ops.setup.dockerfile import KEY_AWK, LABELS, ToolSource, render_dockerfile
 from neuronctl.ops.setup.repos import KEY_FINGERPRINT
+from neuronctl.release.manifest import load_bundled_manifest
 
 TOOL = ToolSource(wheel="dist/neuronctl-0.1.0-py3-none-any.whl", sha256="ab" * 32)
 INSTRUCTIONS = {"FROM", "LABEL", "ARG", "SHELL", "RUN", "ENV", "COPY"}

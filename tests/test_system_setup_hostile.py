@@ -13,7 +13,6 @@ from apt_repo import KEY_FILE, gpg_key, serve
 from setup_sysroots import build_setup_host, hold_device
 
 from neuronctl.errors import InputError
-from neuronctl.manifest import load_bundled_manifest
 from neuronctl.ops.reporter import CollectingReporter
 from neuronctl.ops.setup.apply import apply_plan
 from neuronctl.ops.setup.dockerfile import ToolSource, render_dockerfile
@@ -21,6 +20,7 @@ from neuronctl.ops.setup.facts import read_target
 from neuronctl.ops.setup.plan import SetupPlan, SetupRequest, check_repo_url, make_plan
 from neuronctl.ops.setup.repos import KEY_FINGERPRINT
 from neuronctl.ops.setup.script import render_sh
+from neuronctl.release.manifest import load_bundled_manifest
 
 MARK = "touch /tmp/neuronctl-owned"
 

@@ -13,12 +13,12 @@ import pytest
 from setup_sysroots import KERNEL, MIXED_GENERATIONS, build_setup_host, hold_device
 
 from neuronctl.errors import InputError
-from neuronctl.manifest import load_bundled_manifest
 from neuronctl.ops.reporter import CollectingReporter
 from neuronctl.ops.setup.apply import apply_plan
 from neuronctl.ops.setup.facts import read_target
 from neuronctl.ops.setup.plan import SetupPlan, SetupRequest, make_plan
 from neuronctl.ops.setup.script import render_sh
+from neuronctl.release.manifest import load_bundled_manifest
 
 RELEASE = "2.33.1"
 

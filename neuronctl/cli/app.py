@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from neuronctl.config import Config
-    from neuronctl.manifest import Manifest
+    from neuronctl.release.model import Manifest
 
 __all__ = ["PIPE_WIDTH", "App", "TerminalStream", "get_app", "paint", "safe_chars",
            "terminal_text"]
@@ -59,7 +59,7 @@ class App:
 
     def manifest(self, override: Path | None = None) -> Manifest:
         from neuronctl.cli.options import resolver
-        from neuronctl.manifest import load_manifest
+        from neuronctl.release.manifest import load_manifest
 
         # --manifest > NEURONCTL_MANIFEST > the user's config `manifest` (a trust root: never
         # the project's) > the stored, else bundled, data

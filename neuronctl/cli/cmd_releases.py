@@ -36,7 +36,7 @@ def releases(ctx: click.Context, as_json: bool, manifest_path: Path | None) -> i
 @MANIFEST_OPTION
 def show(version: str, as_json: bool, with_sources: bool, manifest_path: Path | None) -> int:
     """Show one release in full."""
-    from neuronctl.provenance import value_entries
+    from neuronctl.release.provenance import value_entries
 
     manifest = get_app().manifest(manifest_path)
     release = manifest.get(version)
@@ -74,8 +74,8 @@ def import_(path: Path, as_json: bool, output: Path | None) -> int:
 def update(source: str | None, accept_changes: bool, as_json: bool) -> int:
     """Fetch newer release data, merge it into the data in use and store it for later runs."""
     from neuronctl.cli.options import resolve
-    from neuronctl.manifest import load_default_manifest, stored_manifest_path
     from neuronctl.ops.releases import DEFAULT_MANIFEST_URL, update_releases
+    from neuronctl.release.manifest import load_default_manifest, stored_manifest_path
 
     url = resolve("manifest_url", "source").value or DEFAULT_MANIFEST_URL
     store = stored_manifest_path()

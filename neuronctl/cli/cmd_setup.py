@@ -15,9 +15,9 @@ from neuronctl.cli.common import json_option
 from neuronctl.ops.setup.repos import KEY_FINGERPRINT, OS_IDS
 
 if TYPE_CHECKING:
-    from neuronctl.manifest import Release
     from neuronctl.ops.setup.dockerfile import ToolSource
     from neuronctl.ops.setup.plan import SetupPlan
+    from neuronctl.release.model import Release
 
 
 @click.command()

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 
 from neuronctl.cli.output import print_line, print_table
 from neuronctl.cli.terminal import terminal_text
-from neuronctl.manifest import Manifest, Release
 from neuronctl.ops.releases import ReleasesImport, ReleasesUpdate
+from neuronctl.release.model import Manifest, Release
 
 if TYPE_CHECKING:
     from neuronctl.cli.printer import Printer
-    from neuronctl.provenance import ValueEntry
-    from neuronctl.rules import Rule
+    from neuronctl.release.model import Rule
+    from neuronctl.release.provenance import ValueEntry
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from typing import Any
 from neuronctl.atomic import write_text_atomic
 from neuronctl.config import validate
 from neuronctl.errors import InputError
-from neuronctl.manifest import Manifest
 from neuronctl.ops.reporter import NullReporter, Reporter, StepDone, Written
+from neuronctl.release.model import Manifest
 from neuronctl.resolvers.stack_plan import pick_release, plan_stack
 from neuronctl.resolvers.targets import parse_platform, parse_python
 from neuronctl.safety import open_regular

@@ -13,19 +13,14 @@ from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
 from neuronctl.atomic import write_text_atomic
-from neuronctl.aws_manifest_import import convert_n2
 from neuronctl.errors import FaultError, InputError
-from neuronctl.manifest import (
-    MAX_JSON_BYTES,
-    Manifest,
-    decode_json,
-    parse_manifest,
-    read_json_file,
-)
 from neuronctl.ops.reporter import NullReporter, Reporter, Written
-from neuronctl.provenance import check_url
-from neuronctl.release_merge import Merge, check_merged, merge
-from neuronctl.release_rollback import refuse_rollbacks
+from neuronctl.release.aws_import import convert_n2
+from neuronctl.release.manifest import decode_json, parse_manifest, read_json_file
+from neuronctl.release.merge import Merge, check_merged, merge
+from neuronctl.release.model import MAX_JSON_BYTES, Manifest
+from neuronctl.release.provenance import check_url
+from neuronctl.release.rollback import refuse_rollbacks
 from neuronctl.routing import redact_url
 from neuronctl.settings import secure_url
 
@@ -164,9 +159,9 @@ def fetch_manifest(source: str, timeout: float = FETCH_TIMEOUT_S) -> Manifest:
 def update_releases(in_use: Manifest, source: str, *, accept: bool, store: Path,
                     today: dt.date | None = None, timeout: float = FETCH_TIMEOUT_S,
                     reporter: Reporter | None = None) -> ReleasesUpdate:
-    """Fetch `source`, merge it into the data in use (release_merge) and store the result
+    """Fetch `source`, merge it into the data in use (release.merge) and store the result
     atomically at `store`, which is used from then on; the store records the source and the
-    time. A rollback (release_rollback) or bad input anywhere: nothing is written."""
+    time. A rollback (release.rollback) or bad input anywhere: nothing is written."""
     reporter = reporter or NullReporter()
     fetched = fetch_manifest(source, timeout)
     now = dt.datetime.now(dt.timezone.utc)

@@ -19,11 +19,11 @@ from __future__ import annotations
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from neuronctl.manifest import Release
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.fixes import public
 from neuronctl.ops.doctor.runner import CheckOutcome
-from neuronctl.rules import normal_range
+from neuronctl.release.model import Release
+from neuronctl.release.rules import normal_range
 
 RELEASE_VAR = "NEURONCTL_IMAGE_RELEASE"
 RANGE_VAR = "NEURONCTL_IMAGE_DRIVER_RANGE"

@@ -6,7 +6,6 @@ from __future__ import annotations
 from packaging.version import InvalidVersion, Version
 
 from neuronctl.chips import get_chip
-from neuronctl.manifest import Release
 from neuronctl.ops.doctor.device_fixes import probe_details, probe_fix
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.fixes import apt_install, install_fix, public, shell_join
@@ -18,6 +17,7 @@ from neuronctl.ops.doctor.system_checks import (
     package_install,
     with_kernel_check,
 )
+from neuronctl.release.model import Release
 
 
 @check("hardware.chip", "Chip generation", gathers=HARDWARE)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from packaging.version import InvalidVersion
 
 from neuronctl.chips import get_chip
-from neuronctl.manifest import Framework, Release
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.fixes import (
     install_fix,
@@ -18,7 +17,8 @@ from neuronctl.ops.doctor.fixes import (
 from neuronctl.ops.doctor.registry import HARDWARE, check
 from neuronctl.ops.doctor.runner import CheckOutcome, Status
 from neuronctl.probes.pyenv import PythonEnv, torch_build
-from neuronctl.rules import Rule, Situation, broken_rules, describe
+from neuronctl.release.model import Framework, Release, Rule
+from neuronctl.release.rules import Situation, broken_rules, describe
 from neuronctl.torch_neuronx import classify, torch_matches
 
 

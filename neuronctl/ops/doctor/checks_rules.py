@@ -1,4 +1,4 @@
-"""Doctor checks that apply the documented rules (neuronctl.rules) to this host: `host.os`
+"""Doctor checks that apply the documented rules (neuronctl.release.rules) to this host: `host.os`
 (the OS rules, os-release under --sysroot read with `distro`), `runtime.compat` (the existing
 driver/runtime comparison plus AWS's driver/runtime/dkms rules) and `packages.lifecycle` (support
 windows: Python, PyTorch lines, flavours and packages a release no longer supports on this
@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 from neuronctl.ops.doctor.registry import HARDWARE, check
 from neuronctl.ops.doctor.runner import CheckOutcome, Status
 from neuronctl.probes.os_release import host_os
-from neuronctl.rules import Rule, Situation, broken_rules, describe
+from neuronctl.release.model import Rule
+from neuronctl.release.rules import Situation, broken_rules, describe
 
 if TYPE_CHECKING:
     from neuronctl.ops.doctor.facts import Facts

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from packaging.version import Version
 
-from neuronctl.manifest import Manifest, Release
 from neuronctl.probes.hardware import HardwareReport, detect_hardware
 from neuronctl.probes.legacy import LegacyReport, detect_legacy
 from neuronctl.probes.pyenv import PythonEnv, inspect_python
 from neuronctl.probes.sysroot import SysRoot
+from neuronctl.release.model import Manifest, Release
 from neuronctl.torch_neuronx import classify
 
 if TYPE_CHECKING:

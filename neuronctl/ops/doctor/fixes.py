@@ -13,8 +13,8 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from neuronctl.chips import get_chip
-from neuronctl.manifest import Framework, Release
 from neuronctl.ops.doctor.facts import Facts
+from neuronctl.release.model import Framework, Release
 from neuronctl.torch_neuronx import classify
 
 # Where a fix puts a new environment when the checked one cannot hold the release (wrong Python).

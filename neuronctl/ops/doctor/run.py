@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from neuronctl.devices import DEVICES
 from neuronctl.errors import InputError
-from neuronctl.manifest import Manifest
 from neuronctl.ops.doctor.checks import CHECK_IDS, CHECK_LEVELS, CHECKS
 from neuronctl.ops.doctor.facts import Facts, ModelRun
 from neuronctl.ops.doctor.levels import (
@@ -31,6 +30,7 @@ from neuronctl.ops.doctor.runner import Check, run_checks
 from neuronctl.ops.reporter import DoctorStarted, Note, NullReporter, Reporter, status
 from neuronctl.probes.pyenv import resolve_python
 from neuronctl.probes.sysroot import SysRoot
+from neuronctl.release.model import Manifest
 
 if TYPE_CHECKING:
     from packaging.pylock import Pylock

@@ -8,11 +8,11 @@ import os
 import shlex
 from typing import TYPE_CHECKING
 
-from neuronctl.manifest import Release
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.fixes import public
 from neuronctl.ops.doctor.registry import check
 from neuronctl.ops.doctor.runner import CheckOutcome, Status
+from neuronctl.release.model import Release
 
 if TYPE_CHECKING:  # each check imports the probe it reads: a doctor choosing none loads neither
     from neuronctl.probes.system_facts import DeviceAccess, KernelModuleState

@@ -23,8 +23,8 @@ from neuronctl.probes.pyenv import PythonEnv
 from neuronctl.probes.sysroot import SysRoot
 
 if TYPE_CHECKING:
-    from neuronctl.manifest import Manifest
     from neuronctl.ops.doctor.report import DoctorReport
+    from neuronctl.release.model import Manifest
 
 DOCTOR = ("neuronctl.ops.doctor.run", "neuronctl.ops.doctor.facts")
 FALLBACK_CHECKS = ("python.version", "device.probe", "lock.drift")

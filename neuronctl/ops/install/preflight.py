@@ -11,13 +11,13 @@ from dataclasses import dataclass
 
 from neuronctl.backend.engine import Choice
 from neuronctl.errors import InputError
-from neuronctl.manifest import Framework, Manifest
 from neuronctl.ops.install.source import Stack
 from neuronctl.ops.install.target import InstallTarget
 from neuronctl.ops.reporter import Note, Reporter, Warn
 from neuronctl.probes.hardware import HardwareReport
 from neuronctl.probes.pyenv import PythonEnv
 from neuronctl.probes.sysroot import SysRoot
+from neuronctl.release.model import Framework, Manifest
 
 NO_HARDWARE = "no Neuron hardware here; preparing an environment for another host"
 
@@ -64,7 +64,7 @@ def rule_notes(manifest: Manifest, release: str | None, framework: Framework | N
     applies. Without Neuron hardware the environment is prepared for another host: its OS is not
     this one's, and only the rules that do not depend on the host apply."""
     from neuronctl.probes.os_release import host_os
-    from neuronctl.stack_rules import check_stack_rules
+    from neuronctl.release.stack_rules import check_stack_rules
 
     found = manifest.find(release) if release else None
     present = hardware.present

@@ -13,8 +13,8 @@ from neuronctl.errors import InputError
 from neuronctl.routing import IndexRouting
 
 if TYPE_CHECKING:
-    from neuronctl.manifest import Manifest
     from neuronctl.ops.lock.request import StackRequest
+    from neuronctl.release.model import Manifest
 
 
 @dataclass(frozen=True)

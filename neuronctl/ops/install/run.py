@@ -56,8 +56,8 @@ from neuronctl.resolvers.stack_plan import decided
 
 if TYPE_CHECKING:
     from neuronctl.backend.snapshot import Snapshot
-    from neuronctl.manifest import Manifest
     from neuronctl.ops.doctor.report import DoctorReport
+    from neuronctl.release.model import Manifest
 
 
 def install(request: InstallRequest, reporter: Reporter, *,

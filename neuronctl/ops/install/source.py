@@ -18,12 +18,12 @@ from packaging.version import Version
 
 from neuronctl.errors import InputError
 from neuronctl.locked_file import LockedFile
-from neuronctl.manifest import Framework, Manifest
 from neuronctl.ops.install.find_links import from_wheelhouse
 from neuronctl.ops.install.request import InstallRequest
 from neuronctl.ops.lock.choice import PickedLock
 from neuronctl.ops.reporter import Reporter
 from neuronctl.probes.pyenv import PythonEnv
+from neuronctl.release.model import Framework, Manifest
 from neuronctl.resolvers.stack_plan import pick_release, plan_stack
 from neuronctl.resolvers.targets import PlatformTarget, target_for_interpreter
 from neuronctl.routing import IndexRouting

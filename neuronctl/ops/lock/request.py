@@ -10,9 +10,9 @@ from typing import Literal
 
 from neuronctl.devices import FALLBACK_DEVICES
 from neuronctl.errors import InputError
-from neuronctl.manifest import Manifest, Release
 from neuronctl.ops.index_routing import route_indexes
 from neuronctl.ops.lock.stack_settings import StackSettings
+from neuronctl.release.model import Manifest, Release
 from neuronctl.resolvers.pylock import LockInputs
 from neuronctl.resolvers.stack_plan import (
     Fallback,

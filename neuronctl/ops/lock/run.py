@@ -13,8 +13,8 @@ from neuronctl.ops.lock.request import LockRequest
 from neuronctl.ops.lock.resolve import Resolved, fetch_status, request_fetcher, resolve_request
 from neuronctl.ops.net_preflight import preflight_stack
 from neuronctl.ops.reporter import Note, Reporter
+from neuronctl.release.stack_rules import check_stack_rules
 from neuronctl.resolvers.pylock import build_pylock, read_recorded, render_pylock, render_requirements
-from neuronctl.stack_rules import check_stack_rules
 
 
 def lock(request: LockRequest, reporter: Reporter) -> LockOutcome:
@@ -24,7 +24,7 @@ def lock(request: LockRequest, reporter: Reporter) -> LockOutcome:
     if release.status != "ga":
         reporter.emit(Note(f"Neuron {release.version} is a {release.status} release "
                                     "(choose another with --release; `neuronctl releases` lists them)"))
-    if request.stack.plan.fallback is None:  # the documented rules (neuronctl.stack_rules): exit 2
+    if request.stack.plan.fallback is None:  # the documented rules (neuronctl.release.stack_rules): exit 2
         for note in check_stack_rules(release, request.stack.plan.framework,
                                       [t.python for t in request.stack.targets],
                                       allow=request.allow_unsupported, what="lock"):

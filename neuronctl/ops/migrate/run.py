@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Literal
 
 from neuronctl.errors import FaultError, InputError
-from neuronctl.manifest_model import Manifest
 from neuronctl.ops.migrate.finding import Finding, Note
 from neuronctl.ops.migrate.python_scan import Hit
 from neuronctl.ops.migrate.read import FileScan, read_bytes, scan_file
 from neuronctl.ops.migrate.text_scan import Versions
 from neuronctl.ops.migrate.walk import Candidate, kind_of, walk
+from neuronctl.release.model import Manifest
 
 Mode = Literal["scan", "fix", "diff"]
 MAX_BYTES = 2 * 1024 * 1024

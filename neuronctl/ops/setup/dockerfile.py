@@ -33,7 +33,6 @@ from pathlib import Path
 
 from neuronctl._version import __version__
 from neuronctl.errors import InputError
-from neuronctl.manifest import Release
 from neuronctl.ops.setup.plan import USER_SPACE, _pins
 from neuronctl.ops.setup.repos import (
     APT_REPO,
@@ -45,7 +44,8 @@ from neuronctl.ops.setup.repos import (
     OsTarget,
     target_by_id,
 )
-from neuronctl.rules import Situation, enforce, normal_range
+from neuronctl.release.model import Release
+from neuronctl.release.rules import Situation, enforce, normal_range
 
 LABELS = ("release", "runtime", "collectives", "tools", "driver", "driver-range", "driver-rules",
           "devices", "k8s-resource", "lock")

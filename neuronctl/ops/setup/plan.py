@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from neuronctl.errors import InputError
-from neuronctl.manifest import Release
 from neuronctl.ops.setup.repos import APT_REPO, KEY_FINGERPRINT, SOURCES, YUM_REPO, OsTarget
 from neuronctl.probes.setup_facts import SetupFacts
-from neuronctl.provenance import Source, value_entries
 from neuronctl.redact import redact
-from neuronctl.rules import Situation, enforce
+from neuronctl.release.model import Release, Source
+from neuronctl.release.provenance import value_entries
+from neuronctl.release.rules import Situation, enforce
 
 SYSTEM_PACKAGES = ("aws-neuronx-dkms", "aws-neuronx-runtime-lib", "aws-neuronx-collectives",
                    "aws-neuronx-tools")

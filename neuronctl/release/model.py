@@ -1,8 +1,6 @@
-"""The release manifest's data model: what a Neuron release pins, and the set neuronctl knows.
-
-Kept apart from the parser and the loaders (neuronctl.manifest, which re-exports every name
-here) so each stays a readable size.
-"""
+"""The release model's data types: what a Neuron release pins, the set neuronctl knows, the
+documented rules and the public sources they come from. Every other module of neuronctl.release
+imports these; this one imports nothing else from the package, so nothing imports back."""
 
 from __future__ import annotations
 
@@ -10,11 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from neuronctl.errors import InputError
-from neuronctl.provenance import Source
-from neuronctl.rules import Rule
 
 MANIFEST_SCHEMA = 1
 MAX_JSON_BYTES = 64 << 20
@@ -32,6 +29,57 @@ SYSTEM_PACKAGES: tuple[str, ...] = (
     "aws-neuronx-collectives",
     "aws-neuronx-tools",
 )
+
+RuleKind = Literal["support", "os", "runtime"]
+"""A documented rule's kind: a support window, an OS rule, a driver/runtime rule."""
+KINDS: tuple[str, ...] = ("support", "os", "runtime")
+
+
+@dataclass(frozen=True)
+class Source:
+    """One public source: its address, when it was read, and its title."""
+
+    id: str
+    url: str
+    read: str
+    title: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"url": self.url, "read": self.read, **({"title": self.title} if self.title else {})}
+
+    def cite(self) -> str:
+        return f"{self.url} (read {self.read})"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One documented rule: where it applies, what it needs, AWS's words and the source id."""
+
+    id: str
+    kind: RuleKind
+    says: str
+    source: str
+    releases: str = ""
+    when: Mapping[str, Any] = field(default_factory=dict)
+    need: Mapping[str, Any] = field(default_factory=dict)
+    severity: Literal["fail", "warn"] = "fail"
+    citation: str = ""
+    """The source as a user reads it (URL, date read), filled from the sources table."""
+
+    def applies_to(self, release: str) -> bool:
+        """Whether the rule's release range holds `release`."""
+        try:
+            return not self.releases or Version(release) in SpecifierSet(self.releases)
+        except InvalidVersion:
+            return False
+
+    def to_json(self) -> dict[str, Any]:
+        def plain(table: Mapping[str, Any]) -> dict[str, Any]:
+            return {k: list(v) if isinstance(v, tuple) else v for k, v in table.items()}
+
+        return {"id": self.id, "kind": self.kind, "releases": self.releases,
+                "when": plain(self.when), "need": plain(self.need), "says": self.says,
+                "source": self.source, "severity": self.severity}
 
 
 @dataclass(frozen=True)
@@ -83,7 +131,7 @@ class Release:
     """Packages whose pin AWS has not published: name -> the constraint AWS's install recipe
     gives ("==2.*"; "" for unpinned). Resolved from the index, never guessed."""
     sources: Mapping[str, str] = field(default_factory=dict)
-    """Value key (see neuronctl.provenance) -> source id in the manifest's sources table."""
+    """Value key (see neuronctl.release.provenance) -> source id in the manifest's sources table."""
     unpublished: tuple[str, ...] = ()
     """Value keys the data holds as not published (null in the file), e.g.
     "frameworks.2.9.0.2.15.32035.chips"."""

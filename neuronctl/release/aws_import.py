@@ -19,16 +19,9 @@ from packaging.version import InvalidVersion, Version
 from neuronctl.chips import CHIP_IDS, normalize_instance_family
 from neuronctl.errors import InputError
 from neuronctl.jsonfields import Fields
-from neuronctl.manifest import (
-    SYSTEM_PACKAGES,
-    Artifact,
-    Framework,
-    Manifest,
-    Release,
-    ReleaseFlavour,
-    reject_duplicates,
-)
-from neuronctl.provenance import check_url
+from neuronctl.release.manifest import reject_duplicates
+from neuronctl.release.model import SYSTEM_PACKAGES, Artifact, Framework, Manifest, Release, ReleaseFlavour
+from neuronctl.release.provenance import check_url
 from neuronctl.torch_neuronx import classify
 
 # The Python packages of the PyTorch-on-Neuron stack that a release pins.

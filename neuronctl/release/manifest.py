@@ -3,8 +3,8 @@
 The bundled `data/releases.json` is the offline default; `--manifest PATH` (or config
 `manifest`, or `NEURONCTL_MANIFEST`) points at another file in the same format, for example
 one written by `neuronctl releases import`; `neuronctl releases update` stores fetched data in
-the user data directory, used when it is newer than the bundled data. The data model lives in
-neuronctl.manifest_model and is re-exported here.
+the user data directory, used when it is newer than the bundled data. The data types it builds
+live in neuronctl.release.model (import them from there).
 """
 
 from __future__ import annotations
@@ -22,27 +22,20 @@ from neuronctl.chips import CHIP_IDS
 from neuronctl.data import bundled_text
 from neuronctl.errors import InputError
 from neuronctl.jsonfields import Fields
-from neuronctl.manifest_model import (
+from neuronctl.release.model import (
     FLAVOURS,
     MANIFEST_SCHEMA,
     MAX_JSON_BYTES,
-    SYSTEM_PACKAGES,
     Artifact,
     Framework,
     Manifest,
     Release,
-    ReleaseFlavour,
+    Source,
 )
-from neuronctl.provenance import Source, check_date, check_url
-from neuronctl.rules import parse_rules
+from neuronctl.release.provenance import check_date, check_url
+from neuronctl.release.rules import parse_rules
 from neuronctl.safety import open_regular
 
-__all__ = [
-    "FLAVOURS", "MANIFEST_SCHEMA", "MAX_JSON_BYTES", "SYSTEM_PACKAGES", "Artifact", "Framework",
-    "Manifest", "Release", "ReleaseFlavour", "decode_json", "load_bundled_manifest",
-    "load_default_manifest", "load_manifest", "load_manifest_file", "parse_manifest",
-    "read_json_file", "reject_duplicates", "stored_manifest_path",
-]
 
 def _check_version(value: str, fields: Fields, key: str) -> str:
     try:

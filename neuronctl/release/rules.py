@@ -11,52 +11,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from neuronctl.errors import InputError
 from neuronctl.jsonfields import Fields
+from neuronctl.release.model import KINDS, Rule, Source
 
-if TYPE_CHECKING:
-    from neuronctl.provenance import Source
-
-RuleKind = Literal["support", "os", "runtime"]
-KINDS: tuple[str, ...] = ("support", "os", "runtime")
 LIST_KEYS = ("backend", "chips", "python", "torch", "packages", "os")
 SPEC_KEYS = ("driver", "runtime")
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One documented rule: where it applies, what it needs, AWS's words and the source id."""
-
-    id: str
-    kind: RuleKind
-    says: str
-    source: str
-    releases: str = ""
-    when: Mapping[str, Any] = field(default_factory=dict)
-    need: Mapping[str, Any] = field(default_factory=dict)
-    severity: Literal["fail", "warn"] = "fail"
-    citation: str = ""
-    """The source as a user reads it (URL, date read), filled from the sources table."""
-
-    def applies_to(self, release: str) -> bool:
-        """Whether the rule's release range holds `release`."""
-        try:
-            return not self.releases or Version(release) in SpecifierSet(self.releases)
-        except InvalidVersion:
-            return False
-
-    def to_json(self) -> dict[str, Any]:
-        def plain(table: Mapping[str, Any]) -> dict[str, Any]:
-            return {k: list(v) if isinstance(v, tuple) else v for k, v in table.items()}
-
-        return {"id": self.id, "kind": self.kind, "releases": self.releases,
-                "when": plain(self.when), "need": plain(self.need), "says": self.says,
-                "source": self.source, "severity": self.severity}
 
 
 @dataclass(frozen=True)
@@ -198,8 +164,6 @@ def enforce(rules: Iterable[Rule], situations: Iterable[Situation],
     """lock's and install's check: a combination a fail-severity rule forbids is an InputError
     (exit 2) naming the rule and its source, unless `allow` (--allow-unsupported); returns the
     lines to show as notes (warn-severity rules, and the rules --allow-unsupported overrode)."""
-    from neuronctl.errors import InputError
-
     found: dict[str, Rule] = {}
     for s in situations:
         for rule in broken_rules(rules, s):

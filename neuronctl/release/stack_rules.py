@@ -1,4 +1,4 @@
-"""The one hook lock and install call: the documented rules (neuronctl.rules) applied to the
+"""The one hook lock and install call: the documented rules (neuronctl.release.rules) applied to the
 stack they are about to lock or install, for each target Python, on this chip and OS where
 known. Core: no click, no I/O beyond the os-release read install hands in."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from neuronctl.manifest import Framework, Release
-from neuronctl.rules import Situation, enforce
+from neuronctl.release.model import Framework, Release
+from neuronctl.release.rules import Situation, enforce
 
 
 def _line(version: str) -> str:

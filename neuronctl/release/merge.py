@@ -23,7 +23,8 @@ from typing import Any
 
 from packaging.version import Version
 
-from neuronctl.manifest import Manifest, parse_manifest
+from neuronctl.release.manifest import parse_manifest
+from neuronctl.release.model import Manifest
 
 UPDATE_SOURCE = "releases-update"
 

@@ -1,7 +1,7 @@
 """Where each value of a release manifest came from: the sources table, and the value keys a
 release's `sources` map onto it.
 
-Pure: the manifest parser builds Source records and checks their URLs here; `value_entries`
+Pure: the manifest parser checks the Source records' URLs and dates here; `value_entries`
 lists every value of a release with its source (or "not published"), for `releases show
 --sources` and for the test that no bundled value lacks one.
 """
@@ -11,31 +11,13 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from neuronctl.errors import InputError
-
-if TYPE_CHECKING:
-    from neuronctl.manifest import Release
+from neuronctl.release.model import Release, Source
 
 URL_SCHEMES = ("http", "https", "file")
-
-
-@dataclass(frozen=True)
-class Source:
-    """One public source: its address, when it was read, and its title."""
-
-    id: str
-    url: str
-    read: str
-    title: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"url": self.url, "read": self.read, **({"title": self.title} if self.title else {})}
-
-    def cite(self) -> str:
-        return f"{self.url} (read {self.read})"
 
 
 @dataclass(frozen=True)

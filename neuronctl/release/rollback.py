@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from packaging.version import InvalidVersion, Version
 
 from neuronctl.errors import InputError
-from neuronctl.manifest import Manifest, Release
+from neuronctl.release.model import Manifest, Release
 
 COMPILER = "neuronx-cc"
 TORCH_NEURONX = "torch-neuronx"
