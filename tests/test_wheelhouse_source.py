@@ -19,7 +19,7 @@ from neuronctl.locked_file import LockedFile
 from neuronctl.ops.install.apply import ApplyFailure
 from neuronctl.ops.install.failure import failure_error
 from neuronctl.ops.install.find_links import from_wheelhouse, mismatched
-from neuronctl.ops.install.source import InstallSource
+from neuronctl.ops.install.source_types import InstallSource
 from neuronctl.ops.install.target import InstallTarget
 from neuronctl.ops.reporter import CollectingReporter
 from neuronctl.probes.pyenv import PythonEnv

@@ -11,7 +11,7 @@ from neuronctl.backend.engine import Choice
 from neuronctl.backend.external_tool import shown
 from neuronctl.backend.plan import Plan
 from neuronctl.cli.app import terminal_text
-from neuronctl.ops.install.source import InstallSource
+from neuronctl.ops.install.source_types import InstallSource
 from neuronctl.ops.install.target import InstallTarget
 from neuronctl.routing import redact_url
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from neuronctl.errors import InputError
 from neuronctl.ops.install.background import OnThread
-from neuronctl.ops.install.source import InstallSource
+from neuronctl.ops.install.source_types import InstallSource
 from neuronctl.ops.install.target import InstallTarget
 from neuronctl.ops.lock.choice import PickedLock
 from neuronctl.ops.reporter import Reporter, StepStarted

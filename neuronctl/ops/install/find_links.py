@@ -26,8 +26,8 @@ from neuronctl.locked_file import LockedFile
 from neuronctl.ops.reporter import Note, Reporter
 from neuronctl.safety import contained, safe_filename
 
-if TYPE_CHECKING:  # the source module hands its source here
-    from neuronctl.ops.install.source import InstallSource
+if TYPE_CHECKING:  # the source step hands its source here
+    from neuronctl.ops.install.source_types import InstallSource
 
 MISSING_SHOWN = 5
 REFETCH = "fetch it again with neuronctl download"

@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # only its fields' types: an install with --no-check never lo
     from neuronctl.backend.engine import Choice
     from neuronctl.backend.plan import Plan
     from neuronctl.ops.doctor.report import DoctorReport
-    from neuronctl.ops.install.source import InstallSource
+    from neuronctl.ops.install.source_types import InstallSource
     from neuronctl.ops.install.target import InstallTarget
     from neuronctl.ops.lock.choice import LockChoice
 

@@ -20,7 +20,7 @@ from neuronctl.backend.plan import Plan, diff
 from neuronctl.errors import InputError, OperationFailed
 from neuronctl.locked_file import LockedFile
 from neuronctl.ops.install.apply import engine_commands
-from neuronctl.ops.install.source import Sourced
+from neuronctl.ops.install.source_types import Sourced
 from neuronctl.ops.install.target import InstallTarget
 from neuronctl.ops.reporter import Reporter, Warn
 from neuronctl.probes.legacy import detect_legacy

@@ -12,7 +12,7 @@ from typing import Any
 from neuronctl.atomic import write_text_atomic
 from neuronctl.locked_file import LockedFile
 from neuronctl.ops.install.request import InstallRequest
-from neuronctl.ops.install.source import InstallSource, Sourced
+from neuronctl.ops.install.source_types import InstallSource, Sourced
 from neuronctl.ops.lock.request import StackRequest
 from neuronctl.ops.lock.resolve import Resolved, resolve_request
 from neuronctl.ops.net_preflight import preflight_stack

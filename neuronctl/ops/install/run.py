@@ -44,7 +44,8 @@ from neuronctl.ops.install.plan import Confirm, Planned, confirm_removals, plan
 from neuronctl.ops.install.preflight import PreflightInput, preflight
 from neuronctl.ops.install.request import InstallRequest
 from neuronctl.ops.install.requirements import shown_lines
-from neuronctl.ops.install.source import Sourced, pythons, source, stack_for
+from neuronctl.ops.install.source import pythons, source, stack_for
+from neuronctl.ops.install.source_types import Sourced
 from neuronctl.ops.install.target import InstallTarget, resolve_target
 from neuronctl.ops.lock.choice import PickedLock, pick_lock
 from neuronctl.ops.output_path import check_output_file

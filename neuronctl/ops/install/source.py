@@ -6,8 +6,8 @@ for the target (resolution.py), with the index routing that names each package's
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,31 +20,17 @@ from neuronctl.errors import InputError
 from neuronctl.locked_file import LockedFile
 from neuronctl.ops.install.find_links import from_wheelhouse
 from neuronctl.ops.install.request import InstallRequest
+from neuronctl.ops.install.source_types import InstallSource, Sourced
 from neuronctl.ops.lock.choice import PickedLock
 from neuronctl.ops.reporter import Reporter
 from neuronctl.probes.pyenv import PythonEnv
 from neuronctl.release.model import Framework, Manifest
 from neuronctl.resolvers.stack_plan import pick_release, plan_stack
 from neuronctl.resolvers.targets import PlatformTarget, target_for_interpreter
-from neuronctl.routing import IndexRouting
 from neuronctl.safety import checked_hash, safe_filename
 
 if TYPE_CHECKING:
-    from neuronctl.ops.install.resolution import Resolution
     from neuronctl.ops.lock.request import StackRequest
-
-
-@dataclass(frozen=True)
-class InstallSource:
-    """The wheels an install puts in place, from a lock or a fresh resolution, and their stack."""
-
-    wanted: tuple[LockedFile, ...]
-    release: str | None
-    framework: Framework | None
-    describe: str
-    lock: Path | None = None
-    indexes: Mapping[str, str] = field(default_factory=dict)
-    """Index name -> URL as the lock recorded them."""
 
 
 def env_tags(env: PythonEnv, target: PlatformTarget) -> list[Any]:
@@ -141,29 +127,6 @@ def lock_pythons(lock: Pylock) -> tuple[str, ...]:
 def stack_pythons(manifest: Manifest, release: str | None, torch: str | None) -> tuple[str, ...]:
     """Pythons the release's PyTorch line supports, as the manifest lists them."""
     return tuple(plan_stack(pick_release(manifest, release), torch, False).framework.python)
-
-
-@dataclass(frozen=True)
-class Sourced:
-    """An install's source, the index routing its files are fetched by, and the fresh resolution
-    it came from (None for a lock), which --write-lock writes."""
-
-    source: InstallSource
-    routing: IndexRouting
-    resolution: Resolution | None = None
-
-    def engine_files(self, wanted: Sequence[LockedFile]) -> list[LockedFile]:
-        """What the engine is given for `wanted`: each file with the URL the lock (or the
-        resolution) recorded, so each package comes from its own index, checked for the
-        engine's input."""
-        return [w.checked() for w in wanted]
-
-    def write_lock(self, path: Path | None) -> Path | None:
-        """The fresh resolution as a pylock.toml at `path` (--write-lock), if both are there."""
-        if path is None or self.resolution is None:
-            return None
-        self.resolution.write(path)
-        return path
 
 
 def check_python(supported: Sequence[str], version: str) -> None:
