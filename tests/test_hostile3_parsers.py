@@ -342,7 +342,8 @@ def _host_script_key_ok(key: Path, fpr: str, tmp: Path) -> subprocess.CompletedP
     """The host setup script's own `key_ok` (its helpers, as `setup --format sh` writes them),
     run by sh with KEYRING at `key`."""
     from neuronctl.ops.setup.facts import read_target
-    from neuronctl.ops.setup.plan import SetupRequest, make_plan
+    from neuronctl.ops.setup.model import SetupRequest
+    from neuronctl.ops.setup.plan import make_plan
     from neuronctl.ops.setup.script import preamble
     from neuronctl.release.manifest import load_bundled_manifest
 

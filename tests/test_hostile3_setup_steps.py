@@ -16,7 +16,8 @@ import pytest
 from setup_sysroots import build_setup_host
 
 from neuronctl.ops.setup.facts import read_target
-from neuronctl.ops.setup.plan import SetupPlan, SetupRequest, make_plan
+from neuronctl.ops.setup.model import SetupPlan, SetupRequest
+from neuronctl.ops.setup.plan import make_plan
 from neuronctl.ops.setup.script import run_script
 from neuronctl.release.manifest import load_bundled_manifest
 

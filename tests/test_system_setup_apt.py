@@ -33,7 +33,8 @@ from setup_sysroots import KERNEL, build_setup_host
 from neuronctl.ops.reporter import CollectingReporter
 from neuronctl.ops.setup.apply import apply_plan
 from neuronctl.ops.setup.facts import read_target
-from neuronctl.ops.setup.plan import SetupPlan, SetupRequest, make_plan
+from neuronctl.ops.setup.model import SetupPlan, SetupRequest
+from neuronctl.ops.setup.plan import make_plan
 from neuronctl.ops.setup.script import render_sh
 from neuronctl.release.manifest import load_bundled_manifest
 from neuronctl.release.model import Release

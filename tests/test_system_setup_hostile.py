@@ -17,7 +17,8 @@ from neuronctl.ops.reporter import CollectingReporter
 from neuronctl.ops.setup.apply import apply_plan
 from neuronctl.ops.setup.dockerfile import ToolSource, render_dockerfile
 from neuronctl.ops.setup.facts import read_target
-from neuronctl.ops.setup.plan import SetupPlan, SetupRequest, check_repo_url, make_plan
+from neuronctl.ops.setup.model import SetupPlan, SetupRequest
+from neuronctl.ops.setup.plan import check_repo_url, make_plan
 from neuronctl.ops.setup.repos import KEY_FINGERPRINT
 from neuronctl.ops.setup.script import render_sh
 from neuronctl.release.manifest import load_bundled_manifest

@@ -16,7 +16,7 @@ from neuronctl.ops.setup.repos import KEY_FINGERPRINT, OS_IDS
 
 if TYPE_CHECKING:
     from neuronctl.ops.setup.dockerfile import ToolSource
-    from neuronctl.ops.setup.plan import SetupPlan
+    from neuronctl.ops.setup.model import SetupPlan
     from neuronctl.release.model import Release
 
 
@@ -89,7 +89,8 @@ def setup(release: str | None, os_name: str | None, sysroot: Path | None, repo: 
     if tool_wheel or tool_spec:
         raise InputError("--neuronctl-wheel and --neuronctl-spec are for --dockerfile")
     from neuronctl.ops.setup.facts import read_target
-    from neuronctl.ops.setup.plan import SetupRequest, make_plan
+    from neuronctl.ops.setup.model import SetupRequest
+    from neuronctl.ops.setup.plan import make_plan
 
     target, facts = read_target(sysroot, os_name)
     neuronctl, python = own_paths()

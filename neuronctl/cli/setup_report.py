@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from neuronctl.cli.printer import Printer
     from neuronctl.ops.init import InitOutcome
     from neuronctl.ops.setup.apply import ApplyOutcome
-    from neuronctl.ops.setup.plan import SetupPlan
+    from neuronctl.ops.setup.model import SetupPlan
 
 
 @dataclass(frozen=True)

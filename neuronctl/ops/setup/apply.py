@@ -14,7 +14,7 @@ from typing import Any
 from neuronctl import proc
 from neuronctl.errors import InputError
 from neuronctl.ops.reporter import Reporter, StepDone, StepStarted
-from neuronctl.ops.setup.plan import SetupPlan, Step
+from neuronctl.ops.setup.model import SetupPlan, Step
 from neuronctl.ops.setup.script import check_script, run_script
 
 STEP_TIMEOUT_S = 3600.0

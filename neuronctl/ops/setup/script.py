@@ -8,7 +8,7 @@ import functools
 import shlex
 from importlib import resources
 
-from neuronctl.ops.setup.plan import SetupPlan, Step
+from neuronctl.ops.setup.model import SetupPlan, Step
 from neuronctl.ops.setup.repos import KEY_AWK
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import shlex
 
-from neuronctl.ops.setup.plan import SetupRequest, Step
+from neuronctl.ops.setup.model import SetupRequest, Step
 from neuronctl.ops.setup.repos import KEY_FILE
 from neuronctl.probes.system_packages import OLD_GENERATION
 
