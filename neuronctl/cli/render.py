@@ -15,12 +15,11 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from neuronctl.cli.printer import Printer
-
-Renderer = Callable[[Any, "Printer"], None]
+# The printer calls this table (printer.emit), so the table names no Printer: it passes the
+# printer through to the renderer, each of which takes the cli.printer.Printer it is handed.
+Renderer = Callable[[Any, Any], None]
 FileRenderer = Callable[[Any], str]
 FileWriter = Callable[[Any, Path], None]
 
@@ -155,7 +154,7 @@ def renderer(kind: type, fmt: str) -> Renderer:
     return found
 
 
-def render(outcome: object, fmt: str, printer: Printer) -> None:
+def render(outcome: object, fmt: str, printer: object) -> None:
     renderer(type(outcome), fmt)(outcome, printer)
 
 
