@@ -77,8 +77,10 @@ def _names_a_secret(text: str, name: re.Match[str]) -> bool:
     if not is_secret_name(word.rsplit(".", 1)[-1] if "." in word.strip(".") else word):
         return False
     if name["sep"] == ":":
-        if word.startswith("--") and not text[max(0, name.start() - 16):name.start()].rstrip(
-                ).endswith(("{", ",")):
+        # click quotes the option it names ("Invalid value for '--tokens': '2e9'"): a quoted
+        # option outside a mapping is a message; a bare "--token: x" is a value, masked
+        if word.startswith("--") and name["open"] and not text[
+                max(0, name.start() - 16):name.start()].rstrip().endswith(("{", ",")):
             return False  # an option named in a message, not a mapping's key ({'--token': 'x'})
         if not (name["open"] or name["close"]) and _PATH_BEFORE.search(
                 text, max(0, name.start() - 256), name.start()):
