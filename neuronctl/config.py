@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from neuronctl.errors import InputError
-from neuronctl.settings import BY_KEY
+from neuronctl.settings_table import BY_KEY, OLD_KEYS
 from neuronctl.tomlfile import read_toml
 
 # key -> (accepted Python types, human description): the config column of the one settings table
+# (an old key, still read where the new one is absent, is checked as the new one is)
 SCHEMA: dict[str, tuple[tuple[type, ...], str]] = {
-    key: (spec.types, spec.description) for key, spec in BY_KEY.items()
+    key: (spec.types, spec.description) for key, spec in (*BY_KEY.items(), *OLD_KEYS.items())
 }
 
 

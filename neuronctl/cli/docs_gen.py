@@ -167,14 +167,20 @@ own in a table of your own (`[tool.yourname]`). `neuronctl init` writes the tabl
 
 One rule for every setting: **a flag you type > its environment variable > the project's config file
 > your own config file > the default**. Each value keeps where it came from, and messages that show
-one say so (a release the data lacks ends "(from pyproject.toml)"; the engine: "NEURONCTL_BACKEND
+one say so (a release the data lacks ends "(from pyproject.toml)"; the engine: "NEURONCTL_ENGINE
 pip"). Two kinds of setting are layered data rather than one value: the indexes (bundled routing <
 config `indexes` < `NEURONCTL_INDEX_<NAME>` < the indexes a lock recorded < `--index`, each index on
 its own; routes from config and `--route` together), and the lists that add up (doctor's `skip`,
 cost's `prices`: the config's entries and the flags' together). Within them too, the environment
 beats the config. Old spellings still work, with a one-line note on stderr: `lock`, `init` and
 `download` `--python X.Y` (now `--python-version`: `--python` is always an interpreter), and
-`doctor`, `env` and `probe` `--timeout` (now `--check-timeout`). Config `timeout` bounds network
+`doctor`, `env` and `probe` `--timeout` (now `--check-timeout`), and `install --backend` (now
+`--engine`: "backend" is the PyTorch flavour in the release data and JSON). For compatibility the
+engine's old names are still read too, without a note, where the new ones are unset:
+`NEURONCTL_BACKEND` (now `NEURONCTL_ENGINE`) and config `backend` (now `engine`); scripts and
+config files written for earlier versions keep working, and the new name wins where both are
+set. Each flag above is built from this table's row (its help, choices and old spellings), so a
+setting added to the table is a flag, a variable, a key and a row here at once. Config `timeout` bounds network
 requests; it once bounded doctor's checks as well, so where `check_timeout` is absent it still does
 (with a note): set `check_timeout` to give the checks their own limit, and keep `timeout` for lock,
 install and download.
@@ -194,8 +200,7 @@ all, for any setting.
 
 {{TRUST}}
 
-Other environment variables: `NEURONCTL_SYSROOT_TOOLS=1` (trust the programs of a captured
-`NEURONCTL_SYSROOT`), `NO_COLOR`. The HTTP cache defaults to `~/.cache/neuronctl`.
+Other environment variables: `NO_COLOR`. The HTTP cache defaults to `~/.cache/neuronctl`.
 
 ## Keys
 """
@@ -212,7 +217,7 @@ platform = "manylinux_2_28_x86_64"
 with = ["transformers>=4.50"]
 indexes = { neuron = "https://mirror.example/neuron/simple" }
 routes = { "my-internal-pkg" = "neuron" }
-backend = "auto"       # auto | pip | uv
+engine = "auto"        # auto | pip | uv (once `backend`, still read)
 device = "auto"        # auto | neuron | cuda | cpu
 timeout = 60           # each network request's limit, seconds
 check_timeout = 120    # each doctor check's limit, seconds
@@ -243,7 +248,8 @@ def settings_table() -> str:
     rows = ["| setting | flag | environment | config key | what it is |",
             "| --- | --- | --- | --- | --- |"]
     for name, flag, env, key, what in precedence_table():
-        cells = [f"`{c}`" if c else "-" for c in (flag, env, key)]
+        cells = [" (old: ".join(f"`{n}`" for n in c.split("|")) + (")" if "|" in c else "")
+                 if c else "-" for c in (flag, env, key)]
         rows.append(f"| {name} | {' | '.join(cells)} | {_cell(what)} |")
     return "\n".join(rows)
 
