@@ -72,18 +72,19 @@ class Spec(Generic[T]):
     """The flag's old spellings, still accepted (hidden) with a one-line note."""
     old_why: str | None = ""
     """The note's reason after the new spelling; None: only the commands that had the old
-    spelling accept it, each with its own reason (OLD_WHY)."""
+    spelling accept it, each with its own reason (`old_whys`)."""
+    old_whys: tuple[tuple[str, str], ...] = ()
+    """(command, the note's reason there), where `old_why` is None."""
     commands: tuple[str, ...] = ()
     """Where two settings share a flag: the commands whose flag this setting is."""
-
-    @property
-    def help(self) -> str:
-        """The flag's help, with `{default}` where each command says its own default."""
-        return HELP[self.name][0]
+    help: str = ""
+    """The flag's help, with `{default}` where each command says its own default."""
+    help_words: tuple[tuple[str, str], ...] = ()
+    """(command, its words for `{default}`); command "": any other command's."""
 
     def help_for(self, command: str) -> str:
         """The flag's help as `command` shows it (its words for `{default}`, else the row's)."""
-        words = HELP[self.name][1]
+        words = dict(self.help_words)
         return self.help.replace("{default}", words.get(command, words.get("", "")))
 
     @property
@@ -180,78 +181,157 @@ _SECONDS = "a number of seconds"
 _WHERE = dict(metavar="TAG", multiple=True)
 SPECS: tuple[Spec[Any], ...] = (
     _spec("release", "--release", None, "release", (str,), "a Neuron release version string",
-          "the Neuron release (lock, install, doctor, init)", _text, metavar="V"),
+          "the Neuron release (lock, install, doctor, init)", _text, metavar="V",
+          help="Neuron release: a version, latest (newest fully published) or newest "
+               "({default}).",
+          help_words=(
+                ("", "default: config release, else the newest native one"),
+                ("init", "default: kept, else the newest native one"),
+                ("setup", "default: latest, the newest fully published"))),
     _spec("torch", "--torch", None, "torch", (str,), "a torch version string such as \"2.14\"",
-          "the PyTorch line of the stack (lock, install, init)", _text),
+          "the PyTorch line of the stack (lock, install, init)", _text,
+          help="PyTorch line, e.g. 2.14 ({default}).",
+          help_words=(
+                ("", "default: config torch, else the release's own"),
+                ("init", "default: kept, else the release's own"))),
     _spec("python_versions", "--python-version", None, "python", (str, list),
           "a Python version or a list of them", "the platform targets' Python versions (lock, "
           "init, download; `--python` is always an interpreter)", _texts, (), metavar="X.Y",
           multiple=True, old_flags=("--python",),
-          old_why=" (a target version; --python is an interpreter)"),
+          old_why=" (a target version; --python is an interpreter)",
+          help="Target Python version (repeatable; {default}; once --python, still "
+               "accepted).",
+          help_words=(
+                ("lock", "default: config python, else the release's lowest"),
+                ("init", "default: kept"),
+                ("download", "only the files for it; default: every target the lock records, all of "
+                            "their wheels"))),
     _spec("platforms", "--platform", None, "platform", (str, list),
           "a platform tag or a list of them", "the platform targets' platform tags", _texts, (),
-          **_WHERE),
+          **_WHERE,
+          help="Target platform tag (repeatable; {default}).",
+          help_words=(
+                ("", "default: config platform, else manylinux_2_28_x86_64"),
+                ("init", "default: kept"),
+                ("download", "with --python-version; default manylinux_2_28_x86_64"))),
     _spec("requirements", "--with", None, "with", (list,), "a list of requirement strings",
           "your own requirements, locked and installed with the stack", _texts, (),
-          metavar="REQ", multiple=True),
+          metavar="REQ", multiple=True,
+          help="Your own requirement, e.g. 'transformers>=4.50' (repeatable)."),
     _spec("manifest", "--manifest", "NEURONCTL_MANIFEST", "manifest", (str,),
           "a path to a neuronctl manifest", "the release data (default: the stored, else the "
-          "bundled)", _path, trust_root=True, path="file"),
+          "bundled)", _path, trust_root=True, path="file",
+          help="Use this neuronctl manifest instead of the bundled release data."),
     _spec("manifest_url", "--from", "NEURONCTL_MANIFEST_URL", "manifest_url", (str,),
           "the URL `neuronctl releases update` fetches release data from",
           "where `releases update` fetches release data", secure_url, trust_root=True,
-          metavar="URL|FILE"),
+          metavar="URL|FILE",
+          help="Where to fetch the manifest, https or a file (default: "
+               "NEURONCTL_MANIFEST_URL, else `manifest_url` in your own ~/.config/neuronctl/config.toml, "
+               "never a project's; else AWS's n2-manifest.json on GitHub)."),
     _spec("engine", "--engine", "NEURONCTL_ENGINE", "engine", (str,), "one of auto, pip, uv",
           "the installer engine (auto: uv when installed, else the target's pip; NEURONCTL_BACKEND "
           "and config `backend`, its old names, still count where the new ones are unset)",
           choice(*ENGINES), "auto", old_env="NEURONCTL_BACKEND", old_key="backend",
-          old_flags=("--backend",), old_why=" (the installer engine)"),
+          old_flags=("--backend",), old_why=" (the installer engine)",
+          help="Installer engine (once --backend, still accepted) [NEURONCTL_ENGINE, else "
+               "config engine, else auto]."),
     _spec("indexes", "--index", "NEURONCTL_INDEX_<NAME>", "indexes", (dict,),
           "a table of index name = URL", "package indexes, by name (layered)", _any,
-          layered=True, metavar="NAME=URL", multiple=True),
+          layered=True, metavar="NAME=URL", multiple=True,
+          help="Replace or add an index (also NEURONCTL_INDEX_<NAME>, config `indexes`)."),
     _spec("routes", "--route", None, "routes", (dict,), "a table of package = index name",
           "which index a package comes from (layered with the indexes)", _any, layered=True,
-          metavar="PKG=NAME", multiple=True),
+          metavar="PKG=NAME", multiple=True,
+          help="Look PKG up on index NAME only (config `routes`)."),
     _spec("device", "--device", None, "device", (str,), "one of auto, neuron, cuda, cpu",
           "the device the environment is for: what doctor and smoke probe, the lock install "
-          "picks (with --lock)", choice(*DEVICES), "auto"),
+          "picks (with --lock)", choice(*DEVICES), "auto",
+          help="The device this environment is for: {default} [config device, else auto].",
+          help_words=(
+                ("doctor", "what the probe tiers use"),
+                ("probe", "what the tiers probe"),
+                ("smoke", "what the model runs on"),
+                ("install", "as doctor's and smoke's --device; with --lock it picks the lock. auto: the "
+                           "Neuron lock where there are Neuron devices, else pylock.cuda.toml beside it "
+                           "where there is an NVIDIA GPU; neuron, cuda, cpu: that device's lock. A lock "
+                           "recording a fallback device installs only where the hardware has that "
+                           "device, or with --device naming it; config device counts only with --lock"))),
     _spec("timeout", "--timeout", None, "timeout", (int, float), _SECONDS,
           "each network request's time limit (lock, install, download)", seconds, 30.0,
-          commands=("lock", "install", "download")),
+          commands=("lock", "install", "download"),
+          help="Each network request's time limit in seconds [config timeout, else 30]."),
     _spec("check_timeout", "--check-timeout", None, "check_timeout", (int, float), _SECONDS,
           "each doctor check's time limit (install's doctor afterwards too), and probe's and "
           "env's run in the target (default: "
           "the level's budget; where this key is absent, config `timeout` bounds these too)",
-          seconds, None, shared_key="timeout", old_flags=("--timeout",), old_why=None),
+          seconds, None, shared_key="timeout", old_flags=("--timeout",), old_why=None,
+          old_whys=(("doctor", " (each check's time limit)"),
+                    ("probe", " (the probe's time limit)"), ("env", " (collect_env's time limit)")),
+          help="Seconds: {default}.",
+          help_words=(
+                ("doctor", "each check's time limit (once --timeout, still accepted) [config "
+                          "check_timeout, else the level's budget]"),
+                ("install", "each check's time limit in the doctor afterwards [config check_timeout, "
+                           "else the level's budget]"),
+                ("probe", "before the probe is killed (once --timeout, still accepted) [config "
+                         "check_timeout, else 120]"),
+                ("env", "torch's collect_env in the target (once --timeout, still accepted) [config "
+                       "check_timeout, else 60]"))),
     _spec("run_timeout", "--timeout", None, None, (), "",
           "a whole run's time limit, flag only (smoke's run [600], `fleet doctor`'s srun step "
           "[120]); not a request's nor a check's", seconds,
-          commands=("smoke", "fleet doctor")),
+          commands=("smoke", "fleet doctor"),
+          help="Seconds {default}.",
+          help_words=(
+                ("smoke", "before the whole run is killed [600]"),
+                ("fleet doctor", "for the whole srun step, every node's doctor run (Slurm's --time) "
+                                "[120]"))),
     _spec("strict", "--strict", None, "strict", (bool,), "true or false",
-          "doctor: warnings fail too", _flag, False, is_flag=True),
+          "doctor: warnings fail too", _flag, False, is_flag=True,
+          help="Warnings fail too [config strict]."),
     _spec("skip", "--skip", None, "skip", (list,), "a list of check ids",
           "doctor checks not run (config and flags add up)", _texts, (), layered=True,
-          metavar="ID", multiple=True),
+          metavar="ID", multiple=True,
+          help="Skip these checks or groups (repeatable; as --only)."),
     _spec("drain_on", "--drain-on", None, "drain_on", (str,),
           "what `doctor --slurm-drain` drains for: drain, fail or warn",
           "what `doctor --slurm-drain` drains for", choice("drain", "fail", "warn"), "drain",
-          trust_root=True),
+          trust_root=True,
+          help="What --slurm-drain drains for: drain = outcomes of severity drain "
+               "(hardware errors, no driver, devices missing), fail = any failure, warn = any failure or "
+               "warning [drain_on in your own config, never a project's; else drain]."),
     _spec("system_repo", "--repo", None, "system_repo", (str,),
           "a mirror of the Neuron apt/yum repository `neuronctl setup` plans with",
           "the Neuron apt/yum repository `setup` plans with", secure_url, trust_root=True,
-          metavar="URL"),
+          metavar="URL",
+          help="A mirror of the Neuron apt/yum repository, https or file:// "
+               "[`system_repo` in your own ~/.config/neuronctl/config.toml, never a project's]; its key "
+               "is checked all the same."),
     _spec("lock", "--lock", None, "lock", (str,), "a path to a pylock.toml",
           "the lock file: what `lock` writes (its -o), what doctor checks against", _path,
-          path="file"),
+          path="file",
+          help="{default}",
+          help_words=(
+                ("doctor", "Also check installed versions against this pylock.toml."),
+                ("install", "Install exactly what this pylock.toml selects for the target."),
+                ("download", "The pylock.toml whose files to fetch."))),
     _spec("model", "--model", None, "model", (str,),
           "a model factory MODULE:FACTORY for `neuronctl smoke`, e.g. \"pkg.mod:make\"",
-          "the model smoke (and doctor at level 3) runs", _text, metavar="MODULE:FACTORY"),
+          "the model smoke (and doctor at level 3) runs", _text, metavar="MODULE:FACTORY",
+          help="A function returning (model, example_inputs[, tokens_per_step]) (default: "
+               "config `model`, else the built-in reference model)."),
     _spec("prices", "--price", None, "prices", (dict,),
           "a table of instance type = USD per hour (or {usd_per_hour, accelerators}); "
           "checked by `neuronctl cost`", "instance prices for `cost` (config and flags add up)",
-          _any, layered=True, metavar="TYPE=USD_PER_HOUR[:ACCELERATORS]", multiple=True),
+          _any, layered=True, metavar="TYPE=USD_PER_HOUR[:ACCELERATORS]", multiple=True,
+          help="Hourly price (and accelerator count) of an instance type (repeatable)."),
     _spec("sysroot", "--sysroot", "NEURONCTL_SYSROOT", None, (), "",
-          "the root hardware facts are read under (default /)", _path, path="dir"),
+          "the root hardware facts are read under (default /)", _path, path="dir",
+          help="{default}",
+          help_words=(
+                ("", "Read hardware facts under this root (default: / or NEURONCTL_SYSROOT)."),
+                ("setup", "Plan for the captured tree under this root (default: / or NEURONCTL_SYSROOT)."))),
     _spec("sysroot_tools", None, "NEURONCTL_SYSROOT_TOOLS", None, (), "",
           "1: run the programs found under a --sysroot tree (they are that tree's code: off "
           "unless you say so, e.g. for a host mounted at /host)", _one, False),
@@ -282,93 +362,12 @@ def meaning(spec: Spec[Any]) -> str:
     return spec.what.split(" (")[0]
 
 
-def precedence_table(specs: Sequence[Spec[Any]] = SPECS) -> list[tuple[str, str, str, str, str]]:
+def precedence_table(specs: Sequence[Spec[Any]] | None = None
+                     ) -> list[tuple[str, str, str, str, str]]:
     """(setting, flag, environment variable, config key, what it is) for the docs; an old name
     still accepted follows the new one after a `|`."""
     def both(new: str | None, old: str | None) -> str:
         return f"{new}|{old}" if new and old else (new or "")
 
     return [(s.name, s.flag or "", both(s.env, s.old_env), both(s.key, s.old_key), s.what)
-            for s in specs]
-
-
-# -- the flags' help ------------------------------------------------------------------------------
-# (help with `{default}`, {command: its words for it; "": any other command's}) by setting: kept
-# beside the rows, not in them, so that each row stays one readable declaration.
-HELP: dict[str, tuple[str, dict[str, str]]] = {
-    "release": ("Neuron release: a version, latest (newest fully published) or newest "
-                "({default}).", {"": "default: config release, else the newest native one",
-                                 "init": "default: kept, else the newest native one",
-                                 "setup": "default: latest, the newest fully published"}),
-    "torch": ("PyTorch line, e.g. 2.14 ({default}).",
-              {"": "default: config torch, else the release's own",
-               "init": "default: kept, else the release's own"}),
-    "python_versions": ("Target Python version (repeatable; {default}; once --python, still "
-                        "accepted).", {"lock": "default: config python, else the release's "
-                                               "lowest", "init": "default: kept",
-                                       "download": "only the files for it; default: every "
-                                       "target the lock records, all of their wheels"}),
-    "platforms": ("Target platform tag (repeatable; {default}).",
-                  {"": "default: config platform, else manylinux_2_28_x86_64",
-                   "init": "default: kept",
-                   "download": "with --python-version; default manylinux_2_28_x86_64"}),
-    "requirements": ("Your own requirement, e.g. 'transformers>=4.50' (repeatable).", {}),
-    "manifest": ("Use this neuronctl manifest instead of the bundled release data.", {}),
-    "manifest_url": ("Where to fetch the manifest, https or a file (default: "
-                     "NEURONCTL_MANIFEST_URL, else `manifest_url` in your own "
-                     "~/.config/neuronctl/config.toml, never a project's; else AWS's "
-                     "n2-manifest.json on GitHub).", {}),
-    "engine": ("Installer engine (once --backend, still accepted) [NEURONCTL_ENGINE, else "
-               "config engine, else auto].", {}),
-    "indexes": ("Replace or add an index (also NEURONCTL_INDEX_<NAME>, config `indexes`).", {}),
-    "routes": ("Look PKG up on index NAME only (config `routes`).", {}),
-    "device": ("The device this environment is for: {default} [config device, else auto].",
-               {"doctor": "what the probe tiers use", "probe": "what the tiers probe",
-                "smoke": "what the model runs on",
-                "install": "as doctor's and smoke's --device; with --lock it picks the lock. "
-                "auto: the Neuron lock where there are Neuron devices, else pylock.cuda.toml "
-                "beside it where there is an NVIDIA GPU; neuron, cuda, cpu: that device's lock. A "
-                "lock recording a fallback device installs only where the hardware has that "
-                "device, or with --device naming it; config device counts only with --lock"}),
-    "timeout": ("Each network request's time limit in seconds [config timeout, else 30].", {}),
-    "check_timeout": ("Seconds: {default}.", {
-        "doctor": "each check's time limit (once --timeout, still accepted) [config "
-                  "check_timeout, else the level's budget]",
-        "install": "each check's time limit in the doctor afterwards [config check_timeout, "
-                   "else the level's budget]",
-        "probe": "before the probe is killed (once --timeout, still accepted) [config "
-                 "check_timeout, else 120]",
-        "env": "torch's collect_env in the target (once --timeout, still accepted) [config "
-               "check_timeout, else 60]"}),
-    "run_timeout": ("Seconds {default}.", {"smoke": "before the whole run is killed [600]",
-                                           "fleet doctor": "for the whole srun step, every "
-                                           "node's doctor run (Slurm's --time) [120]"}),
-    "strict": ("Warnings fail too [config strict].", {}),
-    "skip": ("Skip these checks or groups (repeatable; as --only).", {}),
-    "drain_on": ("What --slurm-drain drains for: drain = outcomes of severity drain (hardware "
-                 "errors, no driver, devices missing), fail = any failure, warn = any failure or "
-                 "warning [drain_on in your own config, never a project's; else drain].", {}),
-    "system_repo": ("A mirror of the Neuron apt/yum repository, https or file:// [`system_repo` "
-                    "in your own ~/.config/neuronctl/config.toml, never a project's]; its key is "
-                    "checked all the same.", {}),
-    "lock": ("{default}", {"doctor": "Also check installed versions against this pylock.toml.",
-                           "install": "Install exactly what this pylock.toml selects for the "
-                                      "target.",
-                           "download": "The pylock.toml whose files to fetch."}),
-    "model": ("A function returning (model, example_inputs[, tokens_per_step]) (default: config "
-              "`model`, else the built-in reference model).", {}),
-    "prices": ("Hourly price (and accelerator count) of an instance type (repeatable).", {}),
-    "sysroot": ("{default}", {"": "Read hardware facts under this root (default: / or "
-                                  "NEURONCTL_SYSROOT).",
-                              "setup": "Plan for the captured tree under this root (default: / "
-                                       "or NEURONCTL_SYSROOT)."}),
-    "sysroot_tools": ("", {}),
-    "cache_dir": ("", {}),
-}
-
-OLD_WHY: dict[tuple[str, str], str] = {
-    ("doctor", "check_timeout"): " (each check's time limit)",
-    ("probe", "check_timeout"): " (the probe's time limit)",
-    ("env", "check_timeout"): " (collect_env's time limit)",
-}
-"""A setting whose old spelling only some commands had (old_why None): the note's reason there."""
+            for s in (SPECS if specs is None else specs)]

@@ -180,10 +180,10 @@ engine's old names are still read too, without a note, where the new ones are un
 `NEURONCTL_BACKEND` (now `NEURONCTL_ENGINE`) and config `backend` (now `engine`); scripts and
 config files written for earlier versions keep working, and the new name wins where both are
 set. Each flag above is built from this table's row (its help, choices and old spellings), so a
-setting added to the table is a flag, a variable, a key and a row here at once. Config `timeout` bounds network
-requests; it once bounded doctor's checks as well, so where `check_timeout` is absent it still does
-(with a note): set `check_timeout` to give the checks their own limit, and keep `timeout` for lock,
-install and download.
+setting added to the table is a flag, a variable, a key and a row here at once. Config `timeout`
+bounds network requests; it once bounded doctor's checks as well, so where `check_timeout` is
+absent it still does (with a note): set `check_timeout` to give the checks their own limit, and
+keep `timeout` for lock, install and download.
 
 {{SETTINGS}}
 
@@ -243,7 +243,7 @@ drain_on = "drain"                                   # what `doctor --slurm-drai
 
 def settings_table() -> str:
     """Every setting's flag, environment variable, config key and meaning (neuronctl.settings)."""
-    from neuronctl.settings import precedence_table
+    from neuronctl.settings_table import precedence_table
 
     rows = ["| setting | flag | environment | config key | what it is |",
             "| --- | --- | --- | --- | --- |"]
@@ -257,11 +257,11 @@ def settings_table() -> str:
 def trust_table() -> str:
     """Which config keys a project file may set and which only the user may (the settings'
     `trust_root`); docs/security.md holds the same table (tests/test_docs_generated.py)."""
-    from neuronctl.settings import SPECS
+    from neuronctl import settings_table
 
     rows = ["| config key | what it decides | a project's pyproject.toml | only you (flag, "
             "environment, ~/.config/neuronctl/config.toml) |", "| --- | --- | --- | --- |"]
-    for s in sorted((s for s in SPECS if s.key), key=lambda s: (not s.trust_root, str(s.key))):
+    for s in sorted((s for s in settings_table.SPECS if s.key), key=lambda s: (not s.trust_root, str(s.key))):
         ways = ", ".join(f"`{w}`" for w in (s.flag, s.env) if w) or "-"
         project = "no: noted, not used" if s.trust_root else \
             "yes (not for a node's health check)"
@@ -271,13 +271,14 @@ def trust_table() -> str:
 
 
 def config_page() -> str:
-    from neuronctl.config import SCHEMA
+    from neuronctl.config import schema
 
     preamble = CONFIG_PREAMBLE.replace("{SETTINGS}", settings_table())
     lines = [preamble.replace("{TRUST}", trust_table()), "| key | type | meaning |",
              "| --- | --- | --- |"]
-    for key in sorted(SCHEMA):
-        types, description = SCHEMA[key]
+    known = schema()
+    for key in sorted(known):
+        types, description = known[key]
         lines.append(f"| `{key}` | {_type_words(types)} | {_cell(description)} |")
     return "\n".join(lines) + "\n" + CONFIG_EXAMPLE
 

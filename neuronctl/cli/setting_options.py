@@ -23,7 +23,7 @@ import click
 from click.core import ParameterSource
 
 from neuronctl.settings import Flag, Setting
-from neuronctl.settings_table import BY_NAME, OLD_WHY, Spec
+from neuronctl.settings_table import BY_NAME, Spec
 
 if TYPE_CHECKING:
     from neuronctl.settings import Resolver
@@ -154,7 +154,7 @@ def with_settings(command: str) -> Callable[[F], F]:
         for option in options:
             option.help = None if option.old else option.spec.help_for(command)
             if option.old and option.spec.old_why is None:
-                option.why = OLD_WHY[(command, option.spec.name)]
+                option.why = dict(option.spec.old_whys)[command]
 
         @functools.wraps(f)
         def run(*args: Any, **kwargs: Any) -> Any:
