@@ -235,7 +235,7 @@ def test_pip_engine_needs_pip_in_the_target(cli, locked, tmp_path):
     venv = tmp_path / "bare"
     make_venv(venv, find_python("3.12"))
     r = cli("install", "--lock", str(locked), "--python", str(venv), "--backend", "pip")
-    assert r.code == 2 and "has no pip" in r.err and "--backend uv" in r.err
+    assert r.code == 2 and "has no pip" in r.err and "--engine uv" in r.err
 
 
 def test_offline_install_from_the_engines_cache(cli, wheels, tmp_path):
@@ -253,7 +253,7 @@ def test_offline_install_from_the_engines_cache(cli, wheels, tmp_path):
     r = cli("install", "--lock", "pylock.toml", "--venv", str(tmp_path / "p"), "--venv-python", "3.12",
             "--backend", "pip", "--offline")
     assert r.code == 2 and "--offline: the pip engine keeps no downloaded files" in r.err
-    assert "--backend uv" in r.err and not (tmp_path / "p").exists()
+    assert "--engine uv" in r.err and not (tmp_path / "p").exists()
     r = cli("install", *uni.index_flags(), "--venv", str(tmp_path / "c"), "--offline", "--torch", "2.13")
     assert r.code == 1 and "--offline" in r.err and not (tmp_path / "c").exists()
 
