@@ -19,8 +19,10 @@ def schema() -> dict[str, tuple[tuple[type, ...], str]]:
     table, read when a file is checked (an old key, still read where the new one is absent, is
     checked as the new one is)."""
     table = settings_table
-    return {key: (spec.types, spec.description)
-            for key, spec in (*table.BY_KEY.items(), *table.OLD_KEYS.items())}
+    keys = {key: (spec.types, spec.description) for key, spec in table.BY_KEY.items()}
+    return keys | {old: (spec.types, f"{spec.description} (the old name of `{spec.key}`, read "
+                                     "where it is absent)")
+                   for old, spec in table.OLD_KEYS.items()}
 
 
 SCHEMA = schema()

@@ -314,3 +314,37 @@ def test_the_old_spellings_note_keeps_each_commands_reason() -> None:
     spec = BY_NAME["check_timeout"]
     assert spec.old_why is None and dict(spec.old_whys)["doctor"] == " (each check's time limit)"
     assert replace(spec, old_whys=()).old_flags == ("--timeout",)
+
+
+def _imports(module: str) -> set[str]:
+    """Every neuronctl module `module` imports: at the top, inside functions, under
+    TYPE_CHECKING (an import cycle counts whichever way it is written)."""
+    path = REPO / Path(*module.split(".")).with_suffix(".py")
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return found
+
+
+@pytest.mark.parametrize("group", [
+    ("neuronctl.config", "neuronctl.settings", "neuronctl.settings_table", "neuronctl.cache_dir"),
+    ("neuronctl.cli.app", "neuronctl.cli.options", "neuronctl.cli.setting_options"),
+], ids=["settings-core", "cli-options"])
+def test_the_settings_modules_import_each_other_one_way(group) -> None:
+    edges = {m: {o for o in group if o != m and o in _imports(m)} for m in group}
+    done: set[str] = set()
+
+    def visit(module: str, path: tuple[str, ...]) -> None:
+        assert module not in path, " -> ".join((*path, module))
+        if module in done:
+            return
+        for other in edges[module]:
+            visit(other, (*path, module))
+        done.add(module)
+
+    for module in group:
+        visit(module, ())
