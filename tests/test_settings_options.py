@@ -348,3 +348,18 @@ def test_the_settings_modules_import_each_other_one_way(group) -> None:
 
     for module in group:
         visit(module, ())
+
+
+def test_the_defaults_the_help_states_are_the_ones_the_commands_use() -> None:
+    """The table's help says each command's default in words: they are the constants the
+    commands fall back to (a changed constant fails here, not silently in the help)."""
+    from neuronctl.cli.cmd_fleet import FLEET_RUN_S
+    from neuronctl.ops.env import TORCH_TIMEOUT_S
+    from neuronctl.ops.smoke import DEFAULT_TIMEOUT
+
+    check, run = BY_NAME["check_timeout"], BY_NAME["run_timeout"]
+    assert check.help_for("env").endswith(f"else {TORCH_TIMEOUT_S:g}].")
+    assert check.help_for("probe").endswith("else 120].")
+    assert run.help_for("smoke").endswith(f"[{DEFAULT_TIMEOUT:g}].")
+    assert run.help_for("fleet doctor").endswith(f"[{FLEET_RUN_S:g}].")
+    assert f"else {BY_NAME['timeout'].default:g}]" in BY_NAME["timeout"].help

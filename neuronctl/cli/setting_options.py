@@ -23,7 +23,7 @@ import click
 from click.core import ParameterSource
 
 from neuronctl.settings import Flag, Setting
-from neuronctl.settings_table import BY_NAME, Spec
+from neuronctl.settings_table import BY_NAME, Spec, seconds
 
 if TYPE_CHECKING:
     from neuronctl.settings import Resolver
@@ -51,7 +51,7 @@ def _type(spec: Spec[Any]) -> click.ParamType | None:  # type: ignore[type-arg]
     if spec.path is not None:
         return click.Path(path_type=Path, dir_okay=spec.path == "dir",
                           file_okay=spec.path == "file")
-    if spec.parse.__name__ == "seconds":
+    if spec.parse is seconds:
         return click.FLOAT  # the row's rule checks the number (finite, above 0, at most a day)
     return None
 
