@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -165,7 +166,8 @@ def with_settings(command: str) -> Callable[[F], F]:
                 value = kwargs.pop(name, None)
                 if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE:
                     flags[option.spec.name] = Flag(value, option.old or str(option.spec.flag))
-            return f(*args, settings=CommandSettings.of(Given(flags)), **kwargs)
+            given = Given(MappingProxyType(flags))  # read-only: what was typed stays so
+            return f(*args, settings=CommandSettings.of(given), **kwargs)
 
         setattr(run, _MARK, command)
         return run  # type: ignore[return-value]
