@@ -1,4 +1,4 @@
-"""Which installer engine runs: --backend flag > NEURONCTL_BACKEND > config `backend` > auto (uv
+"""Which installer engine runs: --engine flag > NEURONCTL_ENGINE > config `engine` > auto (uv
 when it is installed, else pip), the one precedence of neuronctl.settings, with the reason
 reported."""
 
@@ -49,15 +49,16 @@ def _pip(reason: str) -> Choice:
 def choose_engine(value: str | None, where: str = "default", environ: Mapping[str, str] | None = None,
                   uv_path: str | None = None) -> Choice:
     """The engine the resolved `engine` setting names (neuronctl.settings applies flag >
-    environment > config > default; `where` is its source as messages name it: "--backend",
-    "NEURONCTL_BACKEND", "config backend"). None or auto: uv where it is found, else pip."""
+    environment > config > default; `where` is its source as messages name it: "--engine",
+    "NEURONCTL_ENGINE", "config engine", or an old name as typed: "--backend", "config
+    backend"). None or auto: uv where it is found, else pip."""
     env = os.environ if environ is None else environ
     if value and value not in BACKENDS:
         raise InputError(f"{where} {value!r}: expected one of {', '.join(BACKENDS)}")
     if value == "uv":
         uv = uv_path or find_uv(env)
         if uv is None:
-            raise InputError(f"{where} uv: uv is not installed (pip install uv, or --backend pip)")
+            raise InputError(f"{where} uv: uv is not installed (pip install uv, or --engine pip)")
         return _uv(uv, f"{where} {value}")
     if value == "pip":
         return _pip(f"{where} {value}")

@@ -94,7 +94,7 @@ class Choice:
 
     engine: Engine
     reason: str
-    """Why this engine: "--backend uv", "config backend = pip", "NEURONCTL_BACKEND", "auto: ..."."""
+    """Why this engine: "--engine uv", "config engine = pip", "NEURONCTL_BACKEND", "auto: ..."."""
 
 
 def nothing() -> None:

@@ -7,7 +7,7 @@ caches, with no network beyond loopback (issue 14's targets).
 - existing venv: an empty venv made beforehand (not timed), then only the install.
 - nothing to do: the lock once more into the venv it was just installed into (with the
   after-install doctor, the default, and with --no-check).
-- pip: a new venv with neuronctl --backend pip against `python -m venv` + `pip install
+- pip: a new venv with neuronctl --engine pip against `python -m venv` + `pip install
   --require-hashes --no-cache-dir -r requirements.txt`.
 - wheelhouse: `neuronctl download` fills a directory (timed on its own), then a new venv from it
   with `neuronctl install --find-links DIR --offline` against `uv venv` + `uv pip install
@@ -61,18 +61,18 @@ def cases(neuronctl: str, py312: str, uv: str, lock: Path, reqs: Path, bundled: 
         "new venv: raw uv": ([], [[uv, "venv", "--python", py312, "--seed", "--no-index", "--find-links",
                                    bundled, "--offline", "--no-python-downloads", v("a")],
                                   [*uv_install, v("a")]], True),
-        "new venv: neuronctl (uv)": ([], [[*nc, "--venv", v("b"), "--venv-python", py312, "--backend", "uv"]],
+        "new venv: neuronctl (uv)": ([], [[*nc, "--venv", v("b"), "--venv-python", py312, "--engine", "uv"]],
                                      True),
         "existing venv: raw uv": ([[uv, "venv", "--python", py312, v("c")]], [[*uv_install, v("c")]], True),
         "existing venv: neuronctl (uv)": ([[uv, "venv", "--python", py312, v("d")]],
-                                          [[*nc, "--python", v("d"), "--backend", "uv"]], True),
-        "nothing to do: neuronctl (uv)": ([], [[*nc, "--python", v("d"), "--backend", "uv"]], False),
-        "nothing to do: neuronctl (uv) --no-check": ([], [[*nc, "--python", v("d"), "--backend", "uv",
+                                          [[*nc, "--python", v("d"), "--engine", "uv"]], True),
+        "nothing to do: neuronctl (uv)": ([], [[*nc, "--python", v("d"), "--engine", "uv"]], False),
+        "nothing to do: neuronctl (uv) --no-check": ([], [[*nc, "--python", v("d"), "--engine", "uv",
                                                            "--no-check"]], False),
         "new venv: raw pip": ([], [[py312, "-m", "venv", v("e")],
                                    [v("e") + "/bin/python", "-m", "pip", "install", "-q", "--no-cache-dir",
                                     "--require-hashes", "-r", str(reqs)]], True),
-        "new venv: neuronctl (pip)": ([], [[*nc, "--venv", v("f"), "--venv-python", py312, "--backend",
+        "new venv: neuronctl (pip)": ([], [[*nc, "--venv", v("f"), "--venv-python", py312, "--engine",
                                             "pip"]], True),
         "wheelhouse: neuronctl download": ([], [fill], True),
         "wheelhouse: raw uv": ([fill], [[uv, "venv", "--python", py312, "--seed", "--no-index",
@@ -88,7 +88,7 @@ def cases(neuronctl: str, py312: str, uv: str, lock: Path, reqs: Path, bundled: 
                                                         "--offline", "--python", v("i"), "@WHEELHOUSE@"]],
                                               True),
         "wheelhouse: neuronctl (uv)": ([fill], [[*nc, "--find-links", house, "--offline", "--venv", v("h"),
-                                                 "--venv-python", py312, "--backend", "uv"]], True),
+                                                 "--venv-python", py312, "--engine", "uv"]], True),
     }
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 
 def user_cache_dir() -> Path:
-    """NEURONCTL_CACHE_DIR (the setting `cache_dir`, neuronctl.settings), else
+    """NEURONCTL_CACHE_DIR (the setting `cache_dir`, neuronctl.settings_table), else
     $XDG_CACHE_HOME/neuronctl, else ~/.cache/neuronctl."""
-    from neuronctl.settings import from_environment
+    from neuronctl.settings_table import from_environment
 
     explicit: Path | None = from_environment("cache_dir")
     if explicit is not None:

@@ -9,14 +9,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from neuronctl import settings_table
 from neuronctl.errors import InputError
-from neuronctl.settings import BY_KEY
 from neuronctl.tomlfile import read_toml
 
-# key -> (accepted Python types, human description): the config column of the one settings table
-SCHEMA: dict[str, tuple[tuple[type, ...], str]] = {
-    key: (spec.types, spec.description) for key, spec in BY_KEY.items()
-}
+
+def schema() -> dict[str, tuple[tuple[type, ...], str]]:
+    """key -> (accepted Python types, human description): the config column of the one settings
+    table, read when a file is checked (an old key, still read where the new one is absent, is
+    checked as the new one is)."""
+    table = settings_table
+    keys = {key: (spec.types, spec.description) for key, spec in table.BY_KEY.items()}
+    return keys | {old: (spec.types, f"{spec.description} (the old name of `{spec.key}`, read "
+                                     "where it is absent)")
+                   for old, spec in table.OLD_KEYS.items()}
+
+
+SCHEMA = schema()
+"""The keys as the table has them at import (tests and the docs read it)."""
 
 
 @dataclass(frozen=True)
@@ -49,10 +59,11 @@ class Config:
 
 def validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    known = schema()
     for key, value in table.items():
-        if key not in SCHEMA:
-            raise InputError(f"{where}: unknown key {key!r} (known: {', '.join(sorted(SCHEMA))})")
-        types, description = SCHEMA[key]
+        if key not in known:
+            raise InputError(f"{where}: unknown key {key!r} (known: {', '.join(sorted(known))})")
+        types, description = known[key]
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
             raise InputError(f"{where}: {key}: expected {description}, got {value!r}")
         if isinstance(value, list) and not all(isinstance(v, str) for v in value):

@@ -100,13 +100,14 @@ class SysRoot:
         """The root `--sysroot` (`explicit`) or NEURONCTL_SYSROOT names, else /; every way of
         naming one is validated here (InputError: exit 2), so no command reads a wrong root as
         an empty machine."""
-        env = os.environ if environ is None else environ
-        if explicit is not None and str(explicit) != "":
-            value, where = str(explicit), "--sysroot"
-        elif env.get(ENV_VAR):
-            value, where = env[ENV_VAR], ENV_VAR
-        else:
+        from neuronctl.settings import Flag, flag_or_environment
+
+        # the settings' one rule for a setting no config sets: --sysroot > NEURONCTL_SYSROOT > /
+        flag = Flag(str(explicit), "--sysroot") if explicit is not None and str(explicit) else None
+        found = flag_or_environment("sysroot", flag, os.environ if environ is None else environ)
+        if found is None:
             return cls(Path("/"))
+        value, where = found.value, found.source.name
         root = cls(Path(value))
         if not root.is_host:
             check_root(root.root, where)

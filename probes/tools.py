@@ -3,7 +3,6 @@ for tests."""
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -73,8 +72,9 @@ def run_tool(argv: Sequence[str], timeout: float) -> ToolResult:
 def sysroot_tools_allowed(root: SysRoot, environ: Mapping[str, str] | None = None) -> bool:
     """Programs found under a captured tree are code from that tree: run them only when the
     tree is this host or the user said so (a host mounted at /host, for example)."""
-    environ = os.environ if environ is None else environ
-    return root.is_host or environ.get(SYSROOT_TOOLS_ENV) == "1"
+    from neuronctl.settings_table import from_environment
+
+    return root.is_host or bool(from_environment("sysroot_tools", environ))
 
 
 def find_neuron_tool(root: SysRoot, name: str) -> Path | None:

@@ -43,7 +43,7 @@ def _many_modules(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 def _install(lock: Path, venv: Path, **kwargs) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "neuronctl", "install", "--lock", str(lock), "--python",
-                             str(venv / "bin" / "python"), "--backend", "pip", "--no-check"],
+                             str(venv / "bin" / "python"), "--engine", "pip", "--no-check"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
 

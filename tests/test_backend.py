@@ -33,7 +33,6 @@ def test_install_takes_the_environment_over_the_config_for_the_engine(tmp_path, 
     from neuronctl.settings import Resolver
 
     config = Config({"backend": "uv"}, str(tmp_path / "pyproject.toml"), tmp_path)
-    monkeypatch.setattr("neuronctl.cli.options.typed", lambda param: None)
     chosen = _engine(Resolver.of(config, environ={"NEURONCTL_BACKEND": "pip"}))
     assert chosen.engine.name == "pip" and chosen.reason == "NEURONCTL_BACKEND pip"
     with pytest.raises(InputError, match="config backend 'conda'"):

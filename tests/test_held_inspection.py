@@ -181,7 +181,7 @@ def test_an_install_into_an_existing_venv_starts_the_target_twice_and_its_doctor
     py = make_venv(tmp_path / "venv", find_python("3.12"))
     log = tmp_path / "starts.log"
     _starts_logged(tmp_path / "venv", log)
-    r = cli("install", "--lock", str(locked), "--python", str(py), "--backend", "uv")
+    r = cli("install", "--lock", str(locked), "--python", str(py), "--engine", "uv")
     assert r.code == 0, r.err
     assert "PASS" in r.out and "packages.torch-neuronx" in r.out, r.out
     assert len(_starts(log)) == 2
@@ -209,7 +209,7 @@ def test_a_failed_install_leaves_no_held_interpreter(cli, uni, locked, tmp_path)
     watch = threading.Thread(target=lambda: [seen.extend(_inspections_of(py)) or time.sleep(0.05)
                                              for _ in range(40)], daemon=True)
     watch.start()
-    r = cli("install", "--lock", str(locked), "--python", str(py), "--backend", "uv")
+    r = cli("install", "--lock", str(locked), "--python", str(py), "--engine", "uv")
     watch.join()
     assert r.code == 1 and "install failed, nothing changed" in r.err, r.err
     assert seen  # it was there while the engine ran

@@ -91,7 +91,7 @@ def test_a_pip_in_the_working_directory_never_runs_as_the_engine(cli, tmp_path, 
     marker = tmp_path / "impostor-ran"
     plant_impostors(Path.cwd(), marker)
     r = cli("install", "--lock", str(lock), "--find-links", str(house), "--offline",
-            "--python", str(python), "--backend", "pip", "--no-check")
+            "--python", str(python), "--engine", "pip", "--no-check")
     assert not marker.exists(), f"the working directory's {marker.read_text().split()} ran"
     assert r.code == 0, r.err
     assert said(python) == "SAID = 'good'\n"  # really installed, by the real pip
@@ -106,7 +106,7 @@ def test_a_venv_module_in_the_working_directory_never_makes_the_new_venv(cli, tm
     plant_impostors(Path.cwd(), marker)
     venv = tmp_path / "new"
     r = cli("install", "--lock", str(lock), "--find-links", str(house), "--offline",
-            "--venv", str(venv), "--venv-python", find_python("3.10"), "--backend", "pip",
+            "--venv", str(venv), "--venv-python", find_python("3.10"), "--engine", "pip",
             "--no-check")
     assert not marker.exists(), f"the working directory's {marker.read_text().split()} ran"
     assert r.code == 0, r.err
@@ -156,7 +156,7 @@ def test_a_second_requirement_hidden_in_a_url_is_never_installed(cli, tmp_path, 
     entry = {**wheel_entry(good, injected), "hashes": {"sha256": sha(evil)}}
     lock = write_lock(tmp_path / "pylock.toml", ("demo", "1.0", entry))
     python = copied_venv(pip_venvs, "3.12", tmp_path / "env")
-    r = cli("install", "--lock", str(lock), "--python", str(python), "--backend", "pip", "--no-check")
+    r = cli("install", "--lock", str(lock), "--python", str(python), "--engine", "pip", "--no-check")
     assert said(python, "evil") is None and said(python) is None
     assert r.code == 2, r.err + r.out
     assert "(demo 1.0)" in r.err and "whitespace or control characters" in r.err
@@ -194,7 +194,7 @@ def test_an_environment_variable_in_a_url_is_never_expanded_by_pip(cli, tmp_path
         url = f"{base}/${{NEURONCTL_TEST_SECRET}}/{wheel.name}"
         lock = write_lock(tmp_path / "pylock.toml", ("demo", "1.0", wheel_entry(wheel, url)))
         python = copied_venv(pip_venvs, "3.12", tmp_path / "env")
-        r = cli("install", "--lock", str(lock), "--python", str(python), "--backend", "pip",
+        r = cli("install", "--lock", str(lock), "--python", str(python), "--engine", "pip",
                 "--no-check")
     assert r.code != 0 and said(python) is None
     assert paths, "pip never asked the server"

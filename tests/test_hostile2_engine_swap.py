@@ -1,4 +1,4 @@
-"""`install --find-links DIR --backend pip`: a wheelhouse file replaced after it was checked is
+"""`install --find-links DIR --engine pip`: a wheelhouse file replaced after it was checked is
 never installed. pip hashes a local file and then opens it again to install it; neuronctl hands it
 a private copy, hashed as it is copied (the wheelhouse file is read once), so what pip checks and
 installs is a file nobody else can change.
@@ -82,7 +82,7 @@ def test_a_wheelhouse_file_swapped_after_the_check_is_never_installed(cli, tmp_p
     monkeypatch.setenv("NEURONCTL_TEST_SWAP_TO", str(house / good.name))
     monkeypatch.setenv("NEURONCTL_TEST_SWAPPED", str(swapped))
     r = cli("install", "--lock", str(lock), "--find-links", str(house), "--offline",
-            "--python", str(python), "--backend", "pip", "--no-check")
+            "--python", str(python), "--engine", "pip", "--no-check")
     assert swapped.exists(), "the hook never ran: pip's check was not reached"
     assert sha(house / good.name) == evil_sha  # the wheelhouse now holds the other file
     assert said(python) == "SAID = 'good'\n", "the file swapped in after the check was installed"
@@ -103,7 +103,7 @@ def test_a_wheelhouse_file_that_is_not_the_locked_one_is_refused_before_pip_runs
     lock = write_lock(tmp_path / "pylock.toml", ("demo", "1.0", entry))
     python = copied_venv(pip_venvs, "3.12", tmp_path / "env")
     r = cli("install", "--lock", str(lock), "--find-links", str(house), "--offline",
-            "--python", str(python), "--backend", "pip", "--no-check")
+            "--python", str(python), "--engine", "pip", "--no-check")
     assert r.code == 2, r.err + r.out
     err = " ".join(r.err.split())
     assert f"--find-links {house}: {evil.name}: sha256 mismatch: the lock says {sha(good)}, the file " \
@@ -121,7 +121,7 @@ def test_a_fifo_in_place_of_a_wheelhouse_file_is_refused_not_waited_on(cli, tmp_
     lock = write_lock(tmp_path / "pylock.toml", ("demo", "1.0", entry))
     python = copied_venv(pip_venvs, "3.12", tmp_path / "env")
     r = cli("install", "--lock", str(lock), "--find-links", str(house), "--offline",
-            "--python", str(python), "--backend", "pip", "--no-check")
+            "--python", str(python), "--engine", "pip", "--no-check")
     assert r.code == 2 and "is not a file" in r.err and said(python) is None
 
 

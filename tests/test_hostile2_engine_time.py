@@ -89,7 +89,7 @@ def test_pip_fetching_a_trickled_wheel_stops_at_the_timeout_and_changes_nothing(
     state, base = paced
     lock, _ = trickled_lock(tmp_path, state, base)
     python = copied_venv(pip_venvs, "3.12", tmp_path / "env")
-    r, took = neuronctl("install", "--lock", str(lock), "--python", str(python), "--backend", "pip",
+    r, took = neuronctl("install", "--lock", str(lock), "--python", str(python), "--engine", "pip",
                         "--no-check", "--timeout", "2.5")
     assert r.returncode == 1, r.stderr
     assert took < 30, f"took {took:.1f}s"
@@ -106,7 +106,7 @@ def test_uv_fetching_a_trickled_wheel_into_a_new_venv_stops_and_removes_the_venv
     from wheels import find_python
 
     r, took = neuronctl("install", "--lock", str(lock), "--venv", str(venv), "--venv-python",
-                        find_python("3.12"), "--backend", "uv", "--no-check", "--timeout", "2.5")
+                        find_python("3.12"), "--engine", "uv", "--no-check", "--timeout", "2.5")
     assert r.returncode == 1, r.stderr
     assert took < 30, f"took {took:.1f}s"
     err = " ".join(r.stderr.split())
@@ -126,7 +126,7 @@ def test_a_download_that_keeps_coming_is_not_stopped(tmp_path, paced, pip_venvs)
              "hashes": {"sha256": sha(wheel)}}
     lock = write_lock(tmp_path / "pylock.toml", ("demo", "1.0", entry))
     python = copied_venv(pip_venvs, "3.12", tmp_path / "env")
-    r, took = neuronctl("install", "--lock", str(lock), "--python", str(python), "--backend", "pip",
+    r, took = neuronctl("install", "--lock", str(lock), "--python", str(python), "--engine", "pip",
                         "--no-check", "--timeout", "2.5")
     assert r.returncode == 0, r.stderr
     assert took > 2.5 and said(python) is not None

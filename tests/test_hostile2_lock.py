@@ -147,7 +147,7 @@ def test_a_cuda_lock_over_pylock_toml_is_refused_on_a_neuron_host(cli, cu, tmp_p
     trn2 = build_host(tmp_path / "trn2", "trn2")
     venv = tmp_path / "v"
     base = ("--venv", str(venv), "--venv-python", PY312, "--dry-run", "--sysroot", str(trn2),
-            "--backend", "uv")
+            "--engine", "uv")
     r = cli("install", "--lock", "pylock.toml", *base)
     line = one_error_line(r.err)
     assert r.code == 2 and "nvidia" not in r.out and "cu130" not in r.out, r.out
@@ -171,14 +171,14 @@ def test_a_cuda_lock_over_pylock_toml_is_refused_on_a_neuron_host(cli, cu, tmp_p
     assert not venv.exists()
     # Where the hardware is an NVIDIA GPU, that lock is what it calls for.
     gpu = nvidia_host(tmp_path / "gpu")
-    r = cli("install", "--lock", "pylock.toml", *base[:-4], "--sysroot", str(gpu), "--backend", "uv")
+    r = cli("install", "--lock", "pylock.toml", *base[:-4], "--sysroot", str(gpu), "--engine", "uv")
     assert r.code == 0 and "named on the command line; NVIDIA driver 580.65.06" in r.err, r.err
 
 
 def test_a_cpu_lock_goes_to_a_host_with_no_accelerator_only(cli, cu, tmp_path):
     flags = [*cu.index_flags(), "--python", "3.12"]
     assert cli("lock", *flags, "--fallback", "cpu").code == 0
-    base = ("--venv", str(tmp_path / "v"), "--venv-python", PY312, "--dry-run", "--backend", "uv")
+    base = ("--venv", str(tmp_path / "v"), "--venv-python", PY312, "--dry-run", "--engine", "uv")
     # Config `device` (what doctor and smoke probe) asks nothing of an install without --lock.
     Path("pyproject.toml").write_text('[tool.neuronctl]\ndevice = "cpu"\n')
     r = cli("install", *cu.index_flags(), *base, "--sysroot", str(build_cpu_host(tmp_path / "c0")))

@@ -96,7 +96,7 @@ def test_install_from_a_lock_whose_hash_is_a_path(cli, uni, tmp_path):
     Path("evil.toml").write_text(dumps(data, arrays_of_tables=("packages",)))
     for extra in (["--dry-run"], []):
         r = cli("install", "--lock", "evil.toml", "--venv", str(tmp_path / "new"), "--venv-python",
-                "3.12", "--backend", "uv", "--no-check", *extra)
+                "3.12", "--engine", "uv", "--no-check", *extra)
         assert r.code == 2, r.err
         assert "internal error" not in r.err and "Traceback" not in r.err
         assert victim.read_text() == "the user's own file\n"

@@ -40,9 +40,9 @@ def legacy_venv(tmp_path, stack_wheels) -> Path:
 def test_new_venv_from_lock(cli, uni, locked, tmp_path, engine):
     venv = tmp_path / "env"
     r = cli("install", "--lock", str(locked), "--venv", str(venv), "--venv-python", "3.12",
-            "--backend", engine)
+            "--engine", engine)
     assert r.code == 0, r.err + r.out
-    assert f"engine: {engine} (--backend {engine})" in r.out
+    assert f"engine: {engine} (--engine {engine})" in r.out
     got = installed(venv / "bin" / "python")
     assert got["torch"] == "2.14.0+cpu" and got["torch-neuronx"] == "2.14.3.0"
     assert got["nki"] == "0.7.0" and got["neuronx-cc"] == "2.28.7631.0"
@@ -57,7 +57,7 @@ def test_new_venv_from_lock(cli, uni, locked, tmp_path, engine):
         assert f"pip from its bundled {bundled[-1].name}" in r.out
     # Installing the same lock again changes nothing.
     before = snapshot(venv)
-    r = cli("install", "--lock", str(locked), "--venv", str(venv), "--backend", engine)
+    r = cli("install", "--lock", str(locked), "--venv", str(venv), "--engine", engine)
     assert r.code == 0 and "nothing to do" in r.out
     assert snapshot(venv) == before
 
@@ -66,7 +66,7 @@ def test_new_venv_from_lock(cli, uni, locked, tmp_path, engine):
 def test_fresh_resolution_into_new_venv(cli, uni, tmp_path, engine):
     venv = tmp_path / "env"
     r = cli("install", *uni.index_flags(), "--release", "2.33.0", "--torch", "2.13", "--venv", str(venv),
-            "--venv-python", "3.13", "--with", "transformers[torch]", "--backend", engine,
+            "--venv-python", "3.13", "--with", "transformers[torch]", "--engine", engine,
             "--write-lock", "pylock.toml")
     assert r.code == 0, r.err + r.out
     got = installed(venv / "bin" / "python")
@@ -80,10 +80,10 @@ def test_fresh_resolution_into_new_venv(cli, uni, tmp_path, engine):
 def test_legacy_venv_moves_to_native(cli, uni, locked, tmp_path, stack_wheels, engine):
     venv = legacy_venv(tmp_path, stack_wheels)
     before = snapshot(venv)
-    r = cli("install", "--lock", str(locked), "--python", str(venv), "--backend", engine)
+    r = cli("install", "--lock", str(locked), "--python", str(venv), "--engine", engine)
     assert r.code == 2 and "pass --yes" in r.err and "torch-xla 2.9.0" in r.err
     assert snapshot(venv) == before
-    r = cli("install", "--lock", str(locked), "--python", str(venv), "--backend", engine, "--yes")
+    r = cli("install", "--lock", str(locked), "--python", str(venv), "--engine", engine, "--yes")
     assert r.code == 0, r.err + r.out
     assert "remove    libneuronxla" in r.out and "upgrade   torch-neuronx" in r.out
     got = installed(venv / "bin" / "python")
@@ -100,7 +100,7 @@ def test_new_venv_ignores_what_its_base_has(cli, uni, locked, tmp_path, stack_wh
     base = legacy_venv(tmp_path, stack_wheels)
     venv = tmp_path / "fresh"
     r = cli("install", "--lock", str(locked), "--venv", str(venv), "--venv-python", str(base / "bin" / "python"),
-            "--backend", engine, "--json")
+            "--engine", engine, "--json")
     assert r.code == 0, r.err + r.out
     doc = json.loads(r.out)
     assert {c["action"] for c in doc["plan"]} == {"install"} and len(doc["plan"]) == 7
@@ -118,7 +118,7 @@ def freeze(venv: Path) -> str:
 def test_dry_run_changes_nothing(cli, uni, locked, tmp_path, stack_wheels):
     venv = legacy_venv(tmp_path, stack_wheels)
     before, frozen = snapshot(venv), freeze(venv)
-    r = cli("install", "--lock", str(locked), "--python", str(venv), "--dry-run", "--backend", "pip")
+    r = cli("install", "--lock", str(locked), "--python", str(venv), "--dry-run", "--engine", "pip")
     assert r.code == 0, r.err
     assert "dry run: nothing changed" in r.out
     assert f"{venv}/bin/python -m pip install --no-deps --no-index" in r.out
@@ -140,17 +140,17 @@ def test_hash_mismatch_leaves_target_identical(cli, uni, locked, tmp_path, stack
     before = snapshot(venv)
     evil = build_wheel(tmp_path / "evil", "nki", "0.7.0", summary="not what was locked")
     uni.neuron.projects["nki"][0].path = evil
-    r = cli("install", "--lock", str(locked), "--python", str(venv), "--yes", "--backend", engine)
+    r = cli("install", "--lock", str(locked), "--python", str(venv), "--yes", "--engine", engine)
     assert r.code == 1 and "install failed, nothing changed" in r.err, r.err
     assert "nki" in r.err.split("neuronctl: error:")[1] and "hash" in r.err.lower(), r.err
     assert snapshot(venv) == before
     r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "new"), "--venv-python", "3.12",
-            "--backend", engine)
+            "--engine", engine)
     assert r.code == 1 and "removed the new venv" in r.err and not (tmp_path / "new").exists()
     # A --venv directory that was there, empty, is left there, empty.
     (tmp_path / "empty").mkdir()
     r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "empty"), "--venv-python", "3.12",
-            "--backend", engine)
+            "--engine", engine)
     assert r.code == 1 and (tmp_path / "empty").is_dir() and not any((tmp_path / "empty").iterdir())
 
 
@@ -161,7 +161,7 @@ def test_server_dying_mid_download_leaves_target_identical(cli, uni, locked, tmp
     name = next(w.filename for w in uni.torch.projects["torch"] if "2.14.0" in w.filename
                 and "cp312" in w.filename)
     uni.torch.cut_after[name] = 200
-    r = cli("install", "--lock", str(locked), "--python", str(venv), "--yes", "--backend", engine)
+    r = cli("install", "--lock", str(locked), "--python", str(venv), "--yes", "--engine", engine)
     assert r.code == 1 and "install failed, nothing changed" in r.err, r.err
     assert "torch" in r.err
     assert snapshot(venv) == before
@@ -193,7 +193,7 @@ def test_failure_during_apply_removes_the_new_venv(cli, uni, locked, tmp_path):
     for engine in ENGINES:
         venv = tmp_path / f"new-{engine}"
         r = cli("install", "--lock", "pylock.broken.toml", "--venv", str(venv), "--venv-python", "3.12",
-                "--backend", engine)
+                "--engine", engine)
         assert r.code == 1 and "install failed" in r.err and "removed the new venv" in r.err, r.err
         assert not venv.exists()
 
@@ -209,7 +209,7 @@ def test_failed_install_into_existing_env_says_nothing_changed(cli, uni, locked,
             pkg["wheels"] = [{"name": broken.name, "url": broken.as_uri(),
                               "hashes": {"sha256": hashlib.sha256(broken.read_bytes()).hexdigest()}}]
     Path("pylock.broken.toml").write_text(dumps(data, arrays_of_tables=("packages",)))
-    r = cli("install", "--lock", "pylock.broken.toml", "--python", str(venv), "--yes", "--backend", "pip")
+    r = cli("install", "--lock", "pylock.broken.toml", "--python", str(venv), "--yes", "--engine", "pip")
     assert r.code == 1 and "install failed, nothing changed" in r.err, r.err
     assert f"files and directories in {site_packages(venv)}" in r.err  # it was checked, not assumed
     assert snapshot(venv) == before
@@ -234,40 +234,40 @@ def test_plan_lists_each_source_url(cli, uni, locked, tmp_path):
 def test_pip_engine_needs_pip_in_the_target(cli, locked, tmp_path):
     venv = tmp_path / "bare"
     make_venv(venv, find_python("3.12"))
-    r = cli("install", "--lock", str(locked), "--python", str(venv), "--backend", "pip")
-    assert r.code == 2 and "has no pip" in r.err and "--backend uv" in r.err
+    r = cli("install", "--lock", str(locked), "--python", str(venv), "--engine", "pip")
+    assert r.code == 2 and "has no pip" in r.err and "--engine uv" in r.err
 
 
 def test_offline_install_from_the_engines_cache(cli, wheels, tmp_path):
     with running(wheels) as uni:
         assert cli("lock", *uni.index_flags(), "--python", "3.12").code == 0
         assert cli("install", "--lock", "pylock.toml", "--venv", str(tmp_path / "a"),
-                   "--venv-python", "3.12", "--backend", "uv", "--no-check").code == 0
+                   "--venv-python", "3.12", "--engine", "uv", "--no-check").code == 0
     # The indexes are gone: a second environment installs from uv's own cache (uv --offline),
     # each file checked against the lock's sha256 again.
     r = cli("install", "--lock", "pylock.toml", "--venv", str(tmp_path / "b"), "--venv-python", "3.12",
-            "--backend", "uv", "--offline")
+            "--engine", "uv", "--offline")
     assert r.code == 0, r.err
     assert installed(tmp_path / "b" / "bin" / "python")["torch-neuronx"] == "2.14.3.0"
     # pip keeps no files here: --offline with it is refused before anything changes.
     r = cli("install", "--lock", "pylock.toml", "--venv", str(tmp_path / "p"), "--venv-python", "3.12",
-            "--backend", "pip", "--offline")
+            "--engine", "pip", "--offline")
     assert r.code == 2 and "--offline: the pip engine keeps no downloaded files" in r.err
-    assert "--backend uv" in r.err and not (tmp_path / "p").exists()
+    assert "--engine uv" in r.err and not (tmp_path / "p").exists()
     r = cli("install", *uni.index_flags(), "--venv", str(tmp_path / "c"), "--offline", "--torch", "2.13")
     assert r.code == 1 and "--offline" in r.err and not (tmp_path / "c").exists()
 
 
 def test_json_outcome(cli, locked, tmp_path):
     r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "j"), "--dry-run", "--json",
-            "--backend", "uv")
+            "--engine", "uv")
     assert r.code == 0, r.err
     doc = json.loads(r.out)
     assert doc["schema"] == 1 and doc["kind"] == "install" and doc["dry_run"] is True
-    assert doc["engine"] == {"name": "uv", "reason": "--backend uv"}
+    assert doc["engine"] == {"name": "uv", "reason": "--engine uv"}
     assert {c["name"]: c["action"] for c in doc["plan"]}["torch-neuronx"] == "install"
     assert doc["commands"][0][1:3] == ["venv", "--python"] and not (tmp_path / "j").exists()
-    r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "j"), "--json", "--backend", "uv")
+    r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "j"), "--json", "--engine", "uv")
     assert r.code == 0, r.err
     doc = json.loads(r.out)
     assert doc["applied"] is True and doc["doctor"]["verdict"] == "pass" and doc["exit_code"] == 0
@@ -297,7 +297,7 @@ def test_failure_while_removing_reports_changes_and_restore_commands(cli, uni, l
     venv = legacy_venv(tmp_path, stack_wheels)
     record = next(venv.glob("lib/python3.12/site-packages/torch_xla-2.9.0.dist-info/RECORD"))
     record.unlink()  # pip refuses to uninstall a distribution it has no file list for
-    r = cli("install", "--lock", str(locked), "--python", str(venv), "--yes", "--backend", "pip")
+    r = cli("install", "--lock", str(locked), "--python", str(venv), "--yes", "--engine", "pip")
     assert r.code == 1, r.err
     assert "remove failed after changing" in r.err and "torch 2.9.0 -> 2.14.0+cpu" in r.err
     assert "torch-neuronx 2.9.0.2.15.32035+de43f57c -> 2.14.3.0" in r.err
@@ -319,7 +319,7 @@ def test_inherited_index_settings_cannot_reach_the_engine(cli, uni, locked, tmp_
     monkeypatch.setenv("UV_FIND_LINKS", str(evil))
     before = len(uni.pypi.hits)
     r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "v"), "--venv-python", "3.12",
-            "--backend", engine, "--no-check")
+            "--engine", engine, "--no-check")
     assert r.code == 0, r.err
     assert installed(tmp_path / "v" / "bin" / "python")["nki"] == "0.7.0"
     assert all(not path.startswith("/simple/") for _, path, _ in uni.pypi.hits[before:])
@@ -379,7 +379,7 @@ def test_interrupt_during_apply_reports_changes_and_restore_commands(uni, locked
     venv = legacy_venv(tmp_path, stack_wheels)
     env, marker = uv_that_holds(tmp_path, "exec sleep 120")  # until it is interrupted
     proc = subprocess.Popen([sys.executable, "-m", "neuronctl", "install", "--lock", str(locked), "--python",
-                             str(venv / "bin" / "python"), "--yes", "--backend", "uv", "--no-check"],
+                             str(venv / "bin" / "python"), "--yes", "--engine", "uv", "--no-check"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(marker, proc)
@@ -422,7 +422,7 @@ def test_stopping_during_a_slow_download_stops_at_once_and_leaves_nothing(uni, l
     uni.neuron.trickle[big.name] = (64 << 10, 0.25)  # 8 MB in about 32 s
     venv = tmp_path / "new"
     proc = subprocess.Popen([sys.executable, "-m", "neuronctl", "install", "--lock", str(lock),
-                             "--venv", str(venv), "--venv-python", "3.12", "--backend", engine],
+                             "--venv", str(venv), "--venv-python", "3.12", "--engine", engine],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def midway() -> bool:
@@ -470,7 +470,7 @@ def test_concurrent_installs_into_one_environment_take_turns(uni, locked, tmp_pa
     make_venv(venv, find_python("3.12"))
     release = tmp_path / "go-on"
     env, marker = uv_that_holds(tmp_path, f'while [ ! -e "{release}" ]; do sleep 0.1; done')
-    base = [sys.executable, "-m", "neuronctl", "install", "--lock", str(locked), "--backend", "uv",
+    base = [sys.executable, "-m", "neuronctl", "install", "--lock", str(locked), "--engine", "uv",
             "--no-check"]
     first = subprocess.Popen([*base, "--venv", str(venv)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, env=env)
@@ -505,14 +505,14 @@ def test_a_new_venv_made_while_planning_goes_again_when_the_install_stops_before
     a directory that was there empty is empty again."""
     venv = tmp_path / "new"
     r = cli("install", "--lock", str(locked), "--venv", str(venv), "--venv-python", find_python("3.11"),
-            "--backend", backend)
+            "--engine", backend)
     assert r.code == 2 and "requires-python >=3.12" in r.err, r.err
     _settle_venv_makers()
     assert not venv.exists()
     kept = tmp_path / "kept"
     kept.mkdir()
     r = cli("install", "--lock", str(locked), "--venv", str(kept), "--venv-python", find_python("3.12"),
-            "--backend", "pip", "--offline")
+            "--engine", "pip", "--offline")
     assert r.code == 2 and "--offline" in r.err, r.err
     _settle_venv_makers()
     assert kept.is_dir() and not any(kept.iterdir())

@@ -57,7 +57,7 @@ def test_a_dry_run_from_a_lock_gathers_each_fact_once(cli, locked, tmp_path, cou
 
 def test_an_install_from_a_lock_hands_its_facts_to_the_doctor(cli, locked, tmp_path, counts):
     r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "v"), "--venv-python", "3.12",
-            "--backend", "uv")
+            "--engine", "uv")
     assert r.code == 0, r.err + r.out
     assert "lock.drift" in r.out and "hardware.chip" in r.out  # the doctor ran both on what it was given
     assert installed(tmp_path / "v" / "bin" / "python")["torch-neuronx"] == "2.14.3.0"
@@ -66,7 +66,7 @@ def test_an_install_from_a_lock_hands_its_facts_to_the_doctor(cli, locked, tmp_p
 
 def test_a_fresh_resolution_and_its_downloads_share_one_fetcher(cli, uni, tmp_path, counts):
     r = cli("install", *uni.index_flags(), "--torch", "2.13", "--venv", str(tmp_path / "v"),
-            "--venv-python", "3.12", "--backend", "uv", "--no-check")
+            "--venv-python", "3.12", "--engine", "uv", "--no-check")
     assert r.code == 0, r.err + r.out
     assert installed(tmp_path / "v" / "bin" / "python")["torch-neuronx"] == "2.13.3.0"
     assert counts == {"hardware": 1, "manifest": 1, "fetcher": 1}

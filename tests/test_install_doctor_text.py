@@ -64,8 +64,8 @@ def test_install_prints_the_brief_doctor_and_minus_v_the_table(cli, tmp_path):
     lock.write_text('lock-version = "1.0"\ncreated-by = "test"\nrequires-python = ">=3.8"\n'
                     'packages = []\n')
     venv = make_venv(tmp_path / "v")
-    brief = cli("install", "--lock", str(lock), "--python", str(venv), "--offline", "--backend", "uv")
-    table = cli("-v", "install", "--lock", str(lock), "--python", str(venv), "--offline", "--backend", "uv")
+    brief = cli("install", "--lock", str(lock), "--python", str(venv), "--offline", "--engine", "uv")
+    table = cli("-v", "install", "--lock", str(lock), "--python", str(venv), "--offline", "--engine", "uv")
     assert brief.code == table.code, (brief.out, brief.err, sys.version)
     assert "doctor on " in brief.out and "┃ status" not in brief.out and "lock.drift" in brief.out
     # -v: every check, off a terminal as the line form (a drawn table only on a terminal)
@@ -84,7 +84,7 @@ def test_nothing_to_do_for_a_new_venv_is_not_judged_on_its_base_python(cli, tmp_
     venv = tmp_path / "nv"
     base = find_python("3.12")
     r = cli("install", "--lock", str(lock), "--venv", str(venv), "--venv-python", base,
-            "--backend", "uv", "--offline")
+            "--engine", "uv", "--offline")
     assert not (venv / "bin" / "python").exists()
     assert r.code == 1, (r.out, r.err)
     assert "FAIL  python.version: " in r.out and "no such interpreter" in r.out
@@ -104,7 +104,7 @@ def test_the_doctor_afterwards_is_bounded_by_installs_own_check_timeout(cli, tmp
     lock.write_text('lock-version = "1.0"\ncreated-by = "test"\nrequires-python = ">=3.8"\n'
                     'packages = []\n')
     venv = make_venv(tmp_path / "v")
-    args = ("install", "--lock", str(lock), "--python", str(venv), "--offline", "--backend", "uv",
+    args = ("install", "--lock", str(lock), "--python", str(venv), "--offline", "--engine", "uv",
             "--json")
 
     def budget(*extra: str) -> float:

@@ -136,7 +136,7 @@ def test_lock_and_install_documents_over_real_indexes(cli, uni, tmp_path):
     r = cli("lock", *uni.index_flags(), "--python", "3.12", "--json")
     assert assert_succeeded(r, "lock")["kind"] == "lock"
     r = cli("install", "--lock", "pylock.toml", "--venv", str(tmp_path / "v"), "--dry-run", "--json",
-            "--backend", "uv")
+            "--engine", "uv")
     assert assert_succeeded(r, "install")["dry_run"] is True
     dead = "http://alice:s3cret@127.0.0.1:9/simple"  # a fault (exit 1); the password never shown
     r = cli("lock", *uni.index_flags(), f"--index=pypi={dead}", "--python", "3.12", "--timeout", "1",

@@ -148,14 +148,14 @@ def test_cuda_torch_moved_to_the_neuron_stack_loses_its_cuda_packages(cli, uni, 
 
     assert cli("lock", *uni.index_flags(), "--python", "3.12").code == 0
     venv = cuda_venv(tmp_path)
-    r = cli("install", "--lock", "pylock.toml", "--python", str(venv), "--backend", engine,
+    r = cli("install", "--lock", "pylock.toml", "--python", str(venv), "--engine", engine,
             "--dry-run")
     assert r.code == 0, r.err + r.out
     assert "nvidia-cublas-cu13" in r.out and "triton" in r.out
     assert "only required by torch 2.14.0+cu130, which is replaced" in r.out
-    r = cli("install", "--lock", "pylock.toml", "--python", str(venv), "--backend", engine)
+    r = cli("install", "--lock", "pylock.toml", "--python", str(venv), "--engine", engine)
     assert r.code == 2 and "pass --yes" in r.err and "nvidia-cublas-cu13 13.1.0.3" in r.err
-    r = cli("install", "--lock", "pylock.toml", "--python", str(venv), "--backend", engine, "--yes",
+    r = cli("install", "--lock", "pylock.toml", "--python", str(venv), "--engine", engine, "--yes",
             "--no-check")
     assert r.code == 0, r.err + r.out
     got = installed(venv / "bin" / "python")

@@ -39,7 +39,7 @@ def test_each_wheel_byte_is_served_once_and_neuronctl_keeps_none(cli, uni, locke
     for state in (uni.pypi, uni.torch, uni.neuron):
         state.reset_counts()
     r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "v"), "--venv-python", "3.12",
-            "--backend", engine, "--no-check")
+            "--engine", engine, "--no-check")
     assert r.code == 0, r.err
     got = whole_gets(uni)
     assert len(got) == len(set(got)) == 7, got  # each of the lock's 7 files, once
@@ -58,12 +58,12 @@ def test_a_5xx_burst_is_retried_and_a_longer_one_changes_nothing(cli, uni, locke
                  and "cp312" in w.filename)
     uni.torch.fail_first[f"/files/{torch}"] = 2
     r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "v"), "--venv-python", "3.12",
-            "--backend", engine, "--no-check")
+            "--engine", engine, "--no-check")
     assert r.code == 0, r.err
     venv = legacy_venv(tmp_path, stack_wheels)
     before = snapshot(venv)
     uni.torch.fail_first[f"/files/{torch}"] = 1000
-    r = cli("install", "--lock", str(locked), "--python", str(venv), "--yes", "--backend", engine)
+    r = cli("install", "--lock", str(locked), "--python", str(venv), "--yes", "--engine", engine)
     assert r.code == 1 and "install failed, nothing changed" in r.err, r.err
     assert "503" in r.err or "Service Unavailable" in r.err
     assert snapshot(venv) == before
@@ -81,7 +81,7 @@ def test_the_server_dying_on_the_last_file_leaves_the_environment_identical(cli,
     uni.pypi.cut_after[last] = 300
     for state in (uni.pypi, uni.torch, uni.neuron):
         state.reset_counts()
-    r = cli("install", "--lock", str(locked), "--python", str(venv), "--yes", "--backend", engine)
+    r = cli("install", "--lock", str(locked), "--python", str(venv), "--yes", "--engine", engine)
     assert r.code == 1 and "install failed, nothing changed" in r.err, r.err
     assert "typing" in r.err
     fetched = set(whole_gets(uni)) - {last}
@@ -154,7 +154,7 @@ def test_a_private_index_installs_and_its_password_is_in_no_argv_env_output_or_f
         venv = tmp_path / "v"
         with EngineWatch() as watch:
             done = run_neuronctl("install", "--lock", "pylock.toml", pypi, *public, "--venv", str(venv),
-                                 "--venv-python", "3.12", "--backend", engine, "--no-check",
+                                 "--venv-python", "3.12", "--engine", engine, "--no-check",
                                  env={**os.environ, "TMPDIR": str(tmpdir)})
         assert done.returncode == 0, done.stderr
         assert private_seen and set(private_seen) <= {GOOD, None} and GOOD in private_seen
@@ -177,7 +177,7 @@ def test_the_engines_own_progress_reaches_a_terminal_and_failures_are_still_repo
         return ran.code, ran.shown
 
     code, said = on_terminal("install", "--lock", str(locked), "--venv", str(tmp_path / "v"),
-                             "--venv-python", "3.12", "--backend", engine, "--no-check")
+                             "--venv-python", "3.12", "--engine", engine, "--no-check")
     assert code == 0, said
     # The engine's own words, which a captured run keeps to itself.
     assert ("Installed 8 packages" if engine == "uv" else "Successfully installed") in said, said
@@ -185,7 +185,7 @@ def test_the_engines_own_progress_reaches_a_terminal_and_failures_are_still_repo
 
     uni.neuron.projects["nki"][0].path = build_wheel(tmp_path / "evil", "nki", "0.7.0", summary="other bytes")
     code, said = on_terminal("install", "--lock", str(locked), "--venv", str(tmp_path / "w"),
-                             "--venv-python", "3.12", "--backend", engine)
+                             "--venv-python", "3.12", "--engine", engine)
     assert code == 1 and "neuronctl: error: install failed" in said and "removed the new venv" in said
     error = said.split("neuronctl: error:", 1)[1]
     assert "nki" in error and "hash" in error.lower()  # the reason, kept while it went by
@@ -193,7 +193,7 @@ def test_the_engines_own_progress_reaches_a_terminal_and_failures_are_still_repo
 
 def test_captured_engine_output_stays_out_of_a_log(cli, locked, tmp_path):
     r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "v"), "--venv-python", "3.12",
-            "--backend", "uv", "--no-check")
+            "--engine", "uv", "--no-check")
     assert r.code == 0 and "Installed 8 packages" not in r.err + r.out
     assert "uv fetches 8 file(s), each checked against its sha256, then installs" in r.err
 
@@ -215,14 +215,14 @@ def test_install_lock_picks_the_cuda_fallback_on_an_nvidia_host(cli, cu, tmp_pat
     host = nvidia_host(tmp_path / "host")
     venv = str(tmp_path / "v")
     r = cli("install", "--lock", "pylock.toml", "--venv", venv, "--venv-python", "3.12", "--dry-run",
-            "--sysroot", str(host), "--backend", "uv")
+            "--sysroot", str(host), "--engine", "uv")
     assert r.code == 0, r.err
     assert "lock: pylock.cuda.toml (no Neuron device; NVIDIA driver 580.65.06 (from " \
            "/sys/module/nvidia/version): the CUDA fallback lock, cu130)" in r.err
     assert re.search(r"install +torch +2\.14\.0\+cu130 ", r.out) and "torch-neuronx" not in r.out
     assert "no Neuron hardware here" not in r.err  # no Neuron preflight for a fallback lock
     r = cli("install", "--lock", "pylock.toml", "--venv", venv, "--venv-python", "3.12", "--dry-run",
-            "--sysroot", str(host), "--backend", "uv", "--json")
+            "--sysroot", str(host), "--engine", "uv", "--json")
     doc = json.loads(r.out)
     assert doc["lock_choice"]["device"] == "cuda" and doc["lock_choice"]["path"] == "pylock.cuda.toml"
     assert doc["source"]["lock"] == "pylock.cuda.toml"

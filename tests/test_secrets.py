@@ -256,7 +256,7 @@ def test_install_from_a_private_index_downloads_with_credentials_and_shows_none(
         venv = tmp_path / "env"
         r = cli("install", f"--index=pypi={secret_url}", f"--index=pytorch-cpu={uni.urls['pytorch-cpu']}",
                 f"--index=neuron={uni.urls['neuron']}", "--release", "2.33.0", "--torch", "2.13",
-                "--venv", str(venv), "--venv-python", "3.13", "--backend", "uv", "--no-check", "--json")
+                "--venv", str(venv), "--venv-python", "3.13", "--engine", "uv", "--no-check", "--json")
         assert r.code == 0, r.err + r.out
         assert_no_secret(r.out, r.err)
         whole = [path for _method, path, ranged in uni.pypi.hits if path.endswith(".whl") and not ranged]

@@ -282,7 +282,7 @@ def test_a_value_says_where_it_came_from(tmp_path: Path, monkeypatch: pytest.Mon
 def test_the_config_keys_are_the_settings_table() -> None:
     from neuronctl.config import SCHEMA
 
-    assert set(SCHEMA) == {s.key for s in SPECS if s.key}
+    assert set(SCHEMA) == {k for s in SPECS for k in (s.key, s.old_key) if k}
     assert "check_timeout" in SCHEMA and "timeout" in SCHEMA
 
 

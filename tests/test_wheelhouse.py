@@ -172,7 +172,7 @@ def test_install_from_the_wheelhouse_offline_with_the_indexes_gone(cli, wheels, 
         assert cli("download", "--lock", "pylock.toml", "-d", str(house)).code == 0
     venv = tmp_path / "env"
     r = cli("install", "--lock", "pylock.toml", "--find-links", str(house), "--offline",
-            "--venv", str(venv), "--venv-python", "3.12", "--backend", engine, "--no-check")
+            "--venv", str(venv), "--venv-python", "3.12", "--engine", engine, "--no-check")
     assert r.code == 0, r.err + r.out
     assert f"from the wheelhouse {house}" in r.out
     got = installed(venv / "bin" / "python")
@@ -187,7 +187,7 @@ def test_a_missing_or_mismatching_wheelhouse_file_is_an_error_naming_it(cli, whe
     nki = next(house.glob("nki-*.whl"))
     venv = tmp_path / "env"
     args = ("install", "--lock", "pylock.toml", "--find-links", str(house), "--venv", str(venv),
-            "--venv-python", "3.12", "--backend", "uv", "--no-check")
+            "--venv-python", "3.12", "--engine", "uv", "--no-check")
     data = nki.read_bytes()
     nki.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # same size, one bit off: the engine refuses it
     r = cli(*args)
@@ -219,7 +219,7 @@ def test_without_offline_a_missing_file_comes_from_its_url_and_a_note_names_it(c
     uni.pypi.reset_counts(), uni.torch.reset_counts(), uni.neuron.reset_counts()
     venv = tmp_path / "env"
     r = cli("install", "--lock", "pylock.toml", "--find-links", str(house), "--venv", str(venv),
-            "--venv-python", "3.12", "--backend", "uv", "--no-check")
+            "--venv-python", "3.12", "--engine", "uv", "--no-check")
     assert r.code == 0, r.err + r.out
     assert f"{nki.name} is not in {house}; it comes from its URL" in r.err
     assert {p.rsplit("/", 1)[-1] for p in file_hits(uni)} == {nki.name}  # only it, from its index
@@ -250,7 +250,7 @@ def test_a_tampered_wheelhouse_file_is_named_and_no_environment_is_changed(cli, 
         assert cli("download", "--lock", "pylock.toml", "-d", str(house)).code == 0
     nki = next(house.glob("nki-*.whl"))
     flipped_inside(nki)
-    args = ("install", "--lock", "pylock.toml", "--find-links", str(house), "--offline", "--backend",
+    args = ("install", "--lock", "pylock.toml", "--find-links", str(house), "--offline", "--engine",
             engine, "--yes", "--no-check")
     venv = tmp_path / "env"
     r = cli(*args, "--venv", str(venv), "--venv-python", "3.12")

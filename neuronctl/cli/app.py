@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 
     from neuronctl.config import Config
     from neuronctl.release.model import Manifest
+    from neuronctl.settings import Resolver
 
-__all__ = ["PIPE_WIDTH", "App", "TerminalStream", "get_app", "paint", "safe_chars",
+__all__ = ["PIPE_WIDTH", "App", "TerminalStream", "get_app", "note", "paint", "safe_chars",
            "terminal_text"]
 
 
@@ -57,19 +58,40 @@ class App:
             self._user_config = load_user_config()
         return self._user_config
 
+    def resolver(self, *, for_node: bool = False) -> Resolver:
+        """The rule over this invocation's config files (each read once) and environment;
+        `for_node`: the run acts on its node (no project file is read)."""
+        from neuronctl.settings import Resolver
+
+        return Resolver.of(self.config(), note, user=self.user_config(), for_node=for_node)
+
     def manifest(self, override: Path | None = None) -> Manifest:
-        from neuronctl.cli.options import resolver
         from neuronctl.release.manifest import load_manifest
 
         # --manifest > NEURONCTL_MANIFEST > the user's config `manifest` (a trust root: never
         # the project's) > the stored, else bundled, data
         path = override or self.manifest_path
         if path is None:
-            path = resolver().value("manifest")
+            path = self.resolver().value("manifest")
         return load_manifest(path)
 
     def console(self, *, stderr: bool = False) -> Console:
         return self.printer.console(stderr=stderr)
+
+
+_NOTED = "neuronctl.noted"
+"""ctx.meta's set of the notes said already: each says itself once an invocation."""
+
+
+def note(line: str) -> None:
+    """A one-line note on stderr (an old spelling accepted, an old config key read, a project
+    file's trust root not used), once per invocation."""
+    ctx = click.get_current_context(silent=True)
+    said: set[str] = ctx.find_root().meta.setdefault(_NOTED, set()) if ctx else set()
+    if line in said:
+        return
+    said.add(line)
+    click.echo(f"neuronctl: note: {line}", err=True)
 
 
 _is_tty = is_tty  # the name cli/progress.py and others' branches import

@@ -9,7 +9,8 @@ from typing import Any
 import click
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.options import json_option, resolver
+from neuronctl.cli.options import json_option
+from neuronctl.cli.setting_options import CommandSettings, setting_option, with_settings
 from neuronctl.errors import InputError
 from neuronctl.ops.cost import (
     CostRequest,
@@ -52,13 +53,13 @@ class TokenCount(click.ParamType[int, Any]):
 
 
 @click.command()
+@with_settings("cost")
 @click.option("--from", "from_file", type=click.Path(path_type=Path, dir_okay=False),
               help="A `neuronctl smoke --json` (or -o) report: its tokens/s.")
 @click.option("--throughput", type=float, metavar="TOKENS_PER_S", help="Tokens per second.")
 @click.option("--instance", "instances", multiple=True, metavar="TYPE",
               help="Instance type to cost (repeatable; default: this host's and every priced one).")
-@click.option("--price", "prices", multiple=True, metavar="TYPE=USD_PER_HOUR[:ACCELERATORS]",
-              help="Hourly price (and accelerator count) of an instance type (repeatable).")
+@setting_option("prices")
 @click.option("--tokens", type=TokenCount(), metavar="COUNT",
               help="A job of this many tokens (2000000000 or 2e9).")
 @click.option("--hours", type=click.FloatRange(min=0, max=MAX_JOB_HOURS, min_open=True),
@@ -66,8 +67,8 @@ class TokenCount(click.ParamType[int, Any]):
 @click.option("--prices", "list_prices", is_flag=True,
               help="List the bundled prices with their sources and dates.")
 @json_option
-def cost(from_file: Path | None, throughput: float | None, instances: tuple[str, ...],
-         prices: tuple[str, ...], tokens: int | None, hours: float | None, list_prices: bool,
+def cost(settings: CommandSettings, from_file: Path | None, throughput: float | None,
+         instances: tuple[str, ...], tokens: int | None, hours: float | None, list_prices: bool,
          as_json: bool) -> int:
     """Cost per million tokens and per job, for each instance type."""
     app = get_app()
@@ -89,7 +90,8 @@ def cost(from_file: Path | None, throughput: float | None, instances: tuple[str,
     else:
         assert throughput is not None
         speed, source = check_throughput(throughput, "--throughput"), "--throughput"
-    table, where = resolver().config_entries("prices")  # layered: --price rows beside these
+    prices = settings.given.values("prices")
+    table, where = settings.rules.config_entries("prices")  # layered: --price rows beside these
     request = CostRequest(
         speed, source, tuple(dict.fromkeys(check_instance_type(i, "--instance") for i in instances)),
         tuple(parse_price_flag(p) for p in prices), prices_from_config(table, where), tokens, hours,

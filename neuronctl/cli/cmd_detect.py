@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import json_option, sysroot_option
+from neuronctl.cli.setting_options import CommandSettings, with_settings
 from neuronctl.ops import detect as detect_op
 
 
 @click.command()
+@with_settings("detect")
 @json_option
 @sysroot_option
-def detect(as_json: bool, sysroot: Path | None) -> int:
+def detect(settings: CommandSettings, as_json: bool) -> int:
     """Show the Neuron hardware on this machine, with the evidence for each conclusion."""
-    get_app().printer.emit(detect_op.detect(sysroot))
+    get_app().printer.emit(detect_op.detect(settings.given.value("sysroot")))
     return 0

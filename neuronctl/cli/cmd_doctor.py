@@ -14,13 +14,11 @@ from neuronctl.cli.doctor_report import DoctorView, render_markdown_summary
 from neuronctl.cli.options import (
     check_timeout_option,
     device_option,
-    given_values,
     json_option,
     python_option,
-    resolve,
-    resolver,
     sysroot_option,
 )
+from neuronctl.cli.setting_options import CommandSettings, setting_option, with_settings
 from neuronctl.errors import InputError, NeuronctlError
 from neuronctl.ops.doctor import run as doctor_run
 from neuronctl.ops.doctor.levels import DEFAULT_LEVEL, LEVELS, choose_level
@@ -29,6 +27,7 @@ from neuronctl.ops.doctor.run import SELECTORS_HELP, DoctorRequest
 from neuronctl.ops.output_path import check_output_file
 from neuronctl.ops.target_env import TargetPython
 from neuronctl.settings import Setting
+from neuronctl.settings_table import BY_NAME
 
 FORMATS = ("text", "json", "junit", "github", "prometheus")
 
@@ -38,52 +37,43 @@ FORMATS = ("text", "json", "junit", "github", "prometheus")
                     "when the run's budget is spent, fails with 'timed out'):\n\n"
                     + "\n\n".join(f"{lv.number}: {lv.what}; {lv.budget_text()}."
                                   for lv in LEVELS.values()))
+@with_settings("doctor")
 @python_option
-@click.option("--release", metavar="V",
-              help="Check against this Neuron release: a version, latest (newest fully "
-                   "published) or newest.")
-@click.option("--lock", type=click.Path(path_type=Path, dir_okay=False),
-              help="Also check installed versions against this pylock.toml.")
-@device_option("what the probe tiers use")
+@setting_option("release")
+@setting_option("lock")
+@device_option
 @click.option("--level", type=click.IntRange(1, 3), default=None, metavar="[1|2|3]",
               help=f"What to check, within what time (above) [{DEFAULT_LEVEL}].")
 @click.option("--no-device-probe", is_flag=True, help="Skip the device probe tiers (= --level 1).")
 @click.option("--compile", "compile_tier", is_flag=True,
               help="Also probe torch.compile, and run your model (= --level 3).")
-@click.option("--strict", is_flag=True, help="Warnings fail too [config strict].")
+@setting_option("strict")
 @click.option("--only", multiple=True, metavar="ID",
               help=f"Run only these checks or groups (repeatable; {SELECTORS_HELP}).")
-@click.option("--skip", multiple=True, metavar="ID",
-              help="Skip these checks or groups (repeatable; as --only).")
+@setting_option("skip")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
               help="Output format (prometheus: a node_exporter textfile, needs -o FILE.prom).")
 @json_option
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the report in --format to FILE; a text summary still goes to stdout.")
-@check_timeout_option("each check's time limit", was_timeout="each check's time limit")
+@check_timeout_option(was_timeout=True)
 @click.option("--slurm-drain", is_flag=True,
               help="After the report, drain this Slurm node (scontrol) when a check calls for it "
                    "(--drain-on), and resume it when none does if neuronctl drained it (for "
                    "HealthCheckProgram).")
-@click.option("--drain-on", type=click.Choice(("drain", "fail", "warn")), default=None,
-              help="What --slurm-drain drains for: drain = outcomes of severity drain (hardware "
-                   "errors, no driver, devices missing), fail = any failure, warn = any failure "
-                   "or warning [drain_on in your own config, never a project's; else drain].")
-@click.option("--exit-on", type=click.Choice(("drain", "fail", "warn")), default=None,
+@setting_option("drain_on")
+@click.option("--exit-on", type=click.Choice(BY_NAME["drain_on"].choices or ()), default=None,
               help="Exit 1 only for these outcomes (as --drain-on: drain = severity drain); "
                    "node-problem-detector's hardware condition runs with drain [fail].")
 @click.option("--lookback", metavar="DURATION", default=None,
               help="hardware.errors reads the kernel log this far back (e.g. 300, 5m, 2h, 1d) "
                    "[since boot].")
 @sysroot_option
-@click.option("--manifest", "manifest_path", type=click.Path(path_type=Path, dir_okay=False),
-              help="Use this neuronctl manifest instead of the bundled one.")
-def doctor(python: str | None, release: str | None, lock: Path | None, device: str | None,
-           level: int | None, no_device_probe: bool, compile_tier: bool, strict: bool,
-           only: tuple[str, ...], skip: tuple[str, ...], fmt: str | None, as_json: bool,
-           output: Path | None, check_timeout: float | None, slurm_drain: bool, drain_on: str | None,
-           exit_on: str | None, lookback: str | None, sysroot: Path | None,
-           manifest_path: Path | None) -> int:
+@setting_option("manifest")
+def doctor(settings: CommandSettings, python: str | None, level: int | None,
+           no_device_probe: bool, compile_tier: bool, only: tuple[str, ...], fmt: str | None,
+           as_json: bool, output: Path | None, slurm_drain: bool, exit_on: str | None,
+           lookback: str | None) -> int:
     app = get_app()
     if as_json and fmt not in (None, "json"):
         raise InputError("--json conflicts with --format " + str(fmt))
@@ -95,9 +85,8 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
     check_output_file(output, "-o")
     chosen = choose_level(level, no_device_probe, compile_tier)
     # A run that acts on its node (a scheduler's health check) reads no project file
-    request, policy, target, chosen_release = _request(python, chosen, only, lookback, sysroot,
-                                                       manifest_path,
-                                                       slurm_drain or exit_on is not None)
+    request, policy, target, chosen_release = _request(
+        settings.on_node(slurm_drain or exit_on is not None), python, chosen, only, lookback)
     started, clock = time.time(), time.perf_counter()
     from neuronctl.cli.progress import status_reporter
 
@@ -117,25 +106,24 @@ def doctor(python: str | None, release: str | None, lock: Path | None, device: s
     return report.exit_code
 
 
-def _request(python: str | None, level: int, only: tuple[str, ...], lookback: str | None,
-             sysroot: Path | None, manifest_path: Path | None, for_node: bool
-             ) -> tuple[DoctorRequest, str, TargetPython, Setting[str | None]]:
+def _request(settings: CommandSettings, python: str | None, level: int, only: tuple[str, ...],
+             lookback: str | None) -> tuple[DoctorRequest, str, TargetPython, Setting[str | None]]:
     """The doctor request from the flags, the environment and the config (neuronctl.settings),
     the --slurm-drain policy, the target, and the release setting (with where it came from);
-    `for_node`: the run decides what happens to its node, so no project file is read."""
-    app, rules = get_app(), resolver(for_node=for_node)
-    policy = resolve("drain_on", rules=rules).value
+    `settings.for_node`: the run decides what happens to its node, so no project file is read."""
+    app, rules, given = get_app(), settings.rules, settings.given
+    policy = settings.value("drain_on")
     target = target_python(python)
-    model, release = resolve("model", rules=rules), resolve("release", rules=rules)
+    model, release = settings.resolve("model"), settings.resolve("release")
     model_file, model_base = rules.config_file("model")
     request = DoctorRequest(
-        manifest=app.manifest(manifest_path), python=target.python, release=release.value,
-        lock=resolve("lock", rules=rules).value,
-        device=resolve("device", rules=rules).value, level=level,
-        strict=resolve("strict", rules=rules).value, only=only,
-        skip=given_values("skip") + rules.config_list("skip"),
-        check_timeout=resolve("check_timeout", rules=rules).value,
-        sysroot=check_sysroot(sysroot), model=model.value,
+        manifest=app.manifest(given.value("manifest")), python=target.python,
+        release=release.value, lock=settings.value("lock"),
+        device=settings.value("device"), level=level,
+        strict=settings.value("strict"), only=only,
+        skip=given.values("skip") + rules.config_list("skip"),
+        check_timeout=settings.value("check_timeout"),
+        sysroot=check_sysroot(given.value("sysroot")), model=model.value,
         model_origin=f"config model ({model_file})", model_cwd=model_base,
         lookback_s=lookback_seconds(lookback))
     return request, policy, target, release

@@ -8,28 +8,24 @@ import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.options import (
-    given_values,
     json_option,
-    resolve,
-    resolver,
     target_options,
     timeout_option,
 )
+from neuronctl.cli.setting_options import CommandSettings, setting_option, with_settings
 from neuronctl.ops.output_path import check_output_dir
 
 
 @click.command("download")
-@click.option("--lock", "lock_path", required=True, type=click.Path(path_type=Path, dir_okay=False),
-              help="The pylock.toml whose files to fetch.")
+@with_settings("download")
+@setting_option("lock", required=True)
 @click.option("-d", "--dest", required=True, type=click.Path(path_type=Path, file_okay=False),
               help="The wheelhouse directory (made if absent; files already there and verified "
                    "are kept).")
-@target_options("only the files for it; default: every target the lock records, all of their "
-                "wheels", "with --python-version; default manylinux_2_28_x86_64")
+@target_options
 @timeout_option
 @json_option
-def download(lock_path: Path, dest: Path, pythons: tuple[str, ...], platforms: tuple[str, ...],
-             timeout: float | None, as_json: bool) -> int:
+def download(settings: CommandSettings, dest: Path, as_json: bool) -> int:
     """Fetch every file a lock selects into DIR, each verified against the lock's sha256 and size,
     for `install --lock LOCK --find-links DIR [--offline]` on hosts without the indexes.
 
@@ -44,16 +40,17 @@ def download(lock_path: Path, dest: Path, pythons: tuple[str, ...], platforms: t
     from neuronctl.resolvers.targets import make_targets
 
     check_output_dir(dest, "-d")
-    app, rules = get_app(), resolver()
-    pythons = given_values("pythons")  # the lock's own targets otherwise, not config `python`
+    app, rules, given = get_app(), settings.rules, settings.given
+    # the lock's own targets otherwise, not config `python` nor `platform`
+    pythons, platforms = given.values("python_versions"), given.values("platforms")
     if platforms and not pythons:
         raise InputError("--platform needs --python-version (the target is a Python and a "
                          "platform)")
     targets = make_targets(pythons, platforms) if pythons else ()
     sources = index_sources(rules)  # the config's and the environment's indexes (no flags here)
-    request = DownloadRequest(lock=lock_path, dest=dest, targets=targets,
+    request = DownloadRequest(lock=given.value("lock"), dest=dest, targets=targets,
                               routing=lambda recorded: route_indexes(sources, recorded),
-                              timeout=resolve("timeout", rules=rules).value)
+                              timeout=settings.value("timeout"))
     if not app.printer.chatty:
         reporter: Reporter = NullReporter()
         outcome = run_download(request, reporter)

@@ -2,31 +2,30 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import target_python
 from neuronctl.cli.env_report import EnvView, to_markdown
-from neuronctl.cli.options import check_timeout_option, json_option, python_option, resolve, sysroot_option
+from neuronctl.cli.options import check_timeout_option, json_option, python_option, sysroot_option
+from neuronctl.cli.setting_options import CommandSettings, with_settings
 from neuronctl.ops.env import REDACTED, TORCH_TIMEOUT_S, relevant_environ
 from neuronctl.ops.env import collect_env as collect
 
 __all__ = ["REDACTED", "collect", "env", "relevant_environ", "to_markdown"]
 
 @click.command()
+@with_settings("env")
 @python_option
 @json_option
 @sysroot_option
-@check_timeout_option("torch's collect_env in the target", f"{TORCH_TIMEOUT_S:g}",
-                      was_timeout="collect_env's time limit")
-def env(python: str | None, as_json: bool, sysroot: Path | None,
-        check_timeout: float | None) -> int:
+@check_timeout_option(was_timeout=True)
+def env(settings: CommandSettings, python: str | None, as_json: bool) -> int:
     """Dump everything a Neuron bug report needs, as markdown (or JSON): a superset of
     `python -m torch.utils.collect_env`, plus every Neuron package, the driver, runtime and chip."""
     # collect_env is bounded like a check: config `check_timeout`, which a flag beats.
-    limit = resolve("check_timeout").value or TORCH_TIMEOUT_S
+    limit = settings.value("check_timeout") or TORCH_TIMEOUT_S
     target = target_python(python)
+    sysroot = settings.given.value("sysroot")
     get_app().printer.emit(EnvView(collect(target.python, sysroot, None, limit).to_json(), target))
     return 0

@@ -14,8 +14,9 @@ from typing import Any
 import click
 
 from neuronctl.cli.app import get_app, terminal_text
-from neuronctl.cli.options import json_option, python_option, resolve
+from neuronctl.cli.options import json_option, python_option
 from neuronctl.cli.output import write_atomic
+from neuronctl.cli.setting_options import CommandSettings, setting_option, with_settings
 from neuronctl.errors import InputError
 from neuronctl.ops.doctor.levels import LEVELS, RUN_MARGIN_S
 from neuronctl.ops.fleet.aggregate import aggregate
@@ -62,6 +63,7 @@ def _remote_command(value: str | None) -> list[str]:
 
 
 @fleet.command("doctor")
+@with_settings("fleet doctor")
 @click.option("--nodes", type=int, default=None, help="Run on N nodes (Slurm picks them).")
 @click.option("--nodelist", metavar="LIST", help="Run on these nodes (a Slurm host list).")
 @click.option("--all", "all_nodes", is_flag=True, help="Run on every node [the default].")
@@ -78,9 +80,7 @@ def _remote_command(value: str | None) -> list[str]:
 @click.option("--level", type=click.IntRange(1, 2), default=2, show_default=True,
               help="1: quick, no device work; 2: the full doctor.")
 @python_option
-@click.option("--timeout", type=float, default=None,
-              help=f"Seconds for the whole srun step, every node's doctor run (Slurm's --time) "
-                   f"[{FLEET_RUN_S:g}].")
+@setting_option("run_timeout")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None, help="Output format.")
 @json_option
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
@@ -88,11 +88,10 @@ def _remote_command(value: str | None) -> list[str]:
 @click.option("--remote-command", metavar="CMD",
               help="How to run neuronctl on the nodes [this Python, importing neuronctl from "
                    "its installation, never from the working directory].")
-def fleet_doctor_command(nodes: int | None, nodelist: str | None, all_nodes: bool,
+def fleet_doctor_command(settings: CommandSettings, nodes: int | None, nodelist: str | None, all_nodes: bool,
                          partition: str | None, account: str | None, qos: str | None,
                          reservation: str | None, exclude: str | None, constraint: str | None,
-                         level: int, python: str | None,
-                         timeout: float | None, fmt: str | None, as_json: bool,
+                         level: int, python: str | None, fmt: str | None, as_json: bool,
                          output: Path | None, remote_command: str | None) -> int:
     """Run `neuronctl doctor --json` on every node in one srun step; report stack drift."""
     if as_json and fmt not in (None, "json"):
@@ -100,7 +99,7 @@ def fleet_doctor_command(nodes: int | None, nodelist: str | None, all_nodes: boo
     fmt = "json" if as_json else (fmt or "text")
     request = FleetRequest(nodes=nodes, nodelist=nodelist, all_nodes=all_nodes,
                            partition=partition, level=level, python=python,
-                           timeout=resolve("run_timeout", "timeout").value or FLEET_RUN_S,
+                           timeout=settings.value("run_timeout") or FLEET_RUN_S,
                            remote_command=tuple(_remote_command(remote_command)),
                            selection=Selection(account=account, qos=qos, reservation=reservation,
                                                exclude=exclude, constraint=constraint))

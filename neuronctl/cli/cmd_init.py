@@ -7,22 +7,24 @@ from pathlib import Path
 import click
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.options import given_values, json_option, target_options
+from neuronctl.cli.options import json_option, target_options
+from neuronctl.cli.setting_options import CommandSettings, setting_option, with_settings
 
 
 @click.command("init")
-@click.option("--release", help="Neuron release: a version, latest or newest (default: kept, else the "
-                                "newest native one).")
-@click.option("--torch", help="PyTorch line, e.g. 2.14 (default: kept, else the release's own).")
-@target_options("default: kept", "default: kept")
+@with_settings("init")
+@setting_option("release")
+@setting_option("torch")
+@target_options
 @json_option
-def init(release: str | None, torch: str | None, pythons: tuple[str, ...],
-         platforms: tuple[str, ...], as_json: bool) -> int:
+def init(settings: CommandSettings, as_json: bool) -> int:
     """Write or update [tool.neuronctl] in ./pyproject.toml (created if absent)."""
     from neuronctl.ops.init import InitRequest, init_project
 
     app = get_app()
-    request = InitRequest(Path.cwd() / "pyproject.toml", app.manifest(), release, torch,
-                          given_values("pythons"), platforms)
+    given = settings.given  # only what is typed: the file keeps what it has otherwise
+    request = InitRequest(Path.cwd() / "pyproject.toml", app.manifest(), given.value("release"),
+                          given.value("torch"), given.values("python_versions"),
+                          given.values("platforms"))
     app.printer.emit(init_project(request))
     return 0

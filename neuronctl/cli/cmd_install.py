@@ -13,18 +13,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from neuronctl.cli.app import App, get_app
+from neuronctl.cli.app import App, get_app, note
 from neuronctl.cli.common import check_sysroot, json_option, sysroot_option
 from neuronctl.cli.options import (
     check_timeout_option,
     device_option,
     interpreter_option,
-    note,
     request_options,
-    resolve,
-    resolver,
     stack_settings,
 )
+from neuronctl.cli.setting_options import CommandSettings, setting_option, with_settings
 
 if TYPE_CHECKING:
     from neuronctl.backend.engine import Choice
@@ -32,13 +30,13 @@ if TYPE_CHECKING:
     from neuronctl.ops.lock.request import StackRequest
     from neuronctl.ops.reporter import AnyEvent, Reporter
     from neuronctl.routing import IndexRouting
-    from neuronctl.settings import Resolver
+    from neuronctl.settings import Flag, Resolver
 
 
 @click.command("install")
+@with_settings("install")
 @request_options
-@click.option("--lock", "lock_path", type=click.Path(path_type=Path, dir_okay=False),
-              help="Install exactly what this pylock.toml selects for the target.")
+@setting_option("lock")
 @click.option("--find-links", "find_links", metavar="DIR", type=click.Path(path_type=Path, file_okay=False),
               help="With --lock: take the lock's files from this wheelhouse (neuronctl download); "
                    "the engine checks each against the lock's sha256 as it reads it, and a mismatch "
@@ -48,14 +46,9 @@ if TYPE_CHECKING:
               help="Install into this venv, creating it if absent (removed again if anything fails).")
 @click.option("--venv-python", metavar="X.Y|PATH", help="Python for a new --venv (default: the lowest "
               "the release supports that this machine has).")
-@click.option("--backend", type=click.Choice(["auto", "pip", "uv"]), default=None,
-              help="Installer engine (default: NEURONCTL_BACKEND, else config backend, else auto).")
-@device_option("as doctor's and smoke's --device; with --lock it picks the lock. auto: the "
-               "Neuron lock where there are Neuron devices, else pylock.cuda.toml beside it where "
-               "there is an NVIDIA GPU; neuron, cuda, cpu: that device's lock. A lock recording a "
-               "fallback device installs only where the hardware has that device, or with "
-               "--device naming it; config device counts only with --lock")
-@check_timeout_option("each check's time limit in the doctor afterwards")
+@setting_option("engine")
+@device_option
+@check_timeout_option()
 @click.option("--dry-run", is_flag=True, help="Print the plan, the engine commands and the files "
               "they install; change nothing.")
 @click.option("-y", "--yes", is_flag=True, help="Confirm removals (legacy XLA packages) without asking.")
@@ -64,13 +57,10 @@ if TYPE_CHECKING:
 @click.option("--no-check", is_flag=True, help="Do not run the doctor on the target afterwards.")
 @json_option
 @sysroot_option
-def install(release: str | None, torch: str | None, with_: tuple[str, ...], indexes: tuple[str, ...],
-            routes: tuple[str, ...], latest: bool, offline: bool, timeout: float | None,
-            allow_unsupported: bool, lock_path: Path | None, find_links: Path | None, python: str | None,
-            venv: Path | None, venv_python: str | None, backend: str | None, device: str | None,
-            check_timeout: float | None, dry_run: bool, yes: bool, write_lock: Path | None,
-            no_check: bool,
-            as_json: bool, sysroot: Path | None) -> int:
+def install(settings: CommandSettings, latest: bool, offline: bool, allow_unsupported: bool,
+            find_links: Path | None, python: str | None, venv: Path | None,
+            venv_python: str | None, dry_run: bool, yes: bool, write_lock: Path | None,
+            no_check: bool, as_json: bool) -> int:
     """Install a Neuron PyTorch stack into an environment: pinned, verified, all or nothing.
 
     The engine (uv or the target's pip) is handed exactly the planned files, each with the URL
@@ -86,11 +76,12 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
     from neuronctl.ops.install.run import install as install_stack
 
     app = get_app()
-    request = _request(app, with_=with_, latest=latest, offline=offline,
-                       allow_unsupported=allow_unsupported, lock=lock_path, find_links=find_links,
-                       python=python, venv=venv, venv_python=venv_python,
+    given = settings.given
+    request = _request(app, settings, latest=latest, offline=offline,
+                       allow_unsupported=allow_unsupported, lock=given.value("lock"),
+                       find_links=find_links, python=python, venv=venv, venv_python=venv_python,
                        dry_run=dry_run, yes=yes, write_lock=write_lock,
-                       check=not no_check, sysroot=check_sysroot(sysroot),
+                       check=not no_check, sysroot=check_sysroot(given.value("sysroot")),
                        show_engine=not app.printer.quiet and not as_json and sys.stderr.isatty())
     # Removals are confirmed by a person at a terminal; a script or --json needs --yes.
     confirm = _ask if not as_json and sys.stdin.isatty() else None
@@ -100,7 +91,7 @@ def install(release: str | None, torch: str | None, with_: tuple[str, ...], inde
     return outcome.exit_code
 
 
-def _request(app: App, *, with_: tuple[str, ...], latest: bool, **flags: Any) -> InstallRequest:
+def _request(app: App, given: CommandSettings, *, latest: bool, **flags: Any) -> InstallRequest:
     """The install's settings, resolved here by neuronctl.settings' one rule (a typed flag >
     environment > config > default): the operation gets typed values and never the config. The
     resolution's target (Python, platform) is the target interpreter's, known only once it is
@@ -108,8 +99,8 @@ def _request(app: App, *, with_: tuple[str, ...], latest: bool, **flags: Any) ->
     from neuronctl.ops.index_routing import route_indexes
     from neuronctl.ops.install.request import InstallRequest
 
-    rules = resolver()
-    settings = stack_settings(rules, latest=latest, pythons="", platforms="")
+    rules = given.rules
+    settings = stack_settings(given, latest=latest, targets=False)
     manifest = functools.cache(app.manifest)
 
     def routing(recorded: Mapping[str, str]) -> IndexRouting:
@@ -122,17 +113,18 @@ def _request(app: App, *, with_: tuple[str, ...], latest: bool, **flags: Any) ->
                                                 python_source="--python", platforms=(platform,)))
 
     return InstallRequest(manifest=manifest,
-                          engine=_engine(rules),
-                          routing=routing, stack=stack, timeout=resolve("timeout", rules=rules).value,
-                          check_timeout=resolve("check_timeout", rules=rules).value,
-                          release=settings.release.value, torch=settings.torch, with_=with_,
-                          latest=latest, device=_device(rules, flags.get("lock")), **flags)
+                          engine=_engine(rules, given.given.get("engine")),
+                          routing=routing, stack=stack, timeout=given.value("timeout"),
+                          check_timeout=given.value("check_timeout"),
+                          release=settings.release.value, torch=settings.torch,
+                          with_=given.given.values("requirements"), latest=latest,
+                          device=_device(given, flags.get("lock")), **flags)
 
 
-def _device(rules: Resolver, lock: Path | None) -> str:
+def _device(given: CommandSettings, lock: Path | None) -> str:
     """--device, else config `device` where there is a lock to pick from (the config's device is
     also what doctor and smoke probe, so without --lock it asks nothing of install), else auto."""
-    setting = resolve("device", rules=rules)
+    setting = given.resolve("device")
     if lock is None and setting.source.kind != "flag":
         return "auto"
     if setting.source.kind == "config" and setting.value != "auto":  # the lock's reason says --device
@@ -141,12 +133,14 @@ def _device(rules: Resolver, lock: Path | None) -> str:
     return str(setting.value)
 
 
-def _engine(rules: Resolver) -> Choice:
-    """The engine as the one precedence resolved it, its source named as the reason shows it."""
+def _engine(rules: Resolver, flag: Flag | None = None) -> Choice:
+    """The engine as the one precedence resolved it, its source named as the reason shows it
+    (the config key as written: `engine`, or its old name `backend`)."""
     from neuronctl.backend.choose import choose_engine
 
-    setting = resolve("engine", "backend", rules=rules)
-    where = "config backend" if setting.source.kind == "config" else setting.source.label
+    setting = rules.resolve("engine", flag)
+    where = f"config {setting.source.key}" if setting.source.kind == "config" else \
+        setting.source.label
     return choose_engine(setting.value if setting.given else None, where)
 
 

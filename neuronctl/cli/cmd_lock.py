@@ -13,21 +13,20 @@ import click
 from neuronctl.cli.app import App, get_app
 from neuronctl.cli.lock_report import CheckView
 from neuronctl.cli.options import (
-    given_values,
     json_option,
     request_options,
-    resolve,
-    resolver,
     stack_settings,
     target_options,
 )
 from neuronctl.cli.progress import MessageLines
+from neuronctl.cli.setting_options import CommandSettings, with_settings
 from neuronctl.routing import redact_url
 
 
 @click.command("lock")
+@with_settings("lock")
 @request_options
-@target_options("default: config python, else the release's lowest")
+@target_options
 @click.option("-o", "--output", metavar="FILE", help="Lock file (default: config `lock`, else pylock.toml; "
               "- for stdout). With --fallback it names the Neuron lock, and the fallback lock goes "
               "beside it as pylock.DEVICE.toml, never over it.")
@@ -39,9 +38,7 @@ from neuronctl.routing import redact_url
                    "same torch, --with and targets for a GPU (default variant: the newest CUDA "
                    "build of that torch) or the CPU, with no Neuron package.")
 @json_option
-def lock(release: str | None, torch: str | None, with_: tuple[str, ...], indexes: tuple[str, ...],
-         routes: tuple[str, ...], latest: bool, offline: bool, timeout: float | None,
-         allow_unsupported: bool, pythons: tuple[str, ...], platforms: tuple[str, ...],
+def lock(settings: CommandSettings, latest: bool, offline: bool, allow_unsupported: bool,
          output: str | None, fmt: str | None, check: bool, fallback: str | None,
          as_json: bool) -> int:
     """Resolve a Neuron release into exact, hashed pins, each package from its own index."""
@@ -49,14 +46,12 @@ def lock(release: str | None, torch: str | None, with_: tuple[str, ...], indexes
     from neuronctl.ops.lock.run import lock as run_lock
 
     app = get_app()
-    rules = resolver()
-    seconds = 30.0 if check else float(resolve("timeout", rules=rules).value)
-    stack = plan_request(app.manifest(), stack_settings(rules, latest=latest, fallback=fallback))
-    lock_key = rules.config_text("lock")  # as written: -o's errors quote it so
+    seconds = 30.0 if check else float(settings.value("timeout"))
+    stack = plan_request(app.manifest(), stack_settings(settings, latest=latest, fallback=fallback))
+    lock_key = settings.rules.config_text("lock")  # as written: -o's errors quote it so
     request = replace(build_lock_request(stack, output=output, fmt=fmt, check=check,
                                          offline=offline, timeout=seconds, config_lock=lock_key),
                       allow_unsupported=allow_unsupported)
-    pythons = given_values("pythons")  # --python-version, or the old --python
     from neuronctl.cli.progress import status_reporter
 
     shown = app.printer.chatty
@@ -65,7 +60,11 @@ def lock(release: str | None, torch: str | None, with_: tuple[str, ...], indexes
                                 line=line)
         outcome = run_lock(request, reporter)
     if outcome.checked:
-        flags = _flags(release, torch, with_, indexes, routes, latest, pythons, platforms, output, fmt)
+        given = settings.given
+        flags = _flags(given.value("release"), given.value("torch"),
+                       given.values("requirements"), given.values("indexes"),
+                       given.values("routes"), latest, given.values("python_versions"),
+                       given.values("platforms"), output, fmt)
         flags += [f"--fallback={fallback}"] if fallback else []
         app.printer.emit(CheckView(outcome, _refresh_command(app, flags)))
     else:

@@ -11,25 +11,25 @@ from neuronctl.cli.options import (
     device_option,
     json_option,
     python_option,
-    resolve,
-    resolver,
 )
+from neuronctl.cli.setting_options import CommandSettings, with_settings
 from neuronctl.ops import probe as probe_op
 
 
 @click.command()
-@device_option("what the tiers probe")
+@with_settings("probe")
+@device_option
 @python_option
 @json_option
-@check_timeout_option("before the probe is killed", "120", was_timeout="the probe's time limit")
+@check_timeout_option(was_timeout=True)
 @click.option("--compile", "compile_tier", is_flag=True, help="Also probe torch.compile (slow).")
-def probe(device: str | None, python: str | None, as_json: bool, check_timeout: float | None,
+def probe(settings: CommandSettings, python: str | None, as_json: bool,
           compile_tier: bool) -> int:
     """Import torch, find the device, allocate, compute, differentiate: stop at the first failure."""
-    app, rules = get_app(), resolver()
+    app = get_app()
     # The probe's run is bounded like a check's: config `check_timeout`, which a flag beats.
-    limit = resolve("check_timeout", rules=rules).value or 120.0
-    device = resolve("device", rules=rules).value
+    limit = settings.value("check_timeout") or 120.0
+    device = settings.value("device")
     target = target_python(python)
     from neuronctl.cli.progress import status_reporter
 

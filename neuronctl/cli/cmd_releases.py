@@ -9,18 +9,19 @@ import click
 from neuronctl.cli.app import get_app
 from neuronctl.cli.options import json_option
 from neuronctl.cli.releases_report import ReleaseList, ReleaseView
+from neuronctl.cli.setting_options import CommandSettings, setting_option, with_settings
 
-MANIFEST_OPTION = click.option(
-    "--manifest", "manifest_path", type=click.Path(path_type=Path, dir_okay=False),
-    help="Use this neuronctl manifest instead of the bundled one.")
+MANIFEST_OPTION = setting_option("manifest")
 
 
 @click.group(invoke_without_command=True)
+@with_settings("releases")
 @json_option
 @MANIFEST_OPTION
 @click.pass_context
-def releases(ctx: click.Context, as_json: bool, manifest_path: Path | None) -> int:
+def releases(ctx: click.Context, as_json: bool, settings: CommandSettings) -> int:
     """Show the Neuron releases neuronctl knows, newest first."""
+    manifest_path = settings.given.value("manifest")
     if ctx.invoked_subcommand is not None:
         ctx.obj.manifest_path = manifest_path or ctx.obj.manifest_path
         return 0
@@ -29,16 +30,17 @@ def releases(ctx: click.Context, as_json: bool, manifest_path: Path | None) -> i
 
 
 @releases.command("show")
+@with_settings("releases show")
 @click.argument("version")
 @json_option
 @click.option("--sources", "with_sources", is_flag=True,
               help="Each value with its source (URL, date read), or \"not published\".")
 @MANIFEST_OPTION
-def show(version: str, as_json: bool, with_sources: bool, manifest_path: Path | None) -> int:
+def show(version: str, as_json: bool, with_sources: bool, settings: CommandSettings) -> int:
     """Show one release in full."""
     from neuronctl.release.provenance import value_entries
 
-    manifest = get_app().manifest(manifest_path)
+    manifest = get_app().manifest(settings.given.value("manifest"))
     release = manifest.get(version)
     entries = value_entries(release, manifest.sources) if with_sources else None
     get_app().printer.emit(ReleaseView(manifest, release, None if entries is None
@@ -62,22 +64,18 @@ def import_(path: Path, as_json: bool, output: Path | None) -> int:
 
 
 @releases.command("update")
-@click.option("--from", "source", metavar="URL|FILE",
-              help="Where to fetch the manifest, https or a file (default: "
-                   "NEURONCTL_MANIFEST_URL, else `manifest_url` in your own "
-                   "~/.config/neuronctl/config.toml, never a project's; else AWS's "
-                   "n2-manifest.json on GitHub).")
+@with_settings("releases update")
+@setting_option("manifest_url")
 @click.option("--accept-changes", is_flag=True,
               help="Apply the values of releases already known that the fetched data fills or "
                    "changes (listed without it).")
 @json_option
-def update(source: str | None, accept_changes: bool, as_json: bool) -> int:
+def update(settings: CommandSettings, accept_changes: bool, as_json: bool) -> int:
     """Fetch newer release data, merge it into the data in use and store it for later runs."""
-    from neuronctl.cli.options import resolve
     from neuronctl.ops.releases import DEFAULT_MANIFEST_URL, update_releases
     from neuronctl.release.manifest import load_default_manifest, stored_manifest_path
 
-    url = resolve("manifest_url", "source").value or DEFAULT_MANIFEST_URL
+    url = settings.value("manifest_url") or DEFAULT_MANIFEST_URL
     store = stored_manifest_path()
     get_app().printer.emit(update_releases(load_default_manifest(), url, accept=accept_changes,
                                            store=store))

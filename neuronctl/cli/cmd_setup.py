@@ -12,6 +12,7 @@ import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import json_option
+from neuronctl.cli.setting_options import CommandSettings, setting_option, with_settings
 from neuronctl.ops.setup.repos import KEY_FINGERPRINT, OS_IDS
 
 if TYPE_CHECKING:
@@ -21,18 +22,15 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.option("--release", metavar="V",
-              help="The Neuron release to set up: a version, latest or newest [latest: the "
-                   "newest fully published].")
+@with_settings("setup")
+@setting_option("release")
 @click.option("--os", "os_name", type=click.Choice(OS_IDS), default=None,
               help="Plan for another host with this OS (nothing of this host is read).")
-@click.option("--sysroot", type=click.Path(path_type=Path, file_okay=False),
-              help="Plan for the captured tree under this root.")
-@click.option("--repo", metavar="URL", help="A mirror of the Neuron apt/yum repository, https "
-              "or file:// [`system_repo` in your own ~/.config/neuronctl/config.toml, never a "
-              "project's]; its key is checked all the same.")
-@click.option("--key-fingerprint", metavar="FPR", default=KEY_FINGERPRINT, show_default=True,
-              help="The repository key's fingerprint (a mirror signed with its own key).")
+@setting_option("sysroot")
+@setting_option("system_repo")
+@click.option("--key-fingerprint", metavar="FPR", default=None,
+              help="The repository key's fingerprint (a mirror signed with its own key) "
+                   f"[default: {KEY_FINGERPRINT}].")
 @click.option("--chip", metavar="CHIP", help="The Neuron chip (inf1, trn2, ...) when the root "
               "shows none (--os plans).")
 @click.option("--with-python", is_flag=True, help="Also install the Python stack into --venv.")
@@ -59,24 +57,25 @@ if TYPE_CHECKING:
 @click.option("--neuronctl-spec", "tool_spec", metavar="SPEC",
               help="Install neuronctl in the image by this requirement instead (neuronctl==V "
               "from your own index, neuronctl @ URL).")
-def setup(release: str | None, os_name: str | None, sysroot: Path | None, repo: str | None,
-          key_fingerprint: str, chip: str | None, with_python: bool, venv: str | None, yes: bool,
-          fmt: str, as_json: bool, output: Path | None, allow_unsupported: bool, dockerfile: bool, base: str,
-          lock_name: str, tool_wheel: str | None, tool_spec: str | None) -> int:
+def setup(settings: CommandSettings, os_name: str | None, key_fingerprint: str | None,
+          chip: str | None, with_python: bool, venv: str | None, yes: bool, fmt: str,
+          as_json: bool, output: Path | None, allow_unsupported: bool, dockerfile: bool,
+          base: str, lock_name: str, tool_wheel: str | None, tool_spec: str | None) -> int:
     """Plan the Neuron system layer for a release: repository and key, kernel headers, driver,
     runtime, collectives, tools, hold, reload, then doctor. Nothing changes without --yes."""
     from neuronctl.chips import get_chip
     from neuronctl.errors import InputError
     from neuronctl.ops.output_path import check_output_file
 
+    release, sysroot = settings.given.value("release"), settings.given.value("sysroot")
+    key_from = "--key-fingerprint" if key_fingerprint is not None else "default"
+    key_fingerprint = key_fingerprint or KEY_FINGERPRINT
     check_output_file(output, "-o")
     app = get_app()
     fmt = "json" if as_json else fmt
     manifest = app.manifest()
     chosen = manifest.get(release) if release else manifest.default
-    from neuronctl.cli.options import resolve, typed
-
-    repo_setting = resolve("system_repo", "repo")  # a trust root: never a project file's
+    repo_setting = settings.resolve("system_repo")  # a trust root: never a project file's
     repo = repo_setting.value
     if chip:
         chip = get_chip(chip).id
@@ -98,7 +97,7 @@ def setup(release: str | None, os_name: str | None, sysroot: Path | None, repo: 
                            venv or f"/opt/neuronctl/venv-{chosen.version}", allow_unsupported, chip,
                            repo_from=repo_setting.source.label if repo_setting.source.kind
                            != "config" else f"`system_repo` in {repo_setting.source.label}",
-                           key_from="--key-fingerprint" if typed("key_fingerprint") else "default",
+                           key_from=key_from,
                            release_data=f"release data {manifest.source}",
                            value_sources=manifest.sources, neuronctl=neuronctl, python=python)
     plan = make_plan(request)

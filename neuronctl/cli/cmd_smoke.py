@@ -9,19 +9,19 @@ import click
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import target_python
 from neuronctl.cli.hardware_report import SmokeView
-from neuronctl.cli.options import device_option, json_option, python_option, resolve, resolver
+from neuronctl.cli.options import device_option, json_option, python_option
+from neuronctl.cli.setting_options import CommandSettings, setting_option, with_settings
 from neuronctl.errors import InputError
 from neuronctl.ops.output_path import check_output_file
 from neuronctl.ops.smoke import DEFAULT_TIMEOUT, SmokeRequest, run_smoke
 
 
 @click.command()
-@click.option("--model", metavar="MODULE:FACTORY",
-              help="A function returning (model, example_inputs[, tokens_per_step]) "
-                   "(default: config `model`, else the built-in reference model).")
+@with_settings("smoke")
+@setting_option("model")
 @click.option("--script", type=click.Path(path_type=Path, dir_okay=False),
               help="A Python file that defines make() (same return as FACTORY).")
-@device_option("what the model runs on")
+@device_option
 @python_option
 @click.option("--steps", type=click.IntRange(1, 1000), default=10, show_default=True,
               help="Timed steps.")
@@ -31,27 +31,26 @@ from neuronctl.ops.smoke import DEFAULT_TIMEOUT, SmokeRequest, run_smoke
                                             "are compared with CPU too.")
 @click.option("--compile", "compile_model", is_flag=True,
               help="torch.compile the model (backend 'neuron' on Neuron, 'inductor' elsewhere).")
-@click.option("--timeout", type=float, default=None,
-              help=f"Seconds before the whole run is killed [{DEFAULT_TIMEOUT:g}].")
+@setting_option("run_timeout")
 @json_option
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the JSON report to FILE (for `neuronctl cost --from FILE`).")
-def smoke(model: str | None, script: Path | None, device: str | None, python: str | None,
-          steps: int, warmup: int, train: bool, compile_model: bool, timeout: float | None,
-          as_json: bool, output: Path | None) -> int:
+def smoke(settings: CommandSettings, script: Path | None, python: str | None, steps: int,
+          warmup: int, train: bool, compile_model: bool, as_json: bool,
+          output: Path | None) -> int:
     """Run your model on the device: warm-up, timed steps, and a CPU comparison."""
     check_output_file(output, "-o")  # before the model runs, not after
-    app, rules = get_app(), resolver()
-    origin = "--model"
+    app, rules = get_app(), settings.rules
+    origin, model = "--model", settings.given.value("model")
     if model is None and script is None:
-        configured = rules.resolve("model")
+        configured = settings.resolve("model")
         if configured.given:
             model, origin = configured.value, f"config model ({rules.config_file('model')[0]})"
     target = target_python(python)
     request = SmokeRequest(
         python=target.python, model=model, script=script, origin=origin,
-        device=resolve("device", rules=rules).value, steps=steps, warmup=warmup, train=train,
-        compile=compile_model, timeout=_kill_limit())
+        device=settings.value("device"), steps=steps, warmup=warmup, train=train,
+        compile=compile_model, timeout=_kill_limit(settings))
     from neuronctl.cli.progress import status_reporter
 
     # The step running, on a terminal (`--steps 1000 --train` runs for minutes).
@@ -66,6 +65,6 @@ def smoke(model: str | None, script: Path | None, device: str | None, python: st
     return outcome.exit_code
 
 
-def _kill_limit() -> float:
+def _kill_limit(settings: CommandSettings) -> float:
     """--timeout bounds the whole run (not a network request nor one check): no config key."""
-    return float(resolve("run_timeout", "timeout").value or DEFAULT_TIMEOUT)
+    return float(settings.value("run_timeout") or DEFAULT_TIMEOUT)

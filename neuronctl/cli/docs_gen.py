@@ -167,17 +167,23 @@ own in a table of your own (`[tool.yourname]`). `neuronctl init` writes the tabl
 
 One rule for every setting: **a flag you type > its environment variable > the project's config file
 > your own config file > the default**. Each value keeps where it came from, and messages that show
-one say so (a release the data lacks ends "(from pyproject.toml)"; the engine: "NEURONCTL_BACKEND
+one say so (a release the data lacks ends "(from pyproject.toml)"; the engine: "NEURONCTL_ENGINE
 pip"). Two kinds of setting are layered data rather than one value: the indexes (bundled routing <
 config `indexes` < `NEURONCTL_INDEX_<NAME>` < the indexes a lock recorded < `--index`, each index on
 its own; routes from config and `--route` together), and the lists that add up (doctor's `skip`,
 cost's `prices`: the config's entries and the flags' together). Within them too, the environment
 beats the config. Old spellings still work, with a one-line note on stderr: `lock`, `init` and
 `download` `--python X.Y` (now `--python-version`: `--python` is always an interpreter), and
-`doctor`, `env` and `probe` `--timeout` (now `--check-timeout`). Config `timeout` bounds network
-requests; it once bounded doctor's checks as well, so where `check_timeout` is absent it still does
-(with a note): set `check_timeout` to give the checks their own limit, and keep `timeout` for lock,
-install and download.
+`doctor`, `env` and `probe` `--timeout` (now `--check-timeout`), and `install --backend` (now
+`--engine`: "backend" is the PyTorch flavour in the release data and JSON). For compatibility the
+engine's old names are still read too, without a note, where the new ones are unset:
+`NEURONCTL_BACKEND` (now `NEURONCTL_ENGINE`) and config `backend` (now `engine`); scripts and
+config files written for earlier versions keep working, and the new name wins where both are
+set. Each flag above is built from this table's row (its help, choices and old spellings), so a
+setting added to the table is a flag, a variable, a key and a row here at once. Config `timeout`
+bounds network requests; it once bounded doctor's checks as well, so where `check_timeout` is
+absent it still does (with a note): set `check_timeout` to give the checks their own limit, and
+keep `timeout` for lock, install and download.
 
 {{SETTINGS}}
 
@@ -194,8 +200,7 @@ all, for any setting.
 
 {{TRUST}}
 
-Other environment variables: `NEURONCTL_SYSROOT_TOOLS=1` (trust the programs of a captured
-`NEURONCTL_SYSROOT`), `NO_COLOR`. The HTTP cache defaults to `~/.cache/neuronctl`.
+Other environment variables: `NO_COLOR`. The HTTP cache defaults to `~/.cache/neuronctl`.
 
 ## Keys
 """
@@ -212,7 +217,7 @@ platform = "manylinux_2_28_x86_64"
 with = ["transformers>=4.50"]
 indexes = { neuron = "https://mirror.example/neuron/simple" }
 routes = { "my-internal-pkg" = "neuron" }
-backend = "auto"       # auto | pip | uv
+engine = "auto"        # auto | pip | uv (once `backend`, still read)
 device = "auto"        # auto | neuron | cuda | cpu
 timeout = 60           # each network request's limit, seconds
 check_timeout = 120    # each doctor check's limit, seconds
@@ -238,12 +243,13 @@ drain_on = "drain"                                   # what `doctor --slurm-drai
 
 def settings_table() -> str:
     """Every setting's flag, environment variable, config key and meaning (neuronctl.settings)."""
-    from neuronctl.settings import precedence_table
+    from neuronctl.settings_table import precedence_table
 
     rows = ["| setting | flag | environment | config key | what it is |",
             "| --- | --- | --- | --- | --- |"]
     for name, flag, env, key, what in precedence_table():
-        cells = [f"`{c}`" if c else "-" for c in (flag, env, key)]
+        cells = [" (old: ".join(f"`{n}`" for n in c.split("|")) + (")" if "|" in c else "")
+                 if c else "-" for c in (flag, env, key)]
         rows.append(f"| {name} | {' | '.join(cells)} | {_cell(what)} |")
     return "\n".join(rows)
 
@@ -251,11 +257,11 @@ def settings_table() -> str:
 def trust_table() -> str:
     """Which config keys a project file may set and which only the user may (the settings'
     `trust_root`); docs/security.md holds the same table (tests/test_docs_generated.py)."""
-    from neuronctl.settings import SPECS
+    from neuronctl import settings_table
 
     rows = ["| config key | what it decides | a project's pyproject.toml | only you (flag, "
             "environment, ~/.config/neuronctl/config.toml) |", "| --- | --- | --- | --- |"]
-    for s in sorted((s for s in SPECS if s.key), key=lambda s: (not s.trust_root, str(s.key))):
+    for s in sorted((s for s in settings_table.SPECS if s.key), key=lambda s: (not s.trust_root, str(s.key))):
         ways = ", ".join(f"`{w}`" for w in (s.flag, s.env) if w) or "-"
         project = "no: noted, not used" if s.trust_root else \
             "yes (not for a node's health check)"
@@ -265,13 +271,14 @@ def trust_table() -> str:
 
 
 def config_page() -> str:
-    from neuronctl.config import SCHEMA
+    from neuronctl.config import schema
 
     preamble = CONFIG_PREAMBLE.replace("{SETTINGS}", settings_table())
     lines = [preamble.replace("{TRUST}", trust_table()), "| key | type | meaning |",
              "| --- | --- | --- |"]
-    for key in sorted(SCHEMA):
-        types, description = SCHEMA[key]
+    known = schema()
+    for key in sorted(known):
+        types, description = known[key]
         lines.append(f"| `{key}` | {_type_words(types)} | {_cell(description)} |")
     return "\n".join(lines) + "\n" + CONFIG_EXAMPLE
 

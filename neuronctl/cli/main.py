@@ -17,6 +17,7 @@ import click
 from neuronctl._version import __version__
 from neuronctl.cli.app import App, TerminalStream, terminal_text
 from neuronctl.cli.output import JsonError, command_name, error_kind, finish_json
+from neuronctl.cli.setting_options import CommandSettings, setting_option, with_settings
 from neuronctl.errors import EXIT_FAILED, EXIT_USAGE, Interrupted, NeuronctlError, TerminateSignal
 
 # name -> (module, attribute, one-line help shown by `neuronctl --help`)
@@ -161,6 +162,7 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@with_settings("")
 @click.version_option(__version__, "--version", prog_name="neuronctl",
                       message="%(prog)s %(version)s")
 @click.option("-v", "--verbose", count=True, help="More detail; tracebacks on errors.")
@@ -168,18 +170,17 @@ class LazyGroup(click.Group):
 @click.option("--no-color", is_flag=True, help="No colour (NO_COLOR is honoured too).")
 @click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Config file (default: [tool.neuronctl] in ./pyproject.toml).")
-@click.option("--manifest", "manifest_path", type=click.Path(path_type=Path, dir_okay=False),
-              help="Use this neuronctl manifest instead of the bundled release data.")
+@setting_option("manifest")
 @click.pass_context
 def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool,
-        config_path: Path | None, manifest_path: Path | None) -> None:
+        config_path: Path | None, settings: CommandSettings) -> None:
     """neuronctl: get PyTorch onto AWS Trainium and keep it there."""
     app = ctx.ensure_object(App)
     printer = app.printer
     printer.verbose, printer.quiet = verbose, quiet
     printer.no_color = no_color  # NO_COLOR and the rest: the printer's one rule (colour_wanted)
     app.config_path = config_path
-    app.manifest_path = manifest_path
+    app.manifest_path = settings.given.value("manifest")
 
 
 def _error(app: App, kind: str, message: str, hint: str | None = None) -> JsonError:

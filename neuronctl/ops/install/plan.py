@@ -103,7 +103,7 @@ def check_offline(engine: Engine, files: Sequence[LockedFile]) -> None:
         raise InputError(f"--offline: the {engine.name} engine keeps no downloaded files, and "
                          f"{', '.join(remote[:4])}{' ...' if len(remote) > 4 else ''} "
                          "would come from the network",
-                         hint="use --backend uv (it installs from its own cache offline), or "
+                         hint="use --engine uv (it installs from its own cache offline), or "
                               "install from a wheel directory (neuronctl download)")
 
 

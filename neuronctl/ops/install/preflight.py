@@ -80,7 +80,7 @@ def check_engine(choice: Choice, target: InstallTarget, env: PythonEnv) -> None:
     if choice.engine.needs_target_pip and not target.new_venv and env.get("pip") is None:
         raise InputError(f"{target.final_python} has no pip, and the {choice.engine.name} engine "
                          "is its own pip "
-                         f"({choice.reason})", hint="use --backend uv, or install pip there first")
+                         f"({choice.reason})", hint="use --engine uv, or install pip there first")
 
 
 @dataclass(frozen=True)

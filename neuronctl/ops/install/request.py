@@ -25,7 +25,7 @@ class InstallRequest:
     manifest: Callable[[], Manifest]
     """Loads the release manifest; the operation calls it once, when it first needs it."""
     engine: Choice
-    """The engine and why (--backend, config backend, NEURONCTL_BACKEND, else auto)."""
+    """The engine and why (--engine, config engine, NEURONCTL_ENGINE, else auto)."""
     routing: Callable[[Mapping[str, str]], IndexRouting]
     """The index routing (bundled, config, NEURONCTL_INDEX_*, --index, --route) over the indexes
     a lock records."""

@@ -1,0 +1,373 @@
+"""The settings table: every setting neuronctl reads, declared once. One row gives its flag (with
+what click needs to build it: help, metavar, repeatable, on/off, old spellings, the commands a
+shared spelling belongs to), its environment variable, its `[tool.neuronctl]` key, the TOML types
+that key accepts, its parse rule (a choice's values come from the rule) and its default. The CLI
+builds each option from its row (neuronctl.cli.setting_options), the config checks its keys
+against it (neuronctl.config), the docs print it (neuronctl.cli.docs_gen), and neuronctl.settings
+resolves it. A core module of its own, importing nothing of neuronctl but errors and devices, so
+that the config and the cache paths read it without an import cycle."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, Literal, TypeVar
+
+from neuronctl.devices import DEVICES
+from neuronctl.errors import InputError
+
+T = TypeVar("T")
+
+MAX_SECONDS = 86400.0
+"""A day: longer is a typo (1e300), and would overflow the clocks that deadlines are built on."""
+
+ENGINES = ("auto", "pip", "uv")
+"""The installer engines `--engine` (config `engine`, NEURONCTL_ENGINE) chooses among."""
+
+Parse = Callable[[object, str, Path], Any]
+"""(raw value, where it came from for errors, the folder a relative path starts in) -> value."""
+
+
+@dataclass(frozen=True)
+class Spec(Generic[T]):
+    """One setting: how each source spells it, its type, its default, and what it bounds."""
+
+    name: str
+    flag: str | None
+    env: str | None
+    key: str | None
+    """The `[tool.neuronctl]` key."""
+    types: tuple[type, ...]
+    """The TOML types the config key accepts (neuronctl.config validates them)."""
+    description: str
+    """What a config value must be, for its error."""
+    what: str
+    """What the setting means or bounds, for the docs."""
+    parse: Parse
+    default: T
+    shared_key: str | None = None
+    """Another setting's config key, read (with a one-line note) when this one's key is absent:
+    it keeps its own meaning for its own setting, so the note never says to rename it."""
+    layered: bool = False
+    """Not one value: resolved in layers (see neuronctl.settings), documented here only."""
+    trust_root: bool = False
+    """Only the user sets it (a flag, the environment, the user's config), never a project file:
+    it decides where trust comes from or what happens to the node (see neuronctl.settings)."""
+    old_env: str | None = None
+    """The variable's old name, still read where the new one is unset (compatibility)."""
+    old_key: str | None = None
+    """The config key's old name, still read where the new one is absent (compatibility)."""
+    # -- what click needs to build the flag (neuronctl.cli.setting_options) --
+    metavar: str | None = None
+    multiple: bool = False
+    """Repeatable: the values given, in order."""
+    is_flag: bool = False
+    """An on/off flag (no value)."""
+    path: Literal["file", "dir"] | None = None
+    """A path flag: a file or a folder."""
+    old_flags: tuple[str, ...] = ()
+    """The flag's old spellings, still accepted (hidden) with a one-line note."""
+    old_why: str | None = ""
+    """The note's reason after the new spelling; None: only the commands that had the old
+    spelling accept it, each with its own reason (`old_whys`)."""
+    old_whys: tuple[tuple[str, str], ...] = ()
+    """(command, the note's reason there), where `old_why` is None."""
+    commands: tuple[str, ...] = ()
+    """Where two settings share a flag: the commands whose flag this setting is."""
+    help: str = ""
+    """The flag's help, with `{default}` where each command says its own default."""
+    help_words: tuple[tuple[str, str], ...] = ()
+    """(command, its words for `{default}`); command "": any other command's."""
+
+    def help_for(self, command: str) -> str:
+        """The flag's help as `command` shows it (its words for `{default}`, else the row's)."""
+        words = dict(self.help_words)
+        return self.help.replace("{default}", words.get(command, words.get("", "")))
+
+    @property
+    def choices(self) -> tuple[str, ...] | None:
+        """The values a choice setting allows, from its parse rule."""
+        return self.parse.allowed if isinstance(self.parse, Choice) else None
+
+
+def _text(value: object, where: str, base: Path) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{where}: expected a non-empty string, got {value!r}")
+    return value
+
+
+def secure_url(value: object, where: str, base: Path | None = None) -> str:
+    """A trust root's address: https, a file URL or a local path, never plain http (what comes
+    over it can be changed on the way: release data, the repository a key is fetched from)."""
+    text = _text(value, where, base or Path())
+    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    if scheme == "http":
+        from neuronctl.redact import redact
+
+        raise InputError(f"{where}: {redact(text[:120])!r} is plain http, which anyone on the way "
+                         "can change; give an https:// URL or a local file")
+    return text
+
+
+def _path(value: object, where: str, base: Path) -> Path:
+    p = Path(_text(str(value) if isinstance(value, Path) else value, where, base)).expanduser()
+    return p if p.is_absolute() else base / p
+
+
+def _texts(value: object, where: str, base: Path) -> tuple[str, ...]:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or not all(isinstance(v, str) for v in items):
+        raise InputError(f"{where}: expected a string or a list of strings, got {value!r}")
+    return tuple(items)
+
+
+def _flag(value: object, where: str, base: Path) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise InputError(f"{where}: expected true or false, got {value!r}")
+
+
+def _one(value: object, where: str, base: Path) -> bool:
+    """An on switch in the environment: exactly "1" is on; anything else leaves it off."""
+    return value == "1" or value is True
+
+
+def seconds(value: object, where: str, base: Path | None = None) -> float:
+    """A finite number of seconds above 0 and at most a day (click parses 'nan' and 'inf' as
+    floats, and the environment gives text: both are checked here)."""
+    number: object = value
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            number = value
+    if (not isinstance(number, int | float) or isinstance(number, bool) or not math.isfinite(number)
+            or not 0 < number <= MAX_SECONDS):
+        raise InputError(f"{where}: timeout must be a positive number of seconds, at most "
+                         f"{MAX_SECONDS:g}; got {value!r}")
+    return float(number)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of a fixed set of values: the parse rule, and the choices a flag offers."""
+
+    allowed: tuple[str, ...]
+
+    def __call__(self, value: object, where: str, base: Path) -> str:
+        if value not in self.allowed:
+            raise InputError(f"{where} {value!r}: expected one of {', '.join(self.allowed)}")
+        return str(value)
+
+
+def choice(*allowed: str) -> Choice:
+    return Choice(allowed)
+
+
+def _any(value: object, where: str, base: Path) -> object:
+    return value  # layered settings: their own modules check each entry, naming it
+
+
+def _spec(name: str, flag: str | None, env: str | None, key: str | None, types: tuple[type, ...],
+          description: str, what: str, parse: Parse, default: Any = None,
+          **extra: Any) -> Spec[Any]:
+    return Spec(name, flag, env, key, types, description, what, parse, default, **extra)
+
+
+_SECONDS = "a number of seconds"
+_WHERE = dict(metavar="TAG", multiple=True)
+SPECS: tuple[Spec[Any], ...] = (
+    _spec("release", "--release", None, "release", (str,), "a Neuron release version string",
+          "the Neuron release (lock, install, doctor, init)", _text, metavar="V",
+          help="Neuron release: a version, latest (newest fully published) or newest "
+               "({default}).",
+          help_words=(
+                ("", "default: config release, else the newest native one"),
+                ("init", "default: kept, else the newest native one"),
+                ("setup", "default: latest, the newest fully published"))),
+    _spec("torch", "--torch", None, "torch", (str,), "a torch version string such as \"2.14\"",
+          "the PyTorch line of the stack (lock, install, init)", _text,
+          help="PyTorch line, e.g. 2.14 ({default}).",
+          help_words=(
+                ("", "default: config torch, else the release's own"),
+                ("init", "default: kept, else the release's own"))),
+    _spec("python_versions", "--python-version", None, "python", (str, list),
+          "a Python version or a list of them", "the platform targets' Python versions (lock, "
+          "init, download; `--python` is always an interpreter)", _texts, (), metavar="X.Y",
+          multiple=True, old_flags=("--python",),
+          old_why=" (a target version; --python is an interpreter)",
+          help="Target Python version (repeatable; {default}; once --python, still "
+               "accepted).",
+          help_words=(
+                ("lock", "default: config python, else the release's lowest"),
+                ("init", "default: kept"),
+                ("download", "only the files for it; default: every target the lock records, all of "
+                            "their wheels"))),
+    _spec("platforms", "--platform", None, "platform", (str, list),
+          "a platform tag or a list of them", "the platform targets' platform tags", _texts, (),
+          **_WHERE,
+          help="Target platform tag (repeatable; {default}).",
+          help_words=(
+                ("", "default: config platform, else manylinux_2_28_x86_64"),
+                ("init", "default: kept"),
+                ("download", "with --python-version; default manylinux_2_28_x86_64"))),
+    _spec("requirements", "--with", None, "with", (list,), "a list of requirement strings",
+          "your own requirements, locked and installed with the stack", _texts, (),
+          metavar="REQ", multiple=True,
+          help="Your own requirement, e.g. 'transformers>=4.50' (repeatable)."),
+    _spec("manifest", "--manifest", "NEURONCTL_MANIFEST", "manifest", (str,),
+          "a path to a neuronctl manifest", "the release data (default: the stored, else the "
+          "bundled)", _path, trust_root=True, path="file",
+          help="Use this neuronctl manifest instead of the bundled release data."),
+    _spec("manifest_url", "--from", "NEURONCTL_MANIFEST_URL", "manifest_url", (str,),
+          "the URL `neuronctl releases update` fetches release data from",
+          "where `releases update` fetches release data", secure_url, trust_root=True,
+          metavar="URL|FILE",
+          help="Where to fetch the manifest, https or a file (default: "
+               "NEURONCTL_MANIFEST_URL, else `manifest_url` in your own ~/.config/neuronctl/config.toml, "
+               "never a project's; else AWS's n2-manifest.json on GitHub)."),
+    _spec("engine", "--engine", "NEURONCTL_ENGINE", "engine", (str,), "one of auto, pip, uv",
+          "the installer engine (auto: uv when installed, else the target's pip; NEURONCTL_BACKEND "
+          "and config `backend`, its old names, still count where the new ones are unset)",
+          choice(*ENGINES), "auto", old_env="NEURONCTL_BACKEND", old_key="backend",
+          old_flags=("--backend",), old_why=" (the installer engine)",
+          help="Installer engine (once --backend, still accepted) [NEURONCTL_ENGINE, else "
+               "config engine, else auto]."),
+    _spec("indexes", "--index", "NEURONCTL_INDEX_<NAME>", "indexes", (dict,),
+          "a table of index name = URL", "package indexes, by name (layered)", _any,
+          layered=True, metavar="NAME=URL", multiple=True,
+          help="Replace or add an index (also NEURONCTL_INDEX_<NAME>, config `indexes`)."),
+    _spec("routes", "--route", None, "routes", (dict,), "a table of package = index name",
+          "which index a package comes from (layered with the indexes)", _any, layered=True,
+          metavar="PKG=NAME", multiple=True,
+          help="Look PKG up on index NAME only (config `routes`)."),
+    _spec("device", "--device", None, "device", (str,), "one of auto, neuron, cuda, cpu",
+          "the device the environment is for: what doctor and smoke probe, the lock install "
+          "picks (with --lock)", choice(*DEVICES), "auto",
+          help="The device this environment is for: {default} [config device, else auto].",
+          help_words=(
+                ("doctor", "what the probe tiers use"),
+                ("probe", "what the tiers probe"),
+                ("smoke", "what the model runs on"),
+                ("install", "as doctor's and smoke's --device; with --lock it picks the lock. auto: the "
+                           "Neuron lock where there are Neuron devices, else pylock.cuda.toml beside it "
+                           "where there is an NVIDIA GPU; neuron, cuda, cpu: that device's lock. A lock "
+                           "recording a fallback device installs only where the hardware has that "
+                           "device, or with --device naming it; config device counts only with --lock"))),
+    _spec("timeout", "--timeout", None, "timeout", (int, float), _SECONDS,
+          "each network request's time limit (lock, install, download)", seconds, 30.0,
+          commands=("lock", "install", "download"),
+          help="Each network request's time limit in seconds [config timeout, else 30]."),
+    _spec("check_timeout", "--check-timeout", None, "check_timeout", (int, float), _SECONDS,
+          "each doctor check's time limit (install's doctor afterwards too), and probe's and "
+          "env's run in the target (default: "
+          "the level's budget; where this key is absent, config `timeout` bounds these too)",
+          seconds, None, shared_key="timeout", old_flags=("--timeout",), old_why=None,
+          old_whys=(("doctor", " (each check's time limit)"),
+                    ("probe", " (the probe's time limit)"), ("env", " (collect_env's time limit)")),
+          help="Seconds: {default}.",
+          help_words=(
+                ("doctor", "each check's time limit (once --timeout, still accepted) [config "
+                          "check_timeout, else the level's budget]"),
+                ("install", "each check's time limit in the doctor afterwards [config check_timeout, "
+                           "else the level's budget]"),
+                ("probe", "before the probe is killed (once --timeout, still accepted) [config "
+                         "check_timeout, else 120]"),
+                ("env", "torch's collect_env in the target (once --timeout, still accepted) [config "
+                       "check_timeout, else 60]"))),
+    _spec("run_timeout", "--timeout", None, None, (), "",
+          "a whole run's time limit, flag only (smoke's run [600], `fleet doctor`'s srun step "
+          "[120]); not a request's nor a check's", seconds,
+          commands=("smoke", "fleet doctor"),
+          help="Seconds {default}.",
+          help_words=(
+                ("smoke", "before the whole run is killed [600]"),
+                ("fleet doctor", "for the whole srun step, every node's doctor run (Slurm's --time) "
+                                "[120]"))),
+    _spec("strict", "--strict", None, "strict", (bool,), "true or false",
+          "doctor: warnings fail too", _flag, False, is_flag=True,
+          help="Warnings fail too [config strict]."),
+    _spec("skip", "--skip", None, "skip", (list,), "a list of check ids",
+          "doctor checks not run (config and flags add up)", _texts, (), layered=True,
+          metavar="ID", multiple=True,
+          help="Skip these checks or groups (repeatable; as --only)."),
+    _spec("drain_on", "--drain-on", None, "drain_on", (str,),
+          "what `doctor --slurm-drain` drains for: drain, fail or warn",
+          "what `doctor --slurm-drain` drains for", choice("drain", "fail", "warn"), "drain",
+          trust_root=True,
+          help="What --slurm-drain drains for: drain = outcomes of severity drain "
+               "(hardware errors, no driver, devices missing), fail = any failure, warn = any failure or "
+               "warning [drain_on in your own config, never a project's; else drain]."),
+    _spec("system_repo", "--repo", None, "system_repo", (str,),
+          "a mirror of the Neuron apt/yum repository `neuronctl setup` plans with",
+          "the Neuron apt/yum repository `setup` plans with", secure_url, trust_root=True,
+          metavar="URL",
+          help="A mirror of the Neuron apt/yum repository, https or file:// "
+               "[`system_repo` in your own ~/.config/neuronctl/config.toml, never a project's]; its key "
+               "is checked all the same."),
+    _spec("lock", "--lock", None, "lock", (str,), "a path to a pylock.toml",
+          "the lock file: what `lock` writes (its -o), what doctor checks against", _path,
+          path="file",
+          help="{default}",
+          help_words=(
+                ("doctor", "Also check installed versions against this pylock.toml."),
+                ("install", "Install exactly what this pylock.toml selects for the target."),
+                ("download", "The pylock.toml whose files to fetch."))),
+    _spec("model", "--model", None, "model", (str,),
+          "a model factory MODULE:FACTORY for `neuronctl smoke`, e.g. \"pkg.mod:make\"",
+          "the model smoke (and doctor at level 3) runs", _text, metavar="MODULE:FACTORY",
+          help="A function returning (model, example_inputs[, tokens_per_step]) (default: "
+               "config `model`, else the built-in reference model)."),
+    _spec("prices", "--price", None, "prices", (dict,),
+          "a table of instance type = USD per hour (or {usd_per_hour, accelerators}); "
+          "checked by `neuronctl cost`", "instance prices for `cost` (config and flags add up)",
+          _any, layered=True, metavar="TYPE=USD_PER_HOUR[:ACCELERATORS]", multiple=True,
+          help="Hourly price (and accelerator count) of an instance type (repeatable)."),
+    _spec("sysroot", "--sysroot", "NEURONCTL_SYSROOT", None, (), "",
+          "the root hardware facts are read under (default /)", _path, path="dir",
+          help="{default}",
+          help_words=(
+                ("", "Read hardware facts under this root (default: / or NEURONCTL_SYSROOT)."),
+                ("setup", "Plan for the captured tree under this root (default: / or NEURONCTL_SYSROOT)."))),
+    _spec("sysroot_tools", None, "NEURONCTL_SYSROOT_TOOLS", None, (), "",
+          "1: run the programs found under a --sysroot tree (they are that tree's code: off "
+          "unless you say so, e.g. for a host mounted at /host)", _one, False),
+    _spec("cache_dir", None, "NEURONCTL_CACHE_DIR", None, (), "",
+          "neuronctl's HTTP and data cache", _path),
+)
+
+BY_NAME: dict[str, Spec[Any]] = {s.name: s for s in SPECS}
+BY_KEY: dict[str, Spec[Any]] = {s.key: s for s in SPECS if s.key is not None}
+OLD_KEYS: dict[str, Spec[Any]] = {s.old_key: s for s in SPECS if s.old_key is not None}
+"""The config keys' old names: still accepted (neuronctl.config), read where the new is absent."""
+
+
+def from_environment(name: str, environ: Mapping[str, str] | None = None) -> Any:
+    """A setting that only the environment sets (NEURONCTL_CACHE_DIR), read where it is needed,
+    before any config is: its variable as its spec parses it (bad input names the variable),
+    else its default."""
+    s = BY_NAME[name]
+    env = os.environ if environ is None else environ
+    for var in (s.env, s.old_env):
+        if var is not None and env.get(var):
+            return s.parse(env[var], var, Path())
+    return s.default
+
+
+def meaning(spec: Spec[Any]) -> str:
+    """What a setting bounds, without the docs' parenthesis."""
+    return spec.what.split(" (")[0]
+
+
+def precedence_table(specs: Sequence[Spec[Any]] | None = None
+                     ) -> list[tuple[str, str, str, str, str]]:
+    """(setting, flag, environment variable, config key, what it is) for the docs; an old name
+    still accepted follows the new one after a `|`."""
+    def both(new: str | None, old: str | None) -> str:
+        return f"{new}|{old}" if new and old else (new or "")
+
+    return [(s.name, s.flag or "", both(s.env, s.old_env), both(s.key, s.old_key), s.what)
+            for s in (SPECS if specs is None else specs)]
