@@ -363,3 +363,137 @@ def test_the_defaults_the_help_states_are_the_ones_the_commands_use() -> None:
     assert run.help_for("smoke").endswith(f"[{DEFAULT_TIMEOUT:g}].")
     assert run.help_for("fleet doctor").endswith(f"[{FLEET_RUN_S:g}].")
     assert f"else {BY_NAME['timeout'].default:g}]" in BY_NAME["timeout"].help
+
+
+# -- each command's settings: one typed, frozen object, read by field -------------------------------
+
+_SETTINGS_MODULES = {"setting_options.py", "settings_types.py", "stack_settings_types.py"}
+"""Where settings are read by name: the building block and the typed objects built on it."""
+
+_BY_NAME_READS = {"value", "values", "resolve", "get", "config_text", "config_list",
+                  "config_entries", "config_file"}
+
+
+def _typed_settings_class(command: click.Command) -> type:
+    body = inspect.unwrap(command.callback)  # type: ignore[arg-type]
+    annotation = inspect.signature(body).parameters["settings"].annotation
+    found = body.__globals__.get(annotation) if isinstance(annotation, str) else annotation
+    assert isinstance(found, type), (body.__name__, annotation)
+    return found
+
+
+def test_each_command_gets_its_own_typed_frozen_settings() -> None:
+    """The body's `settings` is a typed, frozen dataclass built by its `resolve` classmethod,
+    not the generic object read by name (whose reads mypy cannot check)."""
+    import dataclasses
+
+    from neuronctl.cli import settings_types, stack_settings_types
+
+    seen = set()
+    for path, command in _commands():
+        if settings_command(command.callback) is None:
+            continue
+        kind = _typed_settings_class(command)
+        assert kind is not CommandSettings, f"`neuronctl {path}` reads its settings by name"
+        assert kind.__module__ in (settings_types.__name__, stack_settings_types.__name__), path
+        assert dataclasses.is_dataclass(kind) and kind.__dataclass_params__.frozen, path
+        assert issubclass(kind, settings_types.Typed), path
+        seen.add(kind)
+    assert len(seen) >= 10  # one per command or family, not one for all
+
+
+def _reads_by_name(source: Path) -> list[tuple[int, str]]:
+    """Calls in `source` that read a table setting by its name: `x.value("release")`, a
+    resolver's `config_text("lock")`, `given.get("engine")`."""
+    text = source.read_text(encoding="utf-8")
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _BY_NAME_READS and node.args):
+            continue
+        first = node.args[0]
+        if not (isinstance(first, ast.Constant) and first.value in BY_NAME):
+            continue
+        receiver = ast.get_source_segment(text, node.func.value) or ""
+        if node.func.attr == "get" and not any(w in receiver for w in ("given", "settings",
+                                                                       "rules", "resolver")):
+            continue  # a dict's own key that happens to share a setting's name
+        found.append((node.lineno, f"{receiver}.{node.func.attr}({first.value!r})"))
+    return found
+
+
+def test_no_command_reads_a_setting_by_its_name() -> None:
+    """Outside the settings modules nothing in cli/ reads a setting by a string name, nor
+    reaches past the typed fields to what they are built from."""
+    allowed = {("app.py", "self.resolver().value('manifest')"):
+               "App.manifest: --manifest > NEURONCTL_MANIFEST > the user's config > stored data"}
+    seen = set()
+    for source in sorted((REPO / "neuronctl" / "cli").glob("*.py")):
+        if source.name in _SETTINGS_MODULES:
+            continue
+        for line, read in _reads_by_name(source):
+            assert (source.name, read) in allowed, f"{source.name}:{line}: {read}"
+            seen.add((source.name, read))
+        tree = ast.parse(source.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in ("given", "rules", "invocation"):
+                assert not (isinstance(node.value, ast.Name) and node.value.id == "settings"), (
+                    source.name, node.lineno, node.attr)
+    assert seen == set(allowed)
+
+
+def test_the_scan_finds_a_read_by_name(tmp_path) -> None:
+    """The scan above is not blind: each way of reading by name is found."""
+    body = tmp_path / "cmd_demo.py"
+    body.write_text('def f(settings, given, d):\n'
+                    '    settings.value("release")\n    settings.resolve("device")\n'
+                    '    given.get("engine")\n    settings.rules.config_text("lock")\n'
+                    '    d.get("device")\n    settings.value("not_a_setting")\n')
+    assert [r for _, r in _reads_by_name(body)] == [
+        "settings.value('release')", "settings.resolve('device')", "given.get('engine')",
+        "settings.rules.config_text('lock')"]
+
+
+def test_typed_settings_are_frozen_and_typed_where_they_are_built(monkeypatch) -> None:
+    from dataclasses import FrozenInstanceError
+    from types import MappingProxyType
+
+    from neuronctl.cli.setting_options import Given
+    from neuronctl.cli.settings_types import InitSettings, SysrootSettings, checked
+    from neuronctl.cli.stack_settings_types import InstallSettings
+    from neuronctl.settings import Flag
+
+    given = Given(MappingProxyType({"release": Flag("2.33.1", "--release"),
+                                    "python_versions": Flag(("3.12", "3.11"), "--python"),
+                                    "lock": Flag(Path("pylock.toml"), "--lock")}))
+    init = InitSettings.resolve(CommandSettings.of(given))
+    assert (init.release, init.torch, init.python_versions) == ("2.33.1", None, ("3.12", "3.11"))
+    with pytest.raises(FrozenInstanceError):
+        init.release = "2.34"  # type: ignore[misc]
+    install = InstallSettings.resolve(CommandSettings.of(given))
+    assert install.lock == Path("pylock.toml") and install.typed.release == "2.33.1"
+    assert install.sysroot is None and not install.targets
+    # a value of another type than the field's is neuronctl's bug, named, never passed on
+    wrong = Given(MappingProxyType({"sysroot": Flag("/host", "--sysroot")}))
+    with pytest.raises(TypeError, match="setting sysroot: expected Path, got str"):
+        SysrootSettings.resolve(CommandSettings.of(wrong))
+    with pytest.raises(TypeError, match="setting timeout: expected float"):
+        checked(30, float, "timeout")
+
+
+def test_a_setting_a_command_never_reads_is_not_its_error(cli, tmp_path, monkeypatch) -> None:
+    """Typed settings resolve a field when the body reads it: a bad config value for a setting
+    a command does not read (lock --check does not read `timeout`; `releases` reads none of
+    them) is not that command's error; the commands that read it stop at it, naming it."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.neuronctl]\ntimeout = 1e9\n")
+    said = "config timeout: timeout must be a positive number of seconds"
+    listed = cli("releases", "--json")
+    assert listed.code == 0 and said not in listed.err
+    locked = cli("lock", "--offline")
+    assert locked.code == 2 and said in locked.err
+    checked = cli("lock", "--check", "--offline")
+    assert checked.code == 1 and said not in checked.err  # past the settings, to the lock
+    assert "pylock.toml: no lock file" in checked.out
+    probed = cli("probe", "--python", sys.executable)
+    assert probed.code == 2 and said in probed.err  # check_timeout falls back on `timeout`

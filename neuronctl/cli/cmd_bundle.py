@@ -14,7 +14,8 @@ from neuronctl.cli.common import (
     sysroot_option,
     target_python,
 )
-from neuronctl.cli.setting_options import CommandSettings, with_settings
+from neuronctl.cli.setting_options import with_settings
+from neuronctl.cli.settings_types import SysrootSettings
 from neuronctl.ops.bundle import BundleRequest, make_bundle
 from neuronctl.ops.output_path import check_output_file
 from neuronctl.ops.reporter import NullReporter
@@ -22,7 +23,7 @@ from neuronctl.probes.sysroot import SysRoot
 
 
 @click.command()
-@with_settings("bundle")
+@with_settings("bundle", SysrootSettings)
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Archive to write (default: ./neuronctl-bundle-<host>-<time>.tar.gz).")
 @python_option
@@ -30,7 +31,7 @@ from neuronctl.probes.sysroot import SysRoot
 @click.option("--redact-hostnames", is_flag=True,
               help="Replace this host's name and FQDN everywhere in the archive.")
 @json_option
-def bundle(settings: CommandSettings, output: Path | None, python: str | None,
+def bundle(settings: SysrootSettings, output: Path | None, python: str | None,
            redact_hostnames: bool, as_json: bool) -> int:
     """Collect env, doctor, neuron-ls, lspci, modinfo, kernel log lines, system packages, the
     target's distributions, [tool.neuronctl] and the lock into one .tar.gz, redacted; what could
@@ -44,7 +45,7 @@ def bundle(settings: CommandSettings, output: Path | None, python: str | None,
         global_args += ["--config", str(app.config_path)]
     target = target_python(python)
     request = BundleRequest(output=output, python=target.python,
-                            sysroot=SysRoot.from_env(check_sysroot(settings.given.value("sysroot"))),
+                            sysroot=SysRoot.from_env(check_sysroot(settings.sysroot)),
                             redact_hostnames=redact_hostnames,
                             config=app.config_path or Path("pyproject.toml"),
                             global_args=tuple(global_args))

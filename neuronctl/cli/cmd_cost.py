@@ -10,7 +10,8 @@ import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.options import json_option
-from neuronctl.cli.setting_options import CommandSettings, setting_option, with_settings
+from neuronctl.cli.setting_options import setting_option, with_settings
+from neuronctl.cli.settings_types import CostSettings
 from neuronctl.errors import InputError
 from neuronctl.ops.cost import (
     CostRequest,
@@ -53,7 +54,7 @@ class TokenCount(click.ParamType[int, Any]):
 
 
 @click.command()
-@with_settings("cost")
+@with_settings("cost", CostSettings)
 @click.option("--from", "from_file", type=click.Path(path_type=Path, dir_okay=False),
               help="A `neuronctl smoke --json` (or -o) report: its tokens/s.")
 @click.option("--throughput", type=float, metavar="TOKENS_PER_S", help="Tokens per second.")
@@ -67,7 +68,7 @@ class TokenCount(click.ParamType[int, Any]):
 @click.option("--prices", "list_prices", is_flag=True,
               help="List the bundled prices with their sources and dates.")
 @json_option
-def cost(settings: CommandSettings, from_file: Path | None, throughput: float | None,
+def cost(settings: CostSettings, from_file: Path | None, throughput: float | None,
          instances: tuple[str, ...], tokens: int | None, hours: float | None, list_prices: bool,
          as_json: bool) -> int:
     """Cost per million tokens and per job, for each instance type."""
@@ -90,8 +91,8 @@ def cost(settings: CommandSettings, from_file: Path | None, throughput: float | 
     else:
         assert throughput is not None
         speed, source = check_throughput(throughput, "--throughput"), "--throughput"
-    prices = settings.given.values("prices")
-    table, where = settings.rules.config_entries("prices")  # layered: --price rows beside these
+    prices = settings.prices
+    table, where = settings.config_prices  # layered: --price rows beside these
     request = CostRequest(
         speed, source, tuple(dict.fromkeys(check_instance_type(i, "--instance") for i in instances)),
         tuple(parse_price_flag(p) for p in prices), prices_from_config(table, where), tokens, hours,

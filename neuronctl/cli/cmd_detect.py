@@ -6,15 +6,16 @@ import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import json_option, sysroot_option
-from neuronctl.cli.setting_options import CommandSettings, with_settings
+from neuronctl.cli.setting_options import with_settings
+from neuronctl.cli.settings_types import SysrootSettings
 from neuronctl.ops import detect as detect_op
 
 
 @click.command()
-@with_settings("detect")
+@with_settings("detect", SysrootSettings)
 @json_option
 @sysroot_option
-def detect(settings: CommandSettings, as_json: bool) -> int:
+def detect(settings: SysrootSettings, as_json: bool) -> int:
     """Show the Neuron hardware on this machine, with the evidence for each conclusion."""
-    get_app().printer.emit(detect_op.detect(settings.given.value("sysroot")))
+    get_app().printer.emit(detect_op.detect(settings.sysroot))
     return 0

@@ -18,7 +18,8 @@ from neuronctl.cli.options import (
     python_option,
     sysroot_option,
 )
-from neuronctl.cli.setting_options import CommandSettings, setting_option, with_settings
+from neuronctl.cli.setting_options import setting_option, with_settings
+from neuronctl.cli.settings_types import DoctorSettings
 from neuronctl.errors import InputError, NeuronctlError
 from neuronctl.ops.doctor import run as doctor_run
 from neuronctl.ops.doctor.levels import DEFAULT_LEVEL, LEVELS, choose_level
@@ -37,7 +38,7 @@ FORMATS = ("text", "json", "junit", "github", "prometheus")
                     "when the run's budget is spent, fails with 'timed out'):\n\n"
                     + "\n\n".join(f"{lv.number}: {lv.what}; {lv.budget_text()}."
                                   for lv in LEVELS.values()))
-@with_settings("doctor")
+@with_settings("doctor", DoctorSettings)
 @python_option
 @setting_option("release")
 @setting_option("lock")
@@ -70,7 +71,7 @@ FORMATS = ("text", "json", "junit", "github", "prometheus")
                    "[since boot].")
 @sysroot_option
 @setting_option("manifest")
-def doctor(settings: CommandSettings, python: str | None, level: int | None,
+def doctor(settings: DoctorSettings, python: str | None, level: int | None,
            no_device_probe: bool, compile_tier: bool, only: tuple[str, ...], fmt: str | None,
            as_json: bool, output: Path | None, slurm_drain: bool, exit_on: str | None,
            lookback: str | None) -> int:
@@ -106,24 +107,24 @@ def doctor(settings: CommandSettings, python: str | None, level: int | None,
     return report.exit_code
 
 
-def _request(settings: CommandSettings, python: str | None, level: int, only: tuple[str, ...],
+def _request(settings: DoctorSettings, python: str | None, level: int, only: tuple[str, ...],
              lookback: str | None) -> tuple[DoctorRequest, str, TargetPython, Setting[str | None]]:
     """The doctor request from the flags, the environment and the config (neuronctl.settings),
     the --slurm-drain policy, the target, and the release setting (with where it came from);
     `settings.for_node`: the run decides what happens to its node, so no project file is read."""
-    app, rules, given = get_app(), settings.rules, settings.given
-    policy = settings.value("drain_on")
+    app = get_app()
+    policy = settings.drain_on
     target = target_python(python)
-    model, release = settings.resolve("model"), settings.resolve("release")
-    model_file, model_base = rules.config_file("model")
+    model, release = settings.model, settings.release
+    model_file, model_base = settings.model_config
     request = DoctorRequest(
-        manifest=app.manifest(given.value("manifest")), python=target.python,
-        release=release.value, lock=settings.value("lock"),
-        device=settings.value("device"), level=level,
-        strict=settings.value("strict"), only=only,
-        skip=given.values("skip") + rules.config_list("skip"),
-        check_timeout=settings.value("check_timeout"),
-        sysroot=check_sysroot(given.value("sysroot")), model=model.value,
+        manifest=app.manifest(settings.manifest), python=target.python,
+        release=release.value, lock=settings.lock,
+        device=settings.device, level=level,
+        strict=settings.strict, only=only,
+        skip=settings.skip,
+        check_timeout=settings.check_timeout,
+        sysroot=check_sysroot(settings.sysroot), model=model.value,
         model_origin=f"config model ({model_file})", model_cwd=model_base,
         lookback_s=lookback_seconds(lookback))
     return request, policy, target, release

@@ -12,12 +12,13 @@ from neuronctl.cli.options import (
     target_options,
     timeout_option,
 )
-from neuronctl.cli.setting_options import CommandSettings, setting_option, with_settings
+from neuronctl.cli.setting_options import setting_option, with_settings
+from neuronctl.cli.stack_settings_types import DownloadSettings
 from neuronctl.ops.output_path import check_output_dir
 
 
 @click.command("download")
-@with_settings("download")
+@with_settings("download", DownloadSettings)
 @setting_option("lock", required=True)
 @click.option("-d", "--dest", required=True, type=click.Path(path_type=Path, file_okay=False),
               help="The wheelhouse directory (made if absent; files already there and verified "
@@ -25,7 +26,7 @@ from neuronctl.ops.output_path import check_output_dir
 @target_options
 @timeout_option
 @json_option
-def download(settings: CommandSettings, dest: Path, as_json: bool) -> int:
+def download(settings: DownloadSettings, dest: Path, as_json: bool) -> int:
     """Fetch every file a lock selects into DIR, each verified against the lock's sha256 and size,
     for `install --lock LOCK --find-links DIR [--offline]` on hosts without the indexes.
 
@@ -33,24 +34,24 @@ def download(settings: CommandSettings, dest: Path, as_json: bool) -> int:
     Ctrl-C or on another day, skips what is already there and verified."""
     from neuronctl.cli.progress import CliReporter
     from neuronctl.errors import InputError
-    from neuronctl.ops.index_routing import index_sources, route_indexes
+    from neuronctl.ops.index_routing import route_indexes
     from neuronctl.ops.reporter import NullReporter, Reporter
     from neuronctl.ops.wheelhouse import DownloadRequest
     from neuronctl.ops.wheelhouse import download as run_download
     from neuronctl.resolvers.targets import make_targets
 
     check_output_dir(dest, "-d")
-    app, rules, given = get_app(), settings.rules, settings.given
+    app = get_app()
     # the lock's own targets otherwise, not config `python` nor `platform`
-    pythons, platforms = given.values("python_versions"), given.values("platforms")
+    pythons, platforms = settings.python_versions, settings.platforms
     if platforms and not pythons:
         raise InputError("--platform needs --python-version (the target is a Python and a "
                          "platform)")
     targets = make_targets(pythons, platforms) if pythons else ()
-    sources = index_sources(rules)  # the config's and the environment's indexes (no flags here)
-    request = DownloadRequest(lock=given.value("lock"), dest=dest, targets=targets,
+    sources = settings.indexes  # the config's and the environment's indexes (no flags here)
+    request = DownloadRequest(lock=settings.lock, dest=dest, targets=targets,
                               routing=lambda recorded: route_indexes(sources, recorded),
-                              timeout=settings.value("timeout"))
+                              timeout=settings.timeout)
     if not app.printer.chatty:
         reporter: Reporter = NullReporter()
         outcome = run_download(request, reporter)

@@ -8,24 +8,25 @@ from neuronctl.cli.app import get_app
 from neuronctl.cli.common import target_python
 from neuronctl.cli.env_report import EnvView, to_markdown
 from neuronctl.cli.options import check_timeout_option, json_option, python_option, sysroot_option
-from neuronctl.cli.setting_options import CommandSettings, with_settings
+from neuronctl.cli.setting_options import with_settings
+from neuronctl.cli.settings_types import EnvSettings
 from neuronctl.ops.env import REDACTED, TORCH_TIMEOUT_S, relevant_environ
 from neuronctl.ops.env import collect_env as collect
 
 __all__ = ["REDACTED", "collect", "env", "relevant_environ", "to_markdown"]
 
 @click.command()
-@with_settings("env")
+@with_settings("env", EnvSettings)
 @python_option
 @json_option
 @sysroot_option
 @check_timeout_option(was_timeout=True)
-def env(settings: CommandSettings, python: str | None, as_json: bool) -> int:
+def env(settings: EnvSettings, python: str | None, as_json: bool) -> int:
     """Dump everything a Neuron bug report needs, as markdown (or JSON): a superset of
     `python -m torch.utils.collect_env`, plus every Neuron package, the driver, runtime and chip."""
     # collect_env is bounded like a check: config `check_timeout`, which a flag beats.
-    limit = settings.value("check_timeout") or TORCH_TIMEOUT_S
+    limit = settings.check_timeout or TORCH_TIMEOUT_S
     target = target_python(python)
-    sysroot = settings.given.value("sysroot")
+    sysroot = settings.sysroot
     get_app().printer.emit(EnvView(collect(target.python, sysroot, None, limit).to_json(), target))
     return 0

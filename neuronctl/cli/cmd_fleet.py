@@ -16,7 +16,8 @@ import click
 from neuronctl.cli.app import get_app, terminal_text
 from neuronctl.cli.options import json_option, python_option
 from neuronctl.cli.output import write_atomic
-from neuronctl.cli.setting_options import CommandSettings, setting_option, with_settings
+from neuronctl.cli.setting_options import setting_option, with_settings
+from neuronctl.cli.settings_types import FleetDoctorSettings
 from neuronctl.errors import InputError
 from neuronctl.ops.doctor.levels import LEVELS, RUN_MARGIN_S
 from neuronctl.ops.fleet.aggregate import aggregate
@@ -63,7 +64,7 @@ def _remote_command(value: str | None) -> list[str]:
 
 
 @fleet.command("doctor")
-@with_settings("fleet doctor")
+@with_settings("fleet doctor", FleetDoctorSettings)
 @click.option("--nodes", type=int, default=None, help="Run on N nodes (Slurm picks them).")
 @click.option("--nodelist", metavar="LIST", help="Run on these nodes (a Slurm host list).")
 @click.option("--all", "all_nodes", is_flag=True, help="Run on every node [the default].")
@@ -88,7 +89,8 @@ def _remote_command(value: str | None) -> list[str]:
 @click.option("--remote-command", metavar="CMD",
               help="How to run neuronctl on the nodes [this Python, importing neuronctl from "
                    "its installation, never from the working directory].")
-def fleet_doctor_command(settings: CommandSettings, nodes: int | None, nodelist: str | None, all_nodes: bool,
+def fleet_doctor_command(settings: FleetDoctorSettings, nodes: int | None, nodelist: str | None,
+                         all_nodes: bool,
                          partition: str | None, account: str | None, qos: str | None,
                          reservation: str | None, exclude: str | None, constraint: str | None,
                          level: int, python: str | None, fmt: str | None, as_json: bool,
@@ -99,7 +101,7 @@ def fleet_doctor_command(settings: CommandSettings, nodes: int | None, nodelist:
     fmt = "json" if as_json else (fmt or "text")
     request = FleetRequest(nodes=nodes, nodelist=nodelist, all_nodes=all_nodes,
                            partition=partition, level=level, python=python,
-                           timeout=settings.value("run_timeout") or FLEET_RUN_S,
+                           timeout=settings.run_timeout or FLEET_RUN_S,
                            remote_command=tuple(_remote_command(remote_command)),
                            selection=Selection(account=account, qos=qos, reservation=reservation,
                                                exclude=exclude, constraint=constraint))

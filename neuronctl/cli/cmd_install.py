@@ -20,9 +20,9 @@ from neuronctl.cli.options import (
     device_option,
     interpreter_option,
     request_options,
-    stack_settings,
 )
-from neuronctl.cli.setting_options import CommandSettings, setting_option, with_settings
+from neuronctl.cli.setting_options import setting_option, with_settings
+from neuronctl.cli.stack_settings_types import InstallSettings
 
 if TYPE_CHECKING:
     from neuronctl.backend.engine import Choice
@@ -30,11 +30,11 @@ if TYPE_CHECKING:
     from neuronctl.ops.lock.request import StackRequest
     from neuronctl.ops.reporter import AnyEvent, Reporter
     from neuronctl.routing import IndexRouting
-    from neuronctl.settings import Flag, Resolver
+    from neuronctl.settings import Setting
 
 
 @click.command("install")
-@with_settings("install")
+@with_settings("install", InstallSettings)
 @request_options
 @setting_option("lock")
 @click.option("--find-links", "find_links", metavar="DIR", type=click.Path(path_type=Path, file_okay=False),
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 @click.option("--no-check", is_flag=True, help="Do not run the doctor on the target afterwards.")
 @json_option
 @sysroot_option
-def install(settings: CommandSettings, latest: bool, offline: bool, allow_unsupported: bool,
+def install(settings: InstallSettings, latest: bool, offline: bool, allow_unsupported: bool,
             find_links: Path | None, python: str | None, venv: Path | None,
             venv_python: str | None, dry_run: bool, yes: bool, write_lock: Path | None,
             no_check: bool, as_json: bool) -> int:
@@ -76,12 +76,11 @@ def install(settings: CommandSettings, latest: bool, offline: bool, allow_unsupp
     from neuronctl.ops.install.run import install as install_stack
 
     app = get_app()
-    given = settings.given
     request = _request(app, settings, latest=latest, offline=offline,
-                       allow_unsupported=allow_unsupported, lock=given.value("lock"),
+                       allow_unsupported=allow_unsupported, lock=settings.lock,
                        find_links=find_links, python=python, venv=venv, venv_python=venv_python,
                        dry_run=dry_run, yes=yes, write_lock=write_lock,
-                       check=not no_check, sysroot=check_sysroot(given.value("sysroot")),
+                       check=not no_check, sysroot=check_sysroot(settings.sysroot),
                        show_engine=not app.printer.quiet and not as_json and sys.stderr.isatty())
     # Removals are confirmed by a person at a terminal; a script or --json needs --yes.
     confirm = _ask if not as_json and sys.stdin.isatty() else None
@@ -91,7 +90,7 @@ def install(settings: CommandSettings, latest: bool, offline: bool, allow_unsupp
     return outcome.exit_code
 
 
-def _request(app: App, given: CommandSettings, *, latest: bool, **flags: Any) -> InstallRequest:
+def _request(app: App, command: InstallSettings, *, latest: bool, **flags: Any) -> InstallRequest:
     """The install's settings, resolved here by neuronctl.settings' one rule (a typed flag >
     environment > config > default): the operation gets typed values and never the config. The
     resolution's target (Python, platform) is the target interpreter's, known only once it is
@@ -99,8 +98,7 @@ def _request(app: App, given: CommandSettings, *, latest: bool, **flags: Any) ->
     from neuronctl.ops.index_routing import route_indexes
     from neuronctl.ops.install.request import InstallRequest
 
-    rules = given.rules
-    settings = stack_settings(given, latest=latest, targets=False)
+    settings = command.stack(latest=latest)
     manifest = functools.cache(app.manifest)
 
     def routing(recorded: Mapping[str, str]) -> IndexRouting:
@@ -113,18 +111,18 @@ def _request(app: App, given: CommandSettings, *, latest: bool, **flags: Any) ->
                                                 python_source="--python", platforms=(platform,)))
 
     return InstallRequest(manifest=manifest,
-                          engine=_engine(rules, given.given.get("engine")),
-                          routing=routing, stack=stack, timeout=given.value("timeout"),
-                          check_timeout=given.value("check_timeout"),
+                          engine=_engine(command.engine),
+                          routing=routing, stack=stack, timeout=command.timeout,
+                          check_timeout=command.check_timeout,
                           release=settings.release.value, torch=settings.torch,
-                          with_=given.given.values("requirements"), latest=latest,
-                          device=_device(given, flags.get("lock")), **flags)
+                          with_=command.typed.requirements, latest=latest,
+                          device=_device(command, flags.get("lock")), **flags)
 
 
-def _device(given: CommandSettings, lock: Path | None) -> str:
+def _device(command: InstallSettings, lock: Path | None) -> str:
     """--device, else config `device` where there is a lock to pick from (the config's device is
     also what doctor and smoke probe, so without --lock it asks nothing of install), else auto."""
-    setting = given.resolve("device")
+    setting = command.device
     if lock is None and setting.source.kind != "flag":
         return "auto"
     if setting.source.kind == "config" and setting.value != "auto":  # the lock's reason says --device
@@ -133,12 +131,11 @@ def _device(given: CommandSettings, lock: Path | None) -> str:
     return str(setting.value)
 
 
-def _engine(rules: Resolver, flag: Flag | None = None) -> Choice:
+def _engine(setting: Setting[str]) -> Choice:
     """The engine as the one precedence resolved it, its source named as the reason shows it
     (the config key as written: `engine`, or its old name `backend`)."""
     from neuronctl.backend.choose import choose_engine
 
-    setting = rules.resolve("engine", flag)
     where = f"config {setting.source.key}" if setting.source.kind == "config" else \
         setting.source.label
     return choose_engine(setting.value if setting.given else None, where)

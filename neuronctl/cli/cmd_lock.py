@@ -15,16 +15,16 @@ from neuronctl.cli.lock_report import CheckView
 from neuronctl.cli.options import (
     json_option,
     request_options,
-    stack_settings,
     target_options,
 )
 from neuronctl.cli.progress import MessageLines
-from neuronctl.cli.setting_options import CommandSettings, with_settings
+from neuronctl.cli.setting_options import with_settings
+from neuronctl.cli.stack_settings_types import LockSettings
 from neuronctl.routing import redact_url
 
 
 @click.command("lock")
-@with_settings("lock")
+@with_settings("lock", LockSettings)
 @request_options
 @target_options
 @click.option("-o", "--output", metavar="FILE", help="Lock file (default: config `lock`, else pylock.toml; "
@@ -38,7 +38,7 @@ from neuronctl.routing import redact_url
                    "same torch, --with and targets for a GPU (default variant: the newest CUDA "
                    "build of that torch) or the CPU, with no Neuron package.")
 @json_option
-def lock(settings: CommandSettings, latest: bool, offline: bool, allow_unsupported: bool,
+def lock(settings: LockSettings, latest: bool, offline: bool, allow_unsupported: bool,
          output: str | None, fmt: str | None, check: bool, fallback: str | None,
          as_json: bool) -> int:
     """Resolve a Neuron release into exact, hashed pins, each package from its own index."""
@@ -46,9 +46,9 @@ def lock(settings: CommandSettings, latest: bool, offline: bool, allow_unsupport
     from neuronctl.ops.lock.run import lock as run_lock
 
     app = get_app()
-    seconds = 30.0 if check else float(settings.value("timeout"))
-    stack = plan_request(app.manifest(), stack_settings(settings, latest=latest, fallback=fallback))
-    lock_key = settings.rules.config_text("lock")  # as written: -o's errors quote it so
+    seconds = 30.0 if check else settings.timeout
+    stack = plan_request(app.manifest(), settings.stack(latest=latest, fallback=fallback))
+    lock_key = settings.config_lock  # as written: -o's errors quote it so
     request = replace(build_lock_request(stack, output=output, fmt=fmt, check=check,
                                          offline=offline, timeout=seconds, config_lock=lock_key),
                       allow_unsupported=allow_unsupported)
@@ -60,11 +60,9 @@ def lock(settings: CommandSettings, latest: bool, offline: bool, allow_unsupport
                                 line=line)
         outcome = run_lock(request, reporter)
     if outcome.checked:
-        given = settings.given
-        flags = _flags(given.value("release"), given.value("torch"),
-                       given.values("requirements"), given.values("indexes"),
-                       given.values("routes"), latest, given.values("python_versions"),
-                       given.values("platforms"), output, fmt)
+        typed = settings.typed
+        flags = _flags(typed.release, typed.torch, typed.requirements, typed.indexes,
+                       typed.routes, latest, typed.python_versions, typed.platforms, output, fmt)
         flags += [f"--fallback={fallback}"] if fallback else []
         app.printer.emit(CheckView(outcome, _refresh_command(app, flags)))
     else:

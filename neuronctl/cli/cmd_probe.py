@@ -12,24 +12,25 @@ from neuronctl.cli.options import (
     json_option,
     python_option,
 )
-from neuronctl.cli.setting_options import CommandSettings, with_settings
+from neuronctl.cli.setting_options import with_settings
+from neuronctl.cli.settings_types import ProbeSettings
 from neuronctl.ops import probe as probe_op
 
 
 @click.command()
-@with_settings("probe")
+@with_settings("probe", ProbeSettings)
 @device_option
 @python_option
 @json_option
 @check_timeout_option(was_timeout=True)
 @click.option("--compile", "compile_tier", is_flag=True, help="Also probe torch.compile (slow).")
-def probe(settings: CommandSettings, python: str | None, as_json: bool,
+def probe(settings: ProbeSettings, python: str | None, as_json: bool,
           compile_tier: bool) -> int:
     """Import torch, find the device, allocate, compute, differentiate: stop at the first failure."""
     app = get_app()
     # The probe's run is bounded like a check's: config `check_timeout`, which a flag beats.
-    limit = settings.value("check_timeout") or 120.0
-    device = settings.value("device")
+    limit = settings.check_timeout or 120.0
+    device = settings.device
     target = target_python(python)
     from neuronctl.cli.progress import status_reporter
 

@@ -9,19 +9,20 @@ import click
 from neuronctl.cli.app import get_app
 from neuronctl.cli.options import json_option
 from neuronctl.cli.releases_report import ReleaseList, ReleaseView
-from neuronctl.cli.setting_options import CommandSettings, setting_option, with_settings
+from neuronctl.cli.setting_options import setting_option, with_settings
+from neuronctl.cli.settings_types import ManifestSettings, ReleasesUpdateSettings
 
 MANIFEST_OPTION = setting_option("manifest")
 
 
 @click.group(invoke_without_command=True)
-@with_settings("releases")
+@with_settings("releases", ManifestSettings)
 @json_option
 @MANIFEST_OPTION
 @click.pass_context
-def releases(ctx: click.Context, as_json: bool, settings: CommandSettings) -> int:
+def releases(ctx: click.Context, as_json: bool, settings: ManifestSettings) -> int:
     """Show the Neuron releases neuronctl knows, newest first."""
-    manifest_path = settings.given.value("manifest")
+    manifest_path = settings.manifest
     if ctx.invoked_subcommand is not None:
         ctx.obj.manifest_path = manifest_path or ctx.obj.manifest_path
         return 0
@@ -30,17 +31,17 @@ def releases(ctx: click.Context, as_json: bool, settings: CommandSettings) -> in
 
 
 @releases.command("show")
-@with_settings("releases show")
+@with_settings("releases show", ManifestSettings)
 @click.argument("version")
 @json_option
 @click.option("--sources", "with_sources", is_flag=True,
               help="Each value with its source (URL, date read), or \"not published\".")
 @MANIFEST_OPTION
-def show(version: str, as_json: bool, with_sources: bool, settings: CommandSettings) -> int:
+def show(version: str, as_json: bool, with_sources: bool, settings: ManifestSettings) -> int:
     """Show one release in full."""
     from neuronctl.release.provenance import value_entries
 
-    manifest = get_app().manifest(settings.given.value("manifest"))
+    manifest = get_app().manifest(settings.manifest)
     release = manifest.get(version)
     entries = value_entries(release, manifest.sources) if with_sources else None
     get_app().printer.emit(ReleaseView(manifest, release, None if entries is None
@@ -64,18 +65,18 @@ def import_(path: Path, as_json: bool, output: Path | None) -> int:
 
 
 @releases.command("update")
-@with_settings("releases update")
+@with_settings("releases update", ReleasesUpdateSettings)
 @setting_option("manifest_url")
 @click.option("--accept-changes", is_flag=True,
               help="Apply the values of releases already known that the fetched data fills or "
                    "changes (listed without it).")
 @json_option
-def update(settings: CommandSettings, accept_changes: bool, as_json: bool) -> int:
+def update(settings: ReleasesUpdateSettings, accept_changes: bool, as_json: bool) -> int:
     """Fetch newer release data, merge it into the data in use and store it for later runs."""
     from neuronctl.ops.releases import DEFAULT_MANIFEST_URL, update_releases
     from neuronctl.release.manifest import load_default_manifest, stored_manifest_path
 
-    url = settings.value("manifest_url") or DEFAULT_MANIFEST_URL
+    url = settings.manifest_url or DEFAULT_MANIFEST_URL
     store = stored_manifest_path()
     get_app().printer.emit(update_releases(load_default_manifest(), url, accept=accept_changes,
                                            store=store))

@@ -12,7 +12,8 @@ import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import json_option
-from neuronctl.cli.setting_options import CommandSettings, setting_option, with_settings
+from neuronctl.cli.setting_options import setting_option, with_settings
+from neuronctl.cli.settings_types import SetupSettings
 from neuronctl.ops.setup.repos import KEY_FINGERPRINT, OS_IDS
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@with_settings("setup")
+@with_settings("setup", SetupSettings)
 @setting_option("release")
 @click.option("--os", "os_name", type=click.Choice(OS_IDS), default=None,
               help="Plan for another host with this OS (nothing of this host is read).")
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
 @click.option("--neuronctl-spec", "tool_spec", metavar="SPEC",
               help="Install neuronctl in the image by this requirement instead (neuronctl==V "
               "from your own index, neuronctl @ URL).")
-def setup(settings: CommandSettings, os_name: str | None, key_fingerprint: str | None,
+def setup(settings: SetupSettings, os_name: str | None, key_fingerprint: str | None,
           chip: str | None, with_python: bool, venv: str | None, yes: bool, fmt: str,
           as_json: bool, output: Path | None, allow_unsupported: bool, dockerfile: bool,
           base: str, lock_name: str, tool_wheel: str | None, tool_spec: str | None) -> int:
@@ -67,7 +68,7 @@ def setup(settings: CommandSettings, os_name: str | None, key_fingerprint: str |
     from neuronctl.errors import InputError
     from neuronctl.ops.output_path import check_output_file
 
-    release, sysroot = settings.given.value("release"), settings.given.value("sysroot")
+    release, sysroot = settings.release, settings.sysroot
     key_from = "--key-fingerprint" if key_fingerprint is not None else "default"
     key_fingerprint = key_fingerprint or KEY_FINGERPRINT
     check_output_file(output, "-o")
@@ -75,7 +76,7 @@ def setup(settings: CommandSettings, os_name: str | None, key_fingerprint: str |
     fmt = "json" if as_json else fmt
     manifest = app.manifest()
     chosen = manifest.get(release) if release else manifest.default
-    repo_setting = settings.resolve("system_repo")  # a trust root: never a project file's
+    repo_setting = settings.system_repo  # a trust root: never a project file's
     repo = repo_setting.value
     if chip:
         chip = get_chip(chip).id

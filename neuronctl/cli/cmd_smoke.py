@@ -10,14 +10,15 @@ from neuronctl.cli.app import get_app
 from neuronctl.cli.common import target_python
 from neuronctl.cli.hardware_report import SmokeView
 from neuronctl.cli.options import device_option, json_option, python_option
-from neuronctl.cli.setting_options import CommandSettings, setting_option, with_settings
+from neuronctl.cli.setting_options import setting_option, with_settings
+from neuronctl.cli.settings_types import SmokeSettings
 from neuronctl.errors import InputError
 from neuronctl.ops.output_path import check_output_file
 from neuronctl.ops.smoke import DEFAULT_TIMEOUT, SmokeRequest, run_smoke
 
 
 @click.command()
-@with_settings("smoke")
+@with_settings("smoke", SmokeSettings)
 @setting_option("model")
 @click.option("--script", type=click.Path(path_type=Path, dir_okay=False),
               help="A Python file that defines make() (same return as FACTORY).")
@@ -35,21 +36,21 @@ from neuronctl.ops.smoke import DEFAULT_TIMEOUT, SmokeRequest, run_smoke
 @json_option
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the JSON report to FILE (for `neuronctl cost --from FILE`).")
-def smoke(settings: CommandSettings, script: Path | None, python: str | None, steps: int,
+def smoke(settings: SmokeSettings, script: Path | None, python: str | None, steps: int,
           warmup: int, train: bool, compile_model: bool, as_json: bool,
           output: Path | None) -> int:
     """Run your model on the device: warm-up, timed steps, and a CPU comparison."""
     check_output_file(output, "-o")  # before the model runs, not after
-    app, rules = get_app(), settings.rules
-    origin, model = "--model", settings.given.value("model")
+    app = get_app()
+    origin, model = "--model", settings.model_flag
     if model is None and script is None:
-        configured = settings.resolve("model")
+        configured = settings.model
         if configured.given:
-            model, origin = configured.value, f"config model ({rules.config_file('model')[0]})"
+            model, origin = configured.value, f"config model ({settings.model_file})"
     target = target_python(python)
     request = SmokeRequest(
         python=target.python, model=model, script=script, origin=origin,
-        device=settings.value("device"), steps=steps, warmup=warmup, train=train,
+        device=settings.device, steps=steps, warmup=warmup, train=train,
         compile=compile_model, timeout=_kill_limit(settings))
     from neuronctl.cli.progress import status_reporter
 
@@ -65,6 +66,6 @@ def smoke(settings: CommandSettings, script: Path | None, python: str | None, st
     return outcome.exit_code
 
 
-def _kill_limit(settings: CommandSettings) -> float:
+def _kill_limit(settings: SmokeSettings) -> float:
     """--timeout bounds the whole run (not a network request nor one check): no config key."""
-    return float(settings.value("run_timeout") or DEFAULT_TIMEOUT)
+    return float(settings.run_timeout or DEFAULT_TIMEOUT)

@@ -17,7 +17,8 @@ import click
 from neuronctl._version import __version__
 from neuronctl.cli.app import App, TerminalStream, terminal_text
 from neuronctl.cli.output import JsonError, command_name, error_kind, finish_json
-from neuronctl.cli.setting_options import CommandSettings, setting_option, with_settings
+from neuronctl.cli.setting_options import setting_option, with_settings
+from neuronctl.cli.settings_types import ManifestSettings
 from neuronctl.errors import EXIT_FAILED, EXIT_USAGE, Interrupted, NeuronctlError, TerminateSignal
 
 # name -> (module, attribute, one-line help shown by `neuronctl --help`)
@@ -162,7 +163,7 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@with_settings("")
+@with_settings("", ManifestSettings)
 @click.version_option(__version__, "--version", prog_name="neuronctl",
                       message="%(prog)s %(version)s")
 @click.option("-v", "--verbose", count=True, help="More detail; tracebacks on errors.")
@@ -173,14 +174,14 @@ class LazyGroup(click.Group):
 @setting_option("manifest")
 @click.pass_context
 def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool,
-        config_path: Path | None, settings: CommandSettings) -> None:
+        config_path: Path | None, settings: ManifestSettings) -> None:
     """neuronctl: get PyTorch onto AWS Trainium and keep it there."""
     app = ctx.ensure_object(App)
     printer = app.printer
     printer.verbose, printer.quiet = verbose, quiet
     printer.no_color = no_color  # NO_COLOR and the rest: the printer's one rule (colour_wanted)
     app.config_path = config_path
-    app.manifest_path = settings.given.value("manifest")
+    app.manifest_path = settings.manifest
 
 
 def _error(app: App, kind: str, message: str, hint: str | None = None) -> JsonError:

@@ -1,30 +1,26 @@
 """The options several commands share, declared once. A setting's flag is built from its row of
 the settings table (neuronctl.cli.setting_options); the groups here only say which settings (and
-which plain flags: --json, --latest, --offline) a family of commands takes, and `stack_settings`
-turns a command's settings into the stack it asks for."""
+which plain flags: --json, --latest, --offline) a family of commands takes (their typed settings:
+neuronctl.cli.settings_types and neuronctl.cli.stack_settings_types)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import click
 
 from neuronctl.cli.app import note
-from neuronctl.cli.setting_options import CommandSettings, setting_option
+from neuronctl.cli.setting_options import setting_option
 from neuronctl.devices import DEVICES
-from neuronctl.settings import Setting
-
-if TYPE_CHECKING:
-    from neuronctl.ops.lock.stack_settings import StackSettings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEVICE_CHOICE = click.Choice(DEVICES)
 
-__all__ = ["DEVICE_CHOICE", "CommandSettings", "check_timeout_option", "device_option",
+__all__ = ["DEVICE_CHOICE", "check_timeout_option", "device_option",
            "interpreter_option", "json_option", "note", "python_option", "request_options",
-           "setting_option", "stack_settings", "sysroot_option", "target_options",
+           "setting_option", "sysroot_option", "target_options",
            "timeout_option"]
 
 
@@ -83,26 +79,3 @@ def request_options(f: Any) -> Any:
     for option in reversed(options):
         f = option(f)
     return f
-
-
-def stack_settings(settings: CommandSettings, *, latest: bool, fallback: str | None = None,
-                   targets: bool = True) -> StackSettings:
-    """The stack a command's request options ask for, resolved; `targets`: the command takes the
-    platform targets (--python-version, --platform); without them only the config's count."""
-    from neuronctl.ops.index_routing import index_sources
-    from neuronctl.ops.lock.stack_settings import StackSettings
-
-    given, rules = settings.given, settings.rules
-    python = rules.resolve("python_versions", given.get("python_versions") if targets else None)
-    return StackSettings(
-        settings.resolve("release"), settings.value("torch"),
-        python.value, _where(python, "python"),
-        rules.resolve("platforms", given.get("platforms") if targets else None).value,
-        settings.value("requirements"),
-        index_sources(rules, given.values("indexes"), given.values("routes")), latest, fallback)
-
-
-def _where(setting: Setting[Any], key: str) -> str:
-    """How an error names a setting's value: the flag as typed, the variable, `config KEY`."""
-    kind = setting.source.kind
-    return setting.source.name if kind in ("flag", "env") else f"config {key}"

@@ -6,8 +6,9 @@ choices (from the parse rule), metavar, repeatability and help all come from the
 spellings are added hidden, each printing the project's one-line note when used. `with_settings
 ("doctor")`, on top of a command's decorators, says the help as that command shows it, takes
 every setting flag's value out of the command's parameters and passes one `settings` argument
-instead: what was typed (click's ParameterSource, read here once) and the rule that resolves the
-rest (flag > environment > config > default). No command body reads a setting from the context.
+instead: the command's own typed, frozen settings (neuronctl.cli.settings_types), resolved from what
+was typed (click's ParameterSource, read here once) and the rule that resolves the rest (flag >
+environment > config > default). No command body reads a setting from the context, nor by name.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import click
 from click.core import ParameterSource
@@ -145,9 +146,17 @@ class CommandSettings:
         return self.resolve(name).value
 
 
-def with_settings(command: str) -> Callable[[F], F]:
+class Resolves(Protocol):
+    """A command's typed settings: built from its invocation (neuronctl.cli.settings_types)."""
+
+    @classmethod
+    def resolve(cls, invocation: CommandSettings) -> object: ...
+
+
+def with_settings(command: str, typed: type[Resolves] | None = None) -> Callable[[F], F]:
     """On top of a command's decorators: its setting flags' help as `command` shows it, and its
-    callback given one `settings` (CommandSettings) in place of their parameters."""
+    callback given one `settings` in place of their parameters: `typed.resolve` of this
+    invocation (the generic CommandSettings where no type is named: the building block)."""
 
     def apply(f: F) -> F:
         params: list[click.Parameter] = getattr(f, "__click_params__", [])
@@ -167,7 +176,9 @@ def with_settings(command: str) -> Callable[[F], F]:
                 if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE:
                     flags[option.spec.name] = Flag(value, option.old or str(option.spec.flag))
             given = Given(MappingProxyType(flags))  # read-only: what was typed stays so
-            return f(*args, settings=CommandSettings.of(given), **kwargs)
+            invocation = CommandSettings.of(given)
+            settings = invocation if typed is None else typed.resolve(invocation)
+            return f(*args, settings=settings, **kwargs)
 
         setattr(run, _MARK, command)
         return run  # type: ignore[return-value]
