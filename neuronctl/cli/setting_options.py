@@ -1,14 +1,15 @@
 """Each setting's flag built from its row of the settings table (neuronctl.settings_table), and the
-one way a command gets its settings: one frozen `CommandSettings` argument.
+one way a command gets its settings: one typed, frozen argument built on `CommandSettings`.
 
 `setting_option("release")` is the only way cli/ declares a setting's flag: its spelling, type,
 choices (from the parse rule), metavar, repeatability and help all come from the row, and its old
-spellings are added hidden, each printing the project's one-line note when used. `with_settings
-("doctor")`, on top of a command's decorators, says the help as that command shows it, takes
-every setting flag's value out of the command's parameters and passes one `settings` argument
-instead: the command's own typed, frozen settings (neuronctl.cli.settings_types), resolved from what
-was typed (click's ParameterSource, read here once) and the rule that resolves the rest (flag >
-environment > config > default). No command body reads a setting from the context, nor by name.
+spellings are added hidden, each printing the project's one-line note when used.
+`with_settings("doctor", DoctorSettings)`, on top of a command's decorators, says the help as that
+command shows it, takes every setting flag's value out of the command's parameters and passes one
+`settings` argument instead: the command's own typed, frozen settings
+(neuronctl.cli.settings_types), resolved from what was typed (click's ParameterSource, read here
+once) and the rule that resolves the rest (flag > environment > config > default). No command body
+reads a setting from the context, nor by name.
 """
 
 from __future__ import annotations
