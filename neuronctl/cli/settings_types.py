@@ -31,7 +31,7 @@ S = TypeVar("S", bound="Typed")
 __all__ = ["CostSettings", "DoctorSettings", "EnvSettings", "FleetDoctorSettings", "InitSettings",
            "ManifestSettings", "ProbeSettings", "ReleasesUpdateSettings", "SetupSettings",
            "SmokeSettings", "SysrootSettings", "Typed", "checked", "maybe", "optional_setting",
-           "texts"]
+           "seconds_or_none", "texts", "typed"]
 
 
 # -- the checks that turn the rule's values into typed ones ---------------------------------------
@@ -58,6 +58,11 @@ def optional_setting(setting: Setting[Any], kind: type[T], name: str) -> Setting
     return Setting(maybe(setting.value, kind, name), setting.source)
 
 
+def typed(invocation: CommandSettings, name: str, kind: type[T]) -> T | None:
+    """A setting's value as the user typed it (click converted it), else None."""
+    return maybe(invocation.given.value(name), kind, name)
+
+
 def seconds_or_none(invocation: CommandSettings, name: str) -> float | None:
     """A time limit the command defaults itself where no source sets it (None)."""
     return maybe(invocation.value(name), float, name)
@@ -77,9 +82,6 @@ class Typed:
     def _rules(self) -> Resolver:
         return self.invocation.rules
 
-    def _typed_all(self, name: str) -> tuple[str, ...]:
-        return self.invocation.given.values(name)
-
 
 # -- the commands' own ------------------------------------------------------------------------------
 
@@ -92,7 +94,7 @@ class ManifestSettings(Typed):
 
     @classmethod
     def resolve(cls, invocation: CommandSettings) -> ManifestSettings:
-        return cls(invocation, maybe(invocation.given.value("manifest"), Path, "manifest"))
+        return cls(invocation, typed(invocation, "manifest", Path))
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,7 @@ class SysrootSettings(Typed):
 
     @classmethod
     def resolve(cls, invocation: CommandSettings) -> SysrootSettings:
-        return cls(invocation, maybe(invocation.given.value("sysroot"), Path, "sysroot"))
+        return cls(invocation, typed(invocation, "sysroot", Path))
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,7 @@ class EnvSettings(SysrootSettings):
 
     @classmethod
     def resolve(cls, invocation: CommandSettings) -> EnvSettings:
-        return cls(invocation, SysrootSettings.resolve(invocation).sysroot)
+        return cls(invocation, typed(invocation, "sysroot", Path))
 
     @cached_property
     def check_timeout(self) -> float | None:
@@ -141,7 +143,7 @@ class SmokeSettings(ProbeSettings):
 
     @classmethod
     def resolve(cls, invocation: CommandSettings) -> SmokeSettings:
-        return cls(invocation, maybe(invocation.given.value("model"), str, "model"))
+        return cls(invocation, typed(invocation, "model", str))
 
     @cached_property
     def model(self) -> Setting[str | None]:
@@ -165,8 +167,8 @@ class DoctorSettings(SysrootSettings):
 
     @classmethod
     def resolve(cls, invocation: CommandSettings) -> DoctorSettings:
-        return cls(invocation, maybe(invocation.given.value("sysroot"), Path, "sysroot"),
-                   maybe(invocation.given.value("manifest"), Path, "manifest"))
+        return cls(invocation, typed(invocation, "sysroot", Path),
+                   typed(invocation, "manifest", Path))
 
     def on_node(self, for_node: bool) -> DoctorSettings:
         """These settings for a run that acts on its node: no project file is read."""
@@ -208,7 +210,7 @@ class DoctorSettings(SysrootSettings):
     @cached_property
     def skip(self) -> tuple[str, ...]:
         """The flags' and the config's checks together (they add up)."""
-        return self._typed_all("skip") + self._rules.config_list("skip")
+        return self.invocation.given.values("skip") + self._rules.config_list("skip")
 
     @cached_property
     def check_timeout(self) -> float | None:
@@ -223,8 +225,8 @@ class SetupSettings(SysrootSettings):
 
     @classmethod
     def resolve(cls, invocation: CommandSettings) -> SetupSettings:
-        return cls(invocation, maybe(invocation.given.value("sysroot"), Path, "sysroot"),
-                   maybe(invocation.given.value("release"), str, "release"))
+        return cls(invocation, typed(invocation, "sysroot", Path),
+                   typed(invocation, "release", str))
 
     @cached_property
     def system_repo(self) -> Setting[str | None]:
@@ -243,9 +245,8 @@ class InitSettings(Typed):
     @classmethod
     def resolve(cls, invocation: CommandSettings) -> InitSettings:
         given = invocation.given
-        return cls(invocation, maybe(given.value("release"), str, "release"),
-                   maybe(given.value("torch"), str, "torch"), given.values("python_versions"),
-                   given.values("platforms"))
+        return cls(invocation, typed(invocation, "release", str), typed(invocation, "torch", str),
+                   given.values("python_versions"), given.values("platforms"))
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from neuronctl.cli.setting_options import CommandSettings, Given
-from neuronctl.cli.settings_types import Typed, checked, maybe, texts
+from neuronctl.cli.settings_types import Typed, checked, maybe, seconds_or_none, texts, typed
 from neuronctl.settings import Setting
 
 if TYPE_CHECKING:
@@ -108,9 +108,8 @@ class InstallSettings(StackCommandSettings):
 
     @classmethod
     def resolve(cls, invocation: CommandSettings) -> InstallSettings:
-        given = invocation.given
-        return cls(invocation, TypedStack.of(given), maybe(given.value("lock"), Path, "lock"),
-                   maybe(given.value("sysroot"), Path, "sysroot"))
+        return cls(invocation, TypedStack.of(invocation.given), typed(invocation, "lock", Path),
+                   typed(invocation, "sysroot", Path))
 
     @cached_property
     def engine(self) -> Setting[str]:
@@ -127,7 +126,7 @@ class InstallSettings(StackCommandSettings):
 
     @cached_property
     def check_timeout(self) -> float | None:
-        return maybe(self.invocation.value("check_timeout"), float, "check_timeout")
+        return seconds_or_none(self.invocation, "check_timeout")
 
 
 @dataclass(frozen=True)
