@@ -499,6 +499,6 @@ def test_a_setting_a_command_never_reads_is_not_its_error(cli, tmp_path, monkeyp
     assert locked.code == 2 and said in locked.err
     checked = cli("lock", "--check", "--offline")
     assert checked.code == 1 and said not in checked.err  # past the settings, to the lock
-    assert "pylock.toml: no lock file" in checked.out
+    assert "pylock.toml: no lock file" in checked.out + checked.err
     probed = cli("probe", "--python", sys.executable)
     assert probed.code == 2 and said in probed.err  # check_timeout falls back on `timeout`
