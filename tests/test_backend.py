@@ -33,10 +33,11 @@ def test_install_takes_the_environment_over_the_config_for_the_engine(tmp_path, 
     from neuronctl.settings import Resolver
 
     config = Config({"backend": "uv"}, str(tmp_path / "pyproject.toml"), tmp_path)
-    chosen = _engine(Resolver.of(config, environ={"NEURONCTL_BACKEND": "pip"}))
+    chosen = _engine(Resolver.of(config, environ={"NEURONCTL_BACKEND": "pip"}).resolve("engine"))
     assert chosen.engine.name == "pip" and chosen.reason == "NEURONCTL_BACKEND pip"
     with pytest.raises(InputError, match="config backend 'conda'"):
-        _engine(Resolver.of(Config({"backend": "conda"}, "pyproject.toml", tmp_path), environ={}))
+        _engine(Resolver.of(Config({"backend": "conda"}, "pyproject.toml", tmp_path),
+                            environ={}).resolve("engine"))
 
 
 def test_auto_falls_back_to_pip_and_uv_must_exist(tmp_path, monkeypatch):
