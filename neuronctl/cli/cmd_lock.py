@@ -11,7 +11,6 @@ from dataclasses import replace
 import click
 
 from neuronctl.cli.app import App, get_app
-from neuronctl.cli.lock_report import CheckView
 from neuronctl.cli.options import (
     given_values,
     json_option,
@@ -65,6 +64,8 @@ def lock(release: str | None, torch: str | None, with_: tuple[str, ...], indexes
                                 line=line)
         outcome = run_lock(request, reporter)
     if outcome.checked:
+        from neuronctl.cli.lock_report import CheckView  # its outcome type: not for --help
+
         flags = _flags(release, torch, with_, indexes, routes, latest, pythons, platforms, output, fmt)
         flags += [f"--fallback={fallback}"] if fallback else []
         app.printer.emit(CheckView(outcome, _refresh_command(app, flags)))

@@ -8,7 +8,6 @@ import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.options import json_option
-from neuronctl.cli.releases_report import ReleaseList, ReleaseView
 
 MANIFEST_OPTION = click.option(
     "--manifest", "manifest_path", type=click.Path(path_type=Path, dir_okay=False),
@@ -24,6 +23,8 @@ def releases(ctx: click.Context, as_json: bool, manifest_path: Path | None) -> i
     if ctx.invoked_subcommand is not None:
         ctx.obj.manifest_path = manifest_path or ctx.obj.manifest_path
         return 0
+    from neuronctl.cli.releases_report import ReleaseList  # not for a subcommand or --help
+
     get_app().printer.emit(ReleaseList(get_app().manifest(manifest_path)))
     return 0
 
@@ -36,6 +37,7 @@ def releases(ctx: click.Context, as_json: bool, manifest_path: Path | None) -> i
 @MANIFEST_OPTION
 def show(version: str, as_json: bool, with_sources: bool, manifest_path: Path | None) -> int:
     """Show one release in full."""
+    from neuronctl.cli.releases_report import ReleaseView
     from neuronctl.provenance import value_entries
 
     manifest = get_app().manifest(manifest_path)

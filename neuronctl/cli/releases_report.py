@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 from neuronctl.cli.output import print_line, print_table
 from neuronctl.cli.terminal import terminal_text
 from neuronctl.manifest import Manifest, Release
-from neuronctl.ops.releases import ReleasesImport, ReleasesUpdate
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # listing and showing releases never load the import/update operation
     from neuronctl.cli.printer import Printer
+    from neuronctl.ops.releases import ReleasesImport, ReleasesUpdate
     from neuronctl.provenance import ValueEntry
     from neuronctl.rules import Rule
 
