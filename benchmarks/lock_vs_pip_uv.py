@@ -69,14 +69,18 @@ def commands(uni, tmp: Path, run: int, neuronctl: Path, baseline: Path | None = 
     uv_env = {**env, "UV_CACHE_DIR": str(work / "uv-cache")}
     before = {} if baseline is None else {
         "baseline lock": ([str(baseline), "lock", *uni.index_flags(), "--python", "3.12",
-                           "-o", str(work / "pylock-baseline.toml")],
+                           "-o", str(work / "pylock.baseline.toml")],
                           {**nctl_env, "NEURONCTL_CACHE_DIR": str(work / "baseline-cache")})}
     return {
         **before,
         "neuronctl lock": ([str(neuronctl), "lock", *uni.index_flags(), "--python", "3.12",
                             "-o", str(work / "pylock.toml")], nctl_env),
-        "pip --dry-run": ([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
+        # pip of a 3.12 interpreter: the target's Requires-Python is its own (pip 23.2 applies
+        # --python-version to Requires-Python only without --target, which --platform needs)
+        "pip --dry-run": ([find_python("3.12"), "-m", "pip", "install", "--dry-run", "--ignore-installed",
                            "--no-cache-dir", "--quiet", "--report", str(work / "report.json"),
+                           # pip 23.2 takes --platform only with --target (--dry-run writes nothing)
+                           "--target", str(work / "pip-target"),
                            "--python-version", "3.12", "--platform", "manylinux_2_28_x86_64",
                            "--platform", "manylinux_2_17_x86_64", "--only-binary", ":all:",
                            "--index-url", uni.urls["pypi"], "--extra-index-url", uni.urls["pytorch-cpu"],
