@@ -108,3 +108,27 @@ def test_an_install_with_nothing_to_do_loads_no_resolver_network_or_engine_run(c
     # The doctor afterwards is the feature: it loads, and still none of the above.
     assert _run(install, [*INSTALL_NEVER, "neuronctl.ops.doctor.run"], tmp_path) == (
         0, ["neuronctl.ops.doctor.run"])
+
+
+LOCK_NEVER = ["torch", "libcst", "rich.table", "neuronctl.ops.doctor", "neuronctl.ops.install",
+              "neuronctl.backend", "neuronctl.probes.pyenv", "neuronctl.ops.migrate",
+              "neuronctl.ops.releases", "neuronctl.aws_manifest_import", "neuronctl.ops.lock.check"]
+"""What `lock` never calls: the doctor, the install operation and the engines, the target
+interpreter's inspection (a lock is for a platform target, not an interpreter), migrate, the
+release import, and without --check the comparison with an existing lock."""
+
+
+def test_a_lock_loads_neither_doctor_install_engines_nor_its_check(uni, tmp_path):
+    args = ["lock", *uni.index_flags(), "--python", "3.12", "-o", str(tmp_path / "pylock.toml")]
+    assert _run(args, [*LOCK_NEVER, "resolvelib", "requests"], tmp_path) == (0, ["resolvelib", "requests"])
+
+
+def test_lock_check_loads_no_resolver_or_network(cli, uni, tmp_path):
+    """`lock --check` (CI's question: does the lock still match?) reads the lock and fetches
+    nothing: neither the resolver nor the HTTP stack loads."""
+    lock = tmp_path / "pylock.toml"
+    assert cli("lock", *uni.index_flags(), "--python", "3.12", "-o", str(lock)).code == 0
+    watched = ["resolvelib", "requests", "urllib3", "neuronctl.resolvers.http_fetch",
+               "neuronctl.ops.lock.resolve", "neuronctl.ops.lock.check"]
+    args = ["lock", *uni.index_flags(), "--python", "3.12", "-o", str(lock), "--check"]
+    assert _run(args, watched, tmp_path) == (0, ["neuronctl.ops.lock.check"])
