@@ -11,7 +11,6 @@ from dataclasses import replace
 import click
 
 from neuronctl.cli.app import App, get_app
-from neuronctl.cli.lock_report import CheckView
 from neuronctl.cli.options import (
     json_option,
     request_options,
@@ -60,6 +59,8 @@ def lock(settings: CommandSettings, latest: bool, offline: bool, allow_unsupport
                                 line=line)
         outcome = run_lock(request, reporter)
     if outcome.checked:
+        from neuronctl.cli.lock_report import CheckView  # its outcome type: not for --help
+
         given = settings.given
         flags = _flags(given.value("release"), given.value("torch"),
                        given.values("requirements"), given.values("indexes"),
