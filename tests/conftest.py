@@ -14,8 +14,11 @@ N2_MANIFEST = SHARED / "n2-manifest.json"
 FACTS = SHARED / "NEURON-FACTS.md"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# Test modules still import helpers from one another by module name: every test folder on the path.
+for _folder in sorted({p.parent for p in Path(__file__).resolve().parent.rglob("test_*.py")}):
+    sys.path.append(str(_folder))
 
-from standin import standin, standin_python  # noqa: E402, F401  (session fixtures: the stand-in backend)
+from support.standin import standin, standin_python  # noqa: E402, F401  (session fixtures: the stand-in backend)
 
 
 @pytest.fixture(autouse=True)
@@ -83,7 +86,7 @@ def cli(capsys: pytest.CaptureFixture[str]):
 @pytest.fixture(scope="session")
 def stacks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Real venvs (Python 3.12 for native, 3.11 for legacy) with the test wheels installed."""
-    from stacks import build_stacks
+    from support.stacks import build_stacks
 
     return build_stacks(tmp_path_factory.mktemp("stacks"))
 
@@ -91,7 +94,7 @@ def stacks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def wheels(tmp_path_factory: pytest.TempPathFactory):
     """The lock/install test universe's wheels, built once."""
-    from universe import build_universe
+    from support.universe import build_universe
 
     return build_universe(tmp_path_factory.mktemp("universe"))
 
@@ -99,7 +102,7 @@ def wheels(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture
 def uni(wheels):
     """Loopback PyPI-, PyTorch- and Neuron-like indexes serving those wheels, fresh per test."""
-    from universe import running
+    from support.universe import running
 
     with running(wheels) as u:
         yield u
@@ -116,6 +119,6 @@ def locked(cli, uni) -> Path:
 @pytest.fixture(scope="module")
 def stack_wheels(tmp_path_factory: pytest.TempPathFactory):
     """The native and legacy stacks' wheels (tests/stacks.py), built once per module."""
-    from stacks import wheel_set
+    from support.stacks import wheel_set
 
     return wheel_set(tmp_path_factory.mktemp("stack-wheels"))

@@ -1,0 +1,42 @@
+"""A lock of the partly published Neuron 2.34.0 against the loopback indexes: the pins AWS has
+not published are resolved from the index within AWS's recipe constraint, and said so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.universe import _cp, build_universe, running
+from support.wheels import build_wheel
+
+from neuronctl.resolvers.pylock import load_pylock
+from neuronctl.tomlfile import read_toml
+
+
+@pytest.fixture(scope="module")
+def wheels_2_34(tmp_path_factory):
+    """The usual universe plus torch-neuronx 2.14.3.1 (2.34.0's) and a neuronx-cc 3.0 the
+    recipe's ==2.* keeps out."""
+    root = tmp_path_factory.mktemp("universe-2.34")
+    wheels = build_universe(root)
+    for minor in (12, 13):
+        wheels["neuron"].append((build_wheel(
+            root / "neuron", "torch-neuronx", "2.14.3.1", tag=_cp(minor), requires_python=">=3.12",
+            requires=("torch==2.14.*", "neuronx-cc>=2.28", "nki>=0.7")), {}))
+    wheels["neuron"].append((build_wheel(root / "neuron", "neuronx-cc", "3.0.1.0"), {}))
+    return wheels
+
+
+def test_lock_2_34_resolves_the_unpublished_pins_from_the_index(cli, wheels_2_34):
+    with running(wheels_2_34) as uni:
+        r = cli("lock", *uni.index_flags(), "--release", "2.34.0", "--python", "3.12")
+    assert r.code == 0, r.err
+    lock = load_pylock(Path("pylock.toml"))
+    got = {str(p.name): str(p.version) for p in lock.packages}
+    assert got["torch-neuronx"] == "2.14.3.1" and got["torch"] == "2.14.0+cpu"
+    assert got["neuronx-cc"] == "2.28.7631.0"  # newest within ==2.*: 3.0.1.0 is outside it
+    assert got["nki"] == "0.7.0"
+    index_of = {str(p.name): p.index for p in lock.packages}
+    assert index_of["neuronx-cc"] == index_of["nki"] == uni.urls["neuron"]  # never PyPI's 99.0.0
+    tool = read_toml(Path("pylock.toml"), "lock")["tool"]["neuronctl"]
+    assert tool["release"] == "2.34.0" and "neuronx-cc" not in tool["pins"]
