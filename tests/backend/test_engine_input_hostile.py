@@ -25,6 +25,8 @@ from neuronctl.resolvers.pylock import load_pylock
 from neuronctl.resolvers.simple_index import parse_project_page
 from neuronctl.toml_emit import dumps
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile2_engine.py)
+
 NOWHERE = "http://127.0.0.1:9/files/"
 
 

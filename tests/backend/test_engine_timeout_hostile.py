@@ -21,6 +21,8 @@ from test_engine_input_hostile import copied_venv, pip_venvs, said, sha, write_l
 
 from neuronctl.backend.engine_watch import SLACK, Limits, Watch, install_limits
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile2_engine_time.py)
+
 __all__ = ["pip_venvs"]
 
 

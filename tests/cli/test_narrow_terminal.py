@@ -20,6 +20,8 @@ from neuronctl.cli.doctor_report import print_text
 from neuronctl.ops.doctor.report import DoctorReport
 from neuronctl.ops.doctor.runner import CheckResult
 
+pytestmark = pytest.mark.first_hour  # the first_hour campaign (was tests/test_first_hour_output.py)
+
 WIDTHS = (60, 80, 100)
 BORDERS = set("│┃┏┓┗┛┡┩┣┫━─┳┻╇╋┼┬┴└┘┌┐╭╮╯╰")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")

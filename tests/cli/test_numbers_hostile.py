@@ -7,6 +7,8 @@ import json
 
 import pytest
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile_numbers.py)
+
 BIG = "9" * 401
 
 

@@ -10,6 +10,8 @@ import pytest
 
 from neuronctl.redact import redact
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile2_output.py)
+
 
 # Item 22: the user's own words come back as typed.
 @pytest.mark.parametrize("args, shown", [

@@ -13,6 +13,8 @@ from support.pty_session import run_in_pty
 from neuronctl.ops.reporter import CollectingReporter
 from neuronctl.ops.smoke import SmokeRequest, run_smoke
 
+pytestmark = pytest.mark.first_hour  # the first_hour campaign (was tests/test_first_hour_output_progress.py)
+
 NEURONCTL = [sys.executable, "-m", "neuronctl"]
 
 

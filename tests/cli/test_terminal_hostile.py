@@ -20,6 +20,8 @@ from neuronctl.cli.doctor_report import render_github, render_junit, render_mark
 from neuronctl.ops.doctor.report import DoctorReport
 from neuronctl.ops.doctor.runner import CheckResult
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile2_output_terminal.py)
+
 REPO = Path(__file__).resolve().parents[2]
 NEURONCTL = REPO / ".venv" / "bin" / "neuronctl"
 # OSC 52 (write the clipboard), clear the screen, home the cursor, a colour, CR and backspace,

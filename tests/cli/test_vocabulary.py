@@ -12,6 +12,8 @@ import pytest
 
 from neuronctl.cli.env_report import _collect_env_lines
 
+pytestmark = pytest.mark.first_hour  # the first_hour campaign (was tests/test_first_hour_words.py)
+
 VERDICT = ("pass: ", "warn: ", "fail: ")
 
 

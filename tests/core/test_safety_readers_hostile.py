@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile2_files_readers.py)
+
 BUDGET_S = 20.0
 """Far more than any refusal takes; a read that blocks on a FIFO never ends."""
 

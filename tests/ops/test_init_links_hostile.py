@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile2_files_init.py)
+
 OUTSIDE = "[project]\nname = 'someone-elses'\n"
 
 

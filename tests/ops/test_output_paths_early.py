@@ -13,6 +13,8 @@ import pytest
 
 from neuronctl.ops.output_path import check_output_dir, check_output_file
 
+pytestmark = pytest.mark.first_hour  # the first_hour campaign (was tests/test_first_hour_early.py)
+
 REPO = Path(__file__).resolve().parents[2]
 NEURONCTL = REPO / ".venv" / "bin" / "neuronctl"
 

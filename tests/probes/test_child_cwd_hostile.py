@@ -13,6 +13,8 @@ import pytest
 
 from neuronctl.probes.target_run import without_cwd_on_path
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile2_proc_cwd.py)
+
 
 @pytest.fixture
 def impostor(isolated_env, monkeypatch) -> Path:

@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from support.health_sysroots import HW_LINES, add_health, add_kernel_log
 from support.sysroots import build_host, write
 
@@ -15,6 +16,8 @@ from neuronctl.probes.device_health import read_device_health
 from neuronctl.probes.efa import read_efa
 from neuronctl.probes.kernel_log import read_kernel_log
 from neuronctl.probes.sysroot import SysRoot
+
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_health_hostile.py)
 
 
 def test_a_log_that_is_a_directory_or_binary_is_not_a_fact(tmp_path: Path) -> None:

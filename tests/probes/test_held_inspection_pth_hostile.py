@@ -16,6 +16,8 @@ from test_held_inspection import _dist_folder, _held_and_up, _starts
 from neuronctl.errors import FaultError
 from neuronctl.probes.held_inspection import PTH_READ_CAP, startup_files
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile2_proc_pth.py)
+
 BREAKS_START = "import os\nos._exit(7)\n"
 """A module that, imported at start-up, ends the interpreter (site.py catches Exception only)."""
 

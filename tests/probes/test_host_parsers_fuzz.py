@@ -14,6 +14,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +24,8 @@ from neuronctl.probes.hardware_signals import MAX_COUNT, parse_neuron_ls
 from neuronctl.probes.neuron_ls import MAX_DEVICES, parse_neuron_ls_json
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.tools import ToolResult
+
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile2_fuzz_host.py)
 
 FUZZ = settings(max_examples=300, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,

@@ -15,6 +15,8 @@ from support.sysroots import build_cpu_host, write
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.system_facts import read_bounded
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile_sysroot.py)
+
 DMI = "sys/class/dmi/id/product_name"
 
 

@@ -31,6 +31,8 @@ from neuronctl.probes.system_facts import (
 )
 from neuronctl.probes.system_packages import read_system_packages
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile2_sysroot.py)
+
 SECRET = "PLANTEDhostsecret"
 NETRC = f"machine neuron.example login bob password {SECRET}\n"
 

@@ -18,6 +18,8 @@ from support.loopback import QuietHandler, self_signed, serving
 
 from neuronctl.manifest import load_bundled_manifest, load_default_manifest, stored_manifest_path
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile3_trust_roots.py)
+
 BUNDLED = load_bundled_manifest()
 
 

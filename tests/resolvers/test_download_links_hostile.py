@@ -19,6 +19,8 @@ from neuronctl.errors import InputError
 from neuronctl.resolvers.download import cached_wheel_path, download_verified
 from neuronctl.resolvers.http_fetch import Fetcher
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile2_files_download.py)
+
 STAGING = ".neuronctl-partial"
 VICTIM = b"the user's own file\n"
 OLD = time.time() - 3 * 24 * 3600  # older than the stale-partial sweep's cut-off

@@ -21,6 +21,8 @@ from neuronctl.errors import InputError
 from neuronctl.resolvers.pylock import load_pylock
 from neuronctl.resolvers.simple_index import parse_project_page
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile_index.py)
+
 JSON = "application/vnd.pypi.simple.v1+json"
 PAGE_URL = "http://127.0.0.1:1/simple/nki/"
 GOOD = "nki-0.7.0-py3-none-any.whl"

@@ -16,6 +16,8 @@ import pytest
 from neuronctl.resolvers.http_fetch import Fetcher
 from neuronctl.resolvers.preflight import Host, check_hosts, classify
 
+pytestmark = pytest.mark.first_hour  # the first_hour campaign (was tests/test_first_hour_preflight.py)
+
 
 def closed_port() -> int:
     return closed_ports(1)[0]

@@ -27,6 +27,8 @@ from neuronctl.resolvers.simple_index import IndexClient
 from neuronctl.toml_emit import dumps
 from neuronctl.tomlfile import read_toml
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile_transport.py)
+
 
 @pytest.fixture
 def hostile():

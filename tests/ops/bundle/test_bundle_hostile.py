@@ -18,6 +18,8 @@ from neuronctl.ops.bundle import BundleRequest, Scrubber, make_bundle
 from neuronctl.ops.bundle_items import ITEMS
 from neuronctl.probes.sysroot import SysRoot
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile2_bundle.py)
+
 IMPOSTOR_MAIN = """\
 import json, os, sys
 open(os.environ["IMPOSTOR_MARKER"], "a").write("ran " + " ".join(sys.argv[1:]) + "\\n")

@@ -36,6 +36,8 @@ from neuronctl.probes.kernel_log import (
 )
 from neuronctl.probes.sysroot import SysRoot
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile3_parsers.py)
+
 FUZZ = settings(max_examples=40, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
 HOSTILE = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=300) | \

@@ -7,12 +7,15 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from support.doctor_facts import facts, machine, probe, python_env
 from support.sysroots import build_cpu_host
 
 from neuronctl.ops.doctor.checks_hardware import check_device
 from neuronctl.ops.doctor.report import DoctorReport
 from neuronctl.ops.doctor.runner import CheckResult
+
+pytestmark = pytest.mark.first_hour  # the first_hour campaign (was tests/test_first_hour_honest.py)
 
 
 def cpu_smoke(cli, path: Path) -> Path:

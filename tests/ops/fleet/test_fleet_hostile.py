@@ -20,6 +20,8 @@ from neuronctl.errors import FaultError, InputError
 from neuronctl.ops.fleet.aggregate import NodeResult, aggregate
 from neuronctl.ops.slurm_node import apply_slurm_drain, parse_show_node
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile2_fleet.py)
+
 REPO = Path(__file__).resolve().parents[3]
 
 

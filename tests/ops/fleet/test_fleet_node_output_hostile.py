@@ -12,6 +12,8 @@ from neuronctl.errors import FaultError
 from neuronctl.ops.fleet import srun
 from neuronctl.ops.fleet.srun import MARK, Completed, FleetRequest, fleet_doctor, parse_step
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile_fleet.py)
+
 DOC = json.dumps({"schema": 1, "summary": {"verdict": "pass"}, "checks": []})
 
 

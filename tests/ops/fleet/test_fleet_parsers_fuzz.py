@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
@@ -16,6 +17,8 @@ from neuronctl.ops.fleet.aggregate import NodeResult, aggregate
 from neuronctl.ops.fleet.srun import Completed, FleetRequest, fleet_doctor, read_document
 from neuronctl.ops.fleet.stream import MARK, NODE_NAME, StepReader
 from neuronctl.ops.slurm_node import STATE, NodeState, ShowNodeError, parse_show_node
+
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile2_fuzz_fleet.py)
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 NODES = st.sampled_from(["a", "b", "node-1", "x.y", "bad name", "", "a\x1b[2J"])

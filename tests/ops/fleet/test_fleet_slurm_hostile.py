@@ -18,7 +18,8 @@ from support.sysroots import build_host
 from neuronctl.errors import FaultError
 from neuronctl.ops.slurm_node import apply_slurm_drain, parse_show_node, scontrol
 
-pytestmark = pytest.mark.skipif(not slurm_available(), reason="needs slurm-wlm and munge (.ci/run)")
+pytestmark = [pytest.mark.hostile,  # the hostile campaign (was tests/test_hostile2_fleet_slurm.py)
+              pytest.mark.skipif(not slurm_available(), reason="needs slurm-wlm and munge (.ci/run)")]
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.first_hour  # the first_hour campaign (was tests/test_first_hour_target.py)
+
 REPO = Path(__file__).resolve().parents[3]
 NEURONCTL = REPO / ".venv" / "bin" / "neuronctl"
 

@@ -17,6 +17,8 @@ from neuronctl.errors import InputError
 from neuronctl.ops.lock.choice import HostDevices, choose_lock
 from neuronctl.ops.lock.request import fallback_path
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile2_lock.py)
+
 # By path: with HOME moved by the isolation, "3.12" is found only where PYENV_ROOT or PATH says.
 PY312 = find_python("3.12")
 NEURON_HOST = HostDevices(2)

@@ -11,6 +11,8 @@ from neuronctl.resolvers.pylock import load_pylock
 from neuronctl.toml_emit import dumps
 from neuronctl.tomlfile import read_toml
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile_lock.py)
+
 
 @pytest.fixture
 def locked(cli, uni) -> dict:

@@ -19,6 +19,8 @@ from neuronctl.ops.lock.request import StackSettings, build_lock_request, plan_r
 from neuronctl.ops.lock.run import lock
 from neuronctl.ops.reporter import CollectingReporter
 
+pytestmark = pytest.mark.first_hour  # the first_hour campaign (was tests/test_first_hour_lock_progress.py)
+
 NEURONCTL = [sys.executable, "-m", "neuronctl"]
 FETCHING = re.compile(r"fetching (index pages|metadata): (\d+) of (\d+) \(([a-z0-9._-]+)\)")
 

@@ -18,6 +18,8 @@ from neuronctl.manifest import load_bundled_manifest
 from neuronctl.ops.migrate import MigrateRequest, migrate, native_versions
 from neuronctl.ops.migrate.write import write_back
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_migrate_hostile.py)
+
 XLA = "import torch_xla.core.xla_model as xm\nd = xm.xla_device()\n"
 
 

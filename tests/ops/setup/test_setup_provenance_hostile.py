@@ -20,6 +20,8 @@ from neuronctl.ops.setup.facts import read_target
 from neuronctl.ops.setup.plan import SetupPlan, SetupRequest, make_plan
 from neuronctl.ops.setup.script import run_script
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile3_setup_steps.py)
+
 NEURONCTL = Path(sys.executable).parent / "neuronctl"
 PLAN = ("setup", "--os", "ubuntu-26.04", "--chip", "trn2")
 

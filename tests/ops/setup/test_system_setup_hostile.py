@@ -22,6 +22,8 @@ from neuronctl.ops.setup.plan import SetupPlan, SetupRequest, check_repo_url, ma
 from neuronctl.ops.setup.repos import KEY_FINGERPRINT
 from neuronctl.ops.setup.script import render_sh
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_system_setup_hostile.py)
+
 MARK = "touch /tmp/neuronctl-owned"
 
 

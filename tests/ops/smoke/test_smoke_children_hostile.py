@@ -13,6 +13,10 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile2_proc_smoke.py)
+
 FAST = ("--device", "cpu", "--warmup", "1", "--steps", "1")
 
 SPAWN = '''

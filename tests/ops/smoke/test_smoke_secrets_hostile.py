@@ -11,6 +11,8 @@ import pytest
 
 from neuronctl.probes.smoke import SmokeExit, SmokeSpec, parse_smoke
 
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile_smoke.py)
+
 TOKEN = "PLANTEDsmoketok"
 URL = f"https://user:{TOKEN}@models.example/weights"
 TOKEN2 = "PLANTEDhftok"
