@@ -1,24 +1,12 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "reference"
-N2_MANIFEST = SHARED / "n2-manifest.json"
-FACTS = SHARED / "NEURON-FACTS.md"
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-# Test modules still import helpers from one another by module name: every test folder on the path.
-for _folder in sorted({p.parent for p in Path(__file__).resolve().parent.rglob("test_*.py")}):
-    sys.path.append(str(_folder))
-
-from support.standin import standin, standin_python  # noqa: E402, F401  (session fixtures: the stand-in backend)
+from support.cli_run import Result
+from support.standin import standin, standin_python  # noqa: F401  (session fixtures: the stand-in backend)
 
 
 @pytest.fixture(autouse=True)
@@ -60,13 +48,6 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     workdir.mkdir()
     monkeypatch.chdir(workdir)
     yield workdir
-
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
 
 
 @pytest.fixture
@@ -118,7 +99,31 @@ def locked(cli, uni) -> Path:
 
 @pytest.fixture(scope="module")
 def stack_wheels(tmp_path_factory: pytest.TempPathFactory):
-    """The native and legacy stacks' wheels (tests/stacks.py), built once per module."""
+    """The native and legacy stacks' wheels (tests/support/stacks.py), built once per module."""
     from support.stacks import wheel_set
 
     return wheel_set(tmp_path_factory.mktemp("stack-wheels"))
+
+
+@pytest.fixture(scope="module")
+def pip_venvs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A venv with pip for Python 3.10 (no -P there) and 3.12, built once a module; tests take
+    copies (support.venvs.copied_venv)."""
+    from support.venvs import pip_venvs_in
+
+    return pip_venvs_in(tmp_path_factory.mktemp("pip-venvs"))
+
+
+@pytest.fixture
+def sysroot_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lets the captured tree's own tools (a fake neuron-ls) run: a module whose trees carry one
+    that its tests mean to run says so with pytestmark = pytest.mark.usefixtures("sysroot_tools")."""
+    monkeypatch.setenv("NEURONCTL_SYSROOT_TOOLS", "1")
+
+
+@pytest.fixture
+def trn2(tmp_path: Path) -> Path:
+    """A trn2 host fixture (support.sysroots), the test's own."""
+    from support.sysroots import build_host
+
+    return build_host(tmp_path / "trn2", "trn2")

@@ -11,7 +11,7 @@ from neuronctl.locked_file import LockedFile
 
 def test_the_engine_is_the_one_its_resolved_setting_names(tmp_path):
     """The precedence (flag > environment > config > default) is neuronctl.settings' alone
-    (tests/test_settings.py); the choice takes the resolved value and names its source."""
+    (tests/core/test_settings.py); the choice takes the resolved value and names its source."""
     env = {"NEURONCTL_BACKEND": "pip", "PATH": str(tmp_path)}
     assert choose_engine("uv", "--backend", env, uv_path="/opt/uv").reason == "--backend uv"
     chosen = choose_engine("pip", "NEURONCTL_BACKEND", env, uv_path="/opt/uv")

@@ -2,19 +2,19 @@
 and no value from a lock or an index page can add a line or an option to the engine's input.
 
 Real engines into real venvs, real locks and index pages; the other attacks on the engines are in
-test_hostile2_engine_swap.py (a wheelhouse file swapped under pip) and
-test_hostile2_engine_time.py (a trickling server against --timeout)."""
+test_find_links_swap_hostile.py (a wheelhouse file swapped under pip) and
+test_engine_timeout_hostile.py (a trickling server against --timeout)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import shutil
 from pathlib import Path
 
 import pytest
+from support.locks import demo_wheel, sha, write_lock
 from support.loopback import QuietHandler, serving
-from support.wheels import build_wheel, find_python, make_venv, site_packages
+from support.venvs import copied_venv, said
+from support.wheels import find_python, site_packages
 
 from neuronctl.backend.pip_engine import PipEngine
 from neuronctl.backend.uv_engine import UvEngine
@@ -23,52 +23,15 @@ from neuronctl.locked_file import LockedFile
 from neuronctl.ops.install.requirements import render
 from neuronctl.resolvers.pylock import load_pylock
 from neuronctl.resolvers.simple_index import parse_project_page
-from neuronctl.toml_emit import dumps
 
 pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile2_engine.py)
 
 NOWHERE = "http://127.0.0.1:9/files/"
 
 
-def sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def wheel_entry(wheel: Path, url: str | None = None) -> dict[str, object]:
     return {"name": wheel.name, "url": url or NOWHERE + wheel.name, "size": wheel.stat().st_size,
             "hashes": {"sha256": sha(wheel)}}
-
-
-def write_lock(path: Path, *packages: tuple[str, str, dict[str, object]]) -> Path:
-    """A PEP 751 lock of (name, version, wheel entry), nothing of neuronctl's own in it."""
-    doc = {"lock-version": "1.0", "created-by": "tests", "requires-python": ">=3.10",
-           "packages": [{"name": n, "version": v, "wheels": [w]} for n, v, w in packages]}
-    path.write_text(dumps(doc, arrays_of_tables=("packages",)))
-    return path
-
-
-def demo_wheel(folder: Path, name: str = "demo", version: str = "1.0", said: str = "good") -> Path:
-    return build_wheel(folder, name, version, files={f"{name}/__init__.py": f"SAID = {said!r}\n"})
-
-
-@pytest.fixture(scope="module")
-def pip_venvs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A venv with pip for Python 3.10 (no -P there) and 3.12, built once; tests take copies."""
-    root = tmp_path_factory.mktemp("pip-venvs")
-    return {minor: make_venv(root / minor, find_python(minor), with_pip=True).parent.parent
-            for minor in ("3.10", "3.12")}
-
-
-def copied_venv(pip_venvs: dict[str, Path], minor: str, dest: Path) -> Path:
-    """A fresh copy of that venv (its bin/python is a link to the base, so the copy runs)."""
-    shutil.copytree(pip_venvs[minor], dest, symlinks=True)
-    return dest / "bin" / "python"
-
-
-def said(venv_python: Path, name: str = "demo") -> str | None:
-    """What the installed package says (None: not installed)."""
-    init = site_packages(venv_python.parent.parent) / name / "__init__.py"
-    return init.read_text() if init.exists() else None
 
 
 def plant_impostors(folder: Path, marker: Path) -> None:

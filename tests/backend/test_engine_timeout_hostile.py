@@ -15,15 +15,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.locks import sha, write_lock
 from support.loopback import QuietHandler, serving
+from support.venvs import copied_venv, said
 from support.wheels import build_wheel
-from test_engine_input_hostile import copied_venv, pip_venvs, said, sha, write_lock
 
 from neuronctl.backend.engine_watch import SLACK, Limits, Watch, install_limits
 
 pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile2_engine_time.py)
 
-__all__ = ["pip_venvs"]
 
 
 class Paced:

@@ -144,7 +144,7 @@ def cuda_venv(root: Path) -> Path:
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", ENGINES)
 def test_cuda_torch_moved_to_the_neuron_stack_loses_its_cuda_packages(cli, uni, tmp_path, engine):
-    from test_lock_interop import installed
+    from support.venvs import installed
 
     assert cli("lock", *uni.index_flags(), "--python", "3.12").code == 0
     venv = cuda_venv(tmp_path)

@@ -10,7 +10,8 @@ from typing import Any
 
 import click
 import pytest
-from conftest import N2_MANIFEST, Result
+from support.cli_run import Result
+from support.paths import N2_MANIFEST
 from support.sysroots import build_host
 from support.wheels import make_venv
 

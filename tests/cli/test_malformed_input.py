@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import N2_MANIFEST
+from support.paths import N2_MANIFEST
 
 from neuronctl.backend.external_tool import run_engine
 from neuronctl.errors import FaultError

@@ -10,12 +10,6 @@ import sys
 
 import pytest
 from support.pty_session import on_pty
-from support.sysroots import build_host
-
-
-@pytest.fixture
-def trn2(tmp_path):
-    return build_host(tmp_path / "trn2", "trn2")
 
 
 def test_pci_addresses_print_as_they_are(cli, trn2):

@@ -13,24 +13,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.procs import gone
 
 from neuronctl import proc
 
 PY = sys.executable
-
-
-def _gone(pid: int, within: float = 5.0) -> bool:
-    """Whether pid is gone (or a zombie nobody of ours waits for) within `within` seconds."""
-    until = time.monotonic() + within
-    while time.monotonic() < until:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return True
-        if state == "Z":
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _pid_in(path: Path, within: float = 10.0) -> int:
@@ -55,7 +42,7 @@ def test_the_deadline_kills_the_whole_group_a_forked_grandchild_included(tmp_pat
     done = proc.run([PY, "-c", code], proc.Bounds(1.5))
     assert done.timed_out and done.returncode is None and done.stopped == "timed out after 1.5s"
     assert time.monotonic() - start < 10 and done.duration >= 1.5
-    assert _gone(_pid_in(marker))
+    assert gone(_pid_in(marker), within=5.0)
 
 
 def test_sigterm_first_then_the_grace_then_sigkill():

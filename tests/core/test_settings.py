@@ -16,13 +16,13 @@ BUNDLED = Path(__file__).resolve().parents[2] / "neuronctl" / "data" / "releases
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def project_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
 
-def _config(project: Path, body: str) -> None:
-    (project / "pyproject.toml").write_text(f"[tool.neuronctl]\n{body}\n")
+def _config(project_dir: Path, body: str) -> None:
+    (project_dir / "pyproject.toml").write_text(f"[tool.neuronctl]\n{body}\n")
 
 
 def _user_config(body: str) -> Path:
@@ -52,24 +52,24 @@ def _versions(cli, *args: str) -> list[str]:
 
 # -- the manifest: flag > NEURONCTL_MANIFEST > the user's config (a trust root: never a project's) --
 
-def test_manifest_flag_beats_env_beats_config_beats_bundled(cli, project, monkeypatch) -> None:
+def test_manifest_flag_beats_env_beats_config_beats_bundled(cli, project_dir, monkeypatch) -> None:
     newest = json.loads(BUNDLED.read_text())["releases"][0]["version"]
     assert newest in _versions(cli)  # the default: the bundled data
-    _manifest(project / "cfg.json", (newest,))
-    _user_config(f'manifest = "{project / "cfg.json"}"')
+    _manifest(project_dir / "cfg.json", (newest,))
+    _user_config(f'manifest = "{project_dir / "cfg.json"}"')
     assert newest not in _versions(cli)  # the config's file
     second = json.loads(BUNDLED.read_text())["releases"][1]["version"]
-    env_file = _manifest(project / "env.json", (second,))
+    env_file = _manifest(project_dir / "env.json", (second,))
     monkeypatch.setenv("NEURONCTL_MANIFEST", str(env_file))
     env_versions = _versions(cli)
     assert newest in env_versions and second not in env_versions  # the variable beats the config
-    flag_file = _manifest(project / "flag.json", (newest, second))
+    flag_file = _manifest(project_dir / "flag.json", (newest, second))
     flag_versions = _versions(cli, "--manifest", str(flag_file))
     assert newest not in flag_versions and second not in flag_versions
 
 
-def test_a_manifest_variable_naming_no_file_is_one_line_exit_2(cli, project, monkeypatch) -> None:
-    monkeypatch.setenv("NEURONCTL_MANIFEST", str(project / "gone.json"))
+def test_a_manifest_variable_naming_no_file_is_one_line_exit_2(cli, project_dir, monkeypatch) -> None:
+    monkeypatch.setenv("NEURONCTL_MANIFEST", str(project_dir / "gone.json"))
     r = cli("releases")
     assert r.code == 2 and "gone.json" in r.err and "Traceback" not in r.err
     assert len(r.err.strip().splitlines()) == 1, r.err
@@ -77,8 +77,8 @@ def test_a_manifest_variable_naming_no_file_is_one_line_exit_2(cli, project, mon
 
 # -- the release: flag > config > default, and the source in the message ----------------------------
 
-def test_a_release_from_the_config_is_named_with_its_file(cli, project) -> None:
-    _config(project, 'release = "9.9.1"')
+def test_a_release_from_the_config_is_named_with_its_file(cli, project_dir) -> None:
+    _config(project_dir, 'release = "9.9.1"')
     r = cli("lock", "--offline", "-o", "-")
     assert r.code == 2 and "'9.9.1'" in r.err and "(from pyproject.toml)" in r.err, r.err
     flagged = cli("lock", "--offline", "-o", "-", "--release", "9.9.2")
@@ -88,15 +88,15 @@ def test_a_release_from_the_config_is_named_with_its_file(cli, project) -> None:
 
 # -- the lock target: --python-version > config python > the release's lowest ------------------------
 
-def test_python_version_flag_beats_config_and_names_itself(cli, project) -> None:
-    _config(project, 'python = ["3.8"]')
+def test_python_version_flag_beats_config_and_names_itself(cli, project_dir) -> None:
+    _config(project_dir, 'python = ["3.8"]')
     r = cli("lock", "--offline", "-o", "-")
     assert r.code == 2 and "config python 3.8: Neuron" in r.err and "supports Python" in r.err
     flagged = cli("lock", "--offline", "-o", "-", "--python-version", "3.9")
     assert flagged.code == 2 and "--python-version 3.9: Neuron" in flagged.err, flagged.err
 
 
-def test_the_old_python_spelling_of_lock_is_accepted_with_a_note(cli, project) -> None:
+def test_the_old_python_spelling_of_lock_is_accepted_with_a_note(cli, project_dir) -> None:
     r = cli("lock", "--offline", "-o", "-", "--python", "3.9")
     notes = [line for line in r.err.splitlines() if line.startswith("neuronctl: note:")]
     assert notes == ["neuronctl: note: --python is now --python-version (a target version; "
@@ -104,15 +104,15 @@ def test_the_old_python_spelling_of_lock_is_accepted_with_a_note(cli, project) -
     assert r.code == 2 and "--python 3.9: Neuron" in r.err  # the value was used, under its name
 
 
-def test_init_takes_python_version_and_the_old_spelling(cli, project) -> None:
+def test_init_takes_python_version_and_the_old_spelling(cli, project_dir) -> None:
     assert cli("init", "--python-version", "3.13").code == 0
-    assert 'python = ["3.13"]' in (project / "pyproject.toml").read_text()
+    assert 'python = ["3.13"]' in (project_dir / "pyproject.toml").read_text()
     r = cli("init", "--python", "3.12")
     assert r.code == 0 and "note: --python is now --python-version" in r.err
-    assert 'python = ["3.12"]' in (project / "pyproject.toml").read_text()
+    assert 'python = ["3.12"]' in (project_dir / "pyproject.toml").read_text()
 
 
-def test_a_malformed_lock_python_version_names_the_new_flag(cli, project) -> None:
+def test_a_malformed_lock_python_version_names_the_new_flag(cli, project_dir) -> None:
     for command in ("lock", "init"):
         r = cli(command, *(("--offline", "-o", "-") if command == "lock" else ()),
                 "--python-version", "3.x")
@@ -121,8 +121,8 @@ def test_a_malformed_lock_python_version_names_the_new_flag(cli, project) -> Non
                                  "version such as 3.12 or 3.12.4"), r.err
 
 
-def test_init_names_a_config_python_the_release_lacks_as_the_config(cli, project) -> None:
-    _config(project, 'release = "2.33.1"\npython = ["3.8"]')
+def test_init_names_a_config_python_the_release_lacks_as_the_config(cli, project_dir) -> None:
+    _config(project_dir, 'release = "2.33.1"\npython = ["3.8"]')
     r = cli("init", "--torch", "2.14")
     assert r.code == 2 and "config python 3.8: Neuron 2.33.1" in r.err, r.err
     typed = cli("init", "--torch", "2.14", "--python-version", "3.9")
@@ -143,22 +143,22 @@ def _doctor_release(cli, *args: str) -> tuple[str, str]:
     return header, data["release_source"]
 
 
-def test_doctor_names_the_default_release_and_why(cli, project) -> None:
+def test_doctor_names_the_default_release_and_why(cli, project_dir) -> None:
     newest = json.loads(cli("releases", "--json").out)["default"]["version"]
     header, source = _doctor_release(cli)
     assert header == f"release {newest} (default: newest fully published, native TorchNeuron)"
     assert source == "default"
 
 
-def test_doctor_names_a_release_from_the_config_with_its_file(cli, project) -> None:
-    _config(project, 'release = "2.31.1"')
+def test_doctor_names_a_release_from_the_config_with_its_file(cli, project_dir) -> None:
+    _config(project_dir, 'release = "2.31.1"')
     assert _doctor_release(cli) == ("release 2.31.1 (from pyproject.toml)", "pyproject.toml")
     # the flag beats the config, and says so
     assert _doctor_release(cli, "--release", "2.30.0") == ("release 2.30.0 (from --release)",
                                                            "--release")
 
 
-def test_doctor_quiet_prints_no_release_header(cli, project) -> None:
+def test_doctor_quiet_prints_no_release_header(cli, project_dir) -> None:
     r = cli("-q", *DOCTOR, "--release", "2.31.1")
     assert r.code == 0 and not any(line.startswith("release ") for line in r.out.splitlines())
 
@@ -168,14 +168,14 @@ def test_doctor_quiet_prints_no_release_header(cli, project) -> None:
 DOCTOR = ("doctor", "--level", "1", "--only", "python.version")
 
 
-def test_check_timeout_flag_beats_config(cli, project) -> None:
-    _config(project, "check_timeout = 0")
+def test_check_timeout_flag_beats_config(cli, project_dir) -> None:
+    _config(project_dir, "check_timeout = 0")
     r = cli(*DOCTOR)
     assert r.code == 2 and "config check_timeout: timeout must be a positive number" in r.err
     assert cli(*DOCTOR, "--check-timeout", "30").code == 0  # the flag wins; the config unread
 
 
-def test_the_old_doctor_timeout_flag_is_accepted_with_a_note(cli, project) -> None:
+def test_the_old_doctor_timeout_flag_is_accepted_with_a_note(cli, project_dir) -> None:
     r = cli(*DOCTOR, "--timeout", "0")
     assert r.code == 2 and "--timeout: timeout must be a positive number" in r.err
     assert "neuronctl: note: --timeout is now --check-timeout (each check's time limit); the old " \
@@ -183,13 +183,13 @@ def test_the_old_doctor_timeout_flag_is_accepted_with_a_note(cli, project) -> No
     assert cli(*DOCTOR, "--timeout", "30").code == 0
 
 
-def test_config_timeout_still_bounds_checks_where_check_timeout_is_absent(cli, project) -> None:
-    _config(project, "timeout = 0")
+def test_config_timeout_still_bounds_checks_where_check_timeout_is_absent(cli, project_dir) -> None:
+    _config(project_dir, "timeout = 0")
     r = cli(*DOCTOR)
     assert r.code == 2 and "config timeout: timeout must be a positive number" in r.err
     assert "`timeout` (each network request's time limit) is used for `check_timeout` too, as " \
            "that key is absent; set `check_timeout` to give it its own value" in r.err
-    _config(project, "timeout = 0\ncheck_timeout = 30")  # the check key wins, and no note
+    _config(project_dir, "timeout = 0\ncheck_timeout = 30")  # the check key wins, and no note
     ok = cli(*DOCTOR)
     assert ok.code == 0 and "note:" not in ok.err
 
@@ -213,15 +213,15 @@ def test_config_check_timeout_never_bounds_network_requests(tmp_path: Path) -> N
     assert network.value == 30.0 and not network.given
 
 
-def test_lock_reads_config_timeout_without_a_note(cli, project) -> None:
-    _config(project, "timeout = 5")
+def test_lock_reads_config_timeout_without_a_note(cli, project_dir) -> None:
+    _config(project_dir, "timeout = 5")
     r = cli("lock", "--offline", "-o", "-", "--release", "9.9.3")
     assert r.code == 2 and "9.9.3" in r.err and "note:" not in r.err
 
 
 # -- doctor's drain policy and strictness: flag > config > default -----------------------------------
 
-def test_drain_on_flag_beats_a_config_value(cli, project) -> None:
+def test_drain_on_flag_beats_a_config_value(cli, project_dir) -> None:
     mine = _user_config('drain_on = "sometimes"')
     r = cli(*DOCTOR)
     assert r.code == 2 and (f"config drain_on ({mine}) 'sometimes': expected one of drain, fail, "
@@ -230,18 +230,18 @@ def test_drain_on_flag_beats_a_config_value(cli, project) -> None:
     assert cli(*DOCTOR, "--drain-on", "fail").code == 0
 
 
-def test_strict_from_the_config(cli, project) -> None:
-    _config(project, "strict = true")
+def test_strict_from_the_config(cli, project_dir) -> None:
+    _config(project_dir, "strict = true")
     assert json.loads(cli(*DOCTOR, "--json").out)["summary"]["strict"] is True
-    _config(project, "strict = false")
+    _config(project_dir, "strict = false")
     assert json.loads(cli(*DOCTOR, "--json").out)["summary"]["strict"] is False
     assert json.loads(cli(*DOCTOR, "--json", "--strict").out)["summary"]["strict"] is True
 
 
 # -- network timeout: --timeout > config timeout > 30 ------------------------------------------------
 
-def test_network_timeout_flag_beats_config(cli, project) -> None:
-    _config(project, "timeout = 0")
+def test_network_timeout_flag_beats_config(cli, project_dir) -> None:
+    _config(project_dir, "timeout = 0")
     r = cli("lock", "--offline", "-o", "-", "--release", "9.9.3")
     assert r.code == 2 and "config timeout: timeout must be a positive number" in r.err
     flagged = cli("lock", "--offline", "-o", "-", "--release", "9.9.3", "--timeout", "5")
@@ -290,26 +290,26 @@ def test_the_config_keys_are_the_settings_table() -> None:
 
 @pytest.mark.parametrize("command", [("env", "--json"), ("probe", "--json", "--device", "cpu")],
                          ids=lambda c: c[0])
-def test_env_and_probe_take_check_timeout_and_the_old_spelling(cli, project, command) -> None:
+def test_env_and_probe_take_check_timeout_and_the_old_spelling(cli, project_dir, command) -> None:
     bad = cli(*command, "--check-timeout", "0")
     assert bad.code == 2 and "--check-timeout: timeout must be a positive number" in bad.err
     old = cli(*command, "--timeout", "nan")
     assert old.code == 2 and "--timeout: timeout must be a positive number" in old.err
     assert "neuronctl: note: --timeout is now --check-timeout" in old.err
-    _config(project, "check_timeout = 0")
+    _config(project_dir, "check_timeout = 0")
     from_config = cli(*command)
     assert from_config.code == 2 and "config check_timeout: timeout must be" in from_config.err
 
 
-def test_probe_old_timeout_spelling_still_bounds_it(cli, project) -> None:
+def test_probe_old_timeout_spelling_still_bounds_it(cli, project_dir) -> None:
     r = cli("probe", "--json", "--device", "cpu", "--timeout", "60")
     assert r.code == 0, r.err
     assert r.err.count("note:") == 1 and "the old spelling still works" in r.err
     assert json.loads(r.out)["probe"]["ok"] is True
 
 
-def test_env_reads_config_timeout_where_check_timeout_is_absent(cli, project) -> None:
-    _config(project, "timeout = 0")
+def test_env_reads_config_timeout_where_check_timeout_is_absent(cli, project_dir) -> None:
+    _config(project_dir, "timeout = 0")
     r = cli("env", "--json")
     assert r.code == 2 and "config timeout: timeout must be a positive number" in r.err
     assert "is used for `check_timeout` too" in r.err
@@ -317,15 +317,15 @@ def test_env_reads_config_timeout_where_check_timeout_is_absent(cli, project) ->
 
 # -- whole-run limits (smoke, fleet): --timeout, flag only, never the network key ------------------
 
-def test_smoke_timeout_bounds_the_run_and_ignores_config_timeout(cli, project) -> None:
+def test_smoke_timeout_bounds_the_run_and_ignores_config_timeout(cli, project_dir) -> None:
     bad = cli("smoke", "--json", "--timeout", "inf")
     assert bad.code == 2 and "--timeout: timeout must be a positive number" in bad.err
-    _config(project, "timeout = 0\ncheck_timeout = 0")  # neither bounds a whole run
+    _config(project_dir, "timeout = 0\ncheck_timeout = 0")  # neither bounds a whole run
     r = cli("smoke", "--help")
     assert r.code == 0 and "whole run" in r.out
 
 
-def test_fleet_doctor_timeout_is_checked_before_srun(cli, project) -> None:
+def test_fleet_doctor_timeout_is_checked_before_srun(cli, project_dir) -> None:
     r = cli("fleet", "doctor", "--timeout", "-5")
     assert r.code == 2 and "--timeout: timeout must be a positive number" in r.err
     assert len(r.err.strip().splitlines()) == 1, r.err

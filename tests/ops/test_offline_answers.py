@@ -44,7 +44,7 @@ def test_an_offline_dry_run_shows_what_the_bundled_data_decides_first(cli, tmp_p
 
 
 def test_releases_update_that_cannot_fetch_names_the_host_the_failure_and_the_way_round(cli):
-    from test_preflight import closed_port
+    from support.loopback import closed_port
 
     r = cli("releases", "update", "--from", f"https://127.0.0.1:{closed_port()}/m.json")
     assert r.code == 1

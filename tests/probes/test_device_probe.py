@@ -6,6 +6,7 @@ import sys
 import time
 
 import pytest
+from support.procs import alive
 from support.wheels import make_venv, site_packages
 
 from neuronctl.probes.device import run_device_probe
@@ -164,15 +165,6 @@ def _wait_for_pid(marker, seconds=30.0):
     return int(marker.read_text())
 
 
-def _alive(pid):
-    """Running, that is: neither gone nor a zombie waiting for a reaper."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 @pytest.fixture
 def reaper():
     """Pids a test started outside any process group neuronctl owns: killed at the end."""
@@ -197,9 +189,9 @@ def test_a_detached_child_holding_stdout_cannot_stretch_the_probe(tmp_path, reap
     # It held the pipes until the probe ended, and the probe's end killed it (a contained
     # script: what it starts does not outlive it, issue 22 item 16).
     deadline = time.monotonic() + 5
-    while _alive(reaper[0]) and time.monotonic() < deadline:
+    while alive(reaper[0]) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(reaper[0])
+    assert not alive(reaper[0])
     assert elapsed < 15
     if "sleep" in then:
         assert report.outcome == "timeout" and "in tier import" in report.detail
@@ -284,13 +276,13 @@ def test_ctrl_c_and_sigterm_kill_the_probes_whole_process_group(tmp_path, reaper
     try:
         child = _wait_for_pid(marker, 60)
         reaper.append(child)
-        assert _alive(child)
+        assert alive(child)
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=30)
     finally:
         proc.kill()
     assert proc.returncode == (130 if signum == signal.SIGINT else 143), err
     deadline = time.monotonic() + 10
-    while _alive(child) and time.monotonic() < deadline:
+    while alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(child), "the probe's child outlived neuronctl"
+    assert not alive(child), "the probe's child outlived neuronctl"

@@ -1,5 +1,5 @@
 """Issue 32: the device verdict, faithful to TorchNeuron's documented behaviour, proven against
-the stand-in `neuron` backend (tests/standin_neuron) in a real venv: the unmodified probe,
+the stand-in `neuron` backend (tests/support/standin_neuron) in a real venv: the unmodified probe,
 `neuronctl doctor --level 2/3` and `neuronctl smoke --device neuron` run as a user runs them.
 
 Each run imports torch in the target (seconds), so each test groups what one run shows. The

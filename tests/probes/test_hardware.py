@@ -9,11 +9,8 @@ from neuronctl.probes.hardware import detect_hardware
 from neuronctl.probes.imds import imds_instance_type
 from neuronctl.probes.sysroot import SysRoot
 
-
-@pytest.fixture(autouse=True)
-def _sysroot_tools(monkeypatch: pytest.MonkeyPatch) -> None:
-    # These captured trees carry a fake neuron-ls that the tests mean to run.
-    monkeypatch.setenv("NEURONCTL_SYSROOT_TOOLS", "1")
+# These captured trees carry a fake neuron-ls that the tests mean to run.
+pytestmark = pytest.mark.usefixtures("sysroot_tools")
 
 
 def no_imds(_env):

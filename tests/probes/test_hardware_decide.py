@@ -14,11 +14,9 @@ from neuronctl.probes.imds import ImdsResult
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.tools import ToolResult
 
+# These captured trees carry a fake neuron-ls that the tests mean to run.
+pytestmark = pytest.mark.usefixtures("sysroot_tools")
 
-@pytest.fixture(autouse=True)
-def _sysroot_tools(monkeypatch: pytest.MonkeyPatch) -> None:
-    # These captured trees carry a fake neuron-ls that the tests mean to run.
-    monkeypatch.setenv("NEURONCTL_SYSROOT_TOOLS", "1")
 
 TRN2_PCI = (PciDevice("0000:cc:00.0", "0x7364", "trn2"), PciDevice("0000:cd:00.0", "0x7364", "trn2"))
 

@@ -17,11 +17,9 @@ from neuronctl.probes.imds import ImdsResult
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.tools import ToolResult
 
+# These captured trees carry a fake neuron-ls that the tests mean to run.
+pytestmark = pytest.mark.usefixtures("sysroot_tools")
 
-@pytest.fixture(autouse=True)
-def _sysroot_tools(monkeypatch: pytest.MonkeyPatch) -> None:
-    # These captured trees carry a fake neuron-ls that the tests mean to run.
-    monkeypatch.setenv("NEURONCTL_SYSROOT_TOOLS", "1")
 
 DEVICES = [{"neuron_device": i, "bdf": f"{0xcc + i:02x}:00.0", "nc_count": 4,
             "memory_size": 103079215104, "neuroncore_ids": list(range(4 * i, 4 * i + 4)),

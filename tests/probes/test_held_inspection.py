@@ -12,74 +12,40 @@ import threading
 import time
 from pathlib import Path
 
+from support.held import dist_folder, held_and_up, log_starts, starts
 from support.wheels import build_wheel, find_python, make_venv, pip_install, site_packages
 
-from neuronctl.probes.held_inspection import HeldInspection, venv_site_dirs
-
-
-def _starts_logged(venv: Path, log: Path) -> None:
-    """Each start of neuronctl's inspection in the venv appends its pid to `log` (a .pth import
-    line; site may read a venv's site-packages twice, through lib and its lib64 link, and an
-    engine may run the interpreter to ask it things: those are not counted)."""
-    (site_packages(venv) / "aa_log.pth").write_text(
-        "import os; os.environ.get('LOGGED') or 'inspect_env.py' not in open('/proc/self/cmdline').read() "
-        f"or (os.environ.__setitem__('LOGGED', '1'), open({str(log)!r}, 'a').write(str(os.getpid()) + chr(10)))\n")
-
-
-def _starts(log: Path, at_least: int = 1) -> list[int]:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        pids = [int(p) for p in log.read_text().split()] if log.exists() else []
-        if len(pids) >= at_least:
-            return pids
-        time.sleep(0.02)
-    raise AssertionError(f"fewer than {at_least} inspection starts logged")
-
-
-def _held_and_up(venv: Path, log: Path, dirs: list[str] | None = None) -> HeldInspection:
-    """A held inspection whose interpreter has started (so has read its .pth files)."""
-    _starts_logged(venv, log)
-    held = HeldInspection(str(venv / "bin" / "python"),
-                          venv_site_dirs(str(venv)) if dirs is None else dirs, timeout=30)
-    held.start()
-    _starts(log)
-    return held
-
-
-def _dist_folder(where: Path, name: str) -> None:
-    info = where / f"{name}-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n\n")
+from neuronctl.probes.held_inspection import venv_site_dirs
 
 
 def test_it_starts_at_once_and_reads_what_the_install_put_there(tmp_path):
     py = make_venv(tmp_path / "venv")
     log = tmp_path / "starts.log"
-    held = _held_and_up(tmp_path / "venv", log)
-    started = _starts(log)  # up before anything asked for its result
+    held = held_and_up(tmp_path / "venv", log)
+    started = starts(log)  # up before anything asked for its result
     pip_install(py, [build_wheel(tmp_path / "w", "late-arrival", "2.0")])
-    after_install = _starts(log)
+    after_install = starts(log)
     env = held.result()
     assert env.get("late-arrival") is not None and env.get("late-arrival").version == "2.0"
-    assert _starts(log) == after_install  # the held interpreter answered: no new one started
+    assert starts(log) == after_install  # the held interpreter answered: no new one started
     assert started[0] in after_install
 
 
 def test_a_pth_file_the_install_adds_is_read_as_a_new_interpreter_reads_it(tmp_path):
     make_venv(tmp_path / "venv")
-    held = _held_and_up(tmp_path / "venv", tmp_path / "starts.log")
-    _dist_folder(tmp_path / "extra", "via-pth")
+    held = held_and_up(tmp_path / "venv", tmp_path / "starts.log")
+    dist_folder(tmp_path / "extra", "via-pth")
     (site_packages(tmp_path / "venv") / "extra.pth").write_text(str(tmp_path / "extra") + "\n")
     assert held.result().get("via-pth") is not None
-    assert len(_starts(tmp_path / "starts.log")) == 2  # a new interpreter answered
+    assert len(starts(tmp_path / "starts.log")) == 2  # a new interpreter answered
 
 
 def test_a_sitecustomize_the_install_adds_is_run_as_a_new_interpreter_runs_it(tmp_path):
     # pyenv's CPython runs a venv's sitecustomize; Debian's python3 has its own in the standard
     # library, ahead of site-packages, and never does. The held answer is what a new one sees.
     python = make_venv(tmp_path / "venv", find_python("3.11"))
-    held = _held_and_up(tmp_path / "venv", tmp_path / "starts.log")
-    _dist_folder(tmp_path / "extra", "via-customize")
+    held = held_and_up(tmp_path / "venv", tmp_path / "starts.log")
+    dist_folder(tmp_path / "extra", "via-customize")
     (site_packages(tmp_path / "venv") / "sitecustomize.py").write_text(
         f"import sys; sys.path.append({str(tmp_path / 'extra')!r})\n")
     extra = str(tmp_path / "extra")
@@ -87,15 +53,15 @@ def test_a_sitecustomize_the_install_adds_is_run_as_a_new_interpreter_runs_it(tm
                            capture_output=True, check=False).returncode == 0
     assert (held.result().get("via-customize") is not None) is fresh
     assert fresh or find_python("3.11").startswith("/usr/")  # pyenv's runs it: the case that matters
-    assert len(_starts(tmp_path / "starts.log")) == 2  # a new interpreter answered
+    assert len(starts(tmp_path / "starts.log")) == 2  # a new interpreter answered
 
 
 def test_a_folder_an_unchanged_pth_names_that_the_install_creates_is_added_as_at_a_new_start(tmp_path):
     """site.py adds a .pth path line's folder only if it exists as the interpreter starts."""
     make_venv(tmp_path / "venv")
     (site_packages(tmp_path / "venv") / "later.pth").write_text(str(tmp_path / "later") + "\n")
-    held = _held_and_up(tmp_path / "venv", tmp_path / "starts.log")
-    _dist_folder(tmp_path / "later", "in-later")
+    held = held_and_up(tmp_path / "venv", tmp_path / "starts.log")
+    dist_folder(tmp_path / "later", "in-later")
     assert held.result().get("in-later") is not None
 
 
@@ -103,8 +69,8 @@ def test_a_module_an_unchanged_pth_imports_that_the_install_changes_is_run_as_at
     site = site_packages(make_venv(tmp_path / "venv").parent.parent)
     (site / "hook.pth").write_text("import zz_hook\n")
     (site / "zz_hook.py").write_text("")
-    held = _held_and_up(tmp_path / "venv", tmp_path / "starts.log")
-    _dist_folder(tmp_path / "extra", "via-hook")
+    held = held_and_up(tmp_path / "venv", tmp_path / "starts.log")
+    dist_folder(tmp_path / "extra", "via-hook")
     (site / "zz_hook.py").write_text(f"import sys; sys.path.append({str(tmp_path / 'extra')!r})\n")
     assert held.result().get("via-hook") is not None
 
@@ -115,9 +81,9 @@ def test_start_up_code_that_closes_stdin_cannot_make_it_answer_before_the_instal
     make_venv(tmp_path / "venv")
     (site_packages(tmp_path / "venv") / "zz_stdin.pth").write_text(
         "import os; os.dup2(os.open(os.devnull, os.O_RDONLY), 0)\n")
-    held = _held_and_up(tmp_path / "venv", tmp_path / "starts.log")
-    _wait_exited(_starts(tmp_path / "starts.log")[0])  # it took the EOF and went on at once
-    _dist_folder(site_packages(tmp_path / "venv"), "late-arrival")
+    held = held_and_up(tmp_path / "venv", tmp_path / "starts.log")
+    _wait_exited(starts(tmp_path / "starts.log")[0])  # it took the EOF and went on at once
+    dist_folder(site_packages(tmp_path / "venv"), "late-arrival")
     assert held.result().get("late-arrival") is not None
 
 
@@ -138,8 +104,8 @@ def test_site_dirs_it_was_not_told_of_mean_a_fresh_interpreter(tmp_path):
     """Told the wrong folders, it cannot know the .pth below changed anything: the interpreter's
     own site dirs (in its answer) are not among them, so a new one is asked."""
     make_venv(tmp_path / "venv")
-    held = _held_and_up(tmp_path / "venv", tmp_path / "starts.log", [str(tmp_path / "elsewhere")])
-    _dist_folder(tmp_path / "extra", "via-pth")
+    held = held_and_up(tmp_path / "venv", tmp_path / "starts.log", [str(tmp_path / "elsewhere")])
+    dist_folder(tmp_path / "extra", "via-pth")
     (site_packages(tmp_path / "venv") / "extra.pth").write_text(str(tmp_path / "extra") + "\n")
     assert held.result().get("via-pth") is not None
 
@@ -147,9 +113,9 @@ def test_site_dirs_it_was_not_told_of_mean_a_fresh_interpreter(tmp_path):
 def test_cancel_ends_the_held_interpreter(tmp_path):
     make_venv(tmp_path / "venv")
     log = tmp_path / "starts.log"
-    held = _held_and_up(tmp_path / "venv", log)
+    held = held_and_up(tmp_path / "venv", log)
     held.cancel()
-    assert not _alive(_starts(log)[0])
+    assert not _alive(starts(log)[0])
 
 
 def test_neuronctl_releases_with_the_token_the_script_waits_for():
@@ -180,11 +146,11 @@ def test_an_install_into_an_existing_venv_starts_the_target_twice_and_its_doctor
     starts, not three, and the doctor after the install reads what the engine installed."""
     py = make_venv(tmp_path / "venv", find_python("3.12"))
     log = tmp_path / "starts.log"
-    _starts_logged(tmp_path / "venv", log)
+    log_starts(tmp_path / "venv", log)
     r = cli("install", "--lock", str(locked), "--python", str(py), "--backend", "uv")
     assert r.code == 0, r.err
     assert "PASS" in r.out and "packages.torch-neuronx" in r.out, r.out
-    assert len(_starts(log)) == 2
+    assert len(starts(log)) == 2
 
 
 def _inspections_of(python: Path) -> list[int]:

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
+from support.held import dist_folder, held_and_up, starts
 from support.wheels import make_venv, site_packages
-from test_held_inspection import _dist_folder, _held_and_up, _starts
 
 from neuronctl.errors import FaultError
 from neuronctl.probes.held_inspection import PTH_READ_CAP, startup_files
@@ -36,7 +36,7 @@ def test_setuptools_style_dunder_import_whose_module_the_install_breaks_is_not_h
         "import os; var = 'ZZ_USE'; enabled = os.environ.get(var, 'local') == 'local'; "
         "enabled and __import__('zz_hack').add_shim(); \n")
     (site / "zz_hack.py").write_text("def add_shim():\n    pass\n")
-    held = _held_and_up(tmp_path / "venv", tmp_path / "starts.log")
+    held = held_and_up(tmp_path / "venv", tmp_path / "starts.log")
     (site / "zz_hack.py").write_text(BREAKS_START)
     with pytest.raises(FaultError):
         held.result()
@@ -48,8 +48,8 @@ def test_a_module_named_in_a_string_that_the_install_adds_is_run_as_at_a_new_sta
     site = _venv(tmp_path)
     (site / "zz-late.pth").write_text(
         "import importlib; exec('try: importlib.import_module(\\'zz_late\\')\\nexcept ImportError: pass')\n")
-    held = _held_and_up(tmp_path / "venv", tmp_path / "starts.log")
-    _dist_folder(tmp_path / "extra", "via-late")
+    held = held_and_up(tmp_path / "venv", tmp_path / "starts.log")
+    dist_folder(tmp_path / "extra", "via-late")
     (site / "zz_late").mkdir()
     (site / "zz_late" / "__init__.py").write_text(
         f"import sys; sys.path.append({str(tmp_path / 'extra')!r})\n")
@@ -63,8 +63,8 @@ def test_a_module_imported_in_turn_that_the_install_changes_is_run_as_at_a_new_s
     (site / "zz-outer.pth").write_text("import zz_outer\n")
     (site / "zz_outer.py").write_text("import importlib\nimportlib.import_module('zz_' + 'inner')\n")
     (site / "zz_inner.py").write_text("")
-    held = _held_and_up(tmp_path / "venv", tmp_path / "starts.log")
-    _dist_folder(tmp_path / "extra", "via-inner")
+    held = held_and_up(tmp_path / "venv", tmp_path / "starts.log")
+    dist_folder(tmp_path / "extra", "via-inner")
     (site / "zz_inner.py").write_text(f"import sys; sys.path.append({str(tmp_path / 'extra')!r})\n")
     assert held.result().get("via-inner") is not None
 
@@ -99,11 +99,11 @@ def test_words_of_an_executable_line_that_name_nothing_new_keep_the_held_answer(
     (site / "zz-precedence.pth").write_text("import os; __import__('zz_hack')\n")
     (site / "zz_hack.py").write_text("")
     time.sleep(0.2)  # changed just before the interpreter started reads as changed while it ran
-    held = _held_and_up(tmp_path / "venv", tmp_path / "starts.log")
-    _dist_folder(site, "unrelated")
+    held = held_and_up(tmp_path / "venv", tmp_path / "starts.log")
+    dist_folder(site, "unrelated")
     (site / "unrelated.py").write_text("")
     assert held.result().get("unrelated") is not None
-    assert len(_starts(tmp_path / "starts.log")) == 1  # the held interpreter answered
+    assert len(starts(tmp_path / "starts.log")) == 1  # the held interpreter answered
 
 
 def test_a_submodule_an_executable_line_names_is_watched_before_the_engine(tmp_path):

@@ -1,4 +1,4 @@
-"""The stand-in `neuron` backend itself (tests/standin_neuron): it behaves as AWS documents
+"""The stand-in `neuron` backend itself (tests/support/standin_neuron): it behaves as AWS documents
 torch_neuronx does, in a real venv where `import torch` autoloads it. Each case is one
 interpreter (a torch import costs seconds), reporting what it saw as one JSON line."""
 

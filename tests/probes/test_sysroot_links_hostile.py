@@ -12,13 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.doctor_facts import sysroot_facts
 from support.sysroots import build_host, write
 
-from neuronctl.manifest import load_bundled_manifest
 from neuronctl.ops.bundle import BundleRequest, make_bundle
 from neuronctl.ops.bundle_items import ITEMS, Context
 from neuronctl.ops.doctor.checks_hardware import check_driver_and_kernel
-from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.system_checks import check_device_holders
 from neuronctl.probes.host_facts import gather_host_facts
 from neuronctl.probes.nvidia import detect_nvidia
@@ -57,11 +56,6 @@ def link(root: Path, absolute: str, target: Path | str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     os.symlink(target, path)
     return path
-
-
-def facts(root: Path) -> Facts:
-    return Facts(python=sys.executable, sysroot=SysRoot(root), manifest=load_bundled_manifest(),
-                 release="2.33.0", device="cpu", timeout=5.0, environ={})
 
 
 # ------------------------------------------------------------------ item 4: reads stay inside
@@ -116,7 +110,7 @@ def test_proc_cmdline_and_status_linked_out_reach_no_message(tmp_path: Path) -> 
     scan = find_device_holders(SysRoot(root))
     shown = " ".join(h.describe() for h in scan.holders)
     assert SECRET not in shown and "ZOMBIE" not in shown and "parent gone" not in shown
-    outcome = check_device_holders(facts(root))
+    outcome = check_device_holders(sysroot_facts(root))
     assert SECRET not in outcome.message + " ".join(outcome.details) + (outcome.fix or "")
     assert not descends_from(SysRoot(root), 200, 4242)  # the outside status names no parent
 
@@ -285,7 +279,7 @@ def test_rebuild_on_an_rpm_host_uses_its_package_manager(tmp_path: Path) -> None
     root = _upgraded_kernel(tmp_path / "al2023", dpkg=False)
     (root / "var/lib/rpm").mkdir(parents=True)
     write(root, "/usr/bin/dnf", "")
-    outcome = check_driver_and_kernel(facts(root))
+    outcome = check_driver_and_kernel(sysroot_facts(root))
     assert outcome.status == "fail"
     assert outcome.fix == ("sudo dnf install -y kernel-devel-6.8.0-1020-aws && sudo dkms install "
                            "-m aws-neuronx -v 2.31.7.0 -k 6.8.0-1020-aws && sudo modprobe neuron")
@@ -294,7 +288,7 @@ def test_rebuild_on_an_rpm_host_uses_its_package_manager(tmp_path: Path) -> None
 def test_driver_not_loaded_with_a_module_for_the_kernel_is_modprobe(tmp_path: Path) -> None:
     root = _upgraded_kernel(tmp_path / "host")
     write(root, "/lib/modules/6.8.0-1020-aws/updates/dkms/neuron.ko", "")
-    outcome = check_driver_and_kernel(facts(root))
+    outcome = check_driver_and_kernel(sysroot_facts(root))
     assert outcome.status == "fail" and outcome.fix == "sudo modprobe neuron"
 
 
@@ -302,7 +296,7 @@ def test_driver_package_missing_is_still_installed(tmp_path: Path) -> None:
     root = tmp_path / "fresh"
     build_host(root, "trn2", driver=None, sysfs=False, dev_nodes=False, neuron_ls=False,
                runtime=None)
-    outcome = check_driver_and_kernel(facts(root))
+    outcome = check_driver_and_kernel(sysroot_facts(root))
     assert outcome.status == "fail"
     assert outcome.fix is not None and outcome.fix.startswith("sudo apt-get install -y ")
     assert "aws-neuronx-dkms=" in outcome.fix and outcome.fix.endswith("sudo modprobe neuron")

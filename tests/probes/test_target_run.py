@@ -7,6 +7,8 @@ import signal
 import threading
 import time
 
+from support.procs import alive
+
 from neuronctl.probes.target_run import TAIL_CAP, TargetScript
 from neuronctl.proc import kill_all
 
@@ -18,20 +20,12 @@ def _interpreter(tmp_path, body):
     return str(path)
 
 
-def _alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def _dies(pid, within=5.0):
     """SIGKILL to a group is delivered to each member on its own time: allow it a moment."""
     deadline = time.monotonic() + within
-    while _alive(pid) and time.monotonic() < deadline:
+    while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.02)
-    return not _alive(pid)
+    return not alive(pid)
 
 
 def test_floods_on_every_pipe_are_cut_at_their_caps(tmp_path):
@@ -84,6 +78,6 @@ def test_exit_does_not_wait_for_a_grandchild_holding_the_pipes(tmp_path):
     try:
         assert time.monotonic() - start < 5
         assert run.returncode == 3 and run.channel == b"done\n"
-        assert _alive(holder)  # it held stdout, stderr and the channel the whole time
+        assert alive(holder)  # it held stdout, stderr and the channel the whole time
     finally:
         os.kill(holder, signal.SIGKILL)

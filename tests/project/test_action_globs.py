@@ -1,6 +1,6 @@
 """The Action's list inputs (`args`, `lock-args`, `pip-args`) are split into words without glob
 expansion (issue 31, item 8): a `*` in an input reaches the command as `*`, never as the
-runner's file names. Each step runs as the runner runs it (test_hooks_action.Runner), with
+runner's file names. Each step runs as the runner runs it (support.action_runner.Runner), with
 stand-ins for python3 and neuronctl that record the arguments they get."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-from test_hooks_action import Runner
+from support.action_runner import Runner
 
 RECORD = """#!/bin/sh
 for a in "$@"; do printf '%s\\n' "$a"; done >> "{out}"
@@ -26,7 +26,7 @@ exit 9
 
 
 @pytest.fixture
-def runner(tmp_path: Path) -> tuple[Runner, Path]:
+def glob_runner(tmp_path: Path) -> tuple[Runner, Path]:
     workspace, temp, bindir = tmp_path / "ws", tmp_path / "temp", tmp_path / "bin"
     for folder in (workspace, temp, bindir):
         folder.mkdir()
@@ -46,8 +46,8 @@ def _args(path: Path) -> list[str]:
     return path.read_text().splitlines()
 
 
-def test_a_star_in_args_and_lock_args_stays_a_star(runner) -> None:
-    run, out = runner
+def test_a_star_in_args_and_lock_args_stays_a_star(glob_runner) -> None:
+    run, out = glob_runner
     run.outputs["install"] = {"neuronctl": str(run.temp.parent / "bin" / "record")}
     steps = run.run({"python": "", "args": "--only *.txt", "lock-args": "--fallback *"},
                     skip=("install",))
@@ -58,8 +58,8 @@ def test_a_star_in_args_and_lock_args_stays_a_star(runner) -> None:
     assert not any(a.endswith("secret.txt") for a in got)
 
 
-def test_a_star_in_pip_args_stays_a_star(runner) -> None:
-    run, out = runner
+def test_a_star_in_pip_args_stays_a_star(glob_runner) -> None:
+    run, out = glob_runner
     steps = run.run({"python": "", "lock": "", "pip-args": "--find-links * --no-index"},
                     skip=("doctor", "lock-check"))
     assert steps[0].code == 0, steps[0].err

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support.hooks_wheelhouse import build_wheelhouse, checkout_copy, offline_pip_env, write_project
+from support.hooks_wheelhouse import checkout_copy, offline_pip_env, write_project
 
 pytestmark = pytest.mark.slow
 
@@ -40,18 +40,13 @@ def hook_repo(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def wheelhouse(tmp_path_factory):
-    return build_wheelhouse(tmp_path_factory.mktemp("wheelhouse"))
-
-
-@pytest.fixture(scope="module")
 def pre_commit_home(tmp_path_factory):
     """pre-commit's cache (the cloned repo and the hook's env), shared by this module's tests."""
     return tmp_path_factory.mktemp("pre-commit-home")
 
 
 @pytest.fixture
-def project(cli, uni, monkeypatch, hook_repo):
+def hook_project(cli, uni, monkeypatch, hook_repo):
     work = write_project(Path.cwd(), uni, monkeypatch)
     assert cli("lock").code == 0
     repo, rev = hook_repo
@@ -71,29 +66,29 @@ def pre_commit(work: Path, wheelhouse: Path, home: Path, *args: str) -> subproce
                           capture_output=True, text=True, timeout=600, check=False)
 
 
-def test_the_hook_passes_on_a_current_lock_and_fails_on_a_stale_one(project, wheelhouse, pre_commit_home):
-    r = pre_commit(project, wheelhouse, pre_commit_home, "--all-files")
+def test_the_hook_passes_on_a_current_lock_and_fails_on_a_stale_one(hook_project, wheelhouse, pre_commit_home):
+    r = pre_commit(hook_project, wheelhouse, pre_commit_home, "--all-files")
     assert r.returncode == 0, r.stdout + r.stderr
     assert re.search(r"^neuronctl lock --check\.+Passed$", r.stdout, re.M), r.stdout
     # The hook's environment holds neuronctl, built from the repository pre-commit cloned.
     scripts = list(pre_commit_home.glob("repo*/py_env-*/bin/neuronctl"))
     assert scripts, sorted(p.name for p in pre_commit_home.iterdir())
 
-    pyproject = project / "pyproject.toml"
+    pyproject = hook_project / "pyproject.toml"
     pyproject.write_text(pyproject.read_text().replace('python = "3.12"', 'python = "3.13"'))
-    git(project, "add", "pyproject.toml")
-    r = pre_commit(project, wheelhouse, pre_commit_home, "--files", "pyproject.toml")
+    git(hook_project, "add", "pyproject.toml")
+    r = pre_commit(hook_project, wheelhouse, pre_commit_home, "--files", "pyproject.toml")
     assert r.returncode == 1
     assert re.search(r"^neuronctl lock --check\.+Failed$", r.stdout, re.M), r.stdout
     assert "targets" in r.stdout  # the check's own reason reaches the user
 
 
-def test_the_hook_runs_only_for_the_project_and_lock_files(project, wheelhouse, pre_commit_home):
-    pyproject = project / "pyproject.toml"
+def test_the_hook_runs_only_for_the_project_and_lock_files(hook_project, wheelhouse, pre_commit_home):
+    pyproject = hook_project / "pyproject.toml"
     pyproject.write_text(pyproject.read_text().replace('python = "3.12"', 'python = "3.13"'))
-    r = pre_commit(project, wheelhouse, pre_commit_home, "--files", "README.md")
+    r = pre_commit(hook_project, wheelhouse, pre_commit_home, "--files", "README.md")
     assert r.returncode == 0 and re.search(r"\(no files to check\)Skipped", r.stdout), r.stdout
-    r = pre_commit(project, wheelhouse, pre_commit_home, "--files", "pylock.toml")
+    r = pre_commit(hook_project, wheelhouse, pre_commit_home, "--files", "pylock.toml")
     assert r.returncode == 1, r.stdout
 
 

@@ -1,7 +1,7 @@
 import json
 
 import pytest
-from conftest import N2_MANIFEST
+from support.paths import N2_MANIFEST
 
 
 def test_releases_table(cli):

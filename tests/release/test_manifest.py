@@ -2,8 +2,8 @@ import json
 import re
 
 import pytest
-from conftest import FACTS, N2_MANIFEST
 from packaging.version import Version
+from support.paths import FACTS, N2_MANIFEST
 
 from neuronctl.aws_manifest_import import convert_n2
 from neuronctl.errors import InputError

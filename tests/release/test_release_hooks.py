@@ -9,13 +9,12 @@ from pathlib import Path
 
 from support.sysroots import UBUNTU_24_04, UBUNTU_26_04, build_host
 from support.universe import running
-from test_release_lock import wheels_2_34  # noqa: F401  (the fixture)
 
 from neuronctl.manifest import load_bundled_manifest
 from neuronctl.tomlfile import read_toml
 
 
-def test_lock_2_34_says_and_records_the_pins_resolved_from_the_index(cli, wheels_2_34):  # noqa: F811
+def test_lock_2_34_says_and_records_the_pins_resolved_from_the_index(cli, wheels_2_34):
     with running(wheels_2_34) as uni:
         r = cli("lock", *uni.index_flags(), "--release", "2.34.0", "--python", "3.12")
         again = cli("lock", *uni.index_flags(), "--release", "2.34.0", "--python", "3.12", "--check")

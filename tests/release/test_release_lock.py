@@ -5,26 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-from support.universe import _cp, build_universe, running
-from support.wheels import build_wheel
+from support.universe import running
 
 from neuronctl.resolvers.pylock import load_pylock
 from neuronctl.tomlfile import read_toml
-
-
-@pytest.fixture(scope="module")
-def wheels_2_34(tmp_path_factory):
-    """The usual universe plus torch-neuronx 2.14.3.1 (2.34.0's) and a neuronx-cc 3.0 the
-    recipe's ==2.* keeps out."""
-    root = tmp_path_factory.mktemp("universe-2.34")
-    wheels = build_universe(root)
-    for minor in (12, 13):
-        wheels["neuron"].append((build_wheel(
-            root / "neuron", "torch-neuronx", "2.14.3.1", tag=_cp(minor), requires_python=">=3.12",
-            requires=("torch==2.14.*", "neuronx-cc>=2.28", "nki>=0.7")), {}))
-    wheels["neuron"].append((build_wheel(root / "neuron", "neuronx-cc", "3.0.1.0"), {}))
-    return wheels
 
 
 def test_lock_2_34_resolves_the_unpublished_pins_from_the_index(cli, wheels_2_34):

@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from conftest import SHARED
+from support.paths import SHARED
 
 from neuronctl.errors import InputError
 from neuronctl.manifest import load_bundled_manifest, parse_manifest

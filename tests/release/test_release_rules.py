@@ -233,7 +233,7 @@ def test_install_refuses_a_forbidden_stack_before_reaching_any_index(cli, tmp_pa
     """The preflight runs before the source: a fresh resolution the OS rule forbids is bad input
     naming the rule (exit 2), not a wait on the network (the indexes here are closed ports: were
     they reached first, the error would be that they are unreachable, exit 1)."""
-    from test_preflight import closed_ports
+    from support.loopback import closed_ports
 
     root = build_host(tmp_path / "u24", "trn2", os_release=UBUNTU_24_04)
     dead = [f"{name}=http://127.0.0.1:{port}/simple"

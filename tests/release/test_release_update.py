@@ -1,5 +1,5 @@
 """`neuronctl releases update` against a real loopback HTTPS server (its certificate trusted
-through REQUESTS_CA_BUNDLE; plain http is refused, test_hostile3_trust_roots.py): a new release,
+through REQUESTS_CA_BUNDLE; plain http is refused, test_trust_roots_hostile.py): a new release,
 values not published before, a conflicting value, a manifest that drops a release, and hostile
 manifests (oversized, deeply nested, wrong types, bad URLs); the stored data is used from then
 on."""
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.loopback import QuietHandler, self_signed, serving
+from support.loopback import QuietHandler, serving
 
 from neuronctl.manifest import load_bundled_manifest, load_default_manifest, stored_manifest_path
 
@@ -25,11 +25,6 @@ class Site:
     def __init__(self) -> None:
         self.pages: dict[str, tuple[int, bytes]] = {}
         self.hits: list[str] = []
-
-
-@pytest.fixture(scope="module")
-def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    return self_signed(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture(autouse=True)

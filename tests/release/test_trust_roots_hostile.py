@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.loopback import QuietHandler, self_signed, serving
+from support.loopback import QuietHandler, serving
 
 from neuronctl.manifest import load_bundled_manifest, load_default_manifest, stored_manifest_path
 
@@ -43,11 +43,6 @@ def _handler(state: Site) -> type[QuietHandler]:
             self.wfile.write(body)
 
     return Handler
-
-
-@pytest.fixture(scope="module")
-def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    return self_signed(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture(autouse=True)

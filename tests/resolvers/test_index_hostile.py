@@ -13,9 +13,9 @@ from typing import ClassVar
 from urllib.parse import quote, unquote
 
 import pytest
+from support.locks import versions
 from support.loopback import QuietHandler, serving
 from support.wheels import build_wheel
-from test_lock import versions
 
 from neuronctl.errors import InputError
 from neuronctl.resolvers.pylock import load_pylock
@@ -198,7 +198,7 @@ class Hostile(QuietHandler):
 
 
 @pytest.fixture
-def hostile(wheels, tmp_path):
+def hostile_index(wheels, tmp_path):
     """A PyPI-like index with what the Neuron stack needs from PyPI; tests add their traps."""
     honest = [w for w, _ in wheels["json"] if w.name.split("-")[0] in ("filelock", "numpy")
               or w.name.startswith("typing_extensions-4.12.2")]
@@ -220,66 +220,66 @@ def add_te(tmp_path, version: str, *, over=None, sidecar=None, **wheel) -> Path:
     return path
 
 
-def test_a_file_whose_hash_names_a_path_is_never_used_and_is_reported(cli, uni, hostile, tmp_path):
+def test_a_file_whose_hash_names_a_path_is_never_used_and_is_reported(cli, uni, hostile_index, tmp_path):
     victim = tmp_path / "victim"
     victim.mkdir()
     (victim / "precious").write_text("keep me")
     trap = add_te(tmp_path, "4.13.0", over={"hashes": {"sha256": str(victim)}})
-    r = lock_against(cli, uni, hostile)
+    r = lock_against(cli, uni, hostile_index)
     assert r.code == 0, r.err
     assert versions(load_pylock(Path("pylock.toml")))["typing-extensions"] == ["4.12.2"]
     assert not [h for h in Hostile.hits if trap.name in h]  # never fetched, not even its metadata
-    r = lock_against(cli, uni, hostile, "--with", "typing-extensions==4.13.0")
+    r = lock_against(cli, uni, hostile_index, "--with", "typing-extensions==4.13.0")
     assert r.code == 1 and "Traceback" not in r.err
     assert f"turned away: {trap.name}: unusable:" in r.err and "is not 64 hex digits" in r.err
     assert (victim / "precious").read_text() == "keep me"
 
 
 def test_a_sidecar_that_lies_about_its_wheel_is_set_aside_for_the_wheels_own_metadata(
-        cli, uni, hostile, tmp_path):
+        cli, uni, hostile_index, tmp_path):
     lie = b"Metadata-Version: 2.1\nName: evil\nVersion: 4.13.0\nRequires-Dist: evil-dep\n\n"
     trap = add_te(tmp_path, "4.13.0", sidecar=lie)
-    r = lock_against(cli, uni, hostile)
+    r = lock_against(cli, uni, hostile_index)
     assert r.code == 0, r.err
     assert versions(load_pylock(Path("pylock.toml")))["typing-extensions"] == ["4.13.0"]
     assert "/simple/evil-dep/" not in Hostile.hits  # the lie's dependency was never followed
     assert f"/files/{trap.name}" in Hostile.hits  # the wheel's own METADATA, by range requests
 
 
-def test_metadata_contradicting_the_page_on_requires_python_is_refused(cli, uni, hostile, tmp_path):
+def test_metadata_contradicting_the_page_on_requires_python_is_refused(cli, uni, hostile_index, tmp_path):
     # The page says any Python 3.8+ will do; the wheel (and its sidecar) say 3.13+.
     trap = add_te(tmp_path, "5.0.0", requires_python=">=3.13", over={"requires-python": ">=3.8"})
-    r = lock_against(cli, uni, hostile)
+    r = lock_against(cli, uni, hostile_index)
     assert r.code == 0, r.err
     assert versions(load_pylock(Path("pylock.toml")))["typing-extensions"] == ["4.12.2"]
-    r = lock_against(cli, uni, hostile, "--with", "typing-extensions>=5")
+    r = lock_against(cli, uni, hostile_index, "--with", "typing-extensions>=5")
     assert r.code == 1 and f"{trap.name}: unusable:" in r.err and "trusting neither" in r.err
 
 
-def test_requires_python_known_only_from_metadata_backtracks(cli, uni, hostile, tmp_path):
+def test_requires_python_known_only_from_metadata_backtracks(cli, uni, hostile_index, tmp_path):
     add_te(tmp_path, "5.0.0", requires_python=">=3.13")  # the page states none
-    r = lock_against(cli, uni, hostile)
+    r = lock_against(cli, uni, hostile_index)
     assert r.code == 0, r.err
     assert versions(load_pylock(Path("pylock.toml")))["typing-extensions"] == ["4.12.2"]
-    r = lock_against(cli, uni, hostile, "--with", "typing-extensions>=5")
+    r = lock_against(cli, uni, hostile_index, "--with", "typing-extensions>=5")
     assert r.code == 1 and "requires-python >=3.13 (its metadata)" in r.err
 
 
-def test_a_dependency_on_a_direct_url_makes_the_candidate_unusable(cli, uni, hostile, tmp_path):
+def test_a_dependency_on_a_direct_url_makes_the_candidate_unusable(cli, uni, hostile_index, tmp_path):
     add_te(tmp_path, "4.13.0", requires=("evil @ http://127.0.0.1:9/evil-1.0-py3-none-any.whl",))
-    r = lock_against(cli, uni, hostile)
+    r = lock_against(cli, uni, hostile_index)
     assert r.code == 0, r.err
     assert versions(load_pylock(Path("pylock.toml")))["typing-extensions"] == ["4.12.2"]
     assert "/simple/evil/" not in Hostile.hits
 
 
 def test_a_dependency_marker_that_cannot_be_evaluated_makes_the_candidate_unusable(
-        cli, uni, hostile, tmp_path):
+        cli, uni, hostile_index, tmp_path):
     trap = add_te(tmp_path, "4.13.0", requires=('evil; python_version ~= "foo"',))
-    r = lock_against(cli, uni, hostile)
+    r = lock_against(cli, uni, hostile_index)
     assert r.code == 0, r.err
     assert versions(load_pylock(Path("pylock.toml")))["typing-extensions"] == ["4.12.2"]
-    r = lock_against(cli, uni, hostile, "--with", "typing-extensions==4.13.0")
+    r = lock_against(cli, uni, hostile_index, "--with", "typing-extensions==4.13.0")
     assert r.code == 1 and f"{trap.name}: unusable: a Requires-Dist marker cannot be evaluated" in r.err
 
 

@@ -12,28 +12,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from support.loopback import closed_port, closed_ports
 
 from neuronctl.resolvers.http_fetch import Fetcher
 from neuronctl.resolvers.preflight import Host, check_hosts, classify
 
 pytestmark = pytest.mark.first_hour  # the first_hour campaign (was tests/test_first_hour_preflight.py)
-
-
-def closed_port() -> int:
-    return closed_ports(1)[0]
-
-
-def closed_ports(count: int) -> list[int]:
-    """`count` distinct loopback ports nothing listens on: bound all at once (so the kernel
-    hands out no port twice, as separate calls may), then closed."""
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [int(s.getsockname()[1]) for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 @contextmanager

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile
 
 
 @pytest.fixture
-def hostile():
+def hostile_server():
     state = IndexState("json")
     with index_server(state) as url:
         yield state, url
@@ -121,8 +121,8 @@ def test_lock_against_an_index_whose_hash_is_a_path(cli, wheels, tmp_path):
 
 # 2. Time: --timeout bounds a whole request; sizes: every body has a limit.
 
-def test_a_slow_loris_page_fails_at_the_timeout_not_per_read(hostile):
-    state, url = hostile
+def test_a_slow_loris_page_fails_at_the_timeout_not_per_read(hostile_server):
+    state, url = hostile_server
     state.hostile["/simple/x/"] = "slow-loris"
     state.loris_interval = 0.3  # well inside the 1 s per-read timeout: reads never time out
     start = time.monotonic()
@@ -143,8 +143,8 @@ def test_lock_against_a_slow_loris_index_fails_in_about_the_timeout(cli, uni):
     assert time.monotonic() - start < 8
 
 
-def test_a_silent_server_is_retried_then_reported(hostile):
-    state, url = hostile
+def test_a_silent_server_is_retried_then_reported(hostile_server):
+    state, url = hostile_server
     state.hostile["/simple/x/"] = "hang"
     start = time.monotonic()
     with pytest.raises(FaultError, match=r"timed out after 0.5s \(after 2 attempts\)"):
@@ -152,8 +152,8 @@ def test_a_silent_server_is_retried_then_reported(hostile):
     assert time.monotonic() - start < 3.0
 
 
-def test_an_endless_download_stops_at_the_declared_size(hostile, tmp_path):
-    state, url = hostile
+def test_an_endless_download_stops_at_the_declared_size(hostile_server, tmp_path):
+    state, url = hostile_server
     state.hostile["/files/big.whl"] = "endless"
     cache = tmp_path / "cache"
     with pytest.raises(InputError, match=r"larger than the 100,000 bytes the lock or index declares"):
@@ -162,18 +162,18 @@ def test_an_endless_download_stops_at_the_declared_size(hostile, tmp_path):
     assert not [p for p in cache.rglob("*") if p.is_file()]
 
 
-def test_an_endless_page_is_capped(hostile, monkeypatch):
+def test_an_endless_page_is_capped(hostile_server, monkeypatch):
     from neuronctl.resolvers import http_fetch
 
     monkeypatch.setattr(http_fetch, "MAX_PAGE", 1 << 20)
-    state, url = hostile
+    state, url = hostile_server
     state.hostile["/simple/x/"] = "endless"
     with pytest.raises(InputError, match=r"/simple/x/: the response is larger than"):
         IndexClient(fetcher()).project_files(f"{url}/simple", "x")
 
 
-def test_a_trickled_download_has_a_size_scaled_deadline(hostile, tmp_path, wheels):
-    state, url = hostile
+def test_a_trickled_download_has_a_size_scaled_deadline(hostile_server, tmp_path, wheels):
+    state, url = hostile_server
     state.add(build_wheel(tmp_path / "w", "nki", "0.7.0"))
     entry = state.projects["nki"][0]
     state.trickle[entry.filename] = (1, 0.2)  # a byte every 0.2 s: never a per-read timeout
@@ -184,8 +184,8 @@ def test_a_trickled_download_has_a_size_scaled_deadline(hostile, tmp_path, wheel
     assert time.monotonic() - start < 4.0
 
 
-def test_stopping_a_trickled_download_is_prompt(hostile, tmp_path):
-    state, url = hostile
+def test_stopping_a_trickled_download_is_prompt(hostile_server, tmp_path):
+    state, url = hostile_server
     state.add(build_wheel(tmp_path / "w", "nki", "0.7.0", blob_size=1 << 20))
     entry = state.projects["nki"][0]
     state.trickle[entry.filename] = (512, 0.5)
@@ -292,8 +292,8 @@ def test_cache_entries_are_read_back_bounded(tmp_path, monkeypatch):
     ("redirect-ftp", InputError, r"not http\(s\)"),
     ("short", FaultError, r"ended early .*\(after 3 attempts\)"),
 ])
-def test_malformed_transport_is_a_clear_error(hostile, mode, error, message):
-    state, url = hostile
+def test_malformed_transport_is_a_clear_error(hostile_server, mode, error, message):
+    state, url = hostile_server
     state.hostile["/simple/x/"] = mode
     with pytest.raises(error, match=message) as err:
         IndexClient(fetcher()).project_files(f"{url}/simple", "x")
@@ -366,8 +366,8 @@ def test_a_missing_package_hint_names_the_other_indexes_not_the_one_used(cli, un
     assert "--route nosuchpkg=INDEX" in r.err and "pytorch-cpu" in r.err and "neuron" in r.err
 
 
-def test_a_wheel_index_page_with_thousands_of_files_passes(hostile):
-    state, url = hostile
+def test_a_wheel_index_page_with_thousands_of_files_passes(hostile_server):
+    state, url = hostile_server
     files = [{"filename": f"x-1.{i}-py3-none-any.whl", "url": f"/files/x-1.{i}-py3-none-any.whl",
               "hashes": {"sha256": "ab" * 32}} for i in range(20_000)]
     import json
@@ -384,9 +384,9 @@ def test_the_zip_bomb_helper_is_a_real_wheel(tmp_path):
         assert zf.getinfo("bomb-1.0.dist-info/METADATA").file_size > 1 << 20
 
 
-def test_a_streamed_response_stays_under_its_deadline_and_cap(hostile):
+def test_a_streamed_response_stays_under_its_deadline_and_cap(hostile_server):
     """What a caller reads from get(stream=True) (the range-request tail) is bounded too."""
-    state, url = hostile
+    state, url = hostile_server
     state.hostile["/files/slow.whl"] = "slow-loris"
     state.loris_interval = 0.2
     start = time.monotonic()

@@ -3,6 +3,7 @@ values, so each check runs over exactly the facts a test names and nothing is pr
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -83,3 +84,10 @@ def facts(*, env: PythonEnv | None = None, hardware: HardwareReport = NO_HARDWAR
                  env=env or python_env(), hardware=hardware,
                  legacy=given.pop("legacy", legacy()), probe=given.pop("probe", probe()),
                  **given)
+
+
+def sysroot_facts(root: Path, environ: dict[str, str] | None = None,
+                  release: str | None = "2.33.0") -> Facts:
+    """Facts read from a fixture sysroot (the system checks gather what they need from it)."""
+    return Facts(python=sys.executable, sysroot=SysRoot(root), manifest=load_bundled_manifest(),
+                 release=release, device="cpu", timeout=5.0, environ=environ or {})

@@ -1,5 +1,5 @@
 """Sysroot pieces for the health checks (issue 27): kernel logs, sysfs device health in both
-driver generations, compile caches, container images, EFA devices. Built on tests/sysroots.py."""
+driver generations, compile caches, container images, EFA devices. Built on tests/support/sysroots.py."""
 
 from __future__ import annotations
 

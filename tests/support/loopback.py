@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import socket
 import ssl
 import subprocess
 import threading
@@ -50,3 +51,20 @@ def serving(handler: type[http.server.BaseHTTPRequestHandler],
     finally:
         server.shutdown()
         server.server_close()
+
+
+def closed_port() -> int:
+    return closed_ports(1)[0]
+
+
+def closed_ports(count: int) -> list[int]:
+    """`count` distinct loopback ports nothing listens on: bound all at once (so the kernel
+    hands out no port twice, as separate calls may), then closed."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()

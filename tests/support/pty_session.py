@@ -67,3 +67,8 @@ def run_in_pty(argv: list[str], width: int, env: dict[str, str], *, timeout: flo
     stdout is a pipe, its text follows the terminal's)."""
     ran = on_pty(argv, env, width=width, timeout=timeout, stdout_tty=stdout_tty)
     return ran.shown + ran.piped
+
+
+def env_without_columns() -> dict[str, str]:
+    """This environment less COLUMNS, so a terminal's own size decides the width."""
+    return {k: v for k, v in os.environ.items() if k != "COLUMNS"}

@@ -7,9 +7,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from neuronctl.manifest import Release, load_bundled_manifest
+from neuronctl.ops.setup.facts import read_target
+from neuronctl.ops.setup.plan import SetupPlan, SetupRequest, make_plan
 from support.sysroots import CHIP_FACTS, write
 
 KERNEL = "6.8.0-1015-aws"
+SETUP_RELEASE = "2.33.1"  # the release the setup tests plan for
 OS_RELEASES = {
     "ubuntu-22.04": ('PRETTY_NAME="Ubuntu 22.04.5 LTS"\nNAME="Ubuntu"\nVERSION_ID="22.04"\n'
                      'VERSION_CODENAME=jammy\nID=ubuntu\nID_LIKE=debian\n'),
@@ -76,3 +80,11 @@ def hold_device(root: Path, pid: int = 4242, command: str = "python3 train.py",
 
 MIXED_GENERATIONS = {"aws-neuron-dkms": "1.5.0.0", "aws-neuron-tools": "1.6.1.0",
                      "aws-neuronx-dkms": "2.30.2.0", "aws-neuronx-runtime-lib": "2.34.10.0-1"}
+
+
+def plan_for(root: Path | None, os_name: str | None = None, *,
+             release: Release | str = SETUP_RELEASE, **kw: object) -> SetupPlan:
+    """setup's plan for the host fixture at `root` (or a named OS), for a release of the bundled data."""
+    chosen = load_bundled_manifest().get(release) if isinstance(release, str) else release
+    target, facts = read_target(root, os_name)
+    return make_plan(SetupRequest(chosen, target, facts, **kw))  # type: ignore[arg-type]

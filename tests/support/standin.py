@@ -1,4 +1,4 @@
-"""The stand-in `neuron` backend (tests/standin_neuron), built as real wheels and installed with
+"""The stand-in `neuron` backend (tests/support/standin_neuron), built as real wheels and installed with
 real pip into a real venv: the target the device probe, the doctor and smoke run against.
 
 Two wheels, both test doubles that never reach neuronctl's wheel:
@@ -13,7 +13,7 @@ Installing the 700 MB torch wheel per session is too slow for CI on 2 cores, so 
 the test venv's torch and transformers (already installed) through a `.pth` file naming the test
 venv's site-packages, placed after its own site-packages; only the stand-in wheels are installed,
 with the real pip, offline and without dependencies (`--no-index --no-deps`,
-PIP_CONFIG_FILE=os.devnull), as tests/wheels.py does.
+PIP_CONFIG_FILE=os.devnull), as tests/support/wheels.py does.
 """
 
 from __future__ import annotations

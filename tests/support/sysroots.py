@@ -105,3 +105,11 @@ def build_cpu_host(root: Path) -> Path:
     write(root, "/proc/cpuinfo", "model name\t: Test CPU\n")
     write(root, "/sys/class/dmi/id/product_name", "ThinkPad\n")
     return root
+
+
+def nvidia_host(root: Path, chip: str | None = None) -> Path:
+    """A host with NVIDIA's driver loaded (its version file), on a `chip` host fixture or on `root`."""
+    host = build_host(root, chip) if chip else root
+    (host / "sys/module/nvidia").mkdir(parents=True, exist_ok=True)
+    (host / "sys/module/nvidia/version").write_text("580.65.06\n")
+    return host

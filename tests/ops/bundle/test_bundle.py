@@ -10,22 +10,21 @@ import resource
 import signal
 import subprocess
 import sys
-import tarfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.archives import members
+from support.sysroots import write
 
 from neuronctl.ops.bundle import BundleRequest, make_bundle
 from neuronctl.ops.bundle_items import ITEMS, Context, Gathered, Item, run_limited
 from neuronctl.probes.sysroot import SysRoot
 
+# These captured trees carry a fake neuron-ls that the tests mean to run.
+pytestmark = pytest.mark.usefixtures("sysroot_tools")
 
-@pytest.fixture(autouse=True)
-def _sysroot_tools(monkeypatch: pytest.MonkeyPatch) -> None:
-    # These captured trees carry a fake neuron-ls that the tests mean to run.
-    monkeypatch.setenv("NEURONCTL_SYSROOT_TOOLS", "1")
 
 SECRETS = ("PLANTEDenv1", "PLANTEDenv2", "PLANTEDenv3", "PLANTEDpyproject", "PLANTEDlock",
            "PLANTEDneuronls", "PLANTEDkernel")
@@ -38,13 +37,6 @@ cat <<EOF
   "neuron_processes": [{"pid": 4242, "command": "python train.py --hf-token=PLANTEDneuronls https://bob:PLANTEDneuronls@mirror.example/x"}]}]
 EOF
 """.replace("HOSTNAME", HOST)
-
-
-def write(root: Path, path: str, text: str) -> Path:
-    p = root / path.lstrip("/")
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(text)
-    return p
 
 
 def sysroot(tmp_path: Path) -> Path:
@@ -67,16 +59,6 @@ def project(tmp_path: Path) -> Path:
     write(work, "pylock.toml", 'lock-version = "1.0"\n[[packages]]\nname = "nki"\n'
           'url = "https://carol:PLANTEDlock@mirror.example/nki.whl"\n')
     return work
-
-
-def members(archive: Path) -> dict[str, str]:
-    with tarfile.open(archive, "r:gz") as tar:
-        out = {}
-        for info in tar.getmembers():
-            handle = tar.extractfile(info)
-            assert handle is not None and info.isfile()
-            out[info.name.split("/", 1)[1]] = handle.read().decode("utf-8")
-        return out
 
 
 def test_bundle_archive_has_an_index_and_no_secret(tmp_path: Path) -> None:

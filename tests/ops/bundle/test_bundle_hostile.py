@@ -9,10 +9,10 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
+from support.archives import members
 
 from neuronctl.ops.bundle import BundleRequest, Scrubber, make_bundle
 from neuronctl.ops.bundle_items import ITEMS
@@ -25,16 +25,6 @@ import json, os, sys
 open(os.environ["IMPOSTOR_MARKER"], "a").write("ran " + " ".join(sys.argv[1:]) + "\\n")
 print(json.dumps({"env": {"python": "IMPOSTOR"}, "checks": [{"id": "IMPOSTOR"}]}))
 """
-
-
-def members(archive: Path) -> dict[str, str]:
-    with tarfile.open(archive, "r:gz") as tar:
-        out = {}
-        for info in tar.getmembers():
-            handle = tar.extractfile(info)
-            assert handle is not None
-            out[info.name.split("/", 1)[1]] = handle.read().decode("utf-8")
-        return out
 
 
 def _root(tmp_path: Path) -> Path:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,22 +23,6 @@ from neuronctl.probes.coverage import ModelRun, parse
 from neuronctl.probes.target_run import ScriptExit
 
 PY = sys.executable
-
-
-@pytest.fixture(scope="module")
-def hf_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    home = tmp_path_factory.mktemp("hf")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.setenv("HF_HOME", str(home))
-        mp.setenv("TRANSFORMERS_OFFLINE", "1")
-        yield home
-
-
-@pytest.fixture(autouse=True)
-def offline(hf_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(hf_home))
 
 
 def _record(**kwargs: object) -> ModelCoverage:

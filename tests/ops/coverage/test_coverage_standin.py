@@ -1,4 +1,4 @@
-"""`neuronctl coverage` against the stand-in `neuron` backend (tests/standin_neuron, a test double of
+"""`neuronctl coverage` against the stand-in `neuron` backend (tests/support/standin_neuron, a test double of
 torch-neuronx: kernels registered for PrivateUse1 for NATIVE_OPS, a boxed fallback for the rest),
 installed by real pip in a real venv: classes from the backend's registrations, a table written
 from it and used in a venv without it, the device confirmation, and the sweep.
@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,21 +29,6 @@ def _native_ops() -> frozenset[str]:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return frozenset(module.NATIVE_OPS)
-
-
-@pytest.fixture(scope="module")
-def hf_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    home = tmp_path_factory.mktemp("hf")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.setenv("HF_HOME", str(home))
-        yield home
-
-
-@pytest.fixture(autouse=True)
-def offline(hf_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(hf_home))
 
 
 def _coverage(python: Path | str, **kwargs: Any) -> ModelCoverage:

@@ -17,11 +17,6 @@ def doctor_json(cli, *args):
     return r.code, data, {c["id"]: c for c in data["checks"]}
 
 
-@pytest.fixture
-def trn2(tmp_path):
-    return build_host(tmp_path / "trn2", "trn2")
-
-
 def test_native_stack_on_trn2_is_clean(cli, stacks, trn2):
     code, data, checks = doctor_json(cli, "--python", str(stacks["native"]), "--sysroot", str(trn2),
                                      "--no-device-probe")

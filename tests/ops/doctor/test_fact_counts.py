@@ -21,11 +21,9 @@ import neuronctl.probes.imds
 import neuronctl.probes.pyenv
 import neuronctl.resolvers.pylock
 
+# These captured trees carry a fake neuron-ls that the tests mean to run.
+pytestmark = pytest.mark.usefixtures("sysroot_tools")
 
-@pytest.fixture(autouse=True)
-def _sysroot_tools(monkeypatch: pytest.MonkeyPatch) -> None:
-    # These captured trees carry a fake neuron-ls that the tests mean to run.
-    monkeypatch.setenv("NEURONCTL_SYSROOT_TOOLS", "1")
 
 LOCK = ('lock-version = "1.0"\ncreated-by = "test"\n\n'
         '[[packages]]\nname = "nki"\nversion = "0.6.0"\n'
@@ -63,7 +61,7 @@ def host(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def counts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Counter[str]:
+def fact_calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Counter[str]:
     """Counters on the functions that gather each fact, each still doing its real work."""
     seen: Counter[str] = Counter()
 
@@ -101,7 +99,7 @@ def neuron_ls_runs(tmp_path: Path) -> int:
     (["detect", "--json"],
      {"hardware": 1, "neuron-ls": 1, "imds": 1, "inspection": 0, "manifest": 0, "lock": 0}),
 ], ids=["doctor", "doctor-only-python", "doctor-lock", "env", "detect"])
-def test_each_fact_is_gathered_once(cli: Any, host: Path, counts: Counter[str], tmp_path: Path,
+def test_each_fact_is_gathered_once(cli: Any, host: Path, fact_calls: Counter[str], tmp_path: Path,
                                     args: list[str], expected: dict[str, int]) -> None:
     lock = tmp_path / "pylock.toml"
     lock.write_text(LOCK)
@@ -111,7 +109,7 @@ def test_each_fact_is_gathered_once(cli: Any, host: Path, counts: Counter[str], 
     r = cli(*args, "--sysroot", str(host))
     assert r.code in (0, 1), r.err
     json.loads(r.out)  # one document, whatever the verdict
-    got = {key: counts[key] for key in expected if key != "neuron-ls"}
+    got = {key: fact_calls[key] for key in expected if key != "neuron-ls"}
     got["neuron-ls"] = neuron_ls_runs(tmp_path)
     assert got == expected
 
@@ -128,7 +126,7 @@ def test_doctor_only_python_reports_no_hardware_section(cli: Any, host: Path,
 
 
 def test_doctor_only_python_that_does_not_fit_reads_no_hardware(cli: Any, host: Path,
-                                                                counts: Counter[str],
+                                                                fact_calls: Counter[str],
                                                                 tmp_path: Path) -> None:
     r = cli("doctor", "--json", "--only", "python.version", "--sysroot", str(host),
             "--release", UNFIT)
@@ -138,5 +136,5 @@ def test_doctor_only_python_that_does_not_fit_reads_no_hardware(cli: Any, host: 
     assert check["status"] in ("warn", "fail") and "is not supported by Neuron" in check["message"]
     # The fix still says what to do, without the chip's PyTorch line: install chooses it.
     assert f"install --release {UNFIT}" in check["fix"] and "--torch" not in check["fix"]
-    assert (counts["hardware"], counts["imds"], neuron_ls_runs(tmp_path)) == (0, 0, 0)
+    assert (fact_calls["hardware"], fact_calls["imds"], neuron_ls_runs(tmp_path)) == (0, 0, 0)
     assert "hardware" not in doc["environment"]

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.doctor_cli import access
 from support.health_sysroots import add_efa, add_kernel_log, build_container
 from support.sysroots import build_host
 
@@ -67,13 +68,6 @@ def _strings(value: object) -> list[str]:
     if isinstance(value, list):
         return [s for v in value for s in _strings(v)]
     return []
-
-
-def access(cli, root: Path) -> dict:
-    r = cli("doctor", "--level", "1", "--only", "device.access", "--json", "--sysroot", str(root))
-    assert r.code in (0, 1), r.err
-    (check,) = json.loads(r.out)["checks"]
-    return check
 
 
 # --------------------------------------------------------------------------- the container check

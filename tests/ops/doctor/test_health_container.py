@@ -8,14 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+from support.doctor_cli import access
 from support.health_sysroots import build_container
-
-
-def access(cli, root: Path) -> dict:
-    r = cli("doctor", "--level", "1", "--only", "device.access", "--json", "--sysroot", str(root))
-    assert r.code in (0, 1), r.err
-    (check,) = json.loads(r.out)["checks"]
-    return check
 
 
 def test_a_labelled_image_on_a_host_driver_too_old_fails(cli, tmp_path: Path, monkeypatch) -> None:

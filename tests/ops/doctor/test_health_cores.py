@@ -29,7 +29,7 @@ def trn1(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def trn2(tmp_path: Path) -> Path:
+def trn2_two_devices(tmp_path: Path) -> Path:
     return build_host(tmp_path / "trn2", "trn2", devices=2)  # 8 physical, 4 logical at LNC=2
 
 
@@ -79,20 +79,20 @@ def test_num_cores_over_the_host_fails_and_visible_wins(trn1: Path) -> None:
     assert any("takes precedence" in d for d in both.details)
 
 
-def test_lnc_decides_the_range_on_trn2(trn2: Path) -> None:
+def test_lnc_decides_the_range_on_trn2(trn2_two_devices: Path) -> None:
     # LNC=2 (Trn2's default): 4 logical cores, 0-3; LNC=1: 8, 0-7
-    assert run(trn2, NEURON_RT_VISIBLE_CORES="0-3").status == "pass"
-    assert run(trn2, NEURON_RT_VISIBLE_CORES="4-7").status == "fail"
-    assert run(trn2, NEURON_RT_VISIBLE_CORES="4-7", NEURON_LOGICAL_NC_CONFIG="1").status == "pass"
+    assert run(trn2_two_devices, NEURON_RT_VISIBLE_CORES="0-3").status == "pass"
+    assert run(trn2_two_devices, NEURON_RT_VISIBLE_CORES="4-7").status == "fail"
+    assert run(trn2_two_devices, NEURON_RT_VISIBLE_CORES="4-7", NEURON_LOGICAL_NC_CONFIG="1").status == "pass"
 
 
-def test_lnc_mismatch_between_compiler_and_runtime_fails(trn2: Path) -> None:
-    outcome = run(trn2, NEURON_LOGICAL_NC_CONFIG="1", NEURON_CC_FLAGS="--lnc=2 -O1")
+def test_lnc_mismatch_between_compiler_and_runtime_fails(trn2_two_devices: Path) -> None:
+    outcome = run(trn2_two_devices, NEURON_LOGICAL_NC_CONFIG="1", NEURON_CC_FLAGS="--lnc=2 -O1")
     assert outcome.status == "fail" and "LNC=2" in outcome.message and "LNC=1" in outcome.message
-    default = run(trn2, NEURON_CC_FLAGS="--logical-nc-config 1")  # runtime at Trn2's default 2
+    default = run(trn2_two_devices, NEURON_CC_FLAGS="--logical-nc-config 1")  # runtime at Trn2's default 2
     assert default.status == "fail"
-    assert run(trn2, NEURON_LOGICAL_NC_CONFIG="2", NEURON_CC_FLAGS="-lnc=2").status == "pass"
-    assert run(trn2, NEURON_LOGICAL_NC_CONFIG="3").status == "fail"
+    assert run(trn2_two_devices, NEURON_LOGICAL_NC_CONFIG="2", NEURON_CC_FLAGS="-lnc=2").status == "pass"
+    assert run(trn2_two_devices, NEURON_LOGICAL_NC_CONFIG="3").status == "fail"
 
 
 def test_lnc_on_a_chip_without_it_fails(trn1: Path) -> None:

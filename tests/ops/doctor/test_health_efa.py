@@ -5,25 +5,18 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.doctor_facts import sysroot_facts
 from support.health_sysroots import add_efa
-from support.slurm_cluster import SlurmCluster, running_cluster, slurm_available
+from support.slurm_cluster import SlurmCluster, slurm_available
 from support.sysroots import build_host
 
-from neuronctl.manifest import load_bundled_manifest
 from neuronctl.ops.doctor.checks_network import check_efa
-from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.run import select_checks
 from neuronctl.probes.efa import read_efa
 from neuronctl.probes.sysroot import SysRoot
-
-
-def facts(root: Path) -> Facts:
-    return Facts(python=sys.executable, sysroot=SysRoot(root), manifest=load_bundled_manifest(),
-                 release=None, device="cpu", timeout=5.0, environ={})
 
 
 def test_efa_devices_by_their_driver_and_libfabric_from_dpkg(tmp_path: Path) -> None:
@@ -37,21 +30,21 @@ def test_efa_devices_by_their_driver_and_libfabric_from_dpkg(tmp_path: Path) -> 
 def test_fewer_efa_devices_than_the_instance_has_warn(tmp_path: Path) -> None:
     root = build_host(tmp_path / "h", "trn1")  # DMI: trn1.32xlarge, 8 EFA devices documented
     add_efa(root, 2)
-    outcome = check_efa(facts(root))
+    outcome = check_efa(sysroot_facts(root, release=None))
     assert outcome.status == "warn" and "2 EFA device(s) on a trn1.32xlarge, which has 8" in \
         outcome.message and outcome.severity == "fix"
     full = build_host(tmp_path / "full", "trn1")
     add_efa(full, 8)
-    assert check_efa(facts(full)).status == "pass"
+    assert check_efa(sysroot_facts(full, release=None)).status == "pass"
 
 
 def test_no_efa_is_single_node_and_efa_without_collectives_warns(tmp_path: Path) -> None:
     single = build_host(tmp_path / "s", "trn2")
-    assert check_efa(facts(single)).status == "pass"
-    assert "single-node" in check_efa(facts(single)).message
+    assert check_efa(sysroot_facts(single, release=None)).status == "pass"
+    assert "single-node" in check_efa(sysroot_facts(single, release=None)).message
     bare = build_host(tmp_path / "b", "trn2")
     add_efa(bare, 4, collectives=None)
-    assert "no aws-neuronx-collectives" in check_efa(facts(bare)).message
+    assert "no aws-neuronx-collectives" in check_efa(sysroot_facts(bare, release=None)).message
 
 
 def test_efa_is_level_2() -> None:
@@ -86,11 +79,6 @@ def test_a_link_out_of_the_tree_is_only_named_never_followed(tmp_path: Path) -> 
 
 
 # -------------------------------------------------------------------- real Slurm, two nodes
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
-    with running_cluster(tmp_path_factory.mktemp("slurm")) as running:
-        yield running
 
 
 @pytest.mark.skipif(not slurm_available(), reason="needs slurm-wlm and munge (.ci/run)")

@@ -8,13 +8,12 @@ import json
 import os
 import subprocess
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from support.health_sysroots import HW_LINES, add_kernel_log
-from support.slurm_cluster import SlurmCluster, running_cluster, slurm_available
+from support.slurm_cluster import SlurmCluster, slurm_available
 from support.sysroots import build_host
 
 from neuronctl.errors import InputError
@@ -45,7 +44,7 @@ def test_drain_policies() -> None:
 
 
 def test_a_bad_drain_on_in_the_config_is_exit_2(cli, tmp_path: Path, monkeypatch) -> None:
-    """The user's own config (a project's drain_on is never read: test_hostile3_trust_roots)."""
+    """The user's own config (a project's drain_on is never read: test_trust_roots_hostile)."""
     mine = Path(os.environ["XDG_CONFIG_HOME"]) / "neuronctl" / "config.toml"
     mine.parent.mkdir(parents=True)
     mine.write_text('drain_on = "sometimes"\n')
@@ -115,12 +114,6 @@ def test_npd_config_maps_drain_to_its_own_condition(cli, broken: Path, tmp_path:
 # ------------------------------------------------------------------- real Slurm (two nodes)
 
 slurm_only = pytest.mark.skipif(not slurm_available(), reason="needs slurm-wlm and munge (.ci/run)")
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
-    with running_cluster(tmp_path_factory.mktemp("slurm")) as running:
-        yield running
 
 
 @slurm_only

@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 import os
 import stat
-import sys
 from pathlib import Path
 
-from neuronctl.manifest import load_bundled_manifest
-from neuronctl.ops.doctor.facts import Facts
+from support.doctor_facts import sysroot_facts
+from support.sysroots import write
+
 from neuronctl.ops.doctor.system_checks import (
     check_device_access,
     check_device_holders,
@@ -22,18 +22,6 @@ from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.system_facts import find_device_holders
 from neuronctl.probes.system_packages import parse_neuron_ls_json, run_neuron_ls
 from neuronctl.probes.tools import run_tool
-
-
-def write(root: Path, path: str, text: str) -> Path:
-    p = root / path.lstrip("/")
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(text)
-    return p
-
-
-def facts(root: Path, environ: dict[str, str] | None = None) -> Facts:
-    return Facts(python=sys.executable, sysroot=SysRoot(root), manifest=load_bundled_manifest(),
-                 release="2.33.0", device="cpu", timeout=5.0, environ=environ or {})
 
 
 def process(root: Path, pid: int, ppid: int, cmd: list[str], fds: dict[int, str],
@@ -60,7 +48,7 @@ def holder_tree(root: Path) -> None:
 
 def test_holders_listed_with_pid_command_devices_and_stale_ones_called_out(tmp_path: Path) -> None:
     holder_tree(tmp_path)
-    outcome = check_device_holders(facts(tmp_path))
+    outcome = check_device_holders(sysroot_facts(tmp_path))
     assert outcome.status == "warn"
     assert "3 process(es) hold Neuron devices" in outcome.message
     assert "2 of them left behind" in outcome.message
@@ -75,9 +63,9 @@ def test_holders_listed_with_pid_command_devices_and_stale_ones_called_out(tmp_p
 
 def test_no_holders_passes_and_no_nodes_skips(tmp_path: Path) -> None:
     process(tmp_path, 1, 0, ["/sbin/init"], {0: "/dev/null"})
-    assert check_device_holders(facts(tmp_path)).status == "skip"
+    assert check_device_holders(sysroot_facts(tmp_path)).status == "skip"
     write(tmp_path, "/dev/neuron0", "")
-    assert check_device_holders(facts(tmp_path)).status == "pass"
+    assert check_device_holders(sysroot_facts(tmp_path)).status == "pass"
 
 
 def test_without_device_nodes_no_process_is_looked_at(tmp_path: Path) -> None:
@@ -86,7 +74,7 @@ def test_without_device_nodes_no_process_is_looked_at(tmp_path: Path) -> None:
     holder_tree(tmp_path)  # processes whose fd links name /dev/neuron0 and 1 ...
     for node in (tmp_path / "dev").glob("neuron*"):
         node.unlink()  # ... which do not exist (read, the scan would warn about three holders)
-    outcome = check_device_holders(facts(tmp_path))
+    outcome = check_device_holders(sysroot_facts(tmp_path))
     assert (outcome.status, outcome.details) == ("skip", ())
 
 
@@ -108,7 +96,7 @@ def kernel_tree(root: Path, running: str, built_for: str) -> None:
 
 def test_kernel_upgraded_without_dkms_rebuild_fails_with_the_dkms_command(tmp_path: Path) -> None:
     kernel_tree(tmp_path, running="6.8.0-1020-aws", built_for="6.8.0-1015-aws")
-    outcome = check_driver_kernel(facts(tmp_path))
+    outcome = check_driver_kernel(sysroot_facts(tmp_path))
     assert outcome.status == "fail"
     assert "6.8.0-1020-aws" in outcome.message and "built for 6.8.0-1015-aws" in outcome.message
     assert outcome.fix == ("sudo apt-get install -y linux-headers-6.8.0-1020-aws && "
@@ -119,12 +107,12 @@ def test_kernel_upgraded_without_dkms_rebuild_fails_with_the_dkms_command(tmp_pa
 
 def test_module_for_the_running_kernel_passes(tmp_path: Path) -> None:
     kernel_tree(tmp_path, running="6.8.0-1015-aws", built_for="6.8.0-1015-aws")
-    assert check_driver_kernel(facts(tmp_path)).status == "pass"
+    assert check_driver_kernel(sysroot_facts(tmp_path)).status == "pass"
 
 
 def test_hostile_kernel_release_is_not_used_as_a_path(tmp_path: Path) -> None:
     write(tmp_path, "/proc/sys/kernel/osrelease", "../../../etc\n")
-    assert check_driver_kernel(facts(tmp_path)).status == "skip"
+    assert check_driver_kernel(sysroot_facts(tmp_path)).status == "skip"
 
 
 MIXED_DPKG = """Package: aws-neuron-dkms
@@ -149,7 +137,7 @@ def test_mixed_generations_fail_and_name_the_old_libnrt(tmp_path: Path) -> None:
     write(tmp_path, "/var/lib/dpkg/status", MIXED_DPKG)
     write(tmp_path, "/var/lib/dpkg/info/aws-neuron-tools.list",
           "/opt/aws/neuron/bin/neuron-top\n/opt/aws/neuron/lib/libnrt.so.1\n")
-    outcome = check_system_packages(facts(tmp_path))
+    outcome = check_system_packages(sysroot_facts(tmp_path))
     assert outcome.status == "fail"
     assert "aws-neuron-dkms, aws-neuron-tools installed beside" in outcome.message
     assert "aws-neuron-tools still owns /opt/aws/neuron/lib/libnrt.so.1" in outcome.message
@@ -165,9 +153,9 @@ def test_two_libnrt_on_the_loader_path_warn(tmp_path: Path) -> None:
     write(tmp_path, "/etc/ld.so.conf.d/neuron.conf", "/usr/local/neuron\n")
     (tmp_path / "usr/local/neuron").mkdir(parents=True)
     os.symlink("/opt/aws/neuron/lib/libnrt.so.1", tmp_path / "usr/local/neuron/libnrt.so.1")
-    one = check_system_packages(facts(tmp_path))
+    one = check_system_packages(sysroot_facts(tmp_path))
     assert one.status == "pass", one
-    two = check_system_packages(facts(tmp_path, {"LD_LIBRARY_PATH": "/home/me/old-runtime"}))
+    two = check_system_packages(sysroot_facts(tmp_path, {"LD_LIBRARY_PATH": "/home/me/old-runtime"}))
     assert two.status == "warn"
     assert "2 different libnrt.so on the loader path; the first (/home/me/old-runtime)" in two.message
 
@@ -177,7 +165,7 @@ def test_system_packages_from_another_release_warn_with_pins(tmp_path: Path) -> 
     write(tmp_path, "/var/lib/dpkg/status",
           "Package: aws-neuronx-runtime-lib\nStatus: install ok installed\nVersion: 2.34.10.0-1\n\n"
           "Package: aws-neuronx-dkms\nStatus: install ok installed\nVersion: 2.31.7.0-1\n")
-    outcome = check_system_packages(facts(tmp_path))
+    outcome = check_system_packages(sysroot_facts(tmp_path))
     assert outcome.status == "warn"
     assert "aws-neuronx-runtime-lib 2.34.10.0 is from Neuron 2.32.0" in outcome.message
     assert "the Python stack is Neuron 2.33.0 (2.35.30.0)" in outcome.message
@@ -189,11 +177,11 @@ def test_container_without_devices_on_a_neuron_host_names_the_flags(tmp_path: Pa
     write(tmp_path, "/proc/1/cgroup", "0::/system.slice/docker-abc.scope\n")
     for i in range(2):
         write(tmp_path, f"/sys/bus/pci/devices/0000:{0xcc + i:02x}:00.0/vendor", "0x1d0f\n")
-    outcome = check_device_access(facts(tmp_path))
+    outcome = check_device_access(sysroot_facts(tmp_path))
     assert outcome.status == "fail"
     assert outcome.fix == "docker run --device=/dev/neuron0 --device=/dev/neuron1 ..."
     write(tmp_path, "/proc/1/cgroup", "0::/kubepods/burstable/pod1234/abc\n")
-    outcome = check_device_access(facts(tmp_path))
+    outcome = check_device_access(sysroot_facts(tmp_path))
     assert outcome.fix is not None and "aws.amazon.com/neuron: 2" in outcome.fix
 
 
@@ -201,10 +189,10 @@ def test_nodes_this_user_cannot_open_fail(tmp_path: Path) -> None:
     for i in range(2):
         node = write(tmp_path, f"/dev/neuron{i}", "")
         node.chmod(0o660)
-    outcome = check_device_access(facts(tmp_path), uid=1000, groups={1000})
+    outcome = check_device_access(sysroot_facts(tmp_path), uid=1000, groups={1000})
     assert outcome.status == "fail"
     assert "2 of 2" in outcome.message and "/dev/neuron0, /dev/neuron1" in outcome.message
-    ok = check_device_access(facts(tmp_path), uid=1000, groups={1000, node.stat().st_gid})
+    ok = check_device_access(sysroot_facts(tmp_path), uid=1000, groups={1000, node.stat().st_gid})
     assert ok.status == "pass"
     assert stat.S_IMODE(os.stat(node).st_mode) == 0o660
 
@@ -236,7 +224,7 @@ def test_kernel_mismatch_outweighs_a_passing_driver_check(tmp_path: Path) -> Non
 
     kernel_tree(tmp_path, running="6.8.0-1020-aws", built_for="6.8.0-1015-aws")
     driver = CheckOutcome("pass", "driver 2.31.7.0", None, ("loaded module: 2.31.7.0",))
-    merged = with_kernel_check(driver, check_driver_kernel(facts(tmp_path)))
+    merged = with_kernel_check(driver, check_driver_kernel(sysroot_facts(tmp_path)))
     assert merged.status == "fail" and merged.message.endswith("; driver 2.31.7.0")
     assert merged.fix is not None and "dkms install" in merged.fix
     assert merged.details[0] == "loaded module: 2.31.7.0"

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.procs import gone
 from support.wheels import find_python, make_venv, site_packages
 
 from neuronctl.probes.host_facts import gather_host_facts
@@ -132,15 +133,6 @@ def _fake_torch(venv_python: Path, init: str, version: str = "2.13.0+cu130",
     return site
 
 
-def _gone(pid: int) -> bool:
-    """Dead: no such process, or a zombie waiting for whoever adopted it."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state in ("Z", "X")
-
-
 @pytest.mark.slow
 def test_a_torch_whose_import_hangs_is_cut_at_the_timeout(cli, tmp_path):
     """The import sleeps, and leaves a child behind that would hold the pipes: env still answers
@@ -165,9 +157,9 @@ def test_a_torch_whose_import_hangs_is_cut_at_the_timeout(cli, tmp_path):
     assert data["torch"]["version"] == "2.13.0+cu130"
     for pid in map(int, pids.read_text().split()):
         deadline = time.monotonic() + 5
-        while not _gone(pid) and time.monotonic() < deadline:
+        while not gone(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _gone(pid), pid
+        assert gone(pid), pid
 
 
 HOSTILE_COLLECT_ENV = '''

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from support.fleet_output import labelled
 from support.sysroots import build_host
 
 from neuronctl.cli.render_prometheus import render_prometheus, stack_fingerprint, write_prometheus
@@ -18,7 +19,6 @@ from neuronctl.ops.doctor.report import DoctorReport
 from neuronctl.ops.doctor.runner import CheckResult
 from neuronctl.ops.fleet.aggregate import NodeResult, aggregate
 from neuronctl.ops.fleet.srun import (
-    MARK,
     Completed,
     FleetRequest,
     fleet_doctor,
@@ -65,14 +65,9 @@ def test_node_values_are_bounded_printable_text() -> None:
     assert "\x1b" not in fp["driver"] and len(fp["driver"]) <= 200
 
 
-def _labelled(task: int, node: str, body: str, code: int | None) -> list[str]:
-    lines = [f"{task}: {MARK} begin {node}", *(f"{task}: {line}" for line in body.splitlines())]
-    return lines + ([f"{task}: ", f"{task}: {MARK} end {node} {code}"] if code is not None else [])
-
-
 def test_interleaved_task_output_is_split_by_task_and_named_by_its_marker() -> None:
-    a = _labelled(0, "trn-a", json.dumps(doc(), indent=1), 0)
-    b = _labelled(1, "trn-b", json.dumps(doc(driver="x"), indent=1), 1)
+    a = labelled(0, "trn-a", json.dumps(doc(), indent=1), 0)
+    b = labelled(1, "trn-b", json.dumps(doc(driver="x"), indent=1), 1)
     mixed = [line for pair in zip(a, b, strict=False) for line in pair] + a[len(b):] + b[len(a):]
     parsed = parse_step("\n".join(mixed) + "\n")
     assert set(parsed) == {"trn-a", "trn-b"}
@@ -91,7 +86,7 @@ def test_one_srun_step_for_a_thousand_nodes_and_killed_tasks_are_reported() -> N
         seen.append(cmd)
         if cmd[0] == "sinfo":
             return Completed(0, "a idle\nb idle\nc down*\n", "")
-        half = "\n".join(_labelled(0, "a", json.dumps(doc()), 0) + _labelled(1, "b", "{", None))
+        half = "\n".join(labelled(0, "a", json.dumps(doc()), 0) + labelled(1, "b", "{", None))
         return Completed(None, half, "srun: Job step aborted")
 
     results = {r.node: r for r in fleet_doctor(FleetRequest(all_nodes=True, timeout=5), ["nc"],
@@ -104,7 +99,7 @@ def test_one_srun_step_for_a_thousand_nodes_and_killed_tasks_are_reported() -> N
 
 def test_with_nodes_n_a_node_that_failed_to_launch_is_named_from_srun() -> None:
     def runner(cmd: list[str], limit: float) -> Completed:
-        out = "\n".join(_labelled(0, "a", json.dumps(doc()), 0))
+        out = "\n".join(labelled(0, "a", json.dumps(doc()), 0))
         return Completed(1, out, "srun: error: Task launch for StepId=3.0 failed on node b: "
                                  "Communication connection failure\n")
 
@@ -231,7 +226,7 @@ def test_all_nodes_applies_exclude_constraint_and_reservation_before_srun() -> N
             return Completed(0, "\n".join(cmd[3].strip("[]").split(",")) + "\n", "")
         if cmd[:3] == ["scontrol", "show", "reservation"]:
             return Completed(0, "ReservationName=r Nodes=[a,b,c] NodeCnt=3 State=ACTIVE\n", "")
-        out = [line for i, n in enumerate(("a", "b")) for line in _labelled(i, n, json.dumps(doc()), 0)]
+        out = [line for i, n in enumerate(("a", "b")) for line in labelled(i, n, json.dumps(doc()), 0)]
         return Completed(0, "\n".join(out), "")
 
     selection = Selection(reservation="r", exclude="[d]", constraint="trn2")

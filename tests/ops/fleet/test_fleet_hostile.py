@@ -1,6 +1,6 @@
 """Hostile input, second pass, on `fleet` and `--slurm-drain` without a cluster: code from the
 working directory, one node's flood, drift in the distribution set, markdown injection, the
-scontrol record, and npd-config's limits. (test_hostile2_fleet_slurm.py: the same on real Slurm.)"""
+scontrol record, and npd-config's limits. (test_fleet_slurm_hostile.py: the same on real Slurm.)"""
 
 from __future__ import annotations
 

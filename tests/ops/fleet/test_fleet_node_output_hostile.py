@@ -7,19 +7,15 @@ import sys
 import time
 
 import pytest
+from support.fleet_output import labelled
 
 from neuronctl.errors import FaultError
 from neuronctl.ops.fleet import srun
-from neuronctl.ops.fleet.srun import MARK, Completed, FleetRequest, fleet_doctor, parse_step
+from neuronctl.ops.fleet.srun import Completed, FleetRequest, fleet_doctor, parse_step
 
 pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile_fleet.py)
 
 DOC = json.dumps({"schema": 1, "summary": {"verdict": "pass"}, "checks": []})
-
-
-def _labelled(task: int, node: str, body: str, code: str | None) -> list[str]:
-    lines = [f"{task}: {MARK} begin {node}", *(f"{task}: {line}" for line in body.splitlines())]
-    return lines + ([f"{task}: ", f"{task}: {MARK} end {node} {code}"] if code is not None else [])
 
 
 def _fleet(out: list[str]) -> dict[str, srun.NodeResult]:
@@ -33,17 +29,17 @@ def _fleet(out: list[str]) -> dict[str, srun.NodeResult]:
 
 @pytest.mark.parametrize("code", ["²", "٣", "1234", "0x1"])
 def test_a_non_ascii_or_long_exit_code_is_no_exit_code(code: str) -> None:
-    results = _fleet(_labelled(0, "a", DOC, code) + _labelled(1, "b", DOC, "0"))
+    results = _fleet(labelled(0, "a", DOC, code) + labelled(1, "b", DOC, "0"))
     assert results["a"].error is not None and results["a"].exit_code is None
     assert results["b"].error is None and results["b"].exit_code == 0
 
 
 def test_a_task_printing_another_nodes_markers_makes_both_errors() -> None:
-    forged = _labelled(1, "a", DOC, "0")  # task 1 speaks for node a after task 0 did
-    parsed = parse_step("\n".join(_labelled(0, "a", DOC, "0") + forged) + "\n")
+    forged = labelled(1, "a", DOC, "0")  # task 1 speaks for node a after task 0 did
+    parsed = parse_step("\n".join(labelled(0, "a", DOC, "0") + forged) + "\n")
     assert parsed["a"][2] == "conflicting output for node a (srun tasks 0, 1)"
-    results = _fleet(_labelled(0, "a", DOC, "0") + _labelled(1, "b", DOC, "0")
-                     + _labelled(1, "a", DOC, "0"))
+    results = _fleet(labelled(0, "a", DOC, "0") + labelled(1, "b", DOC, "0")
+                     + labelled(1, "a", DOC, "0"))
     for node in ("a", "b"):
         assert results[node].error is not None
         assert f"conflicting output for node {node}" in results[node].error
@@ -51,7 +47,7 @@ def test_a_task_printing_another_nodes_markers_makes_both_errors() -> None:
 
 
 def test_a_task_claiming_a_second_node_makes_both_errors() -> None:
-    out = _labelled(0, "a", DOC, "0") + _labelled(0, "b", DOC, "0")
+    out = labelled(0, "a", DOC, "0") + labelled(0, "b", DOC, "0")
     results = _fleet(out)
     assert all("conflicting output" in (results[n].error or "") for n in ("a", "b"))
 

@@ -10,11 +10,10 @@ import json
 import sys
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.slurm_cluster import SlurmCluster, running_cluster, slurm_available
+from support.slurm_cluster import SlurmCluster, slurm_available
 from support.sysroots import build_host
 
 from neuronctl.ops.slurm_node import apply_slurm_drain, parse_show_node, scontrol
@@ -23,13 +22,7 @@ pytestmark = pytest.mark.skipif(not slurm_available(), reason="needs slurm-wlm a
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
-    with running_cluster(tmp_path_factory.mktemp("slurm")) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def hosts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def node_hosts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("fleet-hosts")
     legacy = root / "legacy-site"
     (legacy / "torch_xla-2.9.0.dist-info").mkdir(parents=True)
@@ -55,14 +48,14 @@ def fleet_json(cli, *extra: str) -> tuple[int, dict]:
     return result.code, json.loads(result.out)
 
 
-def test_two_identical_nodes_pass(cli, slurm: SlurmCluster, hosts: dict[str, Path], tmp_path: Path) -> None:
+def test_two_identical_nodes_pass(cli, slurm: SlurmCluster, node_hosts: dict[str, Path], tmp_path: Path) -> None:
     for node in ("node1", "node2"):
-        slurm.set_node_env(node, NEURONCTL_SYSROOT=str(hosts["trn2"]))
+        slurm.set_node_env(node, NEURONCTL_SYSROOT=str(node_hosts["trn2"]))
     code, doc = fleet_json(cli)
     assert code == 0, doc
     assert doc["summary"]["verdict"] == "pass" and doc["summary"]["groups"] == 1
     assert [n["node"] for n in doc["nodes"]] == ["node1", "node2"]
-    assert all(n["doctor"]["environment"]["sysroot"] == str(hosts["trn2"]) for n in doc["nodes"])
+    assert all(n["doctor"]["environment"]["sysroot"] == str(node_hosts["trn2"]) for n in doc["nodes"])
     assert doc["drift"]["differences"] == {} and doc["drift"]["not_answering"] == {}
     # the doctor reports the whole stack fingerprint: nothing left "(not reported)"
     baseline = doc["drift"]["baseline"]["fingerprint"]
@@ -77,11 +70,11 @@ def test_two_identical_nodes_pass(cli, slurm: SlurmCluster, hosts: dict[str, Pat
 
 
 def test_another_driver_is_drift_with_exactly_that_difference(cli, slurm: SlurmCluster,
-                                                                hosts: dict[str, Path],
+                                                                node_hosts: dict[str, Path],
                                                                 tmp_path: Path) -> None:
     # Three-way majority needs three nodes; with two the baseline is the first node's group.
-    slurm.set_node_env("node1", NEURONCTL_SYSROOT=str(hosts["trn2"]))
-    slurm.set_node_env("node2", NEURONCTL_SYSROOT=str(hosts["old-driver"]))
+    slurm.set_node_env("node1", NEURONCTL_SYSROOT=str(node_hosts["trn2"]))
+    slurm.set_node_env("node2", NEURONCTL_SYSROOT=str(node_hosts["old-driver"]))
     code, doc = fleet_json(cli)
     assert code == 1
     assert doc["drift"]["baseline"]["nodes"] == ["node1"]
@@ -104,11 +97,11 @@ def test_another_driver_is_drift_with_exactly_that_difference(cli, slurm: SlurmC
 
 
 def test_a_leftover_legacy_package_is_drift_and_a_failing_node(cli, slurm: SlurmCluster,
-                                                                 hosts: dict[str, Path]) -> None:
+                                                                 node_hosts: dict[str, Path]) -> None:
     for node in ("node1", "node2"):
-        slurm.set_node_env(node, NEURONCTL_SYSROOT=str(hosts["trn2"]))
-    slurm.set_node_env("node2", NEURONCTL_SYSROOT=str(hosts["trn2"]),
-                       PYTHONPATH=str(hosts["legacy-site"]))
+        slurm.set_node_env(node, NEURONCTL_SYSROOT=str(node_hosts["trn2"]))
+    slurm.set_node_env("node2", NEURONCTL_SYSROOT=str(node_hosts["trn2"]),
+                       PYTHONPATH=str(node_hosts["legacy-site"]))
     code, doc = fleet_json(cli, "--nodelist", "node[1-2]", "--python", sys.executable,
                            "--remote-command", f"{sys.executable} -m neuronctl")
     assert code == 1
@@ -148,11 +141,11 @@ def test_slurm_drain_drains_and_resumes_only_its_own(slurm: SlurmCluster) -> Non
 
 
 def test_doctor_slurm_drain_drains_this_node_and_resumes_it(cli, slurm: SlurmCluster,
-                                                            hosts: dict[str, Path],
+                                                            node_hosts: dict[str, Path],
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """`doctor --level 1 --slurm-drain` as HealthCheckProgram runs it on node1 (SLURMD_NODENAME)."""
     monkeypatch.setenv("SLURMD_NODENAME", "node1")
-    monkeypatch.setenv("NEURONCTL_SYSROOT", str(hosts["trn2"]))
+    monkeypatch.setenv("NEURONCTL_SYSROOT", str(node_hosts["trn2"]))
     try:
         monkeypatch.setenv("PJRT_DEVICE", "NEURON")  # a legacy XLA signal: the doctor fails
         # a fix-severity failure drains only under --drain-on fail (the default is drain:
@@ -190,10 +183,10 @@ def _seen(tmp_path: Path) -> dict[str, dict[str, str]]:
             for p in tmp_path.glob("seen.*")}
 
 
-def test_exclude_account_and_qos_reach_srun(cli, slurm: SlurmCluster, hosts: dict[str, Path],
+def test_exclude_account_and_qos_reach_srun(cli, slurm: SlurmCluster, node_hosts: dict[str, Path],
                                              tmp_path: Path) -> None:
     for node in ("node1", "node2"):
-        slurm.set_node_env(node, NEURONCTL_SYSROOT=str(hosts["trn2"]))
+        slurm.set_node_env(node, NEURONCTL_SYSROOT=str(node_hosts["trn2"]))
     remote = _recording_remote(tmp_path)
     code, doc = fleet_json(cli, "--all", "--exclude", "node2", "--account", "acct1", "--qos", "normal",
                            "--remote-command", str(remote))
@@ -202,10 +195,10 @@ def test_exclude_account_and_qos_reach_srun(cli, slurm: SlurmCluster, hosts: dic
     assert _seen(tmp_path) == {"node1": {"SLURM_JOB_ACCOUNT": "acct1", "SLURM_JOB_NODELIST": "node1"}}
 
 
-def test_constraint_picks_nodes_by_their_slurm_features(cli, slurm: SlurmCluster, hosts: dict[str, Path],
+def test_constraint_picks_nodes_by_their_slurm_features(cli, slurm: SlurmCluster, node_hosts: dict[str, Path],
                                                         tmp_path: Path) -> None:
     for node in ("node1", "node2"):
-        slurm.set_node_env(node, NEURONCTL_SYSROOT=str(hosts["trn2"]))
+        slurm.set_node_env(node, NEURONCTL_SYSROOT=str(node_hosts["trn2"]))
     remote = str(_recording_remote(tmp_path))
     for constraint, expected in (("trn1", ["node2"]), ("trn2&efa", ["node1"]), ("trn1|efa", ["node1", "node2"])):
         code, doc = fleet_json(cli, "--all", "--constraint", constraint, "--remote-command", remote)
@@ -221,10 +214,10 @@ def test_constraint_picks_nodes_by_their_slurm_features(cli, slurm: SlurmCluster
     assert missing.code == 2 and "no Slurm nodes match the request with --constraint=trn3" in missing.err
 
 
-def test_a_reservation_runs_on_its_own_nodes(cli, slurm: SlurmCluster, hosts: dict[str, Path],
+def test_a_reservation_runs_on_its_own_nodes(cli, slurm: SlurmCluster, node_hosts: dict[str, Path],
                                              tmp_path: Path) -> None:
     for node in ("node1", "node2"):
-        slurm.set_node_env(node, NEURONCTL_SYSROOT=str(hosts["trn2"]))
+        slurm.set_node_env(node, NEURONCTL_SYSROOT=str(node_hosts["trn2"]))
     made = slurm.run("scontrol", "create", "reservation", "ReservationName=maint1", "Nodes=node1",
                      "StartTime=now", "Duration=10", "Users=root")
     assert made.returncode == 0, made.stderr
@@ -250,9 +243,9 @@ def test_selection_values_are_checked_before_slurm_is_asked(cli) -> None:
 
 
 def test_a_node_whose_slurmd_is_stopped_is_reported_within_the_timeout(
-        cli, slurm: SlurmCluster, hosts: dict[str, Path]) -> None:
+        cli, slurm: SlurmCluster, node_hosts: dict[str, Path]) -> None:
     for node in ("node1", "node2"):
-        slurm.set_node_env(node, NEURONCTL_SYSROOT=str(hosts["trn2"]))
+        slurm.set_node_env(node, NEURONCTL_SYSROOT=str(node_hosts["trn2"]))
     slurm.stop_slurmd("node2")  # last test of the module: the cluster keeps one node from here on
     started = time.monotonic()
     result = cli("fleet", "doctor", "--level", "1", "--timeout", "20", "--json")

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.waiting import wait_for
 from support.wheels import build_wheel, find_python, make_venv, site_packages
-from test_install import wait_for
 
 from neuronctl.toml_emit import dumps
 from neuronctl.tomlfile import read_toml

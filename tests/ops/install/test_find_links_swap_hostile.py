@@ -14,12 +14,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from support.locks import demo_wheel, sha, write_lock
+from support.venvs import copied_venv, said
 from support.wheels import site_packages
-from test_engine_input_hostile import copied_venv, demo_wheel, pip_venvs, said, sha, write_lock
 
 pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile2_engine_swap.py)
 
-__all__ = ["pip_venvs"]  # the fixture, shared with test_hostile2_engine.py
 
 HOOK = '''
 import importlib.abc, importlib.util, os, sys

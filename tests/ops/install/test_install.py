@@ -5,35 +5,19 @@ import hashlib
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
+from support.locks import big_nki_lock
 from support.universe import running
-from support.wheels import build_wheel, find_python, make_venv, pip_install, site_packages
-from test_lock_interop import installed
+from support.venvs import ENGINES, installed, legacy_venv, snapshot
+from support.waiting import wait_for, wait_until
+from support.wheels import build_wheel, find_python, make_venv, site_packages
 
 from neuronctl.toml_emit import dumps
 from neuronctl.tomlfile import read_toml
 
 pytestmark = pytest.mark.slow
-ENGINES = ["pip", "uv"]
-LEGACY = ["torch-2.9", "tnx-legacy", "torch-xla", "libneuronxla", "cc-2.26"]
-
-
-def snapshot(venv: Path) -> dict[str, str]:
-    """Every file under the venv with its content hash: 'identical' means byte for byte."""
-    out = {}
-    for path in sorted(venv.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            out[str(path.relative_to(venv))] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return out
-
-
-def legacy_venv(tmp_path, stack_wheels) -> Path:
-    py = make_venv(tmp_path / "legacy", find_python("3.12"), with_pip=True)
-    pip_install(py, [stack_wheels[p] for p in LEGACY])
-    return tmp_path / "legacy"
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -338,19 +322,6 @@ def uv_that_holds(tmp_path: Path, hold: str) -> tuple[dict[str, str], Path]:
     return {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}, marker
 
 
-def wait_until(happened, proc: subprocess.Popen, timeout: float = 120.0) -> None:
-    """Until `happened()` (a file the process makes, a line it says), failing at once should the
-    process end first; checked every 20 ms, so no test waits longer than the event takes."""
-    deadline = time.monotonic() + timeout
-    while not happened() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert happened(), proc.communicate(timeout=60)[1] if proc.poll() is not None else "timed out"
-
-
-def wait_for(marker: Path, proc: subprocess.Popen) -> None:
-    wait_until(marker.exists, proc)
-
-
 class Lines:
     """Every line a stream says, read on a thread as it comes (so a test waits for a line, not
     for a guessed time)."""
@@ -418,7 +389,7 @@ def test_stopping_during_a_slow_download_stops_at_once_and_leaves_nothing(uni, l
     import signal
     import sys
 
-    lock, big = _big_nki_lock(uni, locked, tmp_path, 8)
+    lock, big = big_nki_lock(uni, locked, tmp_path, 8)
     uni.neuron.trickle[big.name] = (64 << 10, 0.25)  # 8 MB in about 32 s
     venv = tmp_path / "new"
     proc = subprocess.Popen([sys.executable, "-m", "neuronctl", "install", "--lock", str(lock),
@@ -445,20 +416,6 @@ def test_stopping_during_a_slow_download_stops_at_once_and_leaves_nothing(uni, l
     assert "removed the new venv" in err and not venv.exists()
     engines = subprocess.run(["pgrep", "-f", str(venv)], capture_output=True, text=True, check=False)
     assert not engines.stdout.strip()  # the engine did not outlive neuronctl
-
-
-def _big_nki_lock(uni, locked, tmp_path, mb: int) -> tuple[Path, Path]:
-    """A copy of the lock whose nki wheel is a large one the neuron index now serves."""
-    big = build_wheel(tmp_path / "big", "nki", "0.7.0", blob_size=mb << 20)
-    uni.neuron.projects["nki"][0].path = big
-    data = read_toml(locked, "lock")
-    for pkg in data["packages"]:
-        if pkg["name"] == "nki":
-            pkg["wheels"][0].update(size=big.stat().st_size,
-                                    hashes={"sha256": hashlib.sha256(big.read_bytes()).hexdigest()})
-    lock = Path("pylock.big.toml").resolve()
-    lock.write_text(dumps(data, arrays_of_tables=("packages",)))
-    return lock, big
 
 
 def test_concurrent_installs_into_one_environment_take_turns(uni, locked, tmp_path):

@@ -9,7 +9,7 @@ import sys
 from collections import Counter
 
 import pytest
-from test_lock_interop import installed
+from support.venvs import installed
 
 import neuronctl.manifest
 import neuronctl.probes.hardware
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def counts(monkeypatch) -> Counter[str]:
+def install_calls(monkeypatch) -> Counter[str]:
     """name -> calls, for each way a fact is gathered (set up after the lock is written)."""
     seen: Counter[str] = Counter()
 
@@ -49,24 +49,24 @@ def counts(monkeypatch) -> Counter[str]:
     return seen
 
 
-def test_a_dry_run_from_a_lock_gathers_each_fact_once(cli, locked, tmp_path, counts):
+def test_a_dry_run_from_a_lock_gathers_each_fact_once(cli, locked, tmp_path, install_calls):
     r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "v"), "--dry-run")
     assert r.code == 0, r.err
-    assert counts == {"hardware": 1, "lock": 1, "manifest": 1}  # no Fetcher: nothing to resolve
+    assert install_calls == {"hardware": 1, "lock": 1, "manifest": 1}  # no Fetcher: nothing to resolve
 
 
-def test_an_install_from_a_lock_hands_its_facts_to_the_doctor(cli, locked, tmp_path, counts):
+def test_an_install_from_a_lock_hands_its_facts_to_the_doctor(cli, locked, tmp_path, install_calls):
     r = cli("install", "--lock", str(locked), "--venv", str(tmp_path / "v"), "--venv-python", "3.12",
             "--backend", "uv")
     assert r.code == 0, r.err + r.out
     assert "lock.drift" in r.out and "hardware.chip" in r.out  # the doctor ran both on what it was given
     assert installed(tmp_path / "v" / "bin" / "python")["torch-neuronx"] == "2.14.3.0"
-    assert counts == {"hardware": 1, "lock": 1, "manifest": 1}  # no Fetcher: nothing to resolve
+    assert install_calls == {"hardware": 1, "lock": 1, "manifest": 1}  # no Fetcher: nothing to resolve
 
 
-def test_a_fresh_resolution_and_its_downloads_share_one_fetcher(cli, uni, tmp_path, counts):
+def test_a_fresh_resolution_and_its_downloads_share_one_fetcher(cli, uni, tmp_path, install_calls):
     r = cli("install", *uni.index_flags(), "--torch", "2.13", "--venv", str(tmp_path / "v"),
             "--venv-python", "3.12", "--backend", "uv", "--no-check")
     assert r.code == 0, r.err + r.out
     assert installed(tmp_path / "v" / "bin" / "python")["torch-neuronx"] == "2.13.3.0"
-    assert counts == {"hardware": 1, "manifest": 1, "fetcher": 1}
+    assert install_calls == {"hardware": 1, "manifest": 1, "fetcher": 1}

@@ -7,9 +7,8 @@ import threading
 from dataclasses import replace
 
 import pytest
+from support.venvs import LEGACY, installed, snapshot
 from support.wheels import find_python, make_venv, pip_install
-from test_install import LEGACY, snapshot
-from test_lock_interop import installed
 
 from neuronctl.backend.choose import choose_engine
 from neuronctl.cache_dir import user_cache_dir

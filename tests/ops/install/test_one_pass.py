@@ -20,8 +20,9 @@ import time
 from pathlib import Path
 
 import pytest
-from test_install import ENGINES, legacy_venv, snapshot
-from test_secrets import ENCODED, GOOD, PASSWORD, USER, assert_no_secret, private_universe
+from support.private_index import ENCODED, GOOD, PASSWORD, USER, assert_no_secret, private_universe
+from support.sysroots import nvidia_host
+from support.venvs import ENGINES, legacy_venv, snapshot
 
 from neuronctl.cache_dir import user_cache_dir
 
@@ -181,7 +182,7 @@ def test_the_engines_own_progress_reaches_a_terminal_and_failures_are_still_repo
     assert code == 0, said
     # The engine's own words, which a captured run keeps to itself.
     assert ("Installed 8 packages" if engine == "uv" else "Successfully installed") in said, said
-    from test_install import build_wheel
+    from support.wheels import build_wheel
 
     uni.neuron.projects["nki"][0].path = build_wheel(tmp_path / "evil", "nki", "0.7.0", summary="other bytes")
     code, said = on_terminal("install", "--lock", str(locked), "--venv", str(tmp_path / "w"),
@@ -196,15 +197,6 @@ def test_captured_engine_output_stays_out_of_a_log(cli, locked, tmp_path):
             "--backend", "uv", "--no-check")
     assert r.code == 0 and "Installed 8 packages" not in r.err + r.out
     assert "uv fetches 8 file(s), each checked against its sha256, then installs" in r.err
-
-
-def nvidia_host(root: Path, chip: str | None = None) -> Path:
-    from support.sysroots import build_host
-
-    host = build_host(root, chip) if chip else root
-    (host / "sys/module/nvidia").mkdir(parents=True, exist_ok=True)
-    (host / "sys/module/nvidia/version").write_text("580.65.06\n")
-    return host
 
 
 def test_install_lock_picks_the_cuda_fallback_on_an_nvidia_host(cli, cu, tmp_path):
@@ -244,10 +236,3 @@ def test_install_lock_picks_the_cuda_fallback_on_an_nvidia_host(cli, cu, tmp_pat
     assert not Path(venv).exists()
 
 
-@pytest.fixture
-def cu(wheels, monkeypatch, tmp_path_factory):
-    from support.universe import build_cuda_universe, running_with_cuda
-
-    monkeypatch.setenv("NEURONCTL_INDEX_PYTORCH_CUDA", "http://127.0.0.1:9/simple")
-    with running_with_cuda(wheels, build_cuda_universe(tmp_path_factory.mktemp("cuda"))) as u:
-        yield u

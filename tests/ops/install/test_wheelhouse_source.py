@@ -3,7 +3,7 @@
 Taking a lock's files from a wheelhouse checks only what costs nothing (a safe name, a regular
 file, the lock's size); the engine checks each file's bytes against the lock's sha256 as it reads
 it. Only when the engine has failed are the wheelhouse files hashed, and one that is not the
-locked file is the error, naming it (exit 2). The engines, end to end: tests/test_wheelhouse.py.
+locked file is the error, naming it (exit 2). The engines, end to end: tests/ops/wheelhouse/test_wheelhouse.py.
 """
 
 from __future__ import annotations

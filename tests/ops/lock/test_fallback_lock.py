@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from packaging.pylock import Pylock
-from support.universe import build_cuda_universe, running_with_cuda
 from support.wheels import find_python, make_venv
 
 from neuronctl.errors import InputError
@@ -27,19 +26,6 @@ from neuronctl.routing import fallback_base_routing, load_fallback_routing
 from neuronctl.tomlfile import read_toml
 
 NVIDIA = {"nvidia-cublas", "nvidia-cuda-runtime", "nvidia-cudnn-cu13", "nvidia-nccl-cu13"}
-
-
-@pytest.fixture(scope="session")
-def cuda_wheels(tmp_path_factory: pytest.TempPathFactory):
-    return build_cuda_universe(tmp_path_factory.mktemp("cuda-universe"))
-
-
-@pytest.fixture
-def cu(wheels, cuda_wheels, monkeypatch):
-    # Like conftest does for the other indexes: anything not pointed at loopback fails fast.
-    monkeypatch.setenv("NEURONCTL_INDEX_PYTORCH_CUDA", "http://127.0.0.1:9/simple")
-    with running_with_cuda(wheels, cuda_wheels) as u:
-        yield u
 
 
 def pins(lock: Pylock) -> dict[str, str]:

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from support.sysroots import build_cpu_host, build_host
+from support.sysroots import build_cpu_host, build_host, nvidia_host
 from support.wheels import find_python
 
 from neuronctl.errors import InputError
@@ -24,21 +24,6 @@ PY312 = find_python("3.12")
 NEURON_HOST = HostDevices(2)
 GPU_HOST = HostDevices(0, "580.65.06", "/sys/module/nvidia/version")
 BARE_HOST = HostDevices(0)
-
-
-@pytest.fixture
-def cu(wheels, monkeypatch, tmp_path_factory):
-    from support.universe import build_cuda_universe, running_with_cuda
-
-    monkeypatch.setenv("NEURONCTL_INDEX_PYTORCH_CUDA", "http://127.0.0.1:9/simple")
-    with running_with_cuda(wheels, build_cuda_universe(tmp_path_factory.mktemp("cuda"))) as u:
-        yield u
-
-
-def nvidia_host(root: Path) -> Path:
-    (root / "sys/module/nvidia").mkdir(parents=True, exist_ok=True)
-    (root / "sys/module/nvidia/version").write_text("580.65.06\n")
-    return root
 
 
 def one_error_line(err: str) -> str:

@@ -4,19 +4,12 @@ import hashlib
 import json
 from pathlib import Path
 
-from packaging.pylock import Pylock
+from support.locks import versions
 from support.universe import running
 
 from neuronctl.resolvers.pylock import load_pylock
 from neuronctl.resolvers.targets import PlatformTarget
 from neuronctl.tomlfile import read_toml
-
-
-def versions(lock: Pylock) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for p in lock.packages:
-        out.setdefault(str(p.name), []).append(str(p.version))
-    return out
 
 
 def file_hashes(wheels) -> dict[str, str]:
@@ -294,7 +287,6 @@ def test_bad_flags_are_one_line_errors(cli):
         assert r.code == 2, (args, r.err)
         assert text in r.err and len(r.err.strip().splitlines()) <= 2, r.err
     assert not Path("pylock.toml").exists()
-
 
 
 def test_a_bad_config_python_is_named_as_the_config_python(cli):

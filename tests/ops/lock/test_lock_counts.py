@@ -15,7 +15,7 @@ from neuronctl.resolvers.http_fetch import Fetcher
 
 
 @pytest.fixture
-def counts(monkeypatch) -> Counter:
+def lock_calls(monkeypatch) -> Counter:
     seen: Counter = Counter()
 
     def counting(key, original):
@@ -42,21 +42,21 @@ def counts(monkeypatch) -> Counter:
     return seen
 
 
-def test_lock_parses_the_manifest_once_on_one_fetcher_and_one_session(cli, uni, counts):
+def test_lock_parses_the_manifest_once_on_one_fetcher_and_one_session(cli, uni, lock_calls):
     r = cli("lock", *uni.index_flags(), "--python", "3.12", "--python", "3.13")
     assert r.code == 0, r.err
-    assert counts == {"fetcher": 1, "session": 1, "manifest": 1}  # the lock is written, never read
+    assert lock_calls == {"fetcher": 1, "session": 1, "manifest": 1}  # the lock is written, never read
 
 
 @pytest.mark.parametrize("output", ["pylock.toml", "requirements.txt"])
-def test_lock_check_reads_the_lock_once_and_fetches_nothing(cli, uni, counts, output):
+def test_lock_check_reads_the_lock_once_and_fetches_nothing(cli, uni, lock_calls, output):
     assert cli("lock", *uni.index_flags(), "--python", "3.12", "-o", output).code == 0
-    counts.clear()
+    lock_calls.clear()
     r = cli("lock", *uni.index_flags(), "--python", "3.12", "-o", output, "--check")
     assert r.code == 0 and "up to date" in r.out, r.err
-    assert counts == {"manifest": 1, "lock read": 1}
-    counts.clear()
+    assert lock_calls == {"manifest": 1, "lock read": 1}
+    lock_calls.clear()
     r = cli("lock", *uni.index_flags(), "--python", "3.13", "-o", output, "--check")
     assert r.code == 1 and "targets" in r.err
-    assert counts == {"manifest": 1, "lock read": 1}
+    assert lock_calls == {"manifest": 1, "lock read": 1}
     assert Path(output).exists()

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.locks import versions
+from support.venvs import installed
 from support.wheels import find_python, make_venv
-from test_lock import versions
 
 from neuronctl.resolvers.pylock import load_pylock
 
@@ -22,14 +23,6 @@ def tool_env(tmp_path):
     env.update(UV_NO_CONFIG="1", UV_PYTHON_DOWNLOADS="never", UV_CACHE_DIR=str(tmp_path / "uv-cache"), PIP_CONFIG_FILE=os.devnull,
                PIP_NO_CACHE_DIR="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
     return env
-
-
-def installed(venv_python: Path) -> dict[str, str]:
-    out = subprocess.run([str(venv_python), "-c",
-                          "import json, importlib.metadata as m; print(json.dumps("
-                          "{d.metadata['Name']: d.version for d in m.distributions()}))"],
-                         capture_output=True, text=True, check=True).stdout
-    return {k.lower().replace("_", "-"): v for k, v in json.loads(out).items()}
 
 
 def test_uv_installs_the_pylock(cli, uni, tmp_path):

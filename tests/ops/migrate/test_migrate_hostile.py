@@ -14,18 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from neuronctl.errors import FaultError
-from neuronctl.manifest import load_bundled_manifest
-from neuronctl.ops.migrate import MigrateRequest, migrate, native_versions
+from neuronctl.ops.migrate import MigrateRequest, migrate
 from neuronctl.ops.migrate.write import write_back
 
 pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_migrate_hostile.py)
 
 XLA = "import torch_xla.core.xla_model as xm\nd = xm.xla_device()\n"
-
-
-@pytest.fixture(scope="module")
-def versions():
-    return native_versions(load_bundled_manifest())
 
 
 def _run(root: Path, versions, mode="scan", **kw):

@@ -1,4 +1,4 @@
-"""`neuronctl migrate` on a repository of the XLA era (tests/migrate_fixtures.py), through the
+"""`neuronctl migrate` on a repository of the XLA era (tests/support/migrate_fixtures.py), through the
 CLI: text by file with the summary, the JSON envelope, GitHub annotations, SARIF 2.1.0 validated
 against the OASIS schema (vendored: tests/data/README.md), exit codes, --diff and --fix."""
 

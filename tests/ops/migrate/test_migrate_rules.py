@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from neuronctl.manifest import load_bundled_manifest
-from neuronctl.ops.migrate import MigrateRequest, migrate, native_versions
+from neuronctl.ops.migrate import MigrateRequest, migrate
 from neuronctl.ops.migrate.rules import RULES
 
 # rule -> (file name, text, the `found` it reports, fixable)
@@ -74,11 +74,6 @@ CASES: dict[str, tuple[str, bytes, str | None, bool]] = {
     "NRN706": ("pyproject.toml", b"[project]\nname='x'\nversion='1'\ndependencies=['transformers-neuronx']\n",
                "transformers-neuronx", False),
 }
-
-
-@pytest.fixture(scope="module")
-def versions():
-    return native_versions(load_bundled_manifest())
 
 
 def test_every_rule_is_data_with_a_source_and_a_case():

@@ -15,8 +15,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from support.dockerfile import parse, run_lines
 from support.hooks_wheelhouse import checkout_copy
-from test_system_setup_dockerfile import parse, run_lines
 
 from neuronctl._version import __version__
 from neuronctl.errors import InputError

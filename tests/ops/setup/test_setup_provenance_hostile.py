@@ -69,7 +69,7 @@ def test_a_hosts_own_suite_is_named_as_such(cli, tmp_path) -> None:
 # -- item 4: the steps run nothing from the working directory -------------------------------------
 
 @pytest.fixture
-def hostile(tmp_path: Path) -> Path:
+def hostile_dir(tmp_path: Path) -> Path:
     """A directory as an attacker leaves it: a .venv whose python leaves a mark when run, and a
     pyproject.toml choosing indexes and requirements."""
     here = tmp_path / "hostile"
@@ -98,23 +98,23 @@ def _run_step(plan: SetupPlan, step_id: str, cwd: Path, env: dict[str, str]
                           capture_output=True, text=True, timeout=300, check=False)
 
 
-def test_the_doctor_step_never_runs_the_working_directorys_python(hostile, tmp_path) -> None:
+def test_the_doctor_step_never_runs_the_working_directorys_python(hostile_dir, tmp_path) -> None:
     empty = tmp_path / "sysroot"
     (empty / "sys").mkdir(parents=True)
-    done = _run_step(_plan(), "doctor", hostile, {"NEURONCTL_SETUP_NEURONCTL": str(NEURONCTL),
+    done = _run_step(_plan(), "doctor", hostile_dir, {"NEURONCTL_SETUP_NEURONCTL": str(NEURONCTL),
                                                   "NEURONCTL_SYSROOT": str(empty)})
     assert done.returncode in (0, 1) and "packages.torch-neuronx" in done.stdout, done.stderr
     assert not (tmp_path / "PWNED").exists(), "the hostile .venv/bin/python ran"
 
 
-def test_the_doctor_step_names_its_interpreter_by_absolute_path(hostile, tmp_path) -> None:
+def test_the_doctor_step_names_its_interpreter_by_absolute_path(hostile_dir, tmp_path) -> None:
     log = tmp_path / "argv.log"
     recorder = tmp_path / "neuronctl"
     recorder.write_text(f'#!/bin/sh\npwd > {log}\nprintf "%s\\n" "$@" >> {log}\n')
     recorder.chmod(0o755)
     for plan, python in ((_plan(), None), (_plan(with_python=True, venv="/opt/nc/venv"),
                                            "/opt/nc/venv/bin/python")):
-        done = _run_step(plan, "doctor", hostile, {"NEURONCTL_SETUP_NEURONCTL": str(recorder)})
+        done = _run_step(plan, "doctor", hostile_dir, {"NEURONCTL_SETUP_NEURONCTL": str(recorder)})
         assert done.returncode == 0, done.stderr
         cwd, *argv = log.read_text().splitlines()
         assert cwd == "/" and "--python" in argv
@@ -122,7 +122,7 @@ def test_the_doctor_step_names_its_interpreter_by_absolute_path(hostile, tmp_pat
         assert os.path.isabs(named) and (python is None or named == python)
 
 
-def test_the_python_stack_step_runs_from_a_neutral_directory(hostile, tmp_path) -> None:
+def test_the_python_stack_step_runs_from_a_neutral_directory(hostile_dir, tmp_path) -> None:
     """`neuronctl install` started in the hostile directory would read its indexes and `with`."""
     log = tmp_path / "argv.log"
     recorder = tmp_path / "neuronctl"
@@ -130,7 +130,7 @@ def test_the_python_stack_step_runs_from_a_neutral_directory(hostile, tmp_path) 
                         f'printf "%s\\n" "$@" >> {log}\n')
     recorder.chmod(0o755)
     plan = _plan(with_python=True, venv="/opt/nc/venv")
-    done = _run_step(plan, "python-stack", hostile, {"NEURONCTL_SETUP_NEURONCTL": str(recorder)})
+    done = _run_step(plan, "python-stack", hostile_dir, {"NEURONCTL_SETUP_NEURONCTL": str(recorder)})
     assert done.returncode == 0, done.stderr
     lines = log.read_text().splitlines()
     assert lines[0] == "/" and "evil" not in log.read_text()
@@ -138,10 +138,10 @@ def test_the_python_stack_step_runs_from_a_neutral_directory(hostile, tmp_path) 
 
 
 @pytest.mark.parametrize("variable", ["NEURONCTL", "NEURONCTL_PYTHON"])
-def test_a_relative_neuronctl_or_interpreter_is_refused(hostile, tmp_path, variable) -> None:
-    (hostile / "neuronctl").write_text(f"#!/bin/sh\ntouch {tmp_path / 'PWNED'}\n")
-    (hostile / "neuronctl").chmod(0o755)
-    done = _run_step(_plan(), "doctor", hostile, {
+def test_a_relative_neuronctl_or_interpreter_is_refused(hostile_dir, tmp_path, variable) -> None:
+    (hostile_dir / "neuronctl").write_text(f"#!/bin/sh\ntouch {tmp_path / 'PWNED'}\n")
+    (hostile_dir / "neuronctl").chmod(0o755)
+    done = _run_step(_plan(), "doctor", hostile_dir, {
         f"NEURONCTL_SETUP_{variable}": "./neuronctl" if variable == "NEURONCTL" else ".venv/bin/python",
         "PATH": f".:{os.environ['PATH']}"})
     assert done.returncode == 1

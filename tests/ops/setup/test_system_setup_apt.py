@@ -1,6 +1,6 @@
 """The setup plan's apt commands, run for real: a signed loopback apt repository of fake
 aws-neuronx-* .debs (versions from the bundled data), an isolated apt configuration over a bare
-host fixture, `apt-get -s` resolving every pin (tests/apt_repo.py), the resolved packages put into
+host fixture, `apt-get -s` resolving every pin (tests/support/apt_repo.py), the resolved packages put into
 the fixture with dpkg --root. The generated sh script runs twice (the second run skips every
 step), a wrong pin fails at its step, a key with another fingerprint is never trusted, and --yes's
 operation stops at the first failure and continues on the re-run."""
@@ -28,7 +28,7 @@ from support.apt_repo import (
     short_home,
     write_tool,
 )
-from support.setup_sysroots import KERNEL, build_setup_host
+from support.setup_sysroots import KERNEL, build_setup_host, plan_for
 
 from neuronctl.manifest import Release, load_bundled_manifest
 from neuronctl.ops.reporter import CollectingReporter
@@ -73,7 +73,7 @@ def fake_debs() -> list[FakeDeb]:
 
 
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AptRepo, str]]:
+def apt_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AptRepo, str]]:
     work = tmp_path_factory.mktemp("neuron-apt")
     built = build_repo(work, "resolute", fake_debs())
     with serve(built.root) as url:
@@ -90,11 +90,6 @@ def bare_host(tmp_path: Path) -> Path:
         (base / "info/architecture/arch_type").write_text("NDv3\n")
         (base / "info/architecture/instance_type").write_text("Trn2\n")
     return root
-
-
-def plan_for(root: Path, rel: Release | None = None) -> SetupPlan:
-    target, facts = read_target(root, None)
-    return make_plan(SetupRequest(rel or release(), target, facts))
 
 
 def env_for(tmp_path: Path, root: Path, repo: AptRepo, url: str, *,
@@ -128,8 +123,8 @@ def installed(root: Path, name: str) -> str:
     return out.stdout if out.returncode == 0 else ""
 
 
-def test_the_script_sets_up_a_bare_host_and_a_second_run_skips_every_step(tmp_path, repo):
-    built, url = repo
+def test_the_script_sets_up_a_bare_host_and_a_second_run_skips_every_step(tmp_path, apt_server):
+    built, url = apt_server
     root = bare_host(tmp_path)
     env = env_for(tmp_path, root, built, url)
     first = run_script(plan_for(root), env, tmp_path)
@@ -151,12 +146,12 @@ def test_the_script_sets_up_a_bare_host_and_a_second_run_skips_every_step(tmp_pa
     assert (tmp_path / "apt.log").read_text() == log_before  # nothing installed again
 
 
-def test_a_wrong_pin_fails_at_its_step(tmp_path, repo):
-    built, url = repo
+def test_a_wrong_pin_fails_at_its_step(tmp_path, apt_server):
+    built, url = apt_server
     root = bare_host(tmp_path)
     rel = release()
     wrong = dataclasses.replace(rel, system={**rel.system, "aws-neuronx-runtime-lib": "2.35.34.0"})
-    result = run_script(plan_for(root, wrong), env_for(tmp_path, root, built, url), tmp_path)
+    result = run_script(plan_for(root, release=wrong), env_for(tmp_path, root, built, url), tmp_path)
     assert result.returncode != 0
     assert "Version '2.35.34.0*' for 'aws-neuronx-runtime-lib' was not found" in result.stderr
     assert "[4/7] packages: Install" in result.stdout and "[5/7]" not in result.stdout
@@ -174,8 +169,8 @@ def test_every_pin_of_every_published_release_is_what_the_plan_asks_apt_for():
             assert f"'{name}={version}*'" in install
 
 
-def test_a_key_with_another_fingerprint_is_never_trusted(tmp_path, repo):
-    built, url = repo
+def test_a_key_with_another_fingerprint_is_never_trusted(tmp_path, apt_server):
+    built, url = apt_server
     root = bare_host(tmp_path)
     other = gpg_key(tmp_path / "other-gnupg", "Someone Else <else@example.invalid>")
     result = run_script(plan_for(root), env_for(tmp_path, root, built, url, fingerprint=other),
@@ -187,8 +182,8 @@ def test_a_key_with_another_fingerprint_is_never_trusted(tmp_path, repo):
     assert installed(root, "aws-neuronx-dkms") == ""
 
 
-def test_apt_refuses_the_repository_signed_by_another_key(tmp_path, repo):
-    built, url = repo
+def test_apt_refuses_the_repository_signed_by_another_key(tmp_path, apt_server):
+    built, url = apt_server
     impostor = build_repo(tmp_path / "impostor", "resolute", fake_debs()[:2],
                           gnupg=tmp_path / "impostor-gnupg")
     root = bare_host(tmp_path)
@@ -203,14 +198,14 @@ def test_apt_refuses_the_repository_signed_by_another_key(tmp_path, repo):
     assert "NO_PUBKEY" in update.stdout + update.stderr or "not signed" in update.stderr
 
 
-def test_yes_stops_at_the_first_failure_and_the_rerun_continues(tmp_path, repo):
-    built, url = repo
+def test_yes_stops_at_the_first_failure_and_the_rerun_continues(tmp_path, apt_server):
+    built, url = apt_server
     root = bare_host(tmp_path)
     env = env_for(tmp_path, root, built, url)
     rel = release()
     wrong = dataclasses.replace(rel, system={**rel.system, "aws-neuronx-tools": "9.9.9.9"})
     reporter = CollectingReporter()
-    failed = apply_plan(plan_for(root, wrong), reporter, is_root=True, environ=env)
+    failed = apply_plan(plan_for(root, release=wrong), reporter, is_root=True, environ=env)
     assert failed.failed == "packages"
     assert failed.done == ("repo-key", "repo", "kernel-headers")
     assert failed.not_done == ("hold", "driver-reload", "doctor")
@@ -222,10 +217,10 @@ def test_yes_stops_at_the_first_failure_and_the_rerun_continues(tmp_path, repo):
     assert done.done == ("packages", "hold", "driver-reload", "doctor")
 
 
-def test_bare_host_to_a_passing_level_1_doctor(tmp_path, repo):
+def test_bare_host_to_a_passing_level_1_doctor(tmp_path, apt_server):
     """The time from a fixture bare host to `neuronctl doctor --level 1` passing on it: plan,
     apply (the apt steps simulated as above), doctor on the result."""
-    built, url = repo
+    built, url = apt_server
     root = bare_host(tmp_path)
     doctor = tmp_path / "tools" / "neuronctl"
     write_tool(doctor, f'#!/bin/sh\nexec {sys.executable} -m neuronctl "$@" --json '
@@ -244,9 +239,9 @@ def test_bare_host_to_a_passing_level_1_doctor(tmp_path, repo):
     assert elapsed < 120
 
 
-def test_a_held_older_release_beside_the_first_generation_is_replaced(tmp_path, repo):
+def test_a_held_older_release_beside_the_first_generation_is_replaced(tmp_path, apt_server):
     """The host users come with: 2.33.0's packages held, an aws-neuron-dkms beside them."""
-    built, url = repo
+    built, url = apt_server
     root = bare_host(tmp_path)
     pool = built.root / "pool" / "main"
     old = release("2.33.0").system

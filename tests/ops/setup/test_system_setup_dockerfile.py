@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support.dockerfile import parse, run_lines
 
 from neuronctl.manifest import load_bundled_manifest
 from neuronctl.ops.setup.dockerfile import KEY_AWK, LABELS, ToolSource, render_dockerfile
@@ -18,23 +19,6 @@ from neuronctl.ops.setup.repos import KEY_FINGERPRINT
 
 TOOL = ToolSource(wheel="dist/neuronctl-0.1.0-py3-none-any.whl", sha256="ab" * 32)
 INSTRUCTIONS = {"FROM", "LABEL", "ARG", "SHELL", "RUN", "ENV", "COPY"}
-
-
-def parse(text: str) -> list[tuple[str, str]]:
-    """(instruction, arguments) with continuation lines joined; comments dropped."""
-    out: list[tuple[str, str]] = []
-    pending = ""
-    for line in text.splitlines():
-        if not pending and (not line.strip() or line.lstrip().startswith("#")):
-            continue
-        pending += line.rstrip("\\").rstrip() + " " if line.endswith("\\") else line
-        if line.endswith("\\"):
-            continue
-        word, _, rest = pending.strip().partition(" ")
-        out.append((word, rest.strip()))
-        pending = ""
-    assert not pending, "a continuation line ends the file"
-    return out
 
 
 def labels(parsed: list[tuple[str, str]], instruction: str = "LABEL") -> dict[str, str]:
@@ -46,10 +30,6 @@ def labels(parsed: list[tuple[str, str]], instruction: str = "LABEL") -> dict[st
                 key, _, value = pair.partition("=")
                 found[key] = value
     return found
-
-
-def run_lines(parsed: list[tuple[str, str]]) -> str:
-    return "\n".join(rest for word, rest in parsed if word == "RUN")
 
 
 PUBLISHED = [r.version for r in load_bundled_manifest().releases if r.system]

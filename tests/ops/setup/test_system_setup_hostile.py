@@ -6,30 +6,23 @@ from __future__ import annotations
 
 import dataclasses
 import subprocess
-from pathlib import Path
 
 import pytest
 from support.apt_repo import KEY_FILE, gpg_key, serve
-from support.setup_sysroots import build_setup_host, hold_device
+from support.setup_sysroots import build_setup_host, hold_device, plan_for
 
 from neuronctl.errors import InputError
 from neuronctl.manifest import load_bundled_manifest
 from neuronctl.ops.reporter import CollectingReporter
 from neuronctl.ops.setup.apply import apply_plan
 from neuronctl.ops.setup.dockerfile import ToolSource, render_dockerfile
-from neuronctl.ops.setup.facts import read_target
-from neuronctl.ops.setup.plan import SetupPlan, SetupRequest, check_repo_url, make_plan
+from neuronctl.ops.setup.plan import check_repo_url
 from neuronctl.ops.setup.repos import KEY_FINGERPRINT
 from neuronctl.ops.setup.script import render_sh
 
 pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_system_setup_hostile.py)
 
 MARK = "touch /tmp/neuronctl-owned"
-
-
-def plan_for(root: Path) -> SetupPlan:
-    target, facts = read_target(root, None)
-    return make_plan(SetupRequest(load_bundled_manifest().get("2.33.1"), target, facts))
 
 
 def code_lines(script: str) -> list[str]:

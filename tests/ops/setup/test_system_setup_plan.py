@@ -7,26 +7,23 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 
 import pytest
-from support.setup_sysroots import KERNEL, MIXED_GENERATIONS, build_setup_host, hold_device
+from support.setup_sysroots import (
+    KERNEL,
+    MIXED_GENERATIONS,
+    SETUP_RELEASE,
+    build_setup_host,
+    hold_device,
+    plan_for,
+)
 
 from neuronctl.errors import InputError
 from neuronctl.manifest import load_bundled_manifest
 from neuronctl.ops.reporter import CollectingReporter
 from neuronctl.ops.setup.apply import apply_plan
-from neuronctl.ops.setup.facts import read_target
-from neuronctl.ops.setup.plan import SetupPlan, SetupRequest, make_plan
+from neuronctl.ops.setup.plan import SetupPlan
 from neuronctl.ops.setup.script import render_sh
-
-RELEASE = "2.33.1"
-
-
-def plan_for(root: Path | None, os_name: str | None = None, **kw: object) -> SetupPlan:
-    release = load_bundled_manifest().get(str(kw.pop("release", RELEASE)))
-    target, facts = read_target(root, os_name)
-    return make_plan(SetupRequest(release, target, facts, **kw))  # type: ignore[arg-type]
 
 
 def step(plan: SetupPlan, step_id: str):
@@ -42,7 +39,7 @@ def test_each_os_plans_its_family_and_the_script_is_clean(tmp_path, os_id, famil
     assert plan.target.id == os_id and plan.target.family == family
     if suite:
         assert plan.variables["NEURON_SUITE"] == suite
-    assert plan.packages == {p: v for p, v in load_bundled_manifest().get(RELEASE).system.items()}
+    assert plan.packages == {p: v for p, v in load_bundled_manifest().get(SETUP_RELEASE).system.items()}
     script = tmp_path / "setup.sh"
     script.write_text(render_sh(plan))
     assert subprocess.run(["sh", "-n", str(script)], check=False).returncode == 0
@@ -73,7 +70,7 @@ def test_mixed_generations_are_removed_and_other_versions_replaced(tmp_path):
 
 
 def test_a_host_already_set_up_has_its_steps_satisfied(tmp_path):
-    system = load_bundled_manifest().get(RELEASE).system
+    system = load_bundled_manifest().get(SETUP_RELEASE).system
     root = build_setup_host(tmp_path / "r", packages={k: f"{v}-1" for k, v in system.items()},
                             held=tuple(system), loaded_driver=system["aws-neuronx-dkms"])
     plan = plan_for(root)
@@ -185,7 +182,7 @@ def test_a_sysroot_on_an_os_setup_does_not_know_is_refused(cli, tmp_path):
 
 
 def test_config_system_repo_points_the_plan_at_a_mirror(tmp_path, cli, monkeypatch):
-    """The user's own config (a project's is never read for it: test_hostile3_trust_roots.py)."""
+    """The user's own config (a project's is never read for it: test_trust_roots_hostile.py)."""
     from neuronctl.cache_dir import user_config_file
 
     root = build_setup_host(tmp_path / "root")

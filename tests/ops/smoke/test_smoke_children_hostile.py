@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.procs import alive
 
 pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile2_proc_smoke.py)
 
@@ -57,13 +58,6 @@ SPAWN = '''
 '''
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-
-
 def _pids(path: Path) -> list[int]:
     return [int(p) for p in path.read_text().split()] if path.exists() else []
 
@@ -77,9 +71,9 @@ def _smoke(cli, where: Path, factory: str, model: str, *args: str) -> tuple[int,
         found = _pids(pids)
         assert len(found) == 2, (found, result.out, result.err)
         deadline = time.monotonic() + 5  # SIGKILL is delivered at once; /proc may lag a moment
-        while any(_alive(p) for p in found) and time.monotonic() < deadline:
+        while any(alive(p) for p in found) and time.monotonic() < deadline:
             time.sleep(0.05)
-        return result.code, [p for p in found if _alive(p)], json.loads(result.out)
+        return result.code, [p for p in found if alive(p)], json.loads(result.out)
     finally:
         for pid in _pids(pids):
             with contextlib.suppress(OSError):
@@ -87,18 +81,18 @@ def _smoke(cli, where: Path, factory: str, model: str, *args: str) -> tuple[int,
 
 
 def test_children_in_their_own_session_are_killed_at_the_timeout(cli, isolated_env):
-    code, alive, doc = _smoke(cli, isolated_env, "stuck", "Stuck(4, 4)", "--timeout", "20")
+    code, left, doc = _smoke(cli, isolated_env, "stuck", "Stuck(4, 4)", "--timeout", "20")
     assert doc["smoke"]["outcome"] == "timeout", doc
-    assert code == 1 and alive == [], f"still running after the timeout: {alive}"
+    assert code == 1 and left == [], f"still running after the timeout: {left}"
 
 
 def test_children_left_running_by_a_model_that_passes_are_killed_as_it_ends(cli, isolated_env):
-    code, alive, doc = _smoke(cli, isolated_env, "fine", "torch.nn.Linear(4, 4)")
+    code, left, doc = _smoke(cli, isolated_env, "fine", "torch.nn.Linear(4, 4)")
     assert code == 0 and doc["smoke"]["outcome"] == "ok", doc
-    assert alive == [], f"still running after the run: {alive}"
+    assert left == [], f"still running after the run: {left}"
 
 
 def test_children_of_a_model_that_leaves_through_os_exit_are_killed(cli, isolated_env):
-    code, alive, doc = _smoke(cli, isolated_env, "leaving", "Leaving(4, 4)")
+    code, left, doc = _smoke(cli, isolated_env, "leaving", "Leaving(4, 4)")
     assert code != 0 and doc["smoke"]["outcome"] != "ok", doc
-    assert alive == [], f"still running after the run: {alive}"
+    assert left == [], f"still running after the run: {left}"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from support.universe import running
-from test_lock_interop import installed
+from support.venvs import installed
 
 from neuronctl.toml_emit import dumps
 from neuronctl.tomlfile import read_toml
@@ -131,9 +131,10 @@ def test_unsafe_file_names_in_the_lock_name_nothing(cli, uni, two_pythons, tmp_p
 @pytest.mark.parametrize(("signame", "code"), [("SIGINT", 130), ("SIGTERM", 143)])
 def test_a_stopped_download_leaves_no_partial_file_and_a_rerun_resumes(cli, uni, two_pythons, tmp_path,
                                                                        signame, code):
-    from test_install import _big_nki_lock, wait_until
+    from support.locks import big_nki_lock
+    from support.waiting import wait_until
 
-    lock, big = _big_nki_lock(uni, two_pythons, tmp_path, 8)
+    lock, big = big_nki_lock(uni, two_pythons, tmp_path, 8)
     uni.neuron.trickle[big.name] = (64 << 10, 0.25)  # 8 MB in about 32 s
     house = tmp_path / "house"
     proc = subprocess.Popen([sys.executable, "-m", "neuronctl", "download", "--lock", str(lock),
@@ -242,7 +243,7 @@ def test_a_tampered_wheelhouse_file_is_named_and_no_environment_is_changed(cli, 
     the lock's sha256 as it reads it, before it changes anything. Its failure then names the file,
     as bad input; a new venv is removed, an existing one (another stack installed) is left byte
     for byte as it was."""
-    from test_install import legacy_venv, snapshot
+    from support.venvs import legacy_venv, snapshot
 
     house = tmp_path / "house"
     with running(wheels) as uni:

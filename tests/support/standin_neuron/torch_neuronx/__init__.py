@@ -1,6 +1,6 @@
 """A stand-in for AWS's torch-neuronx (TorchNeuron): a TEST DOUBLE, never part of neuronctl.
 
-It lives under tests/, is built into a wheel by tests/standin.py for the test session only, and
+It lives under tests/, is built into a wheel by tests/support/standin.py for the test session only, and
 never reaches neuronctl's wheel. It registers a `neuron` device the way AWS documents that
 torch_neuronx does ("torch.neuron and torch.accelerator" reference page), with PyTorch's public
 extension points only:
@@ -37,7 +37,7 @@ Switches, read from the environment when it loads (tests set them; nobody else s
 No switch makes `torch.accelerator` report something other than neuron: on a CPU build of torch
 a renamed PrivateUse1 backend is the accelerator (with or without hooks), and no public API
 changes that; the verdict for that case is tested at the unit level.
-A competing backend is not a switch here: the `rival_backend` package (tests/standin_neuron)
+A competing backend is not a switch here: the `rival_backend` package (tests/support/standin_neuron)
 registers PrivateUse1 as "rival" through its own autoload entry point; installed in a folder
 earlier on sys.path, its entry point runs first.
 """
