@@ -105,10 +105,10 @@ def stack_wheels(tmp_path_factory: pytest.TempPathFactory):
     return wheel_set(tmp_path_factory.mktemp("stack-wheels"))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def pip_venvs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A venv with pip for Python 3.10 (no -P there) and 3.12, built once a module; tests take
-    copies (support.venvs.copied_venv)."""
+    """A venv with pip for Python 3.10 (no -P there) and 3.12, built once a session (seconds
+    each); tests never change them, they take copies (support.venvs.copied_venv)."""
     from support.venvs import pip_venvs_in
 
     return pip_venvs_in(tmp_path_factory.mktemp("pip-venvs"))

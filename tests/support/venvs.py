@@ -32,10 +32,32 @@ def snapshot(venv: Path) -> dict[str, str]:
     return out
 
 
-def legacy_venv(tmp_path, stack_wheels) -> Path:
-    py = make_venv(tmp_path / "legacy", find_python("3.12"), with_pip=True)
-    pip_install(py, [stack_wheels[p] for p in LEGACY])
-    return tmp_path / "legacy"
+def legacy_venv(tmp_path: Path, stack_wheels: dict[str, Path]) -> Path:
+    """A venv (Python 3.12, with pip) holding the legacy stack, at tmp_path/legacy, the test's own.
+
+    Each test changes its venv, so each gets a copy; what is copied is built once per test
+    session (per xdist worker: its own basetemp) for the same wheels, keyed by their content, in
+    the session's base temp folder (tmp_path's parent), so the cache goes with pytest's temp files.
+    Building it (ensurepip, then pip installing five wheels) costs seconds; a copy, a fraction of one."""
+    wheels = [stack_wheels[p] for p in LEGACY]
+    python = find_python("3.12")
+    key = hashlib.sha256("\0".join([python, *(sha256_of(w) for w in wheels)]).encode()).hexdigest()[:16]
+    template = tmp_path.parent / "venv-cache" / f"legacy-{key}"
+    if not template.is_dir():
+        building = template.with_name(template.name + ".building")
+        shutil.rmtree(building, ignore_errors=True)  # a build cut short by an earlier failure
+        py = make_venv(building, python, with_pip=True)
+        pip_install(py, wheels)
+        # Built at its own path and then moved: the copies' python is a link to the base
+        # interpreter, and pip's own scripts (never run by the tests) keep the build's shebang.
+        building.rename(template)
+    dest = tmp_path / "legacy"
+    shutil.copytree(template, dest, symlinks=True)
+    return dest
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def pip_venvs_in(root: Path) -> dict[str, Path]:
