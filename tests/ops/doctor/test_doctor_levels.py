@@ -43,7 +43,8 @@ def slow_torch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return python
 
 
-def gone(pid: int, within: float = 5.0) -> bool:
+def reaped(pid: int, within: float = 5.0) -> bool:
+    """Gone from the process table (a zombie still counts), waiting up to `within` seconds."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         try:
@@ -114,7 +115,7 @@ def test_level_2_probe_of_a_hanging_torch_times_out_and_leaves_nothing(slow_torc
     (check,) = json.loads(done.stdout)["checks"]
     assert check["id"] == "device.probe" and check["status"] == "fail"
     assert "timed out" in check["message"] + " ".join(check["details"])
-    assert marker.exists() and gone(int(marker.read_text()))
+    assert marker.exists() and reaped(int(marker.read_text()))
 
 
 def test_the_run_budget_cuts_every_check_still_running() -> None:
@@ -146,7 +147,7 @@ def test_a_check_past_its_budget_leaves_no_target_interpreter_running(tmp_path: 
 
     (result,) = run_checks([Check("python.version", "Python", inspect, 1.0)])
     assert result.status == "fail" and result.message == "timed out after 1s"
-    assert started and gone(started[0].child.pid)
+    assert started and reaped(started[0].child.pid)
 
 
 @pytest.mark.parametrize(("args", "message"), [
