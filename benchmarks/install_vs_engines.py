@@ -45,8 +45,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from lock_vs_pip_uv import baseline_neuronctl, clean_env, install_neuronctl, warm_up  # noqa: E402
-from universe import build_universe, running  # noqa: E402
-from wheels import find_python  # noqa: E402
+from support.universe import build_universe, running  # noqa: E402
+from support.wheels import find_python  # noqa: E402
 
 Case = tuple[list[list[str]], list[list[str]], bool]
 """(untimed set-up, timed steps, whether it has its own empty caches)."""

@@ -27,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from universe import build_universe, running  # noqa: E402
-from wheels import find_python  # noqa: E402
+from support.universe import build_universe, running  # noqa: E402
+from support.wheels import find_python  # noqa: E402
 
 PINS = ["torch==2.14.0", "torch-neuronx==2.14.3.0", "neuronx-cc==2.28.7631.0", "nki==0.7.0"]
 
