@@ -1,6 +1,6 @@
 """The package as it is installed, built from symlinks: one `neuronctl` namespace with resolvers/,
 probes/ and backend/ mapped in (pyproject's package-dir). mypy and lint-imports do not follow
-setuptools' editable finder, so `.ci/typecheck` and tests/test_layering.py check this mirror; both
+setuptools' editable finder, so `.ci/typecheck` and tests/project/test_layering.py check this mirror; both
 build it here, so they cannot drift apart. Usage: `python .ci/mirror.py DEST` (DEST may exist but
 holds no neuronctl/ yet)."""
 

@@ -2,10 +2,14 @@
 Neuron stack on the same loopback indexes, with a large compiler wheel the Neuron-like index
 serves without a metadata sidecar (the case where pip downloads the whole wheel).
 
-    .venv/bin/python benchmarks/lock_vs_pip_uv.py [--size-mb 100] [--runs 3]
+    .venv/bin/python benchmarks/lock_vs_pip_uv.py [--size-mb 100] [--runs 3] [--baseline DIR|EXE]
 
-Prints median wall time and bytes served per tool, and the ratios against pip.
-Targets (issue 4): neuronctl's bytes <= 1% of pip's; wall time <= 50% of pip's.
+Prints median wall time and bytes served per tool, and the ratios against pip and uv (of the
+medians, and uv's run by run: each run times every tool, in a rotating order). --baseline adds
+another neuronctl to the same runs (a checkout, installed as a wheel like this one, or an
+executable): the before and after of a change, measured side by side.
+Targets (issue 4): neuronctl's bytes <= 1% of pip's; wall time <= 50% of pip's. Issue 36: wall
+time <= 1.0x uv's, bytes <= 1.5x uv's.
 """
 
 from __future__ import annotations
@@ -23,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from universe import build_universe, running  # noqa: E402
-from wheels import find_python  # noqa: E402
+from support.universe import build_universe, running  # noqa: E402
+from support.wheels import find_python  # noqa: E402
 
 PINS = ["torch==2.14.0", "torch-neuronx==2.14.3.0", "neuronx-cc==2.28.7631.0", "nki==0.7.0"]
 
@@ -36,16 +40,26 @@ def clean_env(tmp: Path) -> dict[str, str]:
     return env
 
 
-def install_neuronctl(tmp: Path) -> Path:
+def install_neuronctl(tmp: Path, root: Path = ROOT, name: str = "nctl-venv") -> Path:
     """neuronctl as users get it (a wheel install), not the dev venv's editable import hooks."""
-    venv = tmp / "nctl-venv"
+    venv = tmp / name
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(ROOT)], check=True,
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(root)], check=True,
                    capture_output=True)
     return venv / "bin" / "neuronctl"
 
 
-def commands(uni, tmp: Path, run: int, neuronctl: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
+def baseline_neuronctl(tmp: Path, given: Path | None) -> Path | None:
+    """--baseline: a checkout (installed as a wheel, as this one is) or a neuronctl executable."""
+    if given is None:
+        return None
+    if given.is_dir():
+        return install_neuronctl(tmp, given.resolve(), "baseline-venv")
+    return given
+
+
+def commands(uni, tmp: Path, run: int, neuronctl: Path, baseline: Path | None = None
+             ) -> dict[str, tuple[list[str], dict[str, str]]]:
     bindir = Path(sys.executable).parent
     work = tmp / f"run{run}"
     work.mkdir()
@@ -53,11 +67,20 @@ def commands(uni, tmp: Path, run: int, neuronctl: Path) -> dict[str, tuple[list[
     env = clean_env(work)
     nctl_env = {**env, "NEURONCTL_CACHE_DIR": str(work / "nctl-cache")}
     uv_env = {**env, "UV_CACHE_DIR": str(work / "uv-cache")}
+    before = {} if baseline is None else {
+        "baseline lock": ([str(baseline), "lock", *uni.index_flags(), "--python", "3.12",
+                           "-o", str(work / "pylock.baseline.toml")],
+                          {**nctl_env, "NEURONCTL_CACHE_DIR": str(work / "baseline-cache")})}
     return {
+        **before,
         "neuronctl lock": ([str(neuronctl), "lock", *uni.index_flags(), "--python", "3.12",
                             "-o", str(work / "pylock.toml")], nctl_env),
-        "pip --dry-run": ([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
+        # pip of a 3.12 interpreter: the target's Requires-Python is its own (pip 23.2 applies
+        # --python-version to Requires-Python only without --target, which --platform needs)
+        "pip --dry-run": ([find_python("3.12"), "-m", "pip", "install", "--dry-run", "--ignore-installed",
                            "--no-cache-dir", "--quiet", "--report", str(work / "report.json"),
+                           # pip 23.2 takes --platform only with --target (--dry-run writes nothing)
+                           "--target", str(work / "pip-target"),
                            "--python-version", "3.12", "--platform", "manylinux_2_28_x86_64",
                            "--platform", "manylinux_2_17_x86_64", "--only-binary", ":all:",
                            "--index-url", uni.urls["pypi"], "--extra-index-url", uni.urls["pytorch-cpu"],
@@ -87,16 +110,19 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--neuronctl", type=Path, help="neuronctl to measure (default: a fresh wheel "
                         "install of this checkout)")
+    parser.add_argument("--baseline", type=Path, help="also measure this neuronctl in the same runs: "
+                        "a checkout directory (installed as a wheel) or an executable")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="nctl-bench-"))
     try:
         neuronctl = args.neuronctl or install_neuronctl(tmp)
+        baseline = baseline_neuronctl(tmp, args.baseline)
         wheels = build_universe(tmp / "wheels", big_compiler=args.size_mb * 1024 * 1024)
         results: dict[str, tuple[list[float], list[int]]] = {}
         with running(wheels) as uni:
             warm_up(uni)
             for run in range(args.runs):
-                cmds = list(commands(uni, tmp, run, neuronctl).items())
+                cmds = list(commands(uni, tmp, run, neuronctl, baseline).items())
                 cmds = cmds[run % len(cmds):] + cmds[:run % len(cmds)]  # no tool always goes first
                 for name, (argv, env) in cmds:
                     for state in (uni.pypi, uni.torch, uni.neuron):
@@ -109,15 +135,29 @@ def main() -> None:
                     times, sizes = results.setdefault(name, ([], []))
                     times.append(wall)
                     sizes.append(uni.bytes_sent())
-        base_t = statistics.median(results["pip --dry-run"][0])
-        base_b = statistics.median(results["pip --dry-run"][1])
-        print(f"compiler wheel: {args.size_mb} MB, no sidecar, Neuron-like index; {args.runs} runs, medians")
-        print(f"{'tool':<16}{'wall s':>9}{'bytes':>14}{'time/pip':>10}{'bytes/pip':>11}")
-        for name, (times, sizes) in results.items():
-            t, b = statistics.median(times), statistics.median(sizes)
-            print(f"{name:<16}{t:>9.3f}{int(b):>14,}{t / base_t:>10.3f}{b / base_b:>11.4f}")
+        _report(args, results)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _report(args: argparse.Namespace, results: dict[str, tuple[list[float], list[int]]]) -> None:
+    base_t = statistics.median(results["pip --dry-run"][0])
+    base_b = statistics.median(results["pip --dry-run"][1])
+    uv_t = statistics.median(results["uv pip compile"][0])
+    uv_b = statistics.median(results["uv pip compile"][1])
+    print(f"compiler wheel: {args.size_mb} MB, no sidecar, Neuron-like index; {args.runs} runs, medians")
+    print(f"{'tool':<16}{'wall s':>9}{'bytes':>14}{'time/pip':>10}{'bytes/pip':>11}{'time/uv':>9}"
+          f"{'bytes/uv':>10}")
+    for name, (times, sizes) in results.items():
+        t, b = statistics.median(times), statistics.median(sizes)
+        print(f"{name:<16}{t:>9.3f}{int(b):>14,}{t / base_t:>10.3f}{b / base_b:>11.4f}{t / uv_t:>9.3f}"
+              f"{b / uv_b:>10.3f}")
+    for name in ("baseline lock", "neuronctl lock"):
+        if name in results:
+            paired = sorted(o / u for o, u in zip(results[name][0], results["uv pip compile"][0],
+                                                   strict=True))
+            print(f"{name} / uv pip compile, run by run: x{statistics.median(paired):.2f} "
+                  f"(x{paired[0]:.2f} to x{paired[-1]:.2f})  (target <= 1.0; bytes <= 1.5)")
 
 
 if __name__ == "__main__":

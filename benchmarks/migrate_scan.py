@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from migrate_fixtures import DEVICE_ONLY, TRAIN_XLA
+from support.migrate_fixtures import DEVICE_ONLY, TRAIN_XLA
 
 from neuronctl.ops.migrate import MigrateRequest, migrate, native_versions
 from neuronctl.release.manifest import load_bundled_manifest

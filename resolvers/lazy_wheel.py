@@ -1,6 +1,8 @@
 """Read one member of a remote wheel with HTTP range requests: the zip's tail (end of central
-directory and the directory itself), then just the bytes of that member. For a 500 MB compiler
-wheel that is tens of kilobytes instead of the whole file.
+directory and, for a wheel's usual small directory, the directory itself), the rest of a larger
+directory (only the bytes the tail lacks), then the member's own bytes in one request sized to
+it. For a 500 MB compiler wheel that is a few tens of kilobytes instead of the whole file, in the
+sizes uv asks for (its tail is 16 KiB too).
 """
 
 from __future__ import annotations
@@ -14,8 +16,15 @@ from collections.abc import Callable
 
 from packaging.utils import canonicalize_name
 
-TAIL = 64 * 1024
-MIN_FETCH = 16 * 1024
+TAIL = 16 * 1024
+"""The first request: the zip's last 16 KiB, as uv asks (a wheel's end of central directory and,
+but for the largest wheels, its whole directory)."""
+MIN_FETCH = 4 * 1024
+"""A read the fetched ranges do not hold asks for at least this much (zipfile reads a few bytes
+at a time); a member's bytes are asked for in one request sized to it (`RangeFile.prefetch`)."""
+LOCAL_HEADER_SLACK = 1024
+"""What a member's local header may add over the central directory's name and extra field (its
+own extra field is allowed to differ): asked for with the member, so one request holds it."""
 MAX_METADATA = 16 << 20
 """A METADATA file may be this big uncompressed (real ones, README included, are under 1 MB):
 checked against the zip directory's size and again while reading, so a zip bomb fails fast in
@@ -80,11 +89,20 @@ class RangeFile(io.RawIOBase):
         buffer[: len(data)] = data
         return len(data)
 
-    def _range(self, start: int, end: int) -> bytes:
+    def prefetch(self, start: int, end: int) -> None:
+        """Fetch [start, end) in one request, unless the ranges fetched hold it already."""
+        start, end = max(0, start), min(self._size, end)
+        if start < end:
+            self._range(start, end, min_fetch=0)
+
+    def _range(self, start: int, end: int, min_fetch: int = MIN_FETCH) -> bytes:
         for chunk_start, chunk in self._chunks:
             if chunk_start <= start and end <= chunk_start + len(chunk):
                 return chunk[start - chunk_start:end - chunk_start]
-        fetch_end = min(self._size, max(end, start + MIN_FETCH))
+        # A read that runs into a fetched range (a directory bigger than the tail) asks only for
+        # the bytes before it: the tail is not fetched twice.
+        after = next(((s, c) for s, c in self._chunks if start < s < end <= s + len(c)), None)
+        fetch_end = after[0] if after else min(self._size, max(end, start + min_fetch))
         self._fetched += fetch_end - start
         if self._fetched > MAX_RANGE_BYTES:
             raise _Refused(f"reading it would take more than {MAX_RANGE_BYTES >> 20} MiB of range "
@@ -92,6 +110,8 @@ class RangeFile(io.RawIOBase):
         data = self._fetch(start, fetch_end)
         if len(data) != fetch_end - start:
             raise OSError(f"range {start}-{fetch_end}: got {len(data)} bytes")
+        if after is not None:
+            data += after[1][:end - after[0]]
         self._chunks.append((start, data))
         return data[: end - start]
 
@@ -115,7 +135,7 @@ def read_metadata_from_zip(fileobj: io.RawIOBase | io.BufferedIOBase | str, proj
             member = metadata_member(zf.namelist(), project)
             if member is None:
                 raise _Refused("no .dist-info/METADATA in the wheel")
-            return _read_bounded(zf, member).decode("utf-8")
+            return _read_bounded(zf, member, fileobj).decode("utf-8")
     except _Refused:
         raise
     except (ValueError, zipfile.BadZipFile, zipfile.LargeZipFile, KeyError, OSError, EOFError,
@@ -124,11 +144,15 @@ def read_metadata_from_zip(fileobj: io.RawIOBase | io.BufferedIOBase | str, proj
         raise ValueError(f"not a readable wheel ({type(exc).__name__}: {str(exc)[:200]})") from None
 
 
-def _read_bounded(zf: zipfile.ZipFile, member: str) -> bytes:
+def _read_bounded(zf: zipfile.ZipFile, member: str, fileobj: object = None) -> bytes:
     info = zf.getinfo(member)
     if info.file_size > MAX_METADATA:
         raise _Refused(f"{member} is {info.file_size:,} bytes uncompressed; more than the "
                          f"{MAX_METADATA >> 20} MiB neuronctl reads")
+    if isinstance(fileobj, RangeFile):  # the member in one request: header, name, extra, data
+        span = (30 + len(info.orig_filename.encode()) + len(info.extra) + LOCAL_HEADER_SLACK
+                + min(info.compress_size, MAX_METADATA))
+        fileobj.prefetch(info.header_offset, info.header_offset + span)
     with zf.open(info) as fh:
         data = fh.read(MAX_METADATA + 1)  # the directory's size may lie; the read may not
     if len(data) > MAX_METADATA:

@@ -1,21 +1,12 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "reference"
-N2_MANIFEST = SHARED / "n2-manifest.json"
-FACTS = SHARED / "NEURON-FACTS.md"
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from standin import standin, standin_python  # noqa: E402, F401  (session fixtures: the stand-in backend)
+from support.cli_run import Result
+from support.standin import standin, standin_python  # noqa: F401  (session fixtures: the stand-in backend)
 
 
 @pytest.fixture(autouse=True)
@@ -59,13 +50,6 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     yield workdir
 
 
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]):
     """Run neuronctl in-process; returns exit code, stdout and stderr."""
@@ -83,7 +67,7 @@ def cli(capsys: pytest.CaptureFixture[str]):
 @pytest.fixture(scope="session")
 def stacks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Real venvs (Python 3.12 for native, 3.11 for legacy) with the test wheels installed."""
-    from stacks import build_stacks
+    from support.stacks import build_stacks
 
     return build_stacks(tmp_path_factory.mktemp("stacks"))
 
@@ -91,7 +75,7 @@ def stacks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def wheels(tmp_path_factory: pytest.TempPathFactory):
     """The lock/install test universe's wheels, built once."""
-    from universe import build_universe
+    from support.universe import build_universe
 
     return build_universe(tmp_path_factory.mktemp("universe"))
 
@@ -99,7 +83,7 @@ def wheels(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture
 def uni(wheels):
     """Loopback PyPI-, PyTorch- and Neuron-like indexes serving those wheels, fresh per test."""
-    from universe import running
+    from support.universe import running
 
     with running(wheels) as u:
         yield u
@@ -115,7 +99,31 @@ def locked(cli, uni) -> Path:
 
 @pytest.fixture(scope="module")
 def stack_wheels(tmp_path_factory: pytest.TempPathFactory):
-    """The native and legacy stacks' wheels (tests/stacks.py), built once per module."""
-    from stacks import wheel_set
+    """The native and legacy stacks' wheels (tests/support/stacks.py), built once per module."""
+    from support.stacks import wheel_set
 
     return wheel_set(tmp_path_factory.mktemp("stack-wheels"))
+
+
+@pytest.fixture(scope="session")
+def pip_venvs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A venv with pip for Python 3.10 (no -P there) and 3.12, built once a session (seconds
+    each); tests never change them, they take copies (support.venvs.copied_venv)."""
+    from support.venvs import pip_venvs_in
+
+    return pip_venvs_in(tmp_path_factory.mktemp("pip-venvs"))
+
+
+@pytest.fixture
+def sysroot_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lets the captured tree's own tools (a fake neuron-ls) run: a module whose trees carry one
+    that its tests mean to run says so with pytestmark = pytest.mark.usefixtures("sysroot_tools")."""
+    monkeypatch.setenv("NEURONCTL_SYSROOT_TOOLS", "1")
+
+
+@pytest.fixture
+def trn2(tmp_path: Path) -> Path:
+    """A trn2 host fixture (support.sysroots), the test's own."""
+    from support.sysroots import build_host
+
+    return build_host(tmp_path / "trn2", "trn2")

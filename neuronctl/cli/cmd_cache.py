@@ -4,14 +4,16 @@ version, and pruning the stale ones (dry run unless --yes)."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import click
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.cache_report import CacheView, PruneView
 from neuronctl.cli.common import json_option, python_option, target_python
 from neuronctl.errors import InputError
-from neuronctl.ops.cache import CacheReport, apply_prune, plan_prune, show_caches
+
+if TYPE_CHECKING:  # the operation and its views load when a subcommand runs, not for --help
+    from neuronctl.ops.cache import CacheReport
 
 _VERSION_CHARS = set("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.+_-")
 
@@ -32,6 +34,8 @@ def _compiler(python: str | None, keep: str | None) -> tuple[str | None, str, st
 
 def _report(python: str | None, keep: str | None) -> CacheReport:
     import os
+
+    from neuronctl.ops.cache import show_caches
 
     compiler, source, _target = _compiler(python, keep)
     return show_caches(os.environ, compiler, source)
@@ -69,6 +73,8 @@ def _given(python: str | None, keep: str | None, as_json: bool) -> tuple[str | N
 @json_option
 def show(python: str | None = None, keep: str | None = None, as_json: bool = False) -> int:
     """Each cache with its size and entries by compiler version (stale: another neuronx-cc)."""
+    from neuronctl.cli.cache_report import CacheView
+
     python, keep, as_json = _given(python, keep, as_json)
     get_app().printer.emit(CacheView(_report(python, keep)))
     return 0
@@ -88,6 +94,9 @@ def prune(python: str | None, older: float | None, keep: str | None, yes: bool,
     python, keep, as_json = _given(python, keep, as_json)
     if older is not None and not (math.isfinite(older) and 0 < older <= 36500):
         raise InputError(f"--older-than {older!r}: a number of days above 0, at most 36500")
+    from neuronctl.cli.cache_report import PruneView
+    from neuronctl.ops.cache import apply_prune, plan_prune
+
     report = _report(python, keep)
     items, notes = plan_prune(report, older)
     outcome = apply_prune(items, notes, yes)

@@ -11,7 +11,6 @@ from dataclasses import replace
 import click
 
 from neuronctl.cli.app import App, get_app
-from neuronctl.cli.lock_report import CheckView
 from neuronctl.cli.options import (
     json_option,
     request_options,
@@ -60,6 +59,8 @@ def lock(settings: LockSettings, latest: bool, offline: bool, allow_unsupported:
                                 line=line)
         outcome = run_lock(request, reporter)
     if outcome.checked:
+        from neuronctl.cli.lock_report import CheckView  # its outcome type: not for --help
+
         typed = settings.typed
         flags = _flags(typed.release, typed.torch, typed.requirements, typed.indexes,
                        typed.routes, latest, typed.python_versions, typed.platforms, output, fmt)

@@ -8,7 +8,6 @@ import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.options import json_option
-from neuronctl.cli.releases_report import ReleaseList, ReleaseView
 from neuronctl.cli.setting_options import setting_option, with_settings
 from neuronctl.cli.settings_types import ManifestSettings, ReleasesUpdateSettings
 
@@ -26,6 +25,8 @@ def releases(ctx: click.Context, as_json: bool, settings: ManifestSettings) -> i
     if ctx.invoked_subcommand is not None:
         ctx.obj.manifest_path = manifest_path or ctx.obj.manifest_path
         return 0
+    from neuronctl.cli.releases_report import ReleaseList  # not for a subcommand or --help
+
     get_app().printer.emit(ReleaseList(get_app().manifest(manifest_path)))
     return 0
 
@@ -39,6 +40,7 @@ def releases(ctx: click.Context, as_json: bool, settings: ManifestSettings) -> i
 @MANIFEST_OPTION
 def show(version: str, as_json: bool, with_sources: bool, settings: ManifestSettings) -> int:
     """Show one release in full."""
+    from neuronctl.cli.releases_report import ReleaseView
     from neuronctl.release.provenance import value_entries
 
     manifest = get_app().manifest(settings.manifest)

@@ -26,7 +26,7 @@ _PLAIN = frozenset({"shell_join", "public", "listed", "chip_known", "fix_plan", 
                     "_minor", "_new_venv_python", "_chip_runs_native"})
 _OUTCOME_FIX_ARG, _OUTCOME_SEVERITY_ARG = 2, 4
 # What a check looks at, in words, for the ids that have more to say than their title and
-# docstring (tests/test_docs_generated.py fails on an id here that the registry no longer has).
+# docstring (tests/project/test_docs_generated.py fails on an id here that the registry no longer has).
 ABOUT: dict[str, str] = {
     "python.version": "the target Python fits the release (native TorchNeuron: 3.12-3.14, Linux x86_64)",
     "packages.torch-neuronx": "installed? native, legacy XLA or a PyPI placeholder? the version the "

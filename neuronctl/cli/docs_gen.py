@@ -6,7 +6,7 @@ docs/checks.md from the doctor's check registry.
 
 The output depends on the code alone: commands, options, keys and checks are sorted, help is laid
 out at a fixed width whatever the terminal, and nothing of this machine (paths, user, the
-interpreter) is written. tests/test_docs_generated.py runs --check.
+interpreter) is written. tests/project/test_docs_generated.py runs --check.
 """
 
 from __future__ import annotations
@@ -256,7 +256,7 @@ def settings_table() -> str:
 
 def trust_table() -> str:
     """Which config keys a project file may set and which only the user may (the settings'
-    `trust_root`); docs/security.md holds the same table (tests/test_docs_generated.py)."""
+    `trust_root`); docs/security.md holds the same table (tests/project/test_docs_generated.py)."""
     from neuronctl import settings_table
 
     rows = ["| config key | what it decides | a project's pyproject.toml | only you (flag, "

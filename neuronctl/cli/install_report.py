@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 import click
 
 from neuronctl.backend.engine import Choice
-from neuronctl.backend.external_tool import shown
 from neuronctl.backend.plan import Plan
 from neuronctl.cli.app import terminal_text
 from neuronctl.ops.install.source_types import InstallSource
 from neuronctl.ops.install.target import InstallTarget
+from neuronctl.proc import shown  # what external_tool.shown is; not the engine runner
 from neuronctl.routing import redact_url
 
 if TYPE_CHECKING:

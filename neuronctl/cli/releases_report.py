@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 
 from neuronctl.cli.output import print_line, print_table
 from neuronctl.cli.terminal import terminal_text
-from neuronctl.ops.releases import ReleasesImport, ReleasesUpdate
 from neuronctl.release.model import Manifest, Release
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # listing and showing releases never load the import/update operation
     from neuronctl.cli.printer import Printer
+    from neuronctl.ops.releases import ReleasesImport, ReleasesUpdate
     from neuronctl.release.model import Rule
     from neuronctl.release.provenance import ValueEntry
 

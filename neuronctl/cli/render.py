@@ -4,7 +4,7 @@ A command runs its operation and hands the frozen outcome to `printer.emit(outco
 renderer for that outcome's type and format writes it through the printer. Renderers live in
 the render modules, one per command family (cli/*_report.py); they are named here as strings,
 so that a command imports only its own (`neuronctl --help` and a level-1 doctor stay fast).
-tests/test_render_table.py checks that every entry names a real type and a real renderer.
+tests/cli/test_render_table.py checks that every entry names a real type and a real renderer.
 
 `-o FILE` goes by the same rule: FILE_RENDERERS maps (outcome type, format) to the function that
 makes the file's text, and `write_file` (printer.write_file) writes it whole or not at all.

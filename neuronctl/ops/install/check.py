@@ -13,17 +13,17 @@ from typing import TYPE_CHECKING
 
 from neuronctl.errors import InputError
 from neuronctl.ops.install.background import OnThread
-from neuronctl.ops.install.source_types import InstallSource
-from neuronctl.ops.install.target import InstallTarget
-from neuronctl.ops.lock.choice import PickedLock
 from neuronctl.ops.reporter import Reporter, StepStarted
-from neuronctl.probes.hardware import HardwareReport
 from neuronctl.probes.held_inspection import HeldInspection, venv_site_dirs
-from neuronctl.probes.pyenv import PythonEnv
-from neuronctl.probes.sysroot import SysRoot
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # types only: install.run imports Prepared before its heavier steps load
     from neuronctl.ops.doctor.report import DoctorReport
+    from neuronctl.ops.install.source_types import InstallSource
+    from neuronctl.ops.install.target import InstallTarget
+    from neuronctl.ops.lock.choice import PickedLock
+    from neuronctl.probes.hardware import HardwareReport
+    from neuronctl.probes.pyenv import PythonEnv
+    from neuronctl.probes.sysroot import SysRoot
     from neuronctl.release.model import Manifest
 
 DOCTOR = ("neuronctl.ops.doctor.run", "neuronctl.ops.doctor.facts")

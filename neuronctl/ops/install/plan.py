@@ -19,7 +19,6 @@ from neuronctl.backend.engine import Engine
 from neuronctl.backend.plan import Plan, diff
 from neuronctl.errors import InputError, OperationFailed
 from neuronctl.locked_file import LockedFile
-from neuronctl.ops.install.apply import engine_commands
 from neuronctl.ops.install.source_types import Sourced
 from neuronctl.ops.install.target import InstallTarget
 from neuronctl.ops.reporter import Reporter, Warn
@@ -88,7 +87,11 @@ def plan(env: PythonEnv, target: InstallTarget, sourced: Sourced, engine: Engine
     files = sourced.engine_files([c.wanted for c in made.applies if c.wanted])
     if target.seed_pip is not None:
         files.append(_seed_file(target.seed_pip))
-    commands = engine_commands(made, target, engine, offline=offline, installs=bool(files))
+    commands: list[list[str]] = []
+    if target.new_venv or files or made.removals:  # else no command runs: apply is not loaded
+        from neuronctl.ops.install.apply import engine_commands
+
+        commands = engine_commands(made, target, engine, offline=offline, installs=bool(files))
     if offline:
         check_offline(engine, files)
     return Planned(made, target, tuple(files), tuple(tuple(c) for c in commands))

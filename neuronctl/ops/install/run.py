@@ -32,32 +32,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from neuronctl.backend.external_tool import run_engine
 from neuronctl.cache_dir import user_cache_dir
-from neuronctl.ops.install.apply import ApplyFailure, apply, early_venv
-from neuronctl.ops.install.background import Background
-from neuronctl.ops.install.check import CheckInput, Prepared, check
+from neuronctl.ops.install.check import Prepared
 from neuronctl.ops.install.env_mutex import environment_lock
-from neuronctl.ops.install.find_links import local_label
 from neuronctl.ops.install.outcome import InstallOutcome, PlanReady
-from neuronctl.ops.install.plan import Confirm, Planned, confirm_removals, plan
-from neuronctl.ops.install.preflight import PreflightInput, preflight
-from neuronctl.ops.install.request import InstallRequest
-from neuronctl.ops.install.requirements import shown_lines
-from neuronctl.ops.install.source import pythons, source, stack_for
-from neuronctl.ops.install.source_types import Sourced
 from neuronctl.ops.install.target import InstallTarget, resolve_target
-from neuronctl.ops.lock.choice import PickedLock, pick_lock
 from neuronctl.ops.output_path import check_output_file
 from neuronctl.ops.reporter import Info, Note, Reporter, Waiting, Warn
-from neuronctl.probes.hardware import HardwareReport, detect_hardware
 from neuronctl.probes.pyenv import Inspection, PythonEnv
 from neuronctl.probes.sysroot import SysRoot
-from neuronctl.resolvers.stack_plan import decided
 
+# Only what takes the target's turn and starts its inspection is imported above. The steps after
+# it (the lock, the stack, the preflight, the source, the plan, the engine, the doctor) are
+# imported in install() once the target's interpreter runs, so their import time overlaps its
+# start, and what an install does not reach (apply with nothing to do, the doctor with
+# --no-check) it never imports (issue 36).
 if TYPE_CHECKING:
     from neuronctl.backend.snapshot import Snapshot
     from neuronctl.ops.doctor.report import DoctorReport
+    from neuronctl.ops.install.background import Background
+    from neuronctl.ops.install.plan import Confirm, Planned
+    from neuronctl.ops.install.request import InstallRequest
+    from neuronctl.ops.install.source_types import Sourced
+    from neuronctl.ops.lock.choice import PickedLock
+    from neuronctl.probes.hardware import HardwareReport
     from neuronctl.release.model import Manifest
 
 
@@ -71,6 +69,11 @@ def install(request: InstallRequest, reporter: Reporter, *,
     with ExitStack() as held:  # the environment's install mutex, until the operation ends
         target = take_target(host, held)
         with beside(host, target) as work:
+            from neuronctl.ops.install.plan import plan
+            from neuronctl.ops.install.preflight import PreflightInput, preflight
+            from neuronctl.ops.install.source import source, stack_for
+            from neuronctl.resolvers.stack_plan import decided
+
             picked = choose_lock(host)
             env = work.inspection.result()
             stack = stack_for(request, env, picked, host.manifest)
@@ -110,17 +113,23 @@ class Host:
 
     @functools.cached_property
     def hardware(self) -> HardwareReport:
+        from neuronctl.probes.hardware import detect_hardware
+
         return detect_hardware(self.sysroot)
 
     @functools.cached_property
     def picked(self) -> PickedLock | None:
         """The lock for this host (--lock and its fallbacks, by the hardware and --device),
         read and validated once (a bad lock is exit 2 before any change)."""
+        from neuronctl.ops.lock.choice import pick_lock
+
         r = self.request
         return None if r.lock is None else pick_lock(r.lock, r.device, self.hardware, self.sysroot)
 
     @functools.cached_property
     def pythons(self) -> tuple[str, ...]:
+        from neuronctl.ops.install.source import pythons
+
         return pythons(self.request, self.picked, self.manifest)
 
 
@@ -183,6 +192,8 @@ def beside(host: Host, target: InstallTarget) -> Iterator[Beside]:
                             bundled_pip=seed, tags="unless-derivable")
     early = None
     if target.new_venv and not request.dry_run:
+        from neuronctl.ops.install.apply import early_venv  # only a new venv is made beside
+
         early = early_venv(target, request.engine.engine, timeout=request.timeout)
     work = Beside(inspection, early, Prepared(request.check, request.check_timeout, host.reporter),
                   seed)
@@ -210,6 +221,8 @@ def choose_lock(host: Host) -> PickedLock | None:
 
 def outcome(host: Host, done: Done, *, applied: bool, doctor: DoctorReport | None = None,
             wrote_lock: Path | None = None) -> InstallOutcome:
+    from neuronctl.ops.install.requirements import shown_lines
+
     r, planned = host.request, done.planned
     return InstallOutcome(planned.target, done.sourced.source, r.engine, planned.plan,
                           planned.commands, r.dry_run, applied=applied, doctor=doctor,
@@ -232,6 +245,11 @@ def unchanged(host: Host, done: Done, work: Beside) -> InstallOutcome:
 def apply_planned(host: Host, done: Done, work: Beside, confirm: Confirm | None) -> Path | None:
     """Step 8: removals confirmed, the engine applies the plan (a failure is reported with what
     it changed), then --write-lock's lock is written; returns where (None: not asked)."""
+    from neuronctl.backend.external_tool import run_engine
+    from neuronctl.ops.install.apply import ApplyFailure, apply
+    from neuronctl.ops.install.find_links import local_label
+    from neuronctl.ops.install.plan import confirm_removals
+
     request, planned, sourced, before = host.request, done.planned, done.sourced, done.env
     target, files, engine = planned.target, planned.files, request.engine.engine
     confirm_removals(planned.plan, request.yes, confirm)
@@ -271,6 +289,8 @@ def check_target(host: Host, done: Done, *, prepared: Prepared | None = None,
     """Step 9: the doctor on the target (None with --no-check)."""
     if not host.request.check:
         return None
+    from neuronctl.ops.install.check import CheckInput, check
+
     return check(CheckInput(done.planned.target, done.sourced.source, done.picked, host.hardware,
                             host.manifest, host.sysroot, host.request.check_timeout),
                  prepared=prepared, unchanged=unchanged)

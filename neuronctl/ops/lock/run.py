@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from neuronctl.atomic import write_text_atomic
-from neuronctl.ops.lock.check import lock_differences
 from neuronctl.ops.lock.outcome import LockOutcome
 from neuronctl.ops.lock.request import LockRequest
-from neuronctl.ops.lock.resolve import Resolved, fetch_status, request_fetcher, resolve_request
-from neuronctl.ops.net_preflight import preflight_stack
 from neuronctl.ops.reporter import Note, Reporter
 from neuronctl.release.stack_rules import check_stack_rules
 from neuronctl.resolvers.pylock import build_pylock, read_recorded, render_pylock, render_requirements
+
+if TYPE_CHECKING:  # the resolver and the network load for a resolution, never for --check
+    from neuronctl.ops.lock.resolve import Resolved
 
 
 def lock(request: LockRequest, reporter: Reporter) -> LockOutcome:
@@ -29,6 +30,9 @@ def lock(request: LockRequest, reporter: Reporter) -> LockOutcome:
                                       [t.python for t in request.stack.targets],
                                       allow=request.allow_unsupported, what="lock"):
             reporter.emit(Note(note))
+    from neuronctl.ops.lock.resolve import fetch_status, request_fetcher, resolve_request
+    from neuronctl.ops.net_preflight import preflight_stack
+
     fetcher, cache_root = request_fetcher(request.stack, offline=request.offline,
                                           timeout=request.timeout)
     preflight_stack(request.stack, fetcher)  # every index at once, before resolving
@@ -56,6 +60,8 @@ def check(request: LockRequest) -> LockOutcome:
     path = Path(request.output)
     if not path.exists():
         return replace(_outcome(request), checked=True, missing=True)
+    from neuronctl.ops.lock.check import lock_differences  # only --check compares
+
     recorded = read_recorded(path, request.fmt)
     problems = lock_differences(recorded, request.stack.inputs())
     return replace(_outcome(request), checked=True, problems=tuple(problems))

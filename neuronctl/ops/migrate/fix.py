@@ -1,7 +1,7 @@
 """--fix and --diff: the mechanical rewrites, with libcst, at the places the scan marked fixable.
 
 libcst keeps every comment and all formatting; only the nodes a rule names change. This module
-is imported only by --fix and --diff (a plain scan never loads libcst: tests/test_import_cost.py).
+is imported only by --fix and --diff (a plain scan never loads libcst: tests/project/test_import_cost.py).
 Each rewrite is one AWS states (rules.py): xm.xla_device() -> torch.device('neuron'),
 .to('cuda') -> .to('neuron'), torch.autocast's device_type and init_process_group's backend ->
 "neuron", torch.compile's "openxla" backend -> "neuron", neuronxcc.nki imports -> nki.

@@ -1,0 +1,104 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from neuronctl import __version__
+
+
+def test_version_and_help(cli):
+    r = cli("--version")
+    assert r.code == 0 and r.out.strip() == f"neuronctl {__version__}"
+    h = cli("--help")
+    assert h.code == 0
+    for name in ("doctor", "releases", "detect", "env", "probe"):
+        assert name in h.out
+
+
+def test_python_dash_m_and_no_eager_heavy_imports():
+    code = (
+        "import sys\n"
+        "from neuronctl.cli.main import run\n"
+        "rc = run(['--version'])\n"
+        "heavy = [m for m in ('rich', 'rich.table', 'requests', 'torch', 'tomlkit') if m in sys.modules]\n"
+        "print(rc, heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().endswith("0 []")
+    helped = subprocess.run([sys.executable, "-c", code.replace("'--version'", "'--help'")],
+                            capture_output=True, text=True, check=True)
+    assert helped.stdout.strip().endswith("0 []")
+    mod = subprocess.run([sys.executable, "-m", "neuronctl", "--version"], capture_output=True,
+                         text=True, check=True)
+    assert mod.stdout.startswith("neuronctl ")
+
+
+def test_unknown_command_and_flag_exit_2(cli):
+    assert cli("frobnicate").code == 2
+    r = cli("releases", "--bogus")
+    assert r.code == 2 and "no such option" in r.err
+
+
+def test_config_from_pyproject_is_used_and_validated(cli, isolated_env):
+    (isolated_env / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.neuronctl]\nmanifest = "missing.json"\n')
+    r = cli("releases")  # a trust root: a project's is noted, not used (the file is never read)
+    assert r.code == 0 and "`manifest` is not used" in r.err
+    r = cli("--config", str(isolated_env / "pyproject.toml"), "releases")  # a file you name is
+    assert r.code == 2  # yours
+    assert "missing.json: no such file" in r.err
+    (isolated_env / "pyproject.toml").write_text('[tool.neuronctl]\ncolour = "red"\n')
+    r = cli("releases")
+    assert r.code == 2
+    assert "[tool.neuronctl]: unknown key 'colour'" in r.err
+    (isolated_env / "pyproject.toml").write_text('[tool.neuronctl]\ntimeout = "soon"\n')
+    r = cli("releases")
+    assert r.code == 2 and "timeout: expected a number of seconds" in r.err
+    (isolated_env / "pyproject.toml").write_text('[tool.neuronctl\n')
+    r = cli("releases")
+    assert r.code == 2 and "invalid TOML" in r.err
+
+
+def test_explicit_config_missing(cli, tmp_path):
+    r = cli("--config", str(tmp_path / "none.toml"), "releases")
+    assert r.code == 2 and "no such config file" in r.err
+
+
+def test_no_color_and_json_schema(cli):
+    r = cli("--no-color", "releases", "show", "2.33.0")
+    assert "\x1b[" not in r.out
+    data = json.loads(cli("releases", "show", "2.33.0", "--json").out)
+    assert data["schema"] == 1
+
+
+def test_internal_error_is_one_line_without_traceback(monkeypatch, cli):
+    import neuronctl.release.manifest as manifest
+
+    def boom(*_a, **_k):
+        raise RuntimeError("kaput")
+
+    monkeypatch.setattr(manifest, "load_bundled_manifest", boom)
+    r = cli("releases")
+    assert r.code == 1
+    assert r.err.strip() == ("neuronctl: error: internal error: RuntimeError: kaput "
+                             "(run with -v for the traceback)")
+    verbose = cli("-v", "releases")
+    assert "Traceback" in verbose.err
+
+
+@pytest.mark.slow
+def test_wheel_has_only_the_neuronctl_namespace(tmp_path):
+    import zipfile
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir",
+                    str(tmp_path), str(repo)], check=True, capture_output=True)
+    wheel = next(tmp_path.glob("neuronctl-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert tops == {"neuronctl"}
+    for sub in ("resolvers", "probes", "backend", "cli", "data"):
+        assert f"neuronctl/{sub}/__init__.py" in names
+    assert "neuronctl/data/releases.json" in names

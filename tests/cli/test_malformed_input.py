@@ -1,0 +1,65 @@
+"""Malformed input and hostile conditions around install and output: exit 2 naming what was
+wrong (or a fault naming the file), never an internal error, nothing half-written."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+from support.paths import N2_MANIFEST
+
+from neuronctl.backend.external_tool import run_engine
+from neuronctl.errors import FaultError
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e300", "-1", "0", "86401"])
+def test_timeouts_that_are_not_a_sane_number_of_seconds_are_bad_input(cli, value):
+    r = cli("lock", "--offline", "--timeout", value, "-o", "-")
+    assert r.code == 2 and "--timeout: timeout must be a positive number of seconds" in r.err, r.err
+    assert "internal error" not in r.err
+
+
+def test_a_config_timeout_of_nan_is_bad_input(cli, tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.neuronctl]\ntimeout = nan\n")
+    r = cli("--config", str(tmp_path / "pyproject.toml"), "lock", "--offline", "-o", "-")
+    assert r.code == 2 and "timeout" in r.err and "nan" in r.err, r.err
+
+
+def test_a_full_disk_while_writing_o_names_the_file_and_leaves_nothing(tmp_path):
+    """`-o FILE` on a disk that fills up (a file-size limit: EFBIG, as ENOSPC would be): one
+    error naming the file, exit 1, no partial file and no temp file beside it."""
+    import resource
+
+    out = tmp_path / "out" / "manifest.json"
+    out.parent.mkdir()
+
+    def limited() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    proc = subprocess.run([sys.executable, "-m", "neuronctl", "releases", "import", str(N2_MANIFEST),
+                           "-o", str(out)], capture_output=True, text=True, preexec_fn=limited,
+                          timeout=120, check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert f"neuronctl: error: cannot write {out}: File too large" in proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+    assert os.listdir(out.parent) == []
+
+
+def test_a_dangling_venv_symlink_is_bad_input_and_nothing_is_created(cli, tmp_path):
+    link, gone = tmp_path / "env", tmp_path / "moved-away" / "env"
+    link.symlink_to(gone)
+    r = cli("install", "--venv", str(link), "--venv-python", "3.12", "--no-check")
+    assert r.code == 2 and f"--venv {link}: a dangling symlink (to {gone})" in r.err, r.err
+    assert link.is_symlink() and not gone.exists() and not gone.parent.exists()
+
+
+def test_an_engine_killed_by_a_signal_names_the_signal():
+    with pytest.raises(FaultError) as caught:
+        run_engine([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"])
+    assert "(killed by SIGKILL)" in caught.value.message and "exit -9" not in caught.value.message
+    with pytest.raises(FaultError, match=r"\(exit 3\): boom"):
+        run_engine([sys.executable, "-c", "import sys; sys.exit('boom' and print('boom', file=sys.stderr) or 3)"])

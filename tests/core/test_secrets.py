@@ -1,0 +1,217 @@
+"""No secret in any output (issue 11 §2), and index names that match nothing are errors (issue 12).
+
+A private index with Basic auth works end to end, while its password appears in no output, lock
+or error; credentials go to their own origin only; every text crossing the error boundary is
+redacted."""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+from pathlib import Path
+from typing import ClassVar
+from urllib.parse import urljoin
+
+import pytest
+from support.loopback import QuietHandler, serving
+from support.private_index import ENCODED, GOOD, PASSWORD, USER, assert_no_secret, private_universe
+
+from neuronctl.backend.pip_engine import PipEngine
+from neuronctl.ops.index_routing import IndexSources, route_indexes
+from neuronctl.resolvers.http_fetch import Fetcher
+from neuronctl.routing import IndexURL, load_default_routing
+
+
+def test_private_index_with_basic_auth_locks_and_the_password_is_nowhere(cli, wheels):
+    with private_universe(wheels) as (uni, private_seen, others_seen):
+        secret_url = uni.urls["pypi"].replace("http://", f"http://{ENCODED}@")
+        flags = [f"--index=pypi={secret_url}", f"--index=pytorch-cpu={uni.urls['pytorch-cpu']}",
+                 f"--index=neuron={uni.urls['neuron']}", "--python", "3.12"]
+        r = cli("lock", *flags)
+        assert r.code == 0, r.err
+        lock = Path("pylock.toml").read_text()
+        assert_no_secret(r.out, r.err, lock)
+        assert uni.urls["pypi"] in lock and "typing-extensions" in lock
+        assert private_seen and set(private_seen) == {GOOD}  # every request authenticated
+        assert others_seen and set(others_seen) == {None}  # and no other origin got them
+        r = cli("lock", *flags, "--json")
+        assert r.code == 0, r.err
+        assert_no_secret(r.out, r.err)
+        assert json.loads(r.out)["routing"]["indexes"]["pypi"] == uni.urls["pypi"]
+        # The check names the command to refresh the lock, credentials left to ~/.netrc.
+        r = cli("lock", *flags, "--python", "3.13", "--check")
+        assert r.code == 1
+        assert_no_secret(r.out, r.err)
+        assert f"--index=pypi={uni.urls['pypi']}" in r.err and "--python-version=3.13" in r.err
+        # Without the password the index refuses: the credentials above really were used.
+        r = cli("lock", f"--index=pypi={uni.urls['pypi']}", *flags[1:], "-o", "pylock.other.toml")
+        assert r.code == 1 and "401" in r.err
+
+
+class RedirectHome(QuietHandler):
+    """Answers /same with a redirect to /landing on itself and /away with one to `elsewhere`;
+    records the Authorization header of each request."""
+
+    elsewhere = ""
+    seen: ClassVar[list[tuple[str, str | None]]] = []
+
+    def do_GET(self) -> None:
+        self.seen.append((self.path, self.headers.get("Authorization")))
+        target = {"/same": "/landing", "/away": self.elsewhere}.get(self.path)
+        if target:
+            self.send_response(302)
+            self.send_header("Location", target)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.reply("ok")
+
+
+def test_credentials_go_to_their_own_origin_only_even_across_redirects():
+    class Elsewhere(RedirectHome):
+        seen: ClassVar[list[tuple[str, str | None]]] = []
+
+    class Home(RedirectHome):
+        seen: ClassVar[list[tuple[str, str | None]]] = []
+
+    with serving(Elsewhere) as other, serving(Home) as home:
+        Home.elsewhere = other + "/stolen"
+        index = IndexURL(home.replace("http://", f"http://{ENCODED}@") + "/simple")
+        routing = load_default_routing().with_index("pypi", index)
+        fetcher = Fetcher(retries=0, timeout=5, credentials=routing.credentials())
+        for path in ("/simple/x/", "/same", "/away"):
+            assert fetcher.get(urljoin(str(index) + "/", path)).status_code == 200
+        assert fetcher.get(other + "/direct").status_code == 200
+    assert dict(Home.seen) == {"/simple/x/": GOOD, "/same": GOOD, "/landing": GOOD, "/away": GOOD}
+    assert dict(Elsewhere.seen) == {"/stolen": None, "/direct": None}
+
+
+def test_index_url_shows_no_credentials_in_any_string_form():
+    url = IndexURL(f"https://{ENCODED}@private.example:8443/simple/")
+    assert url == "https://private.example:8443/simple"
+    for text in (str(url), repr(url), f"{url}", f"{url!r}", json.dumps(url), urljoin(url + "/", "torch/"),
+                 repr(copy.deepcopy(url)), repr(pickle.loads(pickle.dumps(url))), repr([url])):
+        assert_no_secret(text)
+        assert "private.example:8443" in text
+    routing = load_default_routing().with_index("pypi", url)
+    assert routing.credentials() == {("https", "private.example", 8443): (USER, PASSWORD)}
+    assert_no_secret(repr(routing), json.dumps(routing.to_json()), routing.url_for("numpy"))
+
+
+def test_restore_commands_never_embed_credentials():
+    routing = route_indexes(IndexSources(environ={}, index_flags=[
+        f"pypi=https://{ENCODED}@private.example/simple"]))
+    for url_for in (routing.url_for, lambda _name: f"https://{ENCODED}@private.example/simple"):
+        cmds = PipEngine().restore_commands("/v/bin/python", {"numpy": "1.0"}, {"numpy": "2.0", "x": "1"}, url_for)
+        text = json.dumps(cmds)
+        assert_no_secret(text)
+        assert "https://private.example/simple" in text and "numpy==1.0" in text
+
+
+@pytest.mark.parametrize("args, env", [
+    (["lock", f"--index=http://{ENCODED}@127.0.0.1:9/simple"], {}),  # no NAME=
+    (["lock", f"--index=pypi={ENCODED}@127.0.0.1:9/simple"], {}),  # no scheme
+    (["lock"], {"NEURONCTL_INDEX_PYPI": f"{ENCODED}@127.0.0.1:9/simple"}),  # no scheme, from env
+    (["lock", f"--index=pypi=http://{ENCODED}@127.0.0.1:port/simple"], {}),  # port not a number
+    (["lock", "--timeout", f"http://{ENCODED}@h"], {}),  # click quotes the value back
+    (["lock", f"--route=torch=http://{ENCODED}@h"], {}),  # unknown index named by a URL
+])
+def test_rejected_values_are_exit_2_without_their_credentials(cli, monkeypatch, args, env):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    r = cli(*args)
+    assert r.code == 2, r.err
+    assert "internal error" not in r.err
+    assert_no_secret(r.out, r.err)
+
+
+def test_internal_errors_and_tracebacks_pass_the_redactor(cli, monkeypatch):
+    import neuronctl.cli.cmd_env as cmd_env
+
+    def boom(*_args: object) -> None:
+        raise RuntimeError(f"InvalidURL: http://{ENCODED}@h:x/ with Authorization: Bearer HUSHtok")
+
+    monkeypatch.setattr(cmd_env, "collect", boom)
+    for flags in ([], ["-v"]):
+        r = cli(*flags, "env")
+        assert r.code == 1 and "internal error: RuntimeError" in r.err
+        assert_no_secret(r.out, r.err)
+    assert "Traceback" in r.err
+
+
+def test_unknown_index_names_are_exit_2_listing_the_known_ones(cli, monkeypatch, isolated_env):
+    r = cli("lock", "--index=neurn=http://127.0.0.1:9/simple")
+    assert r.code == 2 and "unknown index 'neurn'" in r.err and "did you mean 'neuron'" in r.err
+    assert "neuron, pypi, pytorch-cpu" in r.err
+    r = cli("lock", "--route=torch=pytorchcpu")
+    assert r.code == 2 and "unknown index 'pytorchcpu'" in r.err and "pytorch-cpu" in r.err
+    monkeypatch.setenv("NEURONCTL_INDEX_PYTORCHCPU", "http://127.0.0.1:9/simple")
+    r = cli("lock")
+    assert r.code == 2 and "NEURONCTL_INDEX_PYTORCHCPU" in r.err
+    assert "did you mean 'NEURONCTL_INDEX_PYTORCH_CPU'?" in r.err
+    monkeypatch.delenv("NEURONCTL_INDEX_PYTORCHCPU")
+    (isolated_env / "pyproject.toml").write_text(
+        '[tool.neuronctl]\nindexes = { nueron = "http://127.0.0.1:9/simple" }\n')
+    r = cli("lock")
+    assert r.code == 2 and "indexes: nueron" in r.err and "unknown index 'nueron'" in r.err
+    (isolated_env / "pyproject.toml").write_text('[tool.neuronctl]\nroutes = { torch = "nueron" }\n')
+    r = cli("lock")
+    assert r.code == 2 and "routes: torch" in r.err and "unknown index 'nueron'" in r.err
+
+
+def test_a_new_index_needs_a_route_and_a_locks_recorded_names_are_known():
+    url = "http://127.0.0.1:9/simple"
+    routing = route_indexes(IndexSources(environ={}, index_flags=[f"private={url}"],
+                                         route_flags=["typing-extensions=private"]))
+    assert routing.index_for("typing_extensions") == "private" and routing.url_for("x") != url
+    routing = route_indexes(IndexSources({"private": url}, {"nki": "private"}, environ={}))
+    assert routing.index_for("nki") == "private"
+    routing = route_indexes(IndexSources(environ={}, index_flags=[f"private={url}"]),
+                            recorded={"private": url})
+    assert routing.indexes["private"] == url
+    routing = route_indexes(IndexSources(environ={"NEURONCTL_INDEX_MIRROR": url}),
+                            recorded={"mirror": "http://127.0.0.1:8/simple"})
+    assert routing.indexes["mirror"] == "http://127.0.0.1:8/simple"  # the lock's, as documented
+
+
+def test_check_lists_each_change_once_and_shows_no_recorded_credentials(cli, uni):
+    assert cli("lock", *uni.index_flags(), "--python", "3.12").code == 0
+    text = Path("pylock.toml").read_text()
+    planted = text.replace(uni.urls["pypi"], uni.urls["pypi"].replace("http://", f"http://{ENCODED}@"))
+    assert planted != text
+    Path("pylock.toml").write_text(planted)
+    r = cli("lock", *uni.index_flags(), "--python", "3.12", "--torch", "2.13", "--check")
+    assert r.code == 1
+    assert_no_secret(r.out, r.err)
+    lines = [ln for ln in r.err.splitlines() if "out of date" in ln]
+    assert len(lines) == len(set(lines))
+    assert sum("torch-neuronx" in ln for ln in lines) == 1 and sum("'2.13.0'" in ln for ln in lines) == 1
+    assert not any("indexes" in ln for ln in lines)  # the same index, credentials or not
+    assert f"hint: refresh it with: neuronctl lock --torch=2.13 --index=pypi={uni.urls['pypi']} " in r.err
+    assert r.err.rstrip().endswith("--python-version=3.12")
+
+
+def test_lock_notes_a_beta_release_once_and_not_under_json_or_quiet(cli, uni):
+    r = cli("lock", *uni.index_flags(), "--python", "3.12")
+    assert r.code == 0, r.err
+    assert r.err.count("beta") == 1 and "Neuron 2.33.1 is a beta release" in r.err
+    assert "beta" not in r.out
+    r = cli("lock", *uni.index_flags(), "--python", "3.12", "--json")
+    assert r.code == 0 and "beta" not in r.err
+    r = cli("-q", "lock", *uni.index_flags(), "--python", "3.12")
+    assert r.code == 0 and "beta" not in r.err
+
+
+def test_install_from_a_private_index_downloads_with_credentials_and_shows_none(cli, wheels, tmp_path):
+    with private_universe(wheels) as (uni, private_seen, others_seen):
+        secret_url = uni.urls["pypi"].replace("http://", f"http://{ENCODED}@")
+        venv = tmp_path / "env"
+        r = cli("install", f"--index=pypi={secret_url}", f"--index=pytorch-cpu={uni.urls['pytorch-cpu']}",
+                f"--index=neuron={uni.urls['neuron']}", "--release", "2.33.0", "--torch", "2.13",
+                "--venv", str(venv), "--venv-python", "3.13", "--engine", "uv", "--no-check", "--json")
+        assert r.code == 0, r.err + r.out
+        assert_no_secret(r.out, r.err)
+        whole = [path for _method, path, ranged in uni.pypi.hits if path.endswith(".whl") and not ranged]
+        assert whole  # the install's own downloads (not the resolver's) came from the private index
+        assert set(private_seen) == {GOOD} and set(others_seen) == {None}

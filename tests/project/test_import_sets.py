@@ -1,0 +1,134 @@
+"""The import set of each command (issue 36: what a command does not need, it does not import).
+
+Every command's `--help`, and the real entry of the commands that run offline here (`releases`,
+`releases show`, `cache --help`, `install --lock` with nothing to do), run in a fresh interpreter
+through `neuronctl.cli.main.run`; each names the modules it must not have loaded. On a small host
+each module a command imports and never calls costs its import time on every run (requests and
+urllib3 ~50 ms, the resolver, the doctor's checks, libcst, torch seconds)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from neuronctl.cli.main import COMMANDS
+
+NEVER_FOR_HELP = [
+    "torch", "libcst", "resolvelib", "requests", "urllib3", "ssl", "rich.table", "packaging.pylock",
+    "neuronctl.resolvers.pylock", "neuronctl.resolvers.http_fetch", "neuronctl.resolvers.resolve",
+    "neuronctl.ops.install.run", "neuronctl.ops.lock.resolve", "neuronctl.ops.lock.run",
+    "neuronctl.ops.migrate", "neuronctl.ops.releases", "neuronctl.ops.cache",
+]
+"""Loaded by no command's --help: the HTTP stack, the resolver, the lock reader and writer, the
+install and lock operations, migrate's rewriter, the release import, the cache scan."""
+
+HELP_ALSO_NEVER: dict[str, list[str]] = {
+    "releases": ["neuronctl.release.manifest", "neuronctl.release.aws_import", "neuronctl.release.merge"],
+    "cache": ["neuronctl.ops.doctor", "neuronctl.probes.pyenv", "neuronctl.probes.compile_cache"],
+    "install": ["neuronctl.release.manifest", "neuronctl.ops.doctor", "neuronctl.backend.engine",
+                "neuronctl.probes.pyenv"],
+    "lock": ["neuronctl.release.manifest", "neuronctl.ops.doctor", "neuronctl.probes.pyenv"],
+    "download": ["neuronctl.release.manifest", "neuronctl.ops.doctor"],
+    "migrate": ["neuronctl.release.manifest", "neuronctl.ops.doctor"],
+    "init": ["neuronctl.ops.doctor", "neuronctl.probes.pyenv"],
+}
+"""What a command's --help is further without: its options are declared from the settings table
+and constants, not from the operation or the release data."""
+
+
+def _run(args: list[str], watched: list[str], cwd: Path) -> tuple[int, list[str]]:
+    """The exit code of `neuronctl ARGS` run in a fresh interpreter, and which of `watched` it
+    had loaded by the end."""
+    code = ("import contextlib, io, json, sys\n"
+            "from neuronctl.cli.main import run\n"
+            "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+            f"    rc = run({args!r})\n"
+            f"print(json.dumps([rc, [w for w in {watched!r} if w in sys.modules]]))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True,
+                          timeout=180, check=False)
+    assert done.returncode == 0, done.stderr
+    rc, loaded = json.loads(done.stdout)
+    return rc, loaded
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_commands_help_loads_none_of_the_heavy_machinery(tmp_path, command):
+    watched = [*NEVER_FOR_HELP, *HELP_ALSO_NEVER.get(command, [])]
+    assert _run([command, "--help"], watched, tmp_path) == (0, [])
+
+
+def test_listing_and_showing_releases_load_no_import_update_network_or_resolver(tmp_path):
+    """`releases` and `releases show` read the bundled data and print it: AWS's manifest
+    converter, the merge and rollback checks and the network are `releases import/update`'s."""
+    watched = [*NEVER_FOR_HELP, "neuronctl.release.aws_import", "neuronctl.release.merge",
+               "neuronctl.release.rollback", "socket", "neuronctl.proc", "neuronctl.ops.doctor"]
+    assert _run(["releases"], watched, tmp_path) == (0, [])
+    assert _run(["releases", "show", "2.33.1", "--sources"], watched, tmp_path) == (0, [])
+
+
+def test_every_watched_name_is_a_module_that_loads(tmp_path):
+    """Not vacuous: each name watched above is a real module (a misspelt one is never loaded)."""
+    names = sorted({*NEVER_FOR_HELP, *(n for ns in HELP_ALSO_NEVER.values() for n in ns),
+                    "neuronctl.release.aws_import", "neuronctl.release.merge",
+                    "neuronctl.release.rollback", "socket", "neuronctl.proc"} - {"torch"})
+    code = ("import importlib, json, sys\n"
+            f"for m in {names!r}: importlib.import_module(m)\n"
+            f"print(json.dumps([n for n in {names!r} if n in sys.modules]))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=180, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == names
+
+
+INSTALL_NEVER = [
+    "torch", "libcst", "resolvelib", "requests", "urllib3", "ssl", "rich.table",
+    "neuronctl.resolvers.http_fetch", "neuronctl.resolvers.resolve", "neuronctl.ops.lock.resolve",
+    "neuronctl.ops.install.resolution", "neuronctl.ops.install.apply", "neuronctl.ops.install.failure",
+    "neuronctl.backend.external_tool", "neuronctl.backend.engine_watch", "neuronctl.backend.snapshot",
+    "neuronctl.toml_emit", "neuronctl.ops.migrate", "neuronctl.ops.smoke", "neuronctl.probes.device",
+]
+"""What `install --lock` with nothing to do never calls: the network and the resolver (the lock
+names the files), the engine's run and what watches it, the snapshot of a failed apply, the TOML
+writer, migrate, the device probe and the model run."""
+
+
+@pytest.mark.slow
+def test_an_install_with_nothing_to_do_loads_no_resolver_network_or_engine_run(cli, locked, tmp_path):
+    from support.wheels import find_python, make_venv
+
+    venv = make_venv(tmp_path / "env", find_python("3.12")).parents[1]
+    install = ["install", "--lock", str(locked), "--python", str(venv), "--engine", "uv"]
+    r = cli(*install, "--no-check")
+    assert r.code == 0 and "applied" in r.err + r.out, r.err
+    assert _run([*install, "--no-check"], [*INSTALL_NEVER, "neuronctl.ops.doctor"], tmp_path) == (0, [])
+    # The doctor afterwards is the feature: it loads, and still none of the above.
+    assert _run(install, [*INSTALL_NEVER, "neuronctl.ops.doctor.run"], tmp_path) == (
+        0, ["neuronctl.ops.doctor.run"])
+
+
+LOCK_NEVER = ["torch", "libcst", "rich.table", "neuronctl.ops.doctor", "neuronctl.ops.install",
+              "neuronctl.backend", "neuronctl.probes.pyenv", "neuronctl.ops.migrate",
+              "neuronctl.ops.releases", "neuronctl.release.aws_import", "neuronctl.ops.lock.check"]
+"""What `lock` never calls: the doctor, the install operation and the engines, the target
+interpreter's inspection (a lock is for a platform target, not an interpreter), migrate, the
+release import, and without --check the comparison with an existing lock."""
+
+
+def test_a_lock_loads_neither_doctor_install_engines_nor_its_check(uni, tmp_path):
+    args = ["lock", *uni.index_flags(), "--python", "3.12", "-o", str(tmp_path / "pylock.toml")]
+    assert _run(args, [*LOCK_NEVER, "resolvelib", "requests"], tmp_path) == (0, ["resolvelib", "requests"])
+
+
+def test_lock_check_loads_no_resolver_or_network(cli, uni, tmp_path):
+    """`lock --check` (CI's question: does the lock still match?) reads the lock and fetches
+    nothing: neither the resolver nor the HTTP stack loads."""
+    lock = tmp_path / "pylock.toml"
+    assert cli("lock", *uni.index_flags(), "--python", "3.12", "-o", str(lock)).code == 0
+    watched = ["resolvelib", "requests", "urllib3", "neuronctl.resolvers.http_fetch",
+               "neuronctl.ops.lock.resolve", "neuronctl.ops.lock.check"]
+    args = ["lock", *uni.index_flags(), "--python", "3.12", "-o", str(lock), "--check"]
+    assert _run(args, watched, tmp_path) == (0, ["neuronctl.ops.lock.check"])

@@ -1,0 +1,73 @@
+"""The shared test helpers (tests/support) that many tests lean on do what those tests assume:
+a zombie is no running process, a bundle's members are regular files, closed ports refuse, and a
+legacy venv handed out from the content-keyed cache is each test's own."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import socket
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+from support.archives import members
+from support.loopback import closed_ports
+from support.procs import alive, gone
+from support.stacks import wheel_set
+from support.venvs import installed, legacy_venv
+
+
+def test_a_running_process_is_alive_and_a_zombie_is_gone() -> None:
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert alive(child.pid) and not gone(child.pid, within=0.2)
+        os.kill(child.pid, signal.SIGKILL)
+        assert gone(child.pid, within=5.0)  # a zombie: killed, not yet reaped
+        assert Path(f"/proc/{child.pid}").exists()  # not vacuous: the entry is still there
+    finally:
+        child.kill()
+        child.wait()
+    assert not alive(child.pid) and gone(child.pid)
+
+
+def _archive(path: Path, *, with_folder: bool) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        data = b"hello"
+        info = tarfile.TarInfo("bundle-x/env.json")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+        if with_folder:
+            folder = tarfile.TarInfo("bundle-x/sub")
+            folder.type = tarfile.DIRTYPE
+            tar.addfile(folder)
+    return path
+
+
+def test_members_reads_each_file_below_the_top_folder_and_refuses_anything_else(tmp_path: Path) -> None:
+    assert members(_archive(tmp_path / "a.tar.gz", with_folder=False)) == {"env.json": "hello"}
+    with pytest.raises(AssertionError):
+        members(_archive(tmp_path / "b.tar.gz", with_folder=True))
+
+
+def test_closed_ports_are_distinct_and_refuse_connections() -> None:
+    ports = closed_ports(3)
+    assert len(set(ports)) == 3
+    for port in ports:
+        with socket.socket() as s, pytest.raises(ConnectionRefusedError):
+            s.connect(("127.0.0.1", port))
+
+
+@pytest.mark.slow
+def test_each_legacy_venv_is_a_copy_of_its_own_from_one_build(tmp_path_factory: pytest.TempPathFactory) -> None:
+    stack = wheel_set(tmp_path_factory.mktemp("stack"))
+    first = legacy_venv(tmp_path_factory.mktemp("one"), stack)
+    second = legacy_venv(tmp_path_factory.mktemp("two"), stack)
+    assert first != second and installed(first / "bin" / "python")["torch"] == "2.9.0"
+    (first / "mine").write_text("changed by the first test")
+    assert not (second / "mine").exists()
+    assert installed(second / "bin" / "python") == installed(first / "bin" / "python")
+    cache = first.parent.parent / "venv-cache"
+    assert [p.name.startswith("legacy-") for p in cache.iterdir()] == [True]  # one build for both

@@ -1,0 +1,1 @@
+"""Shared test helpers: loopback servers, wheels, venvs, sysroots, the stand-in backend."""
