@@ -85,3 +85,30 @@ def test_a_duplicate_release_is_refused_at_once() -> None:
     for on_demand in (False, True):
         with pytest.raises(InputError, match=rf"releases\[{last}\]\.version: duplicate release"):
             parse_manifest(data, "m.json", on_demand=on_demand)
+
+
+def test_threads_reading_at_once_share_one_build() -> None:
+    """The doctor's checks read the releases from their own threads: each release is built once,
+    however many ask for it while it is being built."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    default = load_bundled_manifest().default
+    calls: list[int] = []
+    started = threading.Barrier(8)
+
+    def slow_build(index: int) -> Any:
+        calls.append(index)
+        time.sleep(0.05)  # long enough for every other reader to arrive meanwhile
+        return default
+
+    releases = OnDemand([0], slow_build)
+
+    def read(_: int) -> int:
+        started.wait()
+        return id(releases[0])
+
+    with ThreadPoolExecutor(8) as pool:
+        seen = set(pool.map(read, range(8)))
+    assert calls == [0] and seen == {id(default)} and releases.built == 1

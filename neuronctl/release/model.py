@@ -4,6 +4,7 @@ imports these; this one imports nothing else from the package, so nothing import
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, overload
@@ -213,6 +214,7 @@ class OnDemand(Sequence[Release]):
         self._order = tuple(order)
         self._build = build
         self._built: list[Release | None] = [None] * len(self._order)
+        self._lock = threading.Lock()  # the doctor's checks read it from their threads: one build
 
     def __len__(self) -> int:
         return len(self._order)
@@ -228,7 +230,10 @@ class OnDemand(Sequence[Release]):
             return tuple(self[i] for i in range(*index.indices(len(self))))
         release = self._built[index]  # IndexError past the end, as a tuple's
         if release is None:
-            release = self._built[index] = self._build(self._order[index])
+            with self._lock:
+                release = self._built[index]
+                if release is None:
+                    release = self._built[index] = self._build(self._order[index])
         return release
 
     @property
