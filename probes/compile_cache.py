@@ -145,6 +145,18 @@ def cache_locations(environ: Mapping[str, str]) -> list[CacheLocation]:
     return unique
 
 
+def public(version: str) -> str:
+    """A compiler version's public part, as cache entries are compared ("2.21.1+abc" ->
+    "2.21.1"); here, not in ops.cache, so the doctor's cache.compile check does not load the
+    cache command's operation (issue 36)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(version).public
+    except InvalidVersion:
+        return version.split("+", maxsplit=1)[0]
+
+
 def version_of(name: str) -> str | None:
     """The compiler version a legacy cache folder is for ("neuronxcc-2.13.68.0+6dfecc895")."""
     if not name.startswith(VERSION_PREFIX):

@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-from neuronctl.ops.cache import CacheReport, PruneOutcome, public
+from neuronctl.ops.cache import CacheReport, PruneOutcome
 from neuronctl.ops.doctor.checks_cache import size_text
+from neuronctl.probes.compile_cache import public
 
 if TYPE_CHECKING:
     from neuronctl.cli.printer import Printer

@@ -21,21 +21,18 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from packaging.version import InvalidVersion, Version
-
 from neuronctl.errors import InputError
-from neuronctl.probes.compile_cache import CacheState, cache_locations, display_name, inspect_cache
+from neuronctl.probes.compile_cache import (
+    CacheState,
+    cache_locations,
+    display_name,
+    inspect_cache,
+    public,
+)
 from neuronctl.probes.sysroot import SysRoot
 
 TRASH = ".neuronctl-trash"
 DAY_S = 86400.0
-
-
-def public(version: str) -> str:
-    try:
-        return Version(version).public
-    except InvalidVersion:
-        return version.split("+", maxsplit=1)[0]
 
 
 @dataclass(frozen=True)

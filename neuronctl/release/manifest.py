@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,6 +29,7 @@ from neuronctl.release.model import (
     Artifact,
     Framework,
     Manifest,
+    OnDemand,
     Release,
     Source,
 )
@@ -180,42 +181,69 @@ def _parse_sources(top: Fields) -> dict[str, Source]:
     return out
 
 
-def _check_source_ids(releases: list[Release], sources: Mapping[str, Source], top: Fields) -> None:
-    for i, release in enumerate(releases):
-        for key, sid in release.sources.items():
-            if sid not in sources:
-                raise top.fail(f"releases[{i}].sources.{key}", f"unknown source {sid!r}")
+def _check_source_ids(index: int, release: Release, sources: Mapping[str, Source],
+                      top: Fields) -> None:
+    for key, sid in release.sources.items():
+        if sid not in sources:
+            raise top.fail(f"releases[{index}].sources.{key}", f"unknown source {sid!r}")
 
 
 def reject_duplicates(releases: list[Release], top: Fields, field_pattern: str) -> None:
     """A release listed twice is bad input: name the second occurrence's field."""
+    _reject_duplicate_versions([r.version for r in releases], top, field_pattern)
+
+
+def _reject_duplicate_versions(versions: list[str], top: Fields, field_pattern: str) -> None:
     seen: set[Version] = set()
-    for i, release in enumerate(releases):
-        if release.key in seen:
-            raise top.fail(field_pattern.format(i), f"duplicate release {release.version}")
-        seen.add(release.key)
+    for i, version in enumerate(versions):
+        key = Version(version)
+        if key in seen:
+            raise top.fail(field_pattern.format(i), f"duplicate release {version}")
+        seen.add(key)
 
 
-def parse_manifest(data: object, source: str, origin: str = "file") -> Manifest:
+def parse_manifest(data: object, source: str, origin: str = "file", *,
+                   on_demand: bool = False) -> Manifest:
+    """The release data, every entry checked (a file, fetched or stored data: each is checked
+    where it enters). `on_demand` (the bundled data, which ships with neuronctl and is checked
+    whole by its tests) checks the top level, each entry's version and the sources and rules
+    now, and each release when it is first read, with the same checks and messages."""
     top = Fields(data, source)
     schema = top.integer("schema")
     if schema != MANIFEST_SCHEMA:
         raise top.fail("schema", f"unsupported manifest schema {schema} (this neuronctl reads "
                                  f"{MANIFEST_SCHEMA}); is this AWS's n2-manifest? "
                                  "convert it with `neuronctl releases import`")
-    releases = [_parse_release(r) for r in top.objects("releases")]
-    if not releases:
+    entries = top.objects("releases")
+    if not entries:
         raise top.fail("releases", "no releases")
-    reject_duplicates(releases, top, "releases[{}].version")
+    if on_demand:
+        versions = [_check_version(e.req_text("version"), e, "version") for e in entries]
+        _reject_duplicate_versions(versions, top, "releases[{}].version")
+    else:
+        parsed = [_parse_release(e) for e in entries]
+        reject_duplicates(parsed, top, "releases[{}].version")
     gen = top.obj("generated_from", required=False)
     generated = {k: str(gen.data[k]) for k in gen} if gen else {}
     sources = _parse_sources(top)
-    _check_source_ids(releases, sources, top)
+
+    def build(index: int, release: Release | None = None) -> Release:
+        release = release or _parse_release(entries[index])
+        _check_source_ids(index, release, sources, top)
+        return replace(release, rules=tuple(x for x in rules if x.applies_to(release.version)))
+
+    if not on_demand:
+        for i, release in enumerate(parsed):
+            _check_source_ids(i, release, sources, top)
     compiled = top.text("compiled", required=False)
     rules = parse_rules(top, sources)
-    releases = [replace(r, rules=tuple(x for x in rules if x.applies_to(r.version)))
-                for r in releases]
-    return Manifest(tuple(releases), source, origin, generated, sources,
+    releases: Sequence[Release]
+    if on_demand:
+        keys = [Version(v) for v in versions]
+        releases = OnDemand(sorted(range(len(keys)), key=keys.__getitem__, reverse=True), build)
+    else:
+        releases = [build(i, r) for i, r in enumerate(parsed)]
+    return Manifest(releases, source, origin, generated, sources,
                     check_date(compiled, f"{source}: compiled") if compiled else None, rules)
 
 
@@ -262,7 +290,8 @@ def load_manifest_file(path: Path) -> Manifest:
 
 def load_bundled_manifest() -> Manifest:
     text = bundled_text("releases.json")
-    return parse_manifest(json.loads(text), "bundled manifest", origin="bundled")
+    # Built on demand: a command reads one or two of its releases (issue 36).
+    return parse_manifest(json.loads(text), "bundled manifest", origin="bundled", on_demand=True)
 
 
 def stored_manifest_path() -> Path:

@@ -4,9 +4,10 @@ imports these; this one imports nothing else from the package, so nothing import
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -203,11 +204,58 @@ class Release:
         return doc
 
 
+class OnDemand(Sequence[Release]):
+    """Releases newest first, each built (parsed and validated) from its entry the first time it
+    is read: a command that uses one release of the bundled data builds that one, not all 31
+    (issue 36). `order` holds the entries' indexes in the data, newest first; `build` parses one
+    entry (the parser's own checks and error messages)."""
+
+    def __init__(self, order: Sequence[int], build: Callable[[int], Release]) -> None:
+        self._order = tuple(order)
+        self._build = build
+        self._built: list[Release | None] = [None] * len(self._order)
+        self._lock = threading.Lock()  # the doctor's checks read it from their threads: one build
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    @overload
+    def __getitem__(self, index: int) -> Release: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Release, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Release | tuple[Release, ...]:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        release = self._built[index]  # IndexError past the end, as a tuple's
+        if release is None:
+            with self._lock:
+                release = self._built[index]
+                if release is None:
+                    release = self._built[index] = self._build(self._order[index])
+        return release
+
+    @property
+    def built(self) -> int:
+        """How many releases have been built so far."""
+        return sum(r is not None for r in self._built)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"OnDemand({len(self)} releases, {self.built} built)"
+
+
 @dataclass(frozen=True)
 class Manifest:
     """The Neuron releases neuronctl knows (bundled or a --manifest file), newest first."""
 
-    releases: tuple[Release, ...]
+    releases: Sequence[Release]
+    """A tuple, or OnDemand's releases (already newest first) for the bundled data."""
     source: str
     origin: str = "bundled"
     generated_from: Mapping[str, str] = field(default_factory=dict)
@@ -224,8 +272,9 @@ class Manifest:
         return found.cite() if found else source_id
 
     def __post_init__(self) -> None:
-        ordered = tuple(sorted(self.releases, key=lambda r: r.key, reverse=True))
-        object.__setattr__(self, "releases", ordered)
+        if not isinstance(self.releases, OnDemand):  # built newest first
+            ordered = tuple(sorted(self.releases, key=lambda r: r.key, reverse=True))
+            object.__setattr__(self, "releases", ordered)
 
     @property
     def latest(self) -> Release:

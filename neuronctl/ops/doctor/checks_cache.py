@@ -37,8 +37,7 @@ def _compiler(f: Facts) -> str | None:
 
 @check("cache.compile", "Compile caches")
 def check_compile_cache(f: Facts) -> CheckOutcome:
-    from neuronctl.ops.cache import public
-    from neuronctl.probes.compile_cache import cache_locations, inspect_cache
+    from neuronctl.probes.compile_cache import cache_locations, inspect_cache, public
 
     compiler = _compiler(f)
     warnings: list[str] = []
