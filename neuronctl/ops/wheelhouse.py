@@ -187,7 +187,7 @@ def label(file: LockedFile) -> str:
 def download(request: DownloadRequest, reporter: Reporter) -> DownloadOutcome:
     """Every selected file into request.dest, verified; the first failure (or Ctrl-C, SIGTERM)
     stops the others, and what completed stays (a re-run skips it)."""
-    from neuronctl.ops.net_preflight import file_hosts, preflight
+    from neuronctl.ops.lock.net_preflight import file_hosts, preflight
     from neuronctl.resolvers.http_fetch import Fetcher
     from neuronctl.resolvers.pylock import load_pylock, neuronctl_table
 

@@ -1,9 +1,9 @@
 """The layering contracts in pyproject.toml ([tool.importlinter], run by `.ci/typecheck`, which
 `.ci/run` runs) hold for the real tree, and a deliberate violation breaks the contract it
-violates, by name: the contracts are not vacuous. There are four: the layers (__main__ > cli >
+violates, by name: the contracts are not vacuous. There are five: the layers (__main__ > cli >
 ops > resolvers | probes | backend > the core, exhaustive over neuronctl's children), the release
-model's layers (its types at the bottom), the doctor never imports install, and click and rich
-only under cli."""
+model's layers (its types at the bottom), the doctor never imports install, click and rich only
+under cli, and no two sibling packages importing each other (acyclic_siblings)."""
 
 from __future__ import annotations
 
@@ -74,6 +74,7 @@ LAYERS = "the layers: cli > ops > resolvers | probes | backend > the core"
 DOCTOR = "the doctor never imports install (install runs the doctor, through its entry point)"
 CLICK_RICH = "click and rich only under cli"
 RELEASE = "the release model imports downward: its types (model) import nothing else of it"
+ACYCLIC = "no cycle between sibling packages"
 
 
 def contracts() -> list[dict[str, Any]]:
@@ -86,7 +87,7 @@ def test_the_real_tree_keeps_every_contract(tmp_path):
     verdicts = contract_lines(run.stdout)
     assert run.returncode == 0, run.stdout + run.stderr
     assert verdicts == dict.fromkeys([c["name"] for c in contracts()], "KEPT"), run.stdout
-    assert set(verdicts) == {LAYERS, RELEASE, DOCTOR, CLICK_RICH}
+    assert set(verdicts) == {LAYERS, RELEASE, DOCTOR, CLICK_RICH, ACYCLIC}
 
 
 # Each deliberate violation: where it goes, what it adds, the contract it must break, and what
@@ -116,6 +117,11 @@ VIOLATIONS = [
      "neuronctl.release.model -> neuronctl.release.manifest (l."),
     ("release/layering_probe.py", '"""A release module the contract does not list."""\n', RELEASE,
      "not listed as layers:\n\n- neuronctl.release.layering_probe\n"),
+    # Two sibling packages importing each other (ops.lock and ops.cost), each through one module.
+    ("ops/lock/layering_probe.py", "from neuronctl.ops import cost\n", ACYCLIC,
+     "No cycles are allowed in neuronctl.ops."),
+    ("ops/cost.py", "\nfrom neuronctl.ops.lock import layering_probe\n", ACYCLIC,
+     "No cycles are allowed in neuronctl.ops."),
 ]
 
 
@@ -135,7 +141,7 @@ def test_a_deliberate_violation_breaks_the_contract_it_violates(tmp_path):
     run = lint_imports(mirror(tmp_path, extra))
     assert run.returncode != 0, run.stdout
     verdicts = contract_lines(run.stdout)
-    assert verdicts == dict.fromkeys([LAYERS, RELEASE, DOCTOR, CLICK_RICH], "BROKEN"), run.stdout
+    assert verdicts == dict.fromkeys([LAYERS, RELEASE, DOCTOR, CLICK_RICH, ACYCLIC], "BROKEN"), run.stdout
     sections = broken_sections(run.stdout, list(verdicts))
     for _, _, contract, reported in VIOLATIONS:
         assert reported in sections[contract], (contract, reported, run.stdout)

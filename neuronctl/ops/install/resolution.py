@@ -15,7 +15,7 @@ from neuronctl.ops.install.request import InstallRequest
 from neuronctl.ops.install.source_types import InstallSource, Sourced
 from neuronctl.ops.lock.request import StackRequest
 from neuronctl.ops.lock.resolve import Resolved, resolve_request
-from neuronctl.ops.net_preflight import preflight_stack
+from neuronctl.ops.lock.net_preflight import preflight_stack
 from neuronctl.resolvers.http_fetch import cached_fetcher
 from neuronctl.resolvers.pylock import build_pylock, render_pylock
 from neuronctl.resolvers.stack_plan import StackPlan

@@ -31,7 +31,7 @@ def lock(request: LockRequest, reporter: Reporter) -> LockOutcome:
                                       allow=request.allow_unsupported, what="lock"):
             reporter.emit(Note(note))
     from neuronctl.ops.lock.resolve import fetch_status, request_fetcher, resolve_request
-    from neuronctl.ops.net_preflight import preflight_stack
+    from neuronctl.ops.lock.net_preflight import preflight_stack
 
     fetcher, cache_root = request_fetcher(request.stack, offline=request.offline,
                                           timeout=request.timeout)
