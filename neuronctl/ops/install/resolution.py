@@ -13,9 +13,9 @@ from neuronctl.atomic import write_text_atomic
 from neuronctl.locked_file import LockedFile
 from neuronctl.ops.install.request import InstallRequest
 from neuronctl.ops.install.source_types import InstallSource, Sourced
+from neuronctl.ops.lock.net_preflight import preflight_stack
 from neuronctl.ops.lock.request import StackRequest
 from neuronctl.ops.lock.resolve import Resolved, resolve_request
-from neuronctl.ops.lock.net_preflight import preflight_stack
 from neuronctl.resolvers.http_fetch import cached_fetcher
 from neuronctl.resolvers.pylock import build_pylock, render_pylock
 from neuronctl.resolvers.stack_plan import StackPlan

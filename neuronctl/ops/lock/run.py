@@ -30,8 +30,8 @@ def lock(request: LockRequest, reporter: Reporter) -> LockOutcome:
                                       [t.python for t in request.stack.targets],
                                       allow=request.allow_unsupported, what="lock"):
             reporter.emit(Note(note))
-    from neuronctl.ops.lock.resolve import fetch_status, request_fetcher, resolve_request
     from neuronctl.ops.lock.net_preflight import preflight_stack
+    from neuronctl.ops.lock.resolve import fetch_status, request_fetcher, resolve_request
 
     fetcher, cache_root = request_fetcher(request.stack, offline=request.offline,
                                           timeout=request.timeout)
