@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import distro
-
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.tools import run_capped
 
@@ -190,6 +188,8 @@ def _distribution(root: SysRoot) -> tuple[str | None, str | None, str | None]:
 
 
 def _distro_of(root_dir: str) -> tuple[str | None, str | None, str | None]:
+    import distro  # only where the OS is read: it loads argparse, logging and a parser (~8 ms)
+
     info = distro.LinuxDistribution(include_lsb=False, include_uname=False,
                                     include_oslevel=False, root_dir=root_dir)
     return _shown(info.name(pretty=True)), _shown(info.id()), _shown(info.version())
