@@ -10,14 +10,14 @@ the target interpreter, by path, and are no part of the graph."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 from collections import deque
 from pathlib import Path
-from types import ModuleType
+
+from support.ci_mirror import build_mirror
 
 REPO = Path(__file__).resolve().parents[2]
 OUTSIDE = "neuronctl.probes.scripts"
@@ -40,14 +40,6 @@ for module in sorted(graph.modules):
 print(json.dumps(edges))
 """
 
-
-def _ci_mirror() -> ModuleType:
-    """.ci/mirror.py, the one builder of the mirror (not a package)."""
-    spec = importlib.util.spec_from_file_location("ci_mirror", REPO / ".ci" / "mirror.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def import_graph(root: Path) -> dict[str, dict[str, int]]:
@@ -142,7 +134,7 @@ def cycles_report(graph: dict[str, dict[str, int]]) -> list[str]:
 
 
 def test_no_import_cycle_in_the_namespace(tmp_path):
-    graph = import_graph(_ci_mirror().build(tmp_path / "mirror"))
+    graph = import_graph(build_mirror(tmp_path / "mirror"))
     assert "neuronctl.resolvers.pylock" in graph and "neuronctl.backend.engine" in graph
     assert "neuronctl.release.model" in graph and not any(m.startswith(OUTSIDE) for m in graph)
     cycles = cycles_report(graph)
@@ -153,7 +145,7 @@ def test_no_import_cycle_in_the_namespace(tmp_path):
 def test_a_cycle_through_a_function_and_a_type_only_import_is_found(tmp_path):
     """Not vacuous: two modules that import each other only inside a function and under
     TYPE_CHECKING, added to a copy of the tree, are reported as one cycle, with its lines."""
-    root = _ci_mirror().build(tmp_path / "mirror")
+    root = build_mirror(tmp_path / "mirror")
     (root / "neuronctl" / "cycle_probe_a.py").write_text(
         '"""Imports b only when called."""\n\n\ndef late() -> None:\n'
         "    from neuronctl import cycle_probe_b  # noqa: F401\n")

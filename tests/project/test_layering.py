@@ -7,33 +7,25 @@ under cli, and no two sibling packages importing each other (acyclic_siblings)."
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
+
+from support.ci_mirror import build_mirror
 
 from neuronctl.tomlfile import loads_toml
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _ci_mirror() -> ModuleType:
-    """.ci/mirror.py, the one builder of the mirror `.ci/typecheck` checks (not a package)."""
-    spec = importlib.util.spec_from_file_location("ci_mirror", REPO / ".ci" / "mirror.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 def mirror(tmp_path: Path, extra: dict[str, str] | None = None) -> Path:
     """The package as installed (one `neuronctl` namespace, the parts mapped in), built by
     `.ci/mirror.py` as `.ci/typecheck` builds it. `extra` (path under neuronctl/ -> source) adds
     a module, or appends to a copy of an existing one; the repository itself is never touched."""
-    root = _ci_mirror().build(tmp_path / "mirror")
+    root = build_mirror(tmp_path / "mirror")
     package = root / "neuronctl"
     for relative, text in (extra or {}).items():
         directory = package
