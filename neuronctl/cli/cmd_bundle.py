@@ -14,8 +14,8 @@ from neuronctl.cli.common import (
     sysroot_option,
     target_python,
 )
+from neuronctl.cli.host_settings_types import SysrootSettings
 from neuronctl.cli.setting_options import with_settings
-from neuronctl.cli.settings_types import SysrootSettings
 from neuronctl.ops.bundle import BundleRequest, make_bundle
 from neuronctl.ops.output_path import check_output_file
 from neuronctl.ops.reporter import NullReporter

@@ -9,9 +9,9 @@ from typing import Any
 import click
 
 from neuronctl.cli.app import get_app
+from neuronctl.cli.host_settings_types import CostSettings
 from neuronctl.cli.options import json_option
 from neuronctl.cli.setting_options import setting_option, with_settings
-from neuronctl.cli.settings_types import CostSettings
 from neuronctl.errors import InputError
 from neuronctl.ops.cost import (
     CostRequest,

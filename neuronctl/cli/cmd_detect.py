@@ -6,8 +6,8 @@ import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import json_option, sysroot_option
+from neuronctl.cli.host_settings_types import SysrootSettings
 from neuronctl.cli.setting_options import with_settings
-from neuronctl.cli.settings_types import SysrootSettings
 from neuronctl.ops import detect as detect_op
 
 

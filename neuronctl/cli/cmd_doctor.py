@@ -11,6 +11,7 @@ import click
 from neuronctl.cli.app import get_app, terminal_text
 from neuronctl.cli.common import check_sysroot, target_python
 from neuronctl.cli.doctor_report import DoctorView, render_markdown_summary
+from neuronctl.cli.host_settings_types import DoctorSettings
 from neuronctl.cli.options import (
     check_timeout_option,
     device_option,
@@ -19,7 +20,6 @@ from neuronctl.cli.options import (
     sysroot_option,
 )
 from neuronctl.cli.setting_options import setting_option, with_settings
-from neuronctl.cli.settings_types import DoctorSettings
 from neuronctl.errors import InputError, NeuronctlError
 from neuronctl.ops.doctor import run as doctor_run
 from neuronctl.ops.doctor.levels import DEFAULT_LEVEL, LEVELS, choose_level

@@ -7,9 +7,9 @@ import click
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import target_python
 from neuronctl.cli.env_report import EnvView, to_markdown
+from neuronctl.cli.host_settings_types import EnvSettings
 from neuronctl.cli.options import check_timeout_option, json_option, python_option, sysroot_option
 from neuronctl.cli.setting_options import with_settings
-from neuronctl.cli.settings_types import EnvSettings
 from neuronctl.ops.env import REDACTED, TORCH_TIMEOUT_S, relevant_environ
 from neuronctl.ops.env import collect_env as collect
 

@@ -14,10 +14,10 @@ from typing import Any
 import click
 
 from neuronctl.cli.app import get_app, terminal_text
+from neuronctl.cli.host_settings_types import FleetDoctorSettings
 from neuronctl.cli.options import json_option, python_option
 from neuronctl.cli.output import write_atomic
 from neuronctl.cli.setting_options import setting_option, with_settings
-from neuronctl.cli.settings_types import FleetDoctorSettings
 from neuronctl.errors import InputError
 from neuronctl.ops.doctor.levels import LEVELS, RUN_MARGIN_S
 from neuronctl.ops.fleet.aggregate import aggregate

@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from neuronctl.cli.app import get_app
+from neuronctl.cli.host_settings_types import InitSettings
 from neuronctl.cli.options import json_option, target_options
 from neuronctl.cli.setting_options import setting_option, with_settings
-from neuronctl.cli.settings_types import InitSettings
 
 
 @click.command("init")

@@ -6,6 +6,7 @@ import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import target_python
+from neuronctl.cli.host_settings_types import ProbeSettings
 from neuronctl.cli.options import (
     check_timeout_option,
     device_option,
@@ -13,7 +14,6 @@ from neuronctl.cli.options import (
     python_option,
 )
 from neuronctl.cli.setting_options import with_settings
-from neuronctl.cli.settings_types import ProbeSettings
 from neuronctl.ops import probe as probe_op
 
 

@@ -12,8 +12,8 @@ import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import json_option
+from neuronctl.cli.host_settings_types import SetupSettings
 from neuronctl.cli.setting_options import setting_option, with_settings
-from neuronctl.cli.settings_types import SetupSettings
 from neuronctl.ops.setup.repos import KEY_FINGERPRINT, OS_IDS
 
 if TYPE_CHECKING:

@@ -9,9 +9,9 @@ import click
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import target_python
 from neuronctl.cli.hardware_report import SmokeView
+from neuronctl.cli.host_settings_types import SmokeSettings
 from neuronctl.cli.options import device_option, json_option, python_option
 from neuronctl.cli.setting_options import setting_option, with_settings
-from neuronctl.cli.settings_types import SmokeSettings
 from neuronctl.errors import InputError
 from neuronctl.ops.output_path import check_output_file
 from neuronctl.ops.smoke import DEFAULT_TIMEOUT, SmokeRequest, run_smoke

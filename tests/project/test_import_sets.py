@@ -26,14 +26,21 @@ NEVER_FOR_HELP = [
 """Loaded by no command's --help: the HTTP stack, the resolver, the lock reader and writer, the
 install and lock operations, migrate's rewriter, the release import, the cache scan."""
 
+HOST_SETTINGS = "neuronctl.cli.host_settings_types"
+"""The settings classes of the commands that look at a host (doctor, env, smoke ...): created only
+by those commands."""
+
 HELP_ALSO_NEVER: dict[str, list[str]] = {
-    "releases": ["neuronctl.release.manifest", "neuronctl.release.aws_import", "neuronctl.release.merge"],
-    "cache": ["neuronctl.ops.doctor", "neuronctl.probes.pyenv", "neuronctl.probes.compile_cache"],
+    "releases": ["neuronctl.release.manifest", "neuronctl.release.aws_import", "neuronctl.release.merge",
+                 HOST_SETTINGS],
+    "cache": ["neuronctl.ops.doctor", "neuronctl.probes.pyenv", "neuronctl.probes.compile_cache",
+              HOST_SETTINGS],
     "install": ["neuronctl.release.manifest", "neuronctl.ops.doctor", "neuronctl.backend.engine",
-                "neuronctl.probes.pyenv"],
-    "lock": ["neuronctl.release.manifest", "neuronctl.ops.doctor", "neuronctl.probes.pyenv"],
-    "download": ["neuronctl.release.manifest", "neuronctl.ops.doctor"],
-    "migrate": ["neuronctl.release.manifest", "neuronctl.ops.doctor"],
+                "neuronctl.probes.pyenv", HOST_SETTINGS],
+    "lock": ["neuronctl.release.manifest", "neuronctl.ops.doctor", "neuronctl.probes.pyenv",
+             HOST_SETTINGS],
+    "download": ["neuronctl.release.manifest", "neuronctl.ops.doctor", HOST_SETTINGS],
+    "migrate": ["neuronctl.release.manifest", "neuronctl.ops.doctor", HOST_SETTINGS],
     "init": ["neuronctl.ops.doctor", "neuronctl.probes.pyenv"],
 }
 """What a command's --help is further without: its options are declared from the settings table
@@ -90,6 +97,7 @@ INSTALL_NEVER = [
     "neuronctl.ops.install.resolution", "neuronctl.ops.install.apply", "neuronctl.ops.install.failure",
     "neuronctl.backend.external_tool", "neuronctl.backend.engine_watch", "neuronctl.backend.snapshot",
     "neuronctl.toml_emit", "neuronctl.ops.migrate", "neuronctl.ops.smoke", "neuronctl.probes.device",
+    HOST_SETTINGS,
 ]
 """What `install --lock` with nothing to do never calls: the network and the resolver (the lock
 names the files), the engine's run and what watches it, the snapshot of a failed apply, the TOML
@@ -113,7 +121,8 @@ def test_an_install_with_nothing_to_do_loads_no_resolver_network_or_engine_run(c
 
 LOCK_NEVER = ["torch", "libcst", "rich.table", "neuronctl.ops.doctor", "neuronctl.ops.install",
               "neuronctl.backend", "neuronctl.probes.pyenv", "neuronctl.ops.migrate",
-              "neuronctl.ops.releases", "neuronctl.release.aws_import", "neuronctl.ops.lock.check"]
+              "neuronctl.ops.releases", "neuronctl.release.aws_import", "neuronctl.ops.lock.check",
+              HOST_SETTINGS]
 """What `lock` never calls: the doctor, the install operation and the engines, the target
 interpreter's inspection (a lock is for a platform target, not an interpreter), migrate, the
 release import, and without --check the comparison with an existing lock."""
