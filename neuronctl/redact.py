@@ -17,7 +17,8 @@ MASK = "***"
 # scheme://USERINFO@ : userinfo is everything up to the last '@' before the authority ends ('/',
 # '?', '#' or whitespace), so a password holding an unescaped '@' is still covered whole. The
 # "scheme" is the whole run before '://', so "0http://u:p@" is covered too.
-_URL_USERINFO = re.compile(r"(?<![A-Za-z0-9+.\-])(?P<scheme>[A-Za-z0-9+.\-]+://)[^/?#\s]*@")
+# A URL that went through a path ("https:/u:p@h": pathlib folds '//') is covered the same way.
+_URL_USERINFO = re.compile(r"(?<![A-Za-z0-9+.\-])(?P<scheme>[A-Za-z0-9+.\-]+:/{1,2})[^/?#\s]*@")
 # USER:PASS@host without a scheme (a value that lost its scheme, or "url=user:pass@host"); the
 # password part is bounded so that text full of ':' and delimiters stays linear.
 _BARE_USERINFO = re.compile(r"(?<![^\s?#'\"=,;])[^\s/?#@:'\"=,;]+:[^\s/?#]{0,1024}@(?=[\w\[])")

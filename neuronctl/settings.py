@@ -150,8 +150,9 @@ class Resolver:
         root or the run acts on its node (then a value there is named in a note, not used)."""
         project: tuple[Config, ...] = (self.config,)
         if (s.trust_root or self.for_node) and not self.config.named:
-            if any(self.config.get(k) is not None for k in (s.key, s.old_key, s.shared_key) if k):
-                self.note(untrusted_note(s, self.config, self.for_node))
+            written = [k for k in (s.key, s.old_key, s.shared_key) if k and self.config.get(k) is not None]
+            if written:  # the note names the key the file sets (`timeout` for check_timeout too)
+                self.note(untrusted_note(s, self.config, self.for_node, written[0]))
             project = ()
         return project + ((self.user,) if self.user is not None else ())
 
@@ -223,7 +224,8 @@ def flag_or_environment(name: str, flag: Flag | None = None,
     return None
 
 
-def untrusted_note(s: Spec[Any], config: Config, for_node: bool = False) -> str:
+def untrusted_note(s: Spec[Any], config: Config, for_node: bool = False,
+                   key: str | None = None) -> str:
     """The one line a project file's trust root (or, for a node's health check, any of its
     settings) gets: the file, the key, that it is not used, and where the user sets it."""
     from neuronctl.cache_dir import user_config_file
@@ -232,4 +234,5 @@ def untrusted_note(s: Spec[Any], config: Config, for_node: bool = False) -> str:
     where = f"{ways}, or {user_config_file()}" if ways else str(user_config_file())
     why = ("a node's health check reads no project file" if for_node and not s.trust_root
            else f"{meaning(s)} is a trust root: only you set it")
-    return (f"{config.source or 'pyproject.toml'}: `{s.key}` is not used ({why}; set it with {where})")
+    return (f"{config.source or 'pyproject.toml'}: `{key or s.key}` is not used ({why}; set it with "
+            f"{where})")

@@ -16,6 +16,7 @@ from neuronctl.cli.terminal import (
     safe_chars,
     terminal_text,
 )
+from neuronctl.errors import InputError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -42,12 +43,21 @@ class App:
         """The command being run, as users type it ("releases show"), once its options are read."""
         self._config: Config | None = None
         self._user_config: Config | None = None
+        self.for_node = False
+        """The run acts on its node (a scheduler's health check): it reads no project file, so a
+        broken ./pyproject.toml is not its error (set by the command before any setting is read)."""
 
     def config(self) -> Config:
         if self._config is None:
-            from neuronctl.config import load_config
+            from neuronctl.config import Config, load_config
 
-            self._config = load_config(self.config_path)
+            try:
+                self._config = load_config(self.config_path)
+            except InputError as error:
+                if not self.for_node or self.config_path is not None:  # --config FILE: theirs
+                    raise
+                note(f"{error} (not read: a node's health check reads no project file)")
+                self._config = Config(base_dir=Path.cwd())
         return self._config
 
     def user_config(self) -> Config:

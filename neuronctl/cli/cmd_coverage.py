@@ -14,6 +14,7 @@ from neuronctl.cli.options import json_option, python_option
 from neuronctl.errors import InputError
 from neuronctl.ops.coverage import DEFAULT_TIMEOUT, DTYPES, CoverageRequest, run_coverage
 from neuronctl.ops.output_path import check_output_file
+from neuronctl.settings_table import seconds
 
 FORMATS = ("text", "json", "markdown")
 
@@ -79,6 +80,7 @@ def coverage(ctx: click.Context, arch: str | None, config_file: Path | None, mod
                       arch_timeout, memory_mb, fmt)
     if limit is not None or arch_filter is not None:
         raise InputError("--limit and --arch-filter go with --all")
+    timeout = seconds(timeout, "--timeout")  # click takes nan, inf and -1 as floats
     target = target_python(python)
     request = CoverageRequest(target.python, arch, config_file, model, script, layers, tiny, train,
                               dtype, device, table, strict, timeout)

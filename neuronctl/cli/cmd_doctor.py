@@ -85,9 +85,12 @@ def doctor(settings: DoctorSettings, python: str | None, level: int | None,
                             if output is not None else ""))
     check_output_file(output, "-o")
     chosen = choose_level(level, no_device_probe, compile_tier)
-    # A run that acts on its node (a scheduler's health check) reads no project file
+    # A run that acts on its node (a scheduler's health check) reads no project file: not even a
+    # broken one stops it
+    for_node = slurm_drain or exit_on is not None
+    get_app().for_node = for_node
     request, policy, target, chosen_release = _request(
-        settings.on_node(slurm_drain or exit_on is not None), python, chosen, only, lookback)
+        settings.on_node(for_node), python, chosen, only, lookback)
     started, clock = time.time(), time.perf_counter()
     from neuronctl.cli.progress import status_reporter
 

@@ -372,3 +372,30 @@ def test_the_users_own_config_still_sets_drain_on(cli, checkout, slurm_node) -> 
     _mine('drain_on = "fail"')
     r = cli(*DRAIN)
     assert json.loads(r.out)["slurm_drain"]["action"] == "drain", r.out
+
+
+@pytest.mark.parametrize("body", ["bogus_key = 1", 'timeout = "x"', "not toml ["])
+def test_a_broken_project_file_cannot_stop_the_nodes_health_check(cli, checkout, slurm_node,
+                                                                 body) -> None:
+    """The check reads no project file: one its config reader refuses is named in a note and
+    the node is still checked (and drained for what it finds); a plain doctor run there still
+    refuses it, and a file the user names with --config is still theirs to get right."""
+    (checkout / "pyproject.toml").write_text(f"[tool.neuronctl]\n{body}\n")
+    r = cli(*DRAIN, "--drain-on", "fail")
+    assert json.loads(r.out)["slurm_drain"]["action"] == "drain", r.err
+    _one_line_note(r.err, "pyproject.toml", "not read: a node's health check reads no project file")
+    gate = cli("doctor", "--level", "1", "--only", "packages", "--exit-on", "fail")
+    assert gate.code == 1 and "not read" in gate.err, gate.err  # the failure found, not the file
+    plain = cli("doctor", "--level", "1", "--only", "packages")
+    assert plain.code == 2 and "pyproject.toml" in plain.err and "not read" not in plain.err
+    named = cli("--config", "pyproject.toml", *DRAIN)
+    assert named.code == 2 and "not read" not in named.err, named.err
+
+
+def test_the_nodes_note_names_the_key_the_file_sets(cli, checkout, slurm_node) -> None:
+    """`timeout` also bounds the checks where `check_timeout` is absent: the note names the key
+    the file holds, not the one the user never wrote."""
+    _project(checkout, "timeout = 5")
+    r = cli(*DRAIN)
+    _one_line_note(r.err, "pyproject.toml", "`timeout` is not used", "health check")
+    assert "`check_timeout`" not in r.err, r.err

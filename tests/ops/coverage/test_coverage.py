@@ -310,3 +310,12 @@ def test_a_model_that_raises_in_forward_fails_exit_1(cli, tmp_path: Path, monkey
     result = cli("coverage", "--model", "boom:make", "--python", PY)
     assert result.code == 1
     assert "fail: coverage failed: RuntimeError: boom in forward" in result.out
+
+
+@pytest.mark.parametrize("bad", ["nan", "-1", "0", "1e400"])
+def test_a_bad_run_timeout_is_one_line_and_exit_2_before_anything_runs(cli, bad) -> None:
+    """click reads nan, inf and negatives as floats: the run's limit is checked as every other
+    command's --timeout is (once an internal error for nan, a run for -1)."""
+    r = cli("coverage", "--model", "nowhere:make", "--timeout", bad)
+    assert r.code == 2 and r.err.count("\n") == 1, r.err
+    assert r.err.startswith("neuronctl: error: --timeout: timeout must be a positive number")
