@@ -7,36 +7,16 @@ import time
 
 import pytest
 from support.procs import alive
+from support.standin import fake_neuron_plugin
 from support.wheels import make_venv, site_packages
 
 from neuronctl.probes.device import run_device_probe
-
-PLUGIN = '''
-import types
-import torch
-
-
-def _autoload():
-    torch.utils.rename_privateuse1_backend("neuron")
-    mod = types.ModuleType("torch_neuron_fake")
-    mod.is_available = lambda: True
-    mod.device_count = lambda: 2
-    mod.current_device = lambda: 0
-    torch._register_device_module("neuron", mod)
-'''
 
 
 @pytest.fixture(scope="module")
 def neuron_plugin(tmp_path_factory):
     """A tiny PrivateUse1 plugin named "neuron", loaded by torch's backend autoload like the real one."""
-    root = tmp_path_factory.mktemp("plugin")
-    (root / "fake_neuron").mkdir()
-    (root / "fake_neuron" / "__init__.py").write_text(PLUGIN)
-    info = root / "fake_neuron-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-neuron\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[torch.backends]\nfake_neuron = fake_neuron:_autoload\n")
-    return root
+    return fake_neuron_plugin(tmp_path_factory.mktemp("plugin"))
 
 
 def test_real_torch_cpu_tiers_pass():

@@ -47,3 +47,18 @@ def big_nki_lock(uni, locked, tmp_path, mb: int) -> tuple[Path, Path]:
     lock = Path("pylock.big.toml").resolve()
     lock.write_text(dumps(data, arrays_of_tables=("packages",)))
     return lock, big
+
+
+def broken_nki_lock(locked: Path, tmp_path: Path) -> Path:
+    """A copy of the lock (./pylock.broken.toml) whose nki wheel is a local truncated zip with
+    its own right sha256: it passes the hash check and fails as the engine unpacks it."""
+    broken = tmp_path / "nki-0.7.0-py3-none-any.whl"
+    broken.write_bytes(b"PK\x03\x04 truncated")
+    data = read_toml(locked, "lock")
+    for pkg in data["packages"]:
+        if pkg["name"] == "nki":
+            pkg["wheels"] = [{"name": broken.name, "url": broken.as_uri(),
+                              "hashes": {"sha256": sha(broken)}}]
+    lock = Path("pylock.broken.toml").resolve()
+    lock.write_text(dumps(data, arrays_of_tables=("packages",)))
+    return lock

@@ -119,3 +119,31 @@ def standin(tmp_path_factory: pytest.TempPathFactory) -> Standin:
 def standin_python(standin: Standin) -> Path:
     """The python of a venv where `import torch` autoloads the stand-in `neuron` backend."""
     return standin.python
+
+
+FAKE_PLUGIN = '''
+import types
+import torch
+
+
+def _autoload():
+    torch.utils.rename_privateuse1_backend("neuron")
+    mod = types.ModuleType("torch_neuron_fake")
+    mod.is_available = lambda: True
+    mod.device_count = lambda: 2
+    mod.current_device = lambda: 0
+    torch._register_device_module("neuron", mod)
+'''
+
+
+def fake_neuron_plugin(root: Path) -> Path:
+    """A tiny PrivateUse1 plugin named "neuron" under `root` (put it on PYTHONPATH), loaded by
+    torch's backend autoload like the real one: it registers the device and has no kernels, so
+    the first move to the device is where a run fails. Returns `root`."""
+    (root / "fake_neuron").mkdir()
+    (root / "fake_neuron" / "__init__.py").write_text(FAKE_PLUGIN)
+    info = root / "fake_neuron-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-neuron\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[torch.backends]\nfake_neuron = fake_neuron:_autoload\n")
+    return root

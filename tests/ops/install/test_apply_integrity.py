@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.locks import broken_nki_lock
 from support.waiting import wait_for
 from support.wheels import build_wheel, find_python, make_venv, site_packages
 
@@ -108,14 +109,7 @@ def test_full_disk_mid_unpack_reports_the_half_unpacked_files(uni, locked, tmp_p
 def test_a_failure_that_changed_nothing_says_what_was_checked(uni, locked, tmp_path):
     venv = tmp_path / "env"
     make_venv(venv, find_python("3.12"), with_pip=True)
-    broken = tmp_path / "nki-0.7.0-py3-none-any.whl"
-    broken.write_bytes(b"PK\x03\x04 truncated")
-    data = read_toml(locked, "lock")
-    for pkg in data["packages"]:
-        if pkg["name"] == "nki":
-            pkg["wheels"] = [{"name": broken.name, "url": broken.as_uri(),
-                              "hashes": {"sha256": hashlib.sha256(broken.read_bytes()).hexdigest()}}]
-    Path("pylock.broken.toml").write_text(dumps(data, arrays_of_tables=("packages",)))
+    broken_nki_lock(locked, tmp_path)
     proc = _install(Path("pylock.broken.toml").resolve(), venv)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 1, err

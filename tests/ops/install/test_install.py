@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support.locks import big_nki_lock
+from support.locks import big_nki_lock, broken_nki_lock
 from support.universe import running
 from support.venvs import ENGINES, installed, legacy_venv, snapshot
 from support.waiting import wait_for, wait_until
@@ -185,14 +185,7 @@ def test_failure_during_apply_removes_the_new_venv(cli, uni, locked, tmp_path):
 def test_failed_install_into_existing_env_says_nothing_changed(cli, uni, locked, tmp_path, stack_wheels):
     venv = legacy_venv(tmp_path, stack_wheels)
     before = snapshot(venv)
-    broken = tmp_path / "nki-0.7.0-py3-none-any.whl"
-    broken.write_bytes(b"PK\x03\x04 truncated")
-    data = read_toml(locked, "lock")
-    for pkg in data["packages"]:
-        if pkg["name"] == "nki":
-            pkg["wheels"] = [{"name": broken.name, "url": broken.as_uri(),
-                              "hashes": {"sha256": hashlib.sha256(broken.read_bytes()).hexdigest()}}]
-    Path("pylock.broken.toml").write_text(dumps(data, arrays_of_tables=("packages",)))
+    broken_nki_lock(locked, tmp_path)
     r = cli("install", "--lock", "pylock.broken.toml", "--python", str(venv), "--yes", "--engine", "pip")
     assert r.code == 1 and "install failed, nothing changed" in r.err, r.err
     assert f"files and directories in {site_packages(venv)}" in r.err  # it was checked, not assumed

@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 import pytest
+from support.standin import fake_neuron_plugin
 
 from neuronctl.ops.reporter import CollectingReporter
 from neuronctl.ops.smoke import SmokeRequest, run_smoke
@@ -329,31 +330,12 @@ def test_parser_without_hello_or_result():
     assert report.outcome == "timeout" and report.detail == "timed out after 5s in stage device"
 
 
-NEURON_PLUGIN = '''
-import types
-import torch
-
-
-def _autoload():
-    torch.utils.rename_privateuse1_backend("neuron")
-    mod = types.ModuleType("torch_neuron_fake")
-    mod.is_available = lambda: True
-    mod.device_count = lambda: 2
-    mod.current_device = lambda: 0
-    torch._register_device_module("neuron", mod)
-'''
 
 
 def test_auto_picks_a_registered_neuron_backend_and_reports_where_it_fails(tmp_path):
     """A PrivateUse1 plugin named "neuron" (loaded by torch's backend autoload, like the real one)
     that registers the device but has no kernels: the move to the device is where it fails."""
-    (tmp_path / "fake_neuron").mkdir()
-    (tmp_path / "fake_neuron" / "__init__.py").write_text(NEURON_PLUGIN)
-    info = tmp_path / "fake_neuron-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-neuron\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[torch.backends]\nfake_neuron = fake_neuron:_autoload\n")
-    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    env = dict(os.environ, PYTHONPATH=str(fake_neuron_plugin(tmp_path)))
     outcome = run_smoke(SmokeRequest(sys.executable, warmup=1, steps=1, env=env), CollectingReporter())
     report = outcome.report
     assert outcome.exit_code == 1 and report.device == "neuron"
