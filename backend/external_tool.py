@@ -23,8 +23,10 @@ from neuronctl.errors import FaultError
 DROPPED_PREFIXES = ("PIP_", "UV_")
 DROPPED = frozenset({"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONUSERBASE",
                      "PYTHONSTARTUP", "PYTHONINSPECT"})
-KEPT = frozenset({"UV_CACHE_DIR", "UV_LINK_MODE"})
-"""Where uv keeps its cache and how it links files: no index can come in through these."""
+KEPT = frozenset({"UV_CACHE_DIR", "UV_LINK_MODE", "UV_HTTP_RETRIES", "PIP_RETRIES"})
+"""Where uv keeps its cache, how it links files, and how often an engine retries a failed
+request (a flaky network's setting, or a CI's that wants a failure fast): no index can come in
+through these."""
 TAIL_BYTES = 64 << 10
 POLL_S = 0.25
 """How often a running engine's limits are checked while it says nothing."""

@@ -64,6 +64,14 @@ def cli(capsys: pytest.CaptureFixture[str]):
     return invoke
 
 
+@pytest.fixture
+def engines_fail_fast(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engines retry no failed request (UV_HTTP_RETRIES, PIP_RETRIES: settings neuronctl hands
+    on to them): a test whose server fails for good does not wait out their back-off."""
+    monkeypatch.setenv("UV_HTTP_RETRIES", "0")
+    monkeypatch.setenv("PIP_RETRIES", "0")
+
+
 @pytest.fixture(scope="session")
 def stacks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Real venvs (Python 3.12 for native, 3.11 for legacy) with the test wheels installed."""

@@ -65,8 +65,11 @@ def test_engines_never_reach_an_index():
     # No index flag of any kind, ever: each file comes from its own URL in the requirements.
     assert not [a for a in pip + uv if "index-url" in a or "find-links" in a]
     env = clean_environment({"PIP_INDEX_URL": "http://evil", "UV_EXTRA_INDEX_URL": "http://evil",
-                             "PYTHONPATH": "/x", "PATH": "/usr/bin"})
+                             "PYTHONPATH": "/x", "PATH": "/usr/bin", "UV_HTTP_RETRIES": "0",
+                             "PIP_RETRIES": "1", "PIP_FIND_LINKS": "/evil", "UV_HTTP_TIMEOUT": "1"})
     assert "PIP_INDEX_URL" not in env and "UV_EXTRA_INDEX_URL" not in env and "PYTHONPATH" not in env
+    assert "PIP_FIND_LINKS" not in env and "UV_HTTP_TIMEOUT" not in env  # neuronctl sets its own
+    assert env["UV_HTTP_RETRIES"] == "0" and env["PIP_RETRIES"] == "1"  # retries cannot add an index
     assert env["UV_NO_CONFIG"] == "1" and env["PATH"] == "/usr/bin"
 
 

@@ -4,6 +4,7 @@ raises on any text. Counts of inputs tried are printed (pytest -s) for the issue
 
 from __future__ import annotations
 
+import re
 import string
 from collections import Counter
 from urllib.parse import quote
@@ -66,6 +67,10 @@ def text_with_secrets(draw: st.DrawFn) -> tuple[str, list[str]]:
             # (a bare "name:value" is not an assignment: "tokenizer.py:12" is a file and line)
             sep = draw(st.sampled_from(["=", " = ", ": ", ":\t", " :\t", "\t=  "]))
             piece = f"{quote_name}{name}{quote_name}{sep}{quote_value}{token}{quote_value}"
+            if sep.lstrip().startswith(":") and re.search(r"/[^\s'\"]*\Z", parts[-1]):
+                # "/0/token: x", "/a/0token: x": a path and a message about that file, as
+                # "/etc/passwd: not executable" is (tests/cli/test_output_hostile.py pins it)
+                parts.append(" ")
             planted.append(token)
         else:
             token = draw(TOKEN)

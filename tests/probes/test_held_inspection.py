@@ -166,7 +166,7 @@ def _inspections_of(python: Path) -> list[int]:
     return found
 
 
-def test_a_failed_install_leaves_no_held_interpreter(cli, uni, locked, tmp_path):
+def test_a_failed_install_leaves_no_held_interpreter(cli, uni, locked, tmp_path, engines_fail_fast):
     py = make_venv(tmp_path / "venv", find_python("3.12"))
     last = next(e.filename for e in uni.pypi.projects["typing-extensions"] if "4.12.2" in e.filename)
     uni.pypi.stall[f"/files/{last}"] = (2.0, 1000)  # the held interpreter is up by then ...

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from support.loopback import closed_port, closed_ports
+from support.loopback import POLL_S, closed_port, closed_ports
 
 from neuronctl.resolvers.http_fetch import Fetcher
 from neuronctl.resolvers.preflight import Host, check_hosts, classify
@@ -183,7 +183,7 @@ def test_a_proxy_that_answers_with_a_refusal_is_the_proxys_failure(monkeypatch, 
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": POLL_S}, daemon=True).start()
     try:
         proxy = f"http://127.0.0.1:{server.server_address[1]}"
         monkeypatch.setenv("NO_PROXY", "localhost")

@@ -139,7 +139,8 @@ def test_hash_mismatch_leaves_target_identical(cli, uni, locked, tmp_path, stack
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_server_dying_mid_download_leaves_target_identical(cli, uni, locked, tmp_path, stack_wheels, engine):
+def test_server_dying_mid_download_leaves_target_identical(cli, uni, locked, tmp_path, stack_wheels, engine,
+                                                           engines_fail_fast):
     venv = legacy_venv(tmp_path, stack_wheels)
     before = snapshot(venv)
     name = next(w.filename for w in uni.torch.projects["torch"] if "2.14.0" in w.filename

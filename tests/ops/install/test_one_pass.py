@@ -54,7 +54,7 @@ def test_each_wheel_byte_is_served_once_and_neuronctl_keeps_none(cli, uni, locke
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_5xx_burst_is_retried_and_a_longer_one_changes_nothing(cli, uni, locked, tmp_path, stack_wheels,
-                                                                 engine):
+                                                                 engine, monkeypatch):
     torch = next(w.filename for w in uni.torch.projects["torch"] if w.filename.startswith("torch-2.14.0")
                  and "cp312" in w.filename)
     uni.torch.fail_first[f"/files/{torch}"] = 2
@@ -64,6 +64,8 @@ def test_a_5xx_burst_is_retried_and_a_longer_one_changes_nothing(cli, uni, locke
     venv = legacy_venv(tmp_path, stack_wheels)
     before = snapshot(venv)
     uni.torch.fail_first[f"/files/{torch}"] = 1000
+    monkeypatch.setenv("UV_HTTP_RETRIES", "1")  # the burst outlasts any retries: no long back-off
+    monkeypatch.setenv("PIP_RETRIES", "1")
     r = cli("install", "--lock", str(locked), "--python", str(venv), "--yes", "--engine", engine)
     assert r.code == 1 and "install failed, nothing changed" in r.err, r.err
     assert "503" in r.err or "Service Unavailable" in r.err
@@ -72,7 +74,8 @@ def test_a_5xx_burst_is_retried_and_a_longer_one_changes_nothing(cli, uni, locke
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_server_dying_on_the_last_file_leaves_the_environment_identical(cli, uni, locked, tmp_path,
-                                                                             stack_wheels, engine):
+                                                                             stack_wheels, engine,
+                                                                             engines_fail_fast):
     """The last file of the install is held back until the others are in, then cut off: every
     other file was fetched (and verified), the engine still changed nothing."""
     venv = legacy_venv(tmp_path, stack_wheels)

@@ -180,7 +180,7 @@ def test_install_from_the_wheelhouse_offline_with_the_indexes_gone(cli, wheels, 
     assert got["torch"] == "2.14.0+cpu" and got["torch-neuronx"] == "2.14.3.0"
 
 
-def test_a_missing_or_mismatching_wheelhouse_file_is_an_error_naming_it(cli, wheels, tmp_path):
+def test_a_missing_or_mismatching_wheelhouse_file_is_an_error_naming_it(cli, wheels, tmp_path, engines_fail_fast):
     house = tmp_path / "house"
     with running(wheels) as uni:
         assert cli("lock", *uni.index_flags(), "--python", "3.12").code == 0
