@@ -165,8 +165,8 @@ class Resolver:
             if key == s.shared_key:
                 self.note(f"{where}: `{key}` ({meaning(BY_KEY[str(key)])}) is used for `{s.key}` "
                           f"too, as that key is absent; set `{s.key}` to give it its own value")
-            # a trust root comes from the user's own file: its errors name that file
-            said = f"config {key} ({where})" if s.trust_root else f"config {key}"
+            # bad input names what and where: the key and the file that sets it
+            said = f"config {key} ({where})"
             return Setting(s.parse(value, said, config.base_dir), Source("config", where, key))
         return None
 
@@ -192,19 +192,24 @@ class Resolver:
         """A setting's config value as written (a path as the user spelled it, for messages)."""
         value, config = self._raw(name)
         key = BY_NAME[name].key
-        return None if value is None else _text(value, f"config {key}", config.base_dir)
+        return None if value is None else _text(value, _said(key, config), config.base_dir)
 
     def config_list(self, name: str) -> tuple[str, ...]:
         """A list setting's config entries (the lists that add up to the flags)."""
         value, config = self._raw(name)
         key = BY_NAME[name].key
-        return () if value is None else _texts(value, f"config {key}", config.base_dir)
+        return () if value is None else _texts(value, _said(key, config), config.base_dir)
 
     def config_file(self, name: str) -> tuple[str, Path]:
         """The config file a setting's value comes from and the folder its relative paths start
         in (a model factory's module): the project's where neither file sets it."""
         _value, config = self._raw(name)
         return config.source or "pyproject.toml", config.base_dir
+
+
+def _said(key: str | None, config: Config) -> str:
+    """A config value as its errors name it: the key and the file that sets it."""
+    return f"config {key} ({config.source or 'pyproject.toml'})"
 
 
 def flag_or_environment(name: str, flag: Flag | None = None,

@@ -131,8 +131,13 @@ def _flag(value: object, where: str, base: Path) -> bool:
 
 
 def _one(value: object, where: str, base: Path) -> bool:
-    """An on switch in the environment: exactly "1" is on; anything else leaves it off."""
-    return value == "1" or value is True
+    """An on switch in the environment: "1" is on, "0" off; anything else ("yes", "true") is bad
+    input, not silently off (the switch lets a captured tree's programs run)."""
+    if value is True or value == "1":
+        return True
+    if value is False or value == "0":
+        return False
+    raise InputError(f"{where}: expected 1 (on) or 0 (off), got {str(value)[:40]!r}")
 
 
 def seconds(value: object, where: str, base: Path | None = None) -> float:

@@ -175,7 +175,9 @@ def with_settings(command: str, typed: type[Resolves] | None = None) -> Callable
                 name = str(option.name)
                 value = kwargs.pop(name, None)
                 if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE:
-                    flags[option.spec.name] = Flag(value, option.old or str(option.spec.flag))
+                    spelled = Flag(value, option.old or str(option.spec.flag))
+                    _one_spelling(flags.get(option.spec.name), spelled)
+                    flags[option.spec.name] = spelled
             given = Given(MappingProxyType(flags))  # read-only: what was typed stays so
             invocation = CommandSettings.of(given)
             settings = invocation if typed is None else typed.resolve(invocation)
@@ -185,6 +187,14 @@ def with_settings(command: str, typed: type[Resolves] | None = None) -> Callable
         return run  # type: ignore[return-value]
 
     return apply
+
+
+def _one_spelling(earlier: Flag | None, typed: Flag) -> None:
+    """An old and a new spelling of one setting, both typed: the same value is the same request;
+    two values are a usage error (neither silently wins)."""
+    if earlier is not None and earlier.value != typed.value:
+        raise click.UsageError(f"{earlier.spelled} and {typed.spelled} are one setting given two "
+                               f"values ({earlier.spelled} is the old spelling): give one")
 
 
 def settings_command(callback: Callable[..., Any]) -> str | None:

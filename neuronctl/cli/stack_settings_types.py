@@ -157,6 +157,6 @@ class DownloadSettings(Typed):
 
 
 def _where(setting: Setting[Any], key: str) -> str:
-    """How an error names a setting's value: the flag as typed, the variable, `config KEY`."""
+    """How an error names a setting's value: the flag as typed, the variable, `config KEY (FILE)`."""
     kind = setting.source.kind
-    return setting.source.name if kind in ("flag", "env") else f"config {key}"
+    return setting.source.name if kind in ("flag", "env") else f"config {key} ({setting.source.name})"

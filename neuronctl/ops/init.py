@@ -100,7 +100,7 @@ def _updates(request: InitRequest, current: dict[str, Any]) -> dict[str, Any]:
     for python in pythons:
         minor = ".".join(python.split(".")[:2])
         if framework.python and minor not in framework.python:
-            said = "--python-version" if request.pythons else "config python"
+            said = "--python-version" if request.pythons else f"config python ({request.pyproject})"
             raise InputError(f"{said} {python}: Neuron {release.version} with torch "
                              f"{framework.torch} supports Python {', '.join(framework.python)}")
     platforms = [parse_platform(p) for p in request.platforms]

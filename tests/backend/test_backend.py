@@ -35,7 +35,7 @@ def test_install_takes_the_environment_over_the_config_for_the_engine(tmp_path, 
     config = Config({"backend": "uv"}, str(tmp_path / "pyproject.toml"), tmp_path)
     chosen = _engine(Resolver.of(config, environ={"NEURONCTL_BACKEND": "pip"}).resolve("engine"))
     assert chosen.engine.name == "pip" and chosen.reason == "NEURONCTL_BACKEND pip"
-    with pytest.raises(InputError, match="config backend 'conda'"):
+    with pytest.raises(InputError, match=r"config backend \(pyproject.toml\) 'conda'"):
         _engine(Resolver.of(Config({"backend": "conda"}, "pyproject.toml", tmp_path),
                             environ={}).resolve("engine"))
 

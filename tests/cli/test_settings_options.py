@@ -243,8 +243,12 @@ def test_backend_still_works_with_its_note_and_engine_is_the_flag(cli, engine_se
     assert old.code == 2 and "engine pip from --backend" in old.err
     assert "neuronctl: note: --backend is now --engine (the installer engine); the old spelling " \
            "still works" in old.err
-    both = _install(cli, "--backend", "uv", "--engine", "pip")
-    assert "engine pip from --engine" in both.err
+    same = _install(cli, "--backend", "pip", "--engine", "pip")  # one request, spelled twice
+    assert same.code == 2 and "engine pip from --engine" in same.err
+    both = _install(cli, "--backend", "uv", "--engine", "pip")  # two values: neither silently wins
+    assert both.code == 2 and "from --" not in both.err  # stopped before the engine is chosen
+    assert "--backend and --engine are one setting given two values (--backend is the old " \
+           "spelling): give one" in both.err and "Traceback" not in both.err
     bad = _install(cli, "--backend", "conda")
     assert bad.code == 2 and "'conda' is not one of 'auto', 'pip', 'uv'" in bad.err
 
@@ -275,7 +279,8 @@ def test_the_engine_variable_and_key_with_their_old_names(cli, engine_seen, monk
     assert "engine pip from config engine" in _install(cli).err
     (engine_seen / "pyproject.toml").write_text('[tool.neuronctl]\nbackend = "conda"\n')
     bad = _install(cli)
-    assert bad.code == 2 and "config backend 'conda': expected one of auto, pip, uv" in bad.err
+    assert bad.code == 2 and f"config backend ({engine_seen / 'pyproject.toml'}) 'conda': expected one " \
+        "of auto, pip, uv" in bad.err
 
 
 # -- the two --timeout settings, and the sysroot through the one rule -----------------------------
@@ -305,7 +310,9 @@ def test_sysroot_is_the_settings_rule_flag_over_variable(tmp_path) -> None:
         SysRoot.from_env(tmp_path / "missing", env)
     tree = SysRoot.from_env(flag_root, {})
     assert not sysroot_tools_allowed(tree, {})
-    assert not sysroot_tools_allowed(tree, {"NEURONCTL_SYSROOT_TOOLS": "yes"})
+    assert not sysroot_tools_allowed(tree, {"NEURONCTL_SYSROOT_TOOLS": "0"})
+    with pytest.raises(InputError, match=r"NEURONCTL_SYSROOT_TOOLS: expected 1 \(on\) or 0 \(off\), got 'yes'"):
+        sysroot_tools_allowed(tree, {"NEURONCTL_SYSROOT_TOOLS": "yes"})  # once silently off
     assert sysroot_tools_allowed(tree, {"NEURONCTL_SYSROOT_TOOLS": "1"})
     assert BY_NAME["sysroot_tools"].env == "NEURONCTL_SYSROOT_TOOLS"
 
@@ -495,7 +502,7 @@ def test_a_setting_a_command_never_reads_is_not_its_error(cli, tmp_path, monkeyp
     them) is not that command's error; the commands that read it stop at it, naming it."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pyproject.toml").write_text("[tool.neuronctl]\ntimeout = 1e9\n")
-    said = "config timeout: timeout must be a positive number of seconds"
+    said = f"config timeout ({tmp_path / 'pyproject.toml'}): timeout must be a positive number of seconds"
     listed = cli("releases", "--json")
     assert listed.code == 0 and said not in listed.err
     locked = cli("lock", "--offline")

@@ -25,6 +25,11 @@ def _config(project_dir: Path, body: str) -> None:
     (project_dir / "pyproject.toml").write_text(f"[tool.neuronctl]\n{body}\n")
 
 
+def _bad(project_dir: Path, key: str) -> str:
+    """A bad limit in the project's config, as the error names it: the key and the file."""
+    return f"config {key} ({project_dir / 'pyproject.toml'}): timeout must be a positive number"
+
+
 def _user_config(body: str) -> Path:
     """The user's own ~/.config/neuronctl/config.toml (conftest points XDG_CONFIG_HOME at a
     temporary home): the one file a trust root is read from."""
@@ -91,7 +96,8 @@ def test_a_release_from_the_config_is_named_with_its_file(cli, project_dir) -> N
 def test_python_version_flag_beats_config_and_names_itself(cli, project_dir) -> None:
     _config(project_dir, 'python = ["3.8"]')
     r = cli("lock", "--offline", "-o", "-")
-    assert r.code == 2 and "config python 3.8: Neuron" in r.err and "supports Python" in r.err
+    said = f"config python ({project_dir / 'pyproject.toml'}) 3.8: Neuron"
+    assert r.code == 2 and said in r.err and "supports Python" in r.err
     flagged = cli("lock", "--offline", "-o", "-", "--python-version", "3.9")
     assert flagged.code == 2 and "--python-version 3.9: Neuron" in flagged.err, flagged.err
 
@@ -124,7 +130,7 @@ def test_a_malformed_lock_python_version_names_the_new_flag(cli, project_dir) ->
 def test_init_names_a_config_python_the_release_lacks_as_the_config(cli, project_dir) -> None:
     _config(project_dir, 'release = "2.33.1"\npython = ["3.8"]')
     r = cli("init", "--torch", "2.14")
-    assert r.code == 2 and "config python 3.8: Neuron 2.33.1" in r.err, r.err
+    assert r.code == 2 and f"config python ({project_dir / 'pyproject.toml'}) 3.8: Neuron 2.33.1" in r.err, r.err
     typed = cli("init", "--torch", "2.14", "--python-version", "3.9")
     assert typed.code == 2 and "--python-version 3.9: Neuron 2.33.1" in typed.err, typed.err
 
@@ -171,7 +177,7 @@ DOCTOR = ("doctor", "--level", "1", "--only", "python.version")
 def test_check_timeout_flag_beats_config(cli, project_dir) -> None:
     _config(project_dir, "check_timeout = 0")
     r = cli(*DOCTOR)
-    assert r.code == 2 and "config check_timeout: timeout must be a positive number" in r.err
+    assert r.code == 2 and _bad(project_dir, "check_timeout") in r.err
     assert cli(*DOCTOR, "--check-timeout", "30").code == 0  # the flag wins; the config unread
 
 
@@ -186,7 +192,7 @@ def test_the_old_doctor_timeout_flag_is_accepted_with_a_note(cli, project_dir) -
 def test_config_timeout_still_bounds_checks_where_check_timeout_is_absent(cli, project_dir) -> None:
     _config(project_dir, "timeout = 0")
     r = cli(*DOCTOR)
-    assert r.code == 2 and "config timeout: timeout must be a positive number" in r.err
+    assert r.code == 2 and _bad(project_dir, "timeout") in r.err
     assert "`timeout` (each network request's time limit) is used for `check_timeout` too, as " \
            "that key is absent; set `check_timeout` to give it its own value" in r.err
     _config(project_dir, "timeout = 0\ncheck_timeout = 30")  # the check key wins, and no note
@@ -243,7 +249,7 @@ def test_strict_from_the_config(cli, project_dir) -> None:
 def test_network_timeout_flag_beats_config(cli, project_dir) -> None:
     _config(project_dir, "timeout = 0")
     r = cli("lock", "--offline", "-o", "-", "--release", "9.9.3")
-    assert r.code == 2 and "config timeout: timeout must be a positive number" in r.err
+    assert r.code == 2 and _bad(project_dir, "timeout") in r.err
     flagged = cli("lock", "--offline", "-o", "-", "--release", "9.9.3", "--timeout", "5")
     assert flagged.code == 2 and "timeout" not in flagged.err and "9.9.3" in flagged.err
 
@@ -298,7 +304,7 @@ def test_env_and_probe_take_check_timeout_and_the_old_spelling(cli, project_dir,
     assert "neuronctl: note: --timeout is now --check-timeout" in old.err
     _config(project_dir, "check_timeout = 0")
     from_config = cli(*command)
-    assert from_config.code == 2 and "config check_timeout: timeout must be" in from_config.err
+    assert from_config.code == 2 and _bad(project_dir, "check_timeout") in from_config.err
 
 
 def test_probe_old_timeout_spelling_still_bounds_it(cli, project_dir) -> None:
@@ -311,7 +317,7 @@ def test_probe_old_timeout_spelling_still_bounds_it(cli, project_dir) -> None:
 def test_env_reads_config_timeout_where_check_timeout_is_absent(cli, project_dir) -> None:
     _config(project_dir, "timeout = 0")
     r = cli("env", "--json")
-    assert r.code == 2 and "config timeout: timeout must be a positive number" in r.err
+    assert r.code == 2 and _bad(project_dir, "timeout") in r.err
     assert "is used for `check_timeout` too" in r.err
 
 

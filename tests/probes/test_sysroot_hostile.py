@@ -81,9 +81,26 @@ def test_tools_inside_a_sysroot_run_only_when_asked(tmp_path: Path,
     report = detect_hardware(SysRoot(root), env={}, imds=lambda _env: None)  # type: ignore[arg-type,return-value]
     assert not marker.exists()
     assert report.neuron_ls == "not run: tools inside --sysroot run only with NEURONCTL_SYSROOT_TOOLS=1"
+    monkeypatch.setenv("NEURONCTL_SYSROOT_TOOLS", "0")
+    detect_hardware(SysRoot(root), env={}, imds=lambda _env: None)  # type: ignore[arg-type,return-value]
+    assert not marker.exists()
     monkeypatch.setenv("NEURONCTL_SYSROOT_TOOLS", "1")
     detect_hardware(SysRoot(root), env={}, imds=lambda _env: None)  # type: ignore[arg-type,return-value]
     assert marker.exists()
+
+
+def test_a_sysroot_tools_value_other_than_1_or_0_is_bad_input(cli, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """"yes" once read as off, silently: a switch that lets a tree's programs run says what it
+    takes, and runs nothing."""
+    root, marker = build_cpu_host(tmp_path / "root"), tmp_path / "ran"
+    _planted_tool(root, marker)
+    for value in ("yes", "true", "on"):
+        monkeypatch.setenv("NEURONCTL_SYSROOT_TOOLS", value)
+        r = cli("detect", "--sysroot", str(root))
+        assert r.code == 2 and not marker.exists(), r.err
+        assert f"NEURONCTL_SYSROOT_TOOLS: expected 1 (on) or 0 (off), got '{value}'" in r.err
+        assert len(r.err.strip().splitlines()) <= 2 and "Traceback" not in r.err
 
 
 def test_bundle_does_not_run_a_sysroot_tool_unasked(tmp_path: Path) -> None:

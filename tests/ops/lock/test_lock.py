@@ -292,7 +292,8 @@ def test_bad_flags_are_one_line_errors(cli):
 def test_a_bad_config_python_is_named_as_the_config_python(cli):
     Path("pyproject.toml").write_text('[tool.neuronctl]\npython = ["three"]\n')
     r = cli("lock")
-    assert r.code == 2 and "config python 'three'" in r.err and "--python-version" not in r.err, r.err
+    said = f"config python ({Path('pyproject.toml').resolve()}) 'three'"
+    assert r.code == 2 and said in r.err and "--python-version" not in r.err, r.err
 
 def test_lock_to_stdout(cli, uni):
     r = cli("lock", *uni.index_flags(), "--python", "3.12", "-o", "-")
