@@ -80,13 +80,14 @@ def test_an_oversized_or_missing_record_is_size_unknown(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_doctor_on_a_real_venv_names_what_the_lock_does_not_list(cli, tmp_path):
-    from support.wheels import build_wheel, find_python, make_venv, pip_install
+def test_doctor_on_a_real_venv_names_what_the_lock_does_not_list(cli, tmp_path, pip_venvs):
+    from support.venvs import copied_venv
+    from support.wheels import build_wheel, pip_install
 
     out = tmp_path / "w"
     nki = build_wheel(out, "nki", "0.7.0")
     extra = build_wheel(out, "triton", "3.6.0", blob_size=300_000)
-    py = make_venv(tmp_path / "v", find_python("3.12"), with_pip=True)
+    py = copied_venv(pip_venvs, "3.12", tmp_path / "v")
     pip_install(py, [nki, extra])
     Path("pylock.toml").write_text(LOCK)
     r = cli("doctor", "--python", str(py), "--lock", "pylock.toml", "--only", "lock.drift", "-v")

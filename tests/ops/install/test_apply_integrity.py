@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 from support.locks import broken_nki_lock
+from support.venvs import copied_venv
 from support.waiting import wait_for
-from support.wheels import build_wheel, find_python, make_venv, site_packages
+from support.wheels import build_wheel, site_packages
 
 from neuronctl.toml_emit import dumps
 from neuronctl.tomlfile import read_toml
@@ -48,12 +49,12 @@ def _install(lock: Path, venv: Path, **kwargs) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
 
-def test_sigterm_mid_unpack_reports_the_half_unpacked_files(uni, locked, tmp_path):
+def test_sigterm_mid_unpack_reports_the_half_unpacked_files(uni, locked, tmp_path, pip_venvs):
     """pip is stopped (neuronctl is terminated, as a cancelled CI job is) after writing half of
     nki's modules: the report names those files, the package changes so far and the commands that
     undo both, and never says nothing changed."""
     venv = tmp_path / "env"
-    make_venv(venv, find_python("3.12"), with_pip=True)
+    copied_venv(pip_venvs, "3.12", venv)
     site = site_packages(venv)
     lock = _lock_with_nki(uni, locked, _many_modules(), tmp_path)
     marker = tmp_path / "pip-holds"
@@ -80,13 +81,13 @@ def test_sigterm_mid_unpack_reports_the_half_unpacked_files(uni, locked, tmp_pat
     assert not (site / "nki").exists()
 
 
-def test_full_disk_mid_unpack_reports_the_half_unpacked_files(uni, locked, tmp_path):
+def test_full_disk_mid_unpack_reports_the_half_unpacked_files(uni, locked, tmp_path, pip_venvs):
     """A file-size limit (EFBIG, as a full disk's ENOSPC) hit while pip unpacks nki's large data
     file, after its modules: pip fails, and the report lists what it left behind."""
     import resource
 
     venv = tmp_path / "env"
-    make_venv(venv, find_python("3.12"), with_pip=True)
+    copied_venv(pip_venvs, "3.12", venv)
     site = site_packages(venv)
     # 8 MB of zeros compress to a few kB: the download fits under the limit, the unpack does not.
     lock = _lock_with_nki(uni, locked, _many_modules({"nki/zz_data.bin": "0" * (8 << 20)}), tmp_path)
@@ -106,9 +107,9 @@ def test_full_disk_mid_unpack_reports_the_half_unpacked_files(uni, locked, tmp_p
     assert f"rm -rf -- {site / 'nki'}" in err
 
 
-def test_a_failure_that_changed_nothing_says_what_was_checked(uni, locked, tmp_path):
+def test_a_failure_that_changed_nothing_says_what_was_checked(uni, locked, tmp_path, pip_venvs):
     venv = tmp_path / "env"
-    make_venv(venv, find_python("3.12"), with_pip=True)
+    copied_venv(pip_venvs, "3.12", venv)
     broken_nki_lock(locked, tmp_path)
     proc = _install(Path("pylock.broken.toml").resolve(), venv)
     _, err = proc.communicate(timeout=300)

@@ -7,8 +7,8 @@ import threading
 from dataclasses import replace
 
 import pytest
-from support.venvs import LEGACY, installed, snapshot
-from support.wheels import find_python, make_venv, pip_install
+from support.venvs import LEGACY, copied_venv, installed, snapshot
+from support.wheels import pip_install
 
 from neuronctl.backend.choose import choose_engine
 from neuronctl.cache_dir import user_cache_dir
@@ -54,9 +54,9 @@ def test_a_dry_run_reports_through_the_reporter_and_prints_nothing(locked, tmp_p
 
 
 def test_removals_are_asked_through_the_callback_and_a_no_changes_nothing(uni, locked, tmp_path,
-                                                                             stack_wheels):
+                                                                             stack_wheels, pip_venvs):
     venv = tmp_path / "legacy"
-    make_venv(venv, find_python("3.12"), with_pip=True)
+    copied_venv(pip_venvs, "3.12", venv)
     pip_install(venv / "bin" / "python", [stack_wheels[p] for p in LEGACY])
     before = snapshot(venv)
     asked: list[str] = []

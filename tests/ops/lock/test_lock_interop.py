@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from support.locks import versions
-from support.venvs import installed
+from support.venvs import copied_venv, installed
 from support.wheels import find_python, make_venv
 
 from neuronctl.resolvers.pylock import load_pylock
@@ -38,11 +38,11 @@ def test_uv_installs_the_pylock(cli, uni, tmp_path):
     assert "99.0.0" not in got.values() and got.get("torch-neuronx") != "1.0"
 
 
-def test_pip_installs_the_requirements_export_with_hashes_and_no_index(cli, uni, tmp_path):
+def test_pip_installs_the_requirements_export_with_hashes_and_no_index(cli, uni, tmp_path, pip_venvs):
     assert cli("lock", *uni.index_flags(), "--python", "3.12", "-o", "requirements.txt").code == 0
     # The venv's own pip (its Python's bundled one): a stock python3's older pip cannot run
     # under 3.12 through --python.
-    venv = make_venv(tmp_path / "v", find_python("3.12"), with_pip=True)
+    venv = copied_venv(pip_venvs, "3.12", tmp_path / "v")
     r = subprocess.run([str(venv), "-m", "pip", "install", "-q",
                         "--require-hashes", "-r", "requirements.txt"],
                        check=False, capture_output=True, text=True, env=tool_env(tmp_path))
@@ -54,7 +54,7 @@ def test_pip_installs_the_requirements_export_with_hashes_and_no_index(cli, uni,
     text = Path("requirements.txt").read_text()
     first = text.index("--hash=sha256:") + len("--hash=sha256:")
     Path("bad.txt").write_text(text[:first] + "0" * 64 + text[first + 64:])
-    venv2 = make_venv(tmp_path / "v2", find_python("3.12"), with_pip=True)
+    venv2 = copied_venv(pip_venvs, "3.12", tmp_path / "v2")
     r = subprocess.run([str(venv2), "-m", "pip", "install", "-q",
                         "--require-hashes", "-r", "bad.txt"], check=False, capture_output=True, text=True,
                        env=tool_env(tmp_path))
