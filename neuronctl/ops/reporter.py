@@ -83,21 +83,6 @@ class DoctorStarted(StepStarted):
 
 
 @dataclass(frozen=True)
-class SmokeStarted(StepStarted):
-    """The smoke run begins: which model, on which device."""
-
-    model: str = ""
-    device: str = ""
-
-
-@dataclass(frozen=True)
-class SmokeDone(StepDone):
-    """The smoke run ended, with its outcome label (ok, failed, bad-input, timeout...)."""
-
-    outcome: str = ""
-
-
-@dataclass(frozen=True)
 class Written(StepDone):
     """A file the operation wrote (an imported manifest, the stored release data, a config)."""
 
