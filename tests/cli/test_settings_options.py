@@ -368,7 +368,7 @@ def test_the_defaults_the_help_states_are_the_ones_the_commands_use() -> None:
 # -- each command's settings: one typed, frozen object, read by field -------------------------------
 
 _SETTINGS_MODULES = {"setting_options.py", "settings_types.py", "stack_settings_types.py",
-                     "host_settings_types.py"}
+                     "fetch_settings_types.py", "host_settings_types.py"}
 """Where settings are read by name: the building block and the typed objects built on it."""
 
 _BY_NAME_READS = {"value", "values", "resolve", "get", "config_text", "config_list",
@@ -388,7 +388,12 @@ def test_each_command_gets_its_own_typed_frozen_settings() -> None:
     not the generic object read by name (whose reads mypy cannot check)."""
     import dataclasses
 
-    from neuronctl.cli import host_settings_types, settings_types, stack_settings_types
+    from neuronctl.cli import (
+        fetch_settings_types,
+        host_settings_types,
+        settings_types,
+        stack_settings_types,
+    )
 
     seen = set()
     for path, command in _commands():
@@ -397,7 +402,7 @@ def test_each_command_gets_its_own_typed_frozen_settings() -> None:
         kind = _typed_settings_class(command)
         assert kind is not CommandSettings, f"`neuronctl {path}` reads its settings by name"
         assert kind.__module__ in (settings_types.__name__, stack_settings_types.__name__,
-                                   host_settings_types.__name__), path
+                                   fetch_settings_types.__name__, host_settings_types.__name__), path
         assert dataclasses.is_dataclass(kind) and kind.__dataclass_params__.frozen, path
         assert issubclass(kind, settings_types.Typed), path
         seen.add(kind)
