@@ -8,6 +8,8 @@ urllib3 ~50 ms, the resolver, the doctor's checks, libcst, torch seconds)."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
 import subprocess
 import sys
@@ -30,15 +32,32 @@ HOST_SETTINGS = "neuronctl.cli.host_settings_types"
 """The settings classes of the commands that look at a host (doctor, env, smoke ...): created only
 by those commands."""
 
+CLASS_HOMES = {
+    "SmokeStarted": "neuronctl.ops.smoke", "SmokeDone": "neuronctl.ops.smoke",
+    "DownloadSettings": "neuronctl.cli.fetch_settings_types",
+    "ReleasesUpdateSettings": "neuronctl.cli.fetch_settings_types",
+}
+"""Classes a command that never uses them must not create (a frozen dataclass costs ~0.5 ms at
+import, on every run), watched as `class NAME`, and the module each is declared in: smoke's
+events with smoke, download's and `releases update`'s settings apart from lock's and install's."""
+NEVER_CREATED = [f"class {name}" for name in CLASS_HOMES]
+
+
+def _created(name: str) -> bool:
+    """Whether a loaded neuronctl module declares the class `name` (wherever it is declared)."""
+    return any(isinstance(found := getattr(module, name, None), type) and found.__module__ == key
+               for key, module in list(sys.modules.items()) if key.startswith("neuronctl"))
+
+
 HELP_ALSO_NEVER: dict[str, list[str]] = {
     "releases": ["neuronctl.release.manifest", "neuronctl.release.aws_import", "neuronctl.release.merge",
                  HOST_SETTINGS],
     "cache": ["neuronctl.ops.doctor", "neuronctl.probes.pyenv", "neuronctl.probes.compile_cache",
               HOST_SETTINGS],
     "install": ["neuronctl.release.manifest", "neuronctl.ops.doctor", "neuronctl.backend.engine",
-                "neuronctl.probes.pyenv", HOST_SETTINGS],
+                "neuronctl.probes.pyenv", HOST_SETTINGS, *NEVER_CREATED],
     "lock": ["neuronctl.release.manifest", "neuronctl.ops.doctor", "neuronctl.probes.pyenv",
-             HOST_SETTINGS],
+             HOST_SETTINGS, *NEVER_CREATED],
     "download": ["neuronctl.release.manifest", "neuronctl.ops.doctor", HOST_SETTINGS],
     "migrate": ["neuronctl.release.manifest", "neuronctl.ops.doctor", HOST_SETTINGS],
     "init": ["neuronctl.ops.doctor", "neuronctl.probes.pyenv"],
@@ -49,12 +68,15 @@ and constants, not from the operation or the release data."""
 
 def _run(args: list[str], watched: list[str], cwd: Path) -> tuple[int, list[str]]:
     """The exit code of `neuronctl ARGS` run in a fresh interpreter, and which of `watched` it
-    had loaded by the end."""
+    had loaded by the end (a module by its name; `class NAME`: a class some loaded neuronctl
+    module declares)."""
     code = ("import contextlib, io, json, sys\n"
             "from neuronctl.cli.main import run\n"
             "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
             f"    rc = run({args!r})\n"
-            f"print(json.dumps([rc, [w for w in {watched!r} if w in sys.modules]]))\n")
+            f"{inspect.getsource(_created)}\n"
+            f"print(json.dumps([rc, [w for w in {watched!r} if w in sys.modules\n"
+            "                        or (w.startswith('class ') and _created(w[6:]))]]))\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True,
                           timeout=180, check=False)
     assert done.returncode == 0, done.stderr
@@ -80,8 +102,9 @@ def test_listing_and_showing_releases_load_no_import_update_network_or_resolver(
 def test_every_watched_name_is_a_module_that_loads(tmp_path):
     """Not vacuous: each name watched above is a real module (a misspelt one is never loaded)."""
     names = sorted({*NEVER_FOR_HELP, *(n for ns in HELP_ALSO_NEVER.values() for n in ns),
-                    "neuronctl.release.aws_import", "neuronctl.release.merge",
-                    "neuronctl.release.rollback", "socket", "neuronctl.proc"} - {"torch"})
+                    *INSTALL_NEVER, *LOCK_NEVER, "neuronctl.release.aws_import",
+                    "neuronctl.release.merge", "neuronctl.release.rollback", "socket",
+                    "neuronctl.proc"} - {"torch", *NEVER_CREATED})
     code = ("import importlib, json, sys\n"
             f"for m in {names!r}: importlib.import_module(m)\n"
             f"print(json.dumps([n for n in {names!r} if n in sys.modules]))\n")
@@ -91,17 +114,28 @@ def test_every_watched_name_is_a_module_that_loads(tmp_path):
     assert json.loads(done.stdout) == names
 
 
+@pytest.mark.parametrize("name", sorted(CLASS_HOMES))
+def test_every_watched_class_is_declared_where_it_is_said_to_be(name):
+    """Not vacuous either: each class watched as `class NAME` is found by the same search once
+    its module is loaded."""
+    importlib.import_module(CLASS_HOMES[name])
+    assert _created(name)
+
+
 INSTALL_NEVER = [
     "torch", "libcst", "resolvelib", "requests", "urllib3", "ssl", "rich.table",
     "neuronctl.resolvers.http_fetch", "neuronctl.resolvers.resolve", "neuronctl.ops.lock.resolve",
     "neuronctl.ops.install.resolution", "neuronctl.ops.install.apply", "neuronctl.ops.install.failure",
     "neuronctl.backend.external_tool", "neuronctl.backend.engine_watch", "neuronctl.backend.snapshot",
     "neuronctl.toml_emit", "neuronctl.ops.migrate", "neuronctl.ops.smoke", "neuronctl.probes.device",
-    HOST_SETTINGS,
+    HOST_SETTINGS, "neuronctl.ops.install.find_links", "neuronctl.ops.interpreters", "glob",
+    "neuronctl.ops.doctor.health_rules", "neuronctl.probes.kernel_log", *NEVER_CREATED,
 ]
 """What `install --lock` with nothing to do never calls: the network and the resolver (the lock
 names the files), the engine's run and what watches it, the snapshot of a failed apply, the TOML
-writer, migrate, the device probe and the model run."""
+writer, migrate, the device probe and the model run; nor --find-links' wheelhouse, the search
+for a new venv's interpreter (and glob), nor, without Neuron hardware, the doctor's hardware-error
+signals and the kernel log's reader."""
 
 
 @pytest.mark.slow
@@ -122,7 +156,7 @@ def test_an_install_with_nothing_to_do_loads_no_resolver_network_or_engine_run(c
 LOCK_NEVER = ["torch", "libcst", "rich.table", "neuronctl.ops.doctor", "neuronctl.ops.install",
               "neuronctl.backend", "neuronctl.probes.pyenv", "neuronctl.ops.migrate",
               "neuronctl.ops.releases", "neuronctl.release.aws_import", "neuronctl.ops.lock.check",
-              HOST_SETTINGS]
+              HOST_SETTINGS, *NEVER_CREATED]
 """What `lock` never calls: the doctor, the install operation and the engines, the target
 interpreter's inspection (a lock is for a platform target, not an interpreter), migrate, the
 release import, and without --check the comparison with an existing lock."""
@@ -139,6 +173,6 @@ def test_lock_check_loads_no_resolver_or_network(cli, uni, tmp_path):
     lock = tmp_path / "pylock.toml"
     assert cli("lock", *uni.index_flags(), "--python", "3.12", "-o", str(lock)).code == 0
     watched = ["resolvelib", "requests", "urllib3", "neuronctl.resolvers.http_fetch",
-               "neuronctl.ops.lock.resolve", "neuronctl.ops.lock.check"]
+               "neuronctl.ops.lock.resolve", "neuronctl.ops.lock.check", *NEVER_CREATED]
     args = ["lock", *uni.index_flags(), "--python", "3.12", "-o", str(lock), "--check"]
     assert _run(args, watched, tmp_path) == (0, ["neuronctl.ops.lock.check"])
