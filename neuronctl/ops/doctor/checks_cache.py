@@ -4,6 +4,8 @@ another neuronx-cc than the target's (stale: size and count)."""
 
 from __future__ import annotations
 
+import shlex
+
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.registry import check
 from neuronctl.ops.doctor.runner import CheckOutcome
@@ -23,13 +25,6 @@ def size_text(n: int) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} TiB"
-
-
-def _quote(word: str) -> str:
-    """`word` quoted for a shell line of a fix: shlex is loaded only where a fix is written."""
-    import shlex
-
-    return shlex.quote(word)
 
 
 def _compiler(f: Facts) -> str | None:
@@ -70,7 +65,7 @@ def check_compile_cache(f: Facts) -> CheckOutcome:
         if state.writable is False:
             warnings.append(f"{loc.path} is not writable by this user: every compile is redone "
                             "and nothing is cached")
-            fixes.append(f"sudo chown -R $(id -u):$(id -g) {_quote(loc.path)}")
+            fixes.append(f"sudo chown -R $(id -u):$(id -g) {shlex.quote(loc.path)}")
         if state.free_bytes is not None and state.free_bytes < MIN_FREE_BYTES:
             warnings.append(f"{loc.path}: only {size_text(state.free_bytes)} free")
         if state.fstype == "lustre":
@@ -86,7 +81,7 @@ def check_compile_cache(f: Facts) -> CheckOutcome:
                                 f"another neuronx-cc ({size_text(sum(e.size for e in old))}, "
                                 f"{sum(e.files for e in old)} files): stale, never reused by "
                                 f"{compiler}")
-                fixes.append(f"neuronctl cache prune --python {_quote(f.python)} --yes  "
+                fixes.append(f"neuronctl cache prune --python {shlex.quote(f.python)} --yes  "
                              "# other compilers' entries; see the list without --yes first")
     if warnings:
         return CheckOutcome("warn", "; ".join(warnings), " && ".join(dict.fromkeys(fixes)) or None,
