@@ -36,11 +36,17 @@ CLASS_HOMES = {
     "SmokeStarted": "neuronctl.ops.smoke", "SmokeDone": "neuronctl.ops.smoke",
     "DownloadSettings": "neuronctl.cli.fetch_settings_types",
     "ReleasesUpdateSettings": "neuronctl.cli.fetch_settings_types",
+    "LockedPackage": "neuronctl.resolvers.lock_record", "LockInputs": "neuronctl.resolvers.lock_record",
+    "RecordedLock": "neuronctl.resolvers.lock_record",
 }
 """Classes a command that never uses them must not create (a frozen dataclass costs ~0.5 ms at
 import, on every run), watched as `class NAME`, and the module each is declared in: smoke's
-events with smoke, download's and `releases update`'s settings apart from lock's and install's."""
-NEVER_CREATED = [f"class {name}" for name in CLASS_HOMES]
+events with smoke, download's and `releases update`'s settings apart from lock's and install's,
+the lock writer's model apart from the lock reader install uses."""
+NEVER_CREATED = [f"class {name}" for name in ("SmokeStarted", "SmokeDone", "DownloadSettings",
+                                              "ReleasesUpdateSettings")]
+LOCK_WRITER = ["neuronctl.resolvers.lock_record", "class LockedPackage", "class LockInputs",
+               "class RecordedLock"]
 
 
 def _created(name: str) -> bool:
@@ -104,7 +110,7 @@ def test_every_watched_name_is_a_module_that_loads(tmp_path):
     names = sorted({*NEVER_FOR_HELP, *(n for ns in HELP_ALSO_NEVER.values() for n in ns),
                     *INSTALL_NEVER, *LOCK_NEVER, "neuronctl.release.aws_import",
                     "neuronctl.release.merge", "neuronctl.release.rollback", "socket",
-                    "neuronctl.proc"} - {"torch", *NEVER_CREATED})
+                    "neuronctl.proc"} - {"torch", *(f"class {n}" for n in CLASS_HOMES)})
     code = ("import importlib, json, sys\n"
             f"for m in {names!r}: importlib.import_module(m)\n"
             f"print(json.dumps([n for n in {names!r} if n in sys.modules]))\n")
@@ -129,13 +135,14 @@ INSTALL_NEVER = [
     "neuronctl.backend.external_tool", "neuronctl.backend.engine_watch", "neuronctl.backend.snapshot",
     "neuronctl.toml_emit", "neuronctl.ops.migrate", "neuronctl.ops.smoke", "neuronctl.probes.device",
     HOST_SETTINGS, "neuronctl.ops.install.find_links", "neuronctl.ops.interpreters", "glob",
-    "neuronctl.ops.doctor.health_rules", "neuronctl.probes.kernel_log", *NEVER_CREATED,
+    "neuronctl.ops.doctor.health_rules", "neuronctl.probes.kernel_log", *LOCK_WRITER,
+    *NEVER_CREATED,
 ]
 """What `install --lock` with nothing to do never calls: the network and the resolver (the lock
 names the files), the engine's run and what watches it, the snapshot of a failed apply, the TOML
-writer, migrate, the device probe and the model run; nor --find-links' wheelhouse, the search
-for a new venv's interpreter (and glob), nor, without Neuron hardware, the doctor's hardware-error
-signals and the kernel log's reader."""
+writer, migrate, the device probe and the model run; nor the lock writer and its model (it only
+reads the lock), --find-links' wheelhouse, the search for a new venv's interpreter (and glob),
+nor, without Neuron hardware, the doctor's hardware-error signals and the kernel log's reader."""
 
 
 @pytest.mark.slow
