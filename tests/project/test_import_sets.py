@@ -37,12 +37,12 @@ CLASS_HOMES = {
     "DownloadSettings": "neuronctl.cli.fetch_settings_types",
     "ReleasesUpdateSettings": "neuronctl.cli.fetch_settings_types",
     "LockedPackage": "neuronctl.resolvers.lock_record", "LockInputs": "neuronctl.resolvers.lock_record",
-    "RecordedLock": "neuronctl.resolvers.lock_record",
+    "RecordedLock": "neuronctl.resolvers.lock_record", "DoctorStarted": "neuronctl.ops.doctor.run",
 }
 """Classes a command that never uses them must not create (a frozen dataclass costs ~0.5 ms at
 import, on every run), watched as `class NAME`, and the module each is declared in: smoke's
-events with smoke, download's and `releases update`'s settings apart from lock's and install's,
-the lock writer's model apart from the lock reader install uses."""
+events with smoke and the doctor's with the doctor, download's and `releases update`'s settings
+apart from lock's and install's, the lock writer's model apart from the lock reader install uses."""
 NEVER_CREATED = [f"class {name}" for name in ("SmokeStarted", "SmokeDone", "DownloadSettings",
                                               "ReleasesUpdateSettings")]
 LOCK_WRITER = ["neuronctl.resolvers.lock_record", "class LockedPackage", "class LockInputs",
@@ -153,7 +153,8 @@ def test_an_install_with_nothing_to_do_loads_no_resolver_network_or_engine_run(c
     install = ["install", "--lock", str(locked), "--python", str(venv), "--engine", "uv"]
     r = cli(*install, "--no-check")
     assert r.code == 0 and "applied" in r.err + r.out, r.err
-    assert _run([*install, "--no-check"], [*INSTALL_NEVER, "neuronctl.ops.doctor"], tmp_path) == (0, [])
+    assert _run([*install, "--no-check"], [*INSTALL_NEVER, "neuronctl.ops.doctor", "class DoctorStarted"],
+                tmp_path) == (0, [])
     # The doctor afterwards is the feature: it loads, and still none of the above, nor the cache
     # command's operation (its cache.compile check reads the caches through the probe).
     assert _run(install, [*INSTALL_NEVER, "neuronctl.ops.doctor.run", "neuronctl.ops.cache"],
@@ -163,7 +164,7 @@ def test_an_install_with_nothing_to_do_loads_no_resolver_network_or_engine_run(c
 LOCK_NEVER = ["torch", "libcst", "rich.table", "neuronctl.ops.doctor", "neuronctl.ops.install",
               "neuronctl.backend", "neuronctl.probes.pyenv", "neuronctl.ops.migrate",
               "neuronctl.ops.releases", "neuronctl.release.aws_import", "neuronctl.ops.lock.check",
-              HOST_SETTINGS, *NEVER_CREATED]
+              HOST_SETTINGS, *NEVER_CREATED, "class DoctorStarted"]
 """What `lock` never calls: the doctor, the install operation and the engines, the target
 interpreter's inspection (a lock is for a platform target, not an interpreter), migrate, the
 release import, and without --check the comparison with an existing lock."""
