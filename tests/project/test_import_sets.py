@@ -38,13 +38,15 @@ CLASS_HOMES = {
     "ReleasesUpdateSettings": "neuronctl.cli.fetch_settings_types",
     "LockedPackage": "neuronctl.resolvers.lock_record", "LockInputs": "neuronctl.resolvers.lock_record",
     "RecordedLock": "neuronctl.resolvers.lock_record", "DoctorStarted": "neuronctl.ops.doctor.run",
+    "ValueEntry": "neuronctl.release.provenance",
 }
 """Classes a command that never uses them must not create (a frozen dataclass costs ~0.5 ms at
 import, on every run), watched as `class NAME`, and the module each is declared in: smoke's
 events with smoke and the doctor's with the doctor, download's and `releases update`'s settings
-apart from lock's and install's, the lock writer's model apart from the lock reader install uses."""
+apart from lock's and install's, the lock writer's model apart from the lock reader install uses,
+`releases show --sources`' value entries apart from the manifest's source checks."""
 NEVER_CREATED = [f"class {name}" for name in ("SmokeStarted", "SmokeDone", "DownloadSettings",
-                                              "ReleasesUpdateSettings")]
+                                              "ReleasesUpdateSettings", "ValueEntry")]
 LOCK_WRITER = ["neuronctl.resolvers.lock_record", "class LockedPackage", "class LockInputs",
                "class RecordedLock"]
 
@@ -136,13 +138,14 @@ INSTALL_NEVER = [
     "neuronctl.toml_emit", "neuronctl.ops.migrate", "neuronctl.ops.smoke", "neuronctl.probes.device",
     HOST_SETTINGS, "neuronctl.ops.install.find_links", "neuronctl.ops.interpreters", "glob",
     "neuronctl.ops.doctor.health_rules", "neuronctl.probes.kernel_log", *LOCK_WRITER,
-    *NEVER_CREATED,
+    "neuronctl.release.provenance", *NEVER_CREATED,
 ]
 """What `install --lock` with nothing to do never calls: the network and the resolver (the lock
 names the files), the engine's run and what watches it, the snapshot of a failed apply, the TOML
 writer, migrate, the device probe and the model run; nor the lock writer and its model (it only
-reads the lock), --find-links' wheelhouse, the search for a new venv's interpreter (and glob),
-nor, without Neuron hardware, the doctor's hardware-error signals and the kernel log's reader."""
+reads the lock), each release value's source (provenance: `releases show --sources`), --find-links'
+wheelhouse, the search for a new venv's interpreter (and glob), nor, without Neuron hardware, the
+doctor's hardware-error signals and the kernel log's reader."""
 
 
 @pytest.mark.slow
@@ -164,10 +167,11 @@ def test_an_install_with_nothing_to_do_loads_no_resolver_network_or_engine_run(c
 LOCK_NEVER = ["torch", "libcst", "rich.table", "neuronctl.ops.doctor", "neuronctl.ops.install",
               "neuronctl.backend", "neuronctl.probes.pyenv", "neuronctl.ops.migrate",
               "neuronctl.ops.releases", "neuronctl.release.aws_import", "neuronctl.ops.lock.check",
-              HOST_SETTINGS, *NEVER_CREATED, "class DoctorStarted"]
+              HOST_SETTINGS, "neuronctl.release.provenance", *NEVER_CREATED, "class DoctorStarted"]
 """What `lock` never calls: the doctor, the install operation and the engines, the target
 interpreter's inspection (a lock is for a platform target, not an interpreter), migrate, the
-release import, and without --check the comparison with an existing lock."""
+release import, each release value's source, and without --check the comparison with an
+existing lock."""
 
 
 def test_a_lock_loads_neither_doctor_install_engines_nor_its_check(uni, tmp_path):
