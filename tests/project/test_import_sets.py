@@ -38,13 +38,15 @@ CLASS_HOMES = {
     "ReleasesUpdateSettings": "neuronctl.cli.fetch_settings_types",
     "LockedPackage": "neuronctl.resolvers.lock_record", "LockInputs": "neuronctl.resolvers.lock_record",
     "RecordedLock": "neuronctl.resolvers.lock_record", "DoctorStarted": "neuronctl.ops.doctor.run",
-    "ValueEntry": "neuronctl.release.provenance",
+    "ValueEntry": "neuronctl.release.provenance", "DeviceHolder": "neuronctl.probes.device_holders",
+    "HolderScan": "neuronctl.probes.device_holders",
 }
 """Classes a command that never uses them must not create (a frozen dataclass costs ~0.5 ms at
 import, on every run), watched as `class NAME`, and the module each is declared in: smoke's
 events with smoke and the doctor's with the doctor, download's and `releases update`'s settings
 apart from lock's and install's, the lock writer's model apart from the lock reader install uses,
-`releases show --sources`' value entries apart from the manifest's source checks."""
+`releases show --sources`' value entries apart from the manifest's source checks, the device
+holders' scan apart from the other system facts."""
 NEVER_CREATED = [f"class {name}" for name in ("SmokeStarted", "SmokeDone", "DownloadSettings",
                                               "ReleasesUpdateSettings", "ValueEntry")]
 LOCK_WRITER = ["neuronctl.resolvers.lock_record", "class LockedPackage", "class LockInputs",
@@ -110,7 +112,8 @@ def test_listing_and_showing_releases_load_no_import_update_network_or_resolver(
 def test_every_watched_name_is_a_module_that_loads(tmp_path):
     """Not vacuous: each name watched above is a real module (a misspelt one is never loaded)."""
     names = sorted({*NEVER_FOR_HELP, *(n for ns in HELP_ALSO_NEVER.values() for n in ns),
-                    *INSTALL_NEVER, *LOCK_NEVER, "neuronctl.release.aws_import",
+                    *INSTALL_NEVER, *LOCK_NEVER, *WITHOUT_NEURON_DEVICES_NEVER,
+                    "neuronctl.release.aws_import",
                     "neuronctl.release.merge", "neuronctl.release.rollback", "socket",
                     "neuronctl.proc"} - {"torch", *(f"class {n}" for n in CLASS_HOMES)})
     code = ("import importlib, json, sys\n"
@@ -137,15 +140,21 @@ INSTALL_NEVER = [
     "neuronctl.backend.external_tool", "neuronctl.backend.engine_watch", "neuronctl.backend.snapshot",
     "neuronctl.toml_emit", "neuronctl.ops.migrate", "neuronctl.ops.smoke", "neuronctl.probes.device",
     HOST_SETTINGS, "neuronctl.ops.install.find_links", "neuronctl.ops.interpreters", "glob",
-    "neuronctl.ops.doctor.health_rules", "neuronctl.probes.kernel_log", *LOCK_WRITER,
-    "neuronctl.release.provenance", *NEVER_CREATED,
+    *LOCK_WRITER, "neuronctl.release.provenance", *NEVER_CREATED,
 ]
 """What `install --lock` with nothing to do never calls: the network and the resolver (the lock
 names the files), the engine's run and what watches it, the snapshot of a failed apply, the TOML
 writer, migrate, the device probe and the model run; nor the lock writer and its model (it only
 reads the lock), each release value's source (provenance: `releases show --sources`), --find-links'
-wheelhouse, the search for a new venv's interpreter (and glob), nor, without Neuron hardware, the
-doctor's hardware-error signals and the kernel log's reader."""
+wheelhouse, nor the search for a new venv's interpreter (and glob)."""
+
+WITHOUT_NEURON_DEVICES_NEVER = [] if any(Path("/dev").glob("neuron[0-9]*")) else [
+    "neuronctl.ops.doctor.health_rules", "neuronctl.probes.kernel_log",
+    "neuronctl.probes.device_holders", "class DeviceHolder", "class HolderScan",
+]
+"""What the doctor after an install does not load on a host without Neuron devices (as the test
+hosts are): the hardware-error signals and the kernel log's reader, and the scan for processes
+holding /dev/neuron*. On a Neuron host those checks read them: nothing is asserted there."""
 
 
 @pytest.mark.slow
@@ -160,8 +169,8 @@ def test_an_install_with_nothing_to_do_loads_no_resolver_network_or_engine_run(c
                 tmp_path) == (0, [])
     # The doctor afterwards is the feature: it loads, and still none of the above, nor the cache
     # command's operation (its cache.compile check reads the caches through the probe).
-    assert _run(install, [*INSTALL_NEVER, "neuronctl.ops.doctor.run", "neuronctl.ops.cache"],
-                tmp_path) == (0, ["neuronctl.ops.doctor.run"])
+    assert _run(install, [*INSTALL_NEVER, *WITHOUT_NEURON_DEVICES_NEVER, "neuronctl.ops.doctor.run",
+                          "neuronctl.ops.cache"], tmp_path) == (0, ["neuronctl.ops.doctor.run"])
 
 
 LOCK_NEVER = ["torch", "libcst", "rich.table", "neuronctl.ops.doctor", "neuronctl.ops.install",
