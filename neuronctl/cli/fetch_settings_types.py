@@ -47,7 +47,7 @@ class DownloadSettings(Typed):
         return checked(self.invocation.value("timeout"), float, "timeout")
 
 
-@dataclass(frozen=True)
+# adds no field, so no @dataclass of its own: see neuronctl.cli.settings_types
 class ReleasesUpdateSettings(Typed):
     """`releases update`: where release data is fetched from (a trust root)."""
 

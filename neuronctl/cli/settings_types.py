@@ -14,7 +14,10 @@ Here: the base every command's builds on, and the root's and `releases`'. The st
 (lock, install) share theirs (neuronctl.cli.stack_settings_types); the commands that look at a
 host or an environment have theirs in neuronctl.cli.host_settings_types; `download` and
 `releases update` theirs in neuronctl.cli.fetch_settings_types. A command imports only its own:
-each class costs its creation at import, on every run."""
+each class costs its creation at import, on every run. A command's class that adds no field to
+the one it extends is a plain subclass, not decorated again (as the reporter's Note and Warn):
+it inherits the frozen dataclass's __init__, __eq__, __hash__ and __repr__, which go by the
+instance's own class, and a second @dataclass would only generate them again (~0.4 ms each)."""
 
 from __future__ import annotations
 

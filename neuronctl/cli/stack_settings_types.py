@@ -81,7 +81,7 @@ class StackCommandSettings(Typed):
         return checked(self.invocation.value("timeout"), float, "timeout")
 
 
-@dataclass(frozen=True)
+# adds no field, so no @dataclass of its own: see neuronctl.cli.settings_types
 class LockSettings(StackCommandSettings):
     """`lock`: the request settings, the targets, and config `lock` (its -o default)."""
 

@@ -494,6 +494,37 @@ def test_typed_settings_are_frozen_and_typed_where_they_are_built(monkeypatch) -
         checked(30, float, "timeout")
 
 
+@pytest.mark.parametrize("name", ["cli.stack_settings_types.LockSettings",
+                                  "cli.fetch_settings_types.ReleasesUpdateSettings",
+                                  "cli.host_settings_types.EnvSettings",
+                                  "cli.host_settings_types.ProbeSettings",
+                                  "cli.host_settings_types.FleetDoctorSettings"])
+def test_a_settings_class_that_adds_no_field_is_still_its_own_frozen_value(name: str) -> None:
+    """The classes that add no field are plain subclasses (no second @dataclass: issue 36):
+    still built by their own resolve, frozen, shown by their own name, equal only to their own
+    kind, hashed as their base."""
+    import dataclasses
+    import importlib
+    from dataclasses import FrozenInstanceError
+    from types import MappingProxyType
+
+    from neuronctl.cli.setting_options import Given
+
+    module, _, cls_name = name.rpartition(".")
+    kind = getattr(importlib.import_module(f"neuronctl.{module}"), cls_name)
+    base = next(b for b in kind.__mro__[1:] if dataclasses.is_dataclass(b))
+    assert "__dataclass_fields__" not in kind.__dict__  # what this test is about
+    invocation = CommandSettings.of(Given(MappingProxyType({})))
+    one, two = kind.resolve(invocation), kind.resolve(invocation)
+    assert type(one) is kind and repr(one).startswith(f"{cls_name}(invocation=")
+    assert one == two and kind.__hash__ is base.__hash__
+    assert [f.name for f in dataclasses.fields(one)] == [f.name for f in dataclasses.fields(base)]
+    as_base = base(*(getattr(one, f.name) for f in dataclasses.fields(base)))
+    assert one != as_base  # the generated __eq__ compares the class too
+    with pytest.raises(FrozenInstanceError):
+        one.invocation = invocation  # type: ignore[misc]
+
+
 def test_a_setting_a_command_never_reads_is_not_its_error(cli, tmp_path, monkeypatch) -> None:
     """Typed settings resolve a field when the body reads it: a bad config value for a setting
     a command does not read (lock --check does not read `timeout`; `releases` reads none of
