@@ -104,7 +104,8 @@ def test_listing_and_showing_releases_load_no_import_update_network_or_resolver(
     """`releases` and `releases show` read the bundled data and print it: AWS's manifest
     converter, the merge and rollback checks and the network are `releases import/update`'s."""
     watched = [*NEVER_FOR_HELP, "neuronctl.release.aws_import", "neuronctl.release.merge",
-               "neuronctl.release.rollback", "socket", "neuronctl.proc", "neuronctl.ops.doctor"]
+               "neuronctl.release.rollback", "socket", "neuronctl.proc", "neuronctl.ops.doctor",
+               "pkgutil"]
     assert _run(["releases"], watched, tmp_path) == (0, [])
     assert _run(["releases", "show", "2.33.1", "--sources"], watched, tmp_path) == (0, [])
 
@@ -140,13 +141,14 @@ INSTALL_NEVER = [
     "neuronctl.backend.external_tool", "neuronctl.backend.engine_watch", "neuronctl.backend.snapshot",
     "neuronctl.toml_emit", "neuronctl.ops.migrate", "neuronctl.ops.smoke", "neuronctl.probes.device",
     HOST_SETTINGS, "neuronctl.ops.install.find_links", "neuronctl.ops.interpreters", "glob",
-    *LOCK_WRITER, "neuronctl.release.provenance", *NEVER_CREATED,
+    *LOCK_WRITER, "neuronctl.release.provenance", "pkgutil", *NEVER_CREATED,
 ]
 """What `install --lock` with nothing to do never calls: the network and the resolver (the lock
 names the files), the engine's run and what watches it, the snapshot of a failed apply, the TOML
 writer, migrate, the device probe and the model run; nor the lock writer and its model (it only
 reads the lock), each release value's source (provenance: `releases show --sources`), --find-links'
-wheelhouse, nor the search for a new venv's interpreter (and glob)."""
+wheelhouse, nor the search for a new venv's interpreter (and glob); pkgutil neither (the bundled
+data is read through its package's loader)."""
 
 WITHOUT_NEURON_DEVICES_NEVER = [] if any(Path("/dev").glob("neuron[0-9]*")) else [
     "neuronctl.ops.doctor.health_rules", "neuronctl.probes.kernel_log",
@@ -176,7 +178,8 @@ def test_an_install_with_nothing_to_do_loads_no_resolver_network_or_engine_run(c
 LOCK_NEVER = ["torch", "libcst", "rich.table", "neuronctl.ops.doctor", "neuronctl.ops.install",
               "neuronctl.backend", "neuronctl.probes.pyenv", "neuronctl.ops.migrate",
               "neuronctl.ops.releases", "neuronctl.release.aws_import", "neuronctl.ops.lock.check",
-              HOST_SETTINGS, "neuronctl.release.provenance", *NEVER_CREATED, "class DoctorStarted"]
+              HOST_SETTINGS, "neuronctl.release.provenance", "pkgutil", *NEVER_CREATED,
+              "class DoctorStarted"]
 """What `lock` never calls: the doctor, the install operation and the engines, the target
 interpreter's inspection (a lock is for a platform target, not an interpreter), migrate, the
 release import, each release value's source, and without --check the comparison with an
@@ -194,6 +197,6 @@ def test_lock_check_loads_no_resolver_or_network(cli, uni, tmp_path):
     lock = tmp_path / "pylock.toml"
     assert cli("lock", *uni.index_flags(), "--python", "3.12", "-o", str(lock)).code == 0
     watched = ["resolvelib", "requests", "urllib3", "neuronctl.resolvers.http_fetch",
-               "neuronctl.ops.lock.resolve", "neuronctl.ops.lock.check", *NEVER_CREATED]
+               "neuronctl.ops.lock.resolve", "neuronctl.ops.lock.check", "pkgutil", *NEVER_CREATED]
     args = ["lock", *uni.index_flags(), "--python", "3.12", "-o", str(lock), "--check"]
     assert _run(args, watched, tmp_path) == (0, ["neuronctl.ops.lock.check"])
