@@ -7,6 +7,7 @@ Redacting too much is a lesser harm than printing a secret, so the patterns err 
 
 from __future__ import annotations
 
+import functools
 import re
 
 MASK = "***"
@@ -122,22 +123,30 @@ def _mask_assignments(text: str) -> str:
 _NETRC_KEY = r"(?:machine|login|password|account|port)"
 # A value: a double-quoted token (netrc allows spaces and escapes in one) or a run of non-space.
 _NETRC_VALUE = r'(?:"(?:[^"\\\n]|\\.)*+"|\S++)'
-_NETRC_ENTRY = re.compile(rf"(?i)(?<![\w.\-])(?:machine[ \t]++{_NETRC_VALUE}|default)"
-                          rf"(?:[ \t]++{_NETRC_KEY}[ \t]++{_NETRC_VALUE})++")
-_NETRC_LINE = re.compile(rf"(?im)^[ \t]*+(?:{_NETRC_KEY}[ \t]++{_NETRC_VALUE}|default)"
-                         rf"(?:[ \t]++(?:{_NETRC_KEY}[ \t]++{_NETRC_VALUE}|default))*+[ \t]*+$")
-_NETRC_SECRET = re.compile(rf"(?i)(?<!\S)(?P<key>login|password|account)(?P<gap>[ \t]++){_NETRC_VALUE}")
+
+
+@functools.cache
+def _netrc_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """(entry, line, secret): compiled the first time a text holds a netrc word, not at import
+    (about 1 ms of every run, whose lines almost never do: issue 36)."""
+    entry = re.compile(rf"(?i)(?<![\w.\-])(?:machine[ \t]++{_NETRC_VALUE}|default)"
+                       rf"(?:[ \t]++{_NETRC_KEY}[ \t]++{_NETRC_VALUE})++")
+    line = re.compile(rf"(?im)^[ \t]*+(?:{_NETRC_KEY}[ \t]++{_NETRC_VALUE}|default)"
+                      rf"(?:[ \t]++(?:{_NETRC_KEY}[ \t]++{_NETRC_VALUE}|default))*+[ \t]*+$")
+    secret = re.compile(rf"(?i)(?<!\S)(?P<key>login|password|account)(?P<gap>[ \t]++){_NETRC_VALUE}")
+    return entry, line, secret
 
 
 def _mask_netrc(text: str) -> str:
     lowered = text.lower()
     if not any(word in lowered for word in ("login", "password", "account")):
         return text  # the common case: nothing netrc-like, no regular expression run
+    entry, line, secret = _netrc_patterns()
 
     def fields(found: re.Match[str]) -> str:
-        return _NETRC_SECRET.sub(lambda m: f"{m['key']}{m['gap']}{MASK}", found[0])
+        return secret.sub(lambda m: f"{m['key']}{m['gap']}{MASK}", found[0])
 
-    return _NETRC_LINE.sub(fields, _NETRC_ENTRY.sub(fields, text))
+    return line.sub(fields, entry.sub(fields, text))
 
 
 def redact(text: str) -> str:

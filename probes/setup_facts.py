@@ -15,11 +15,12 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Any
 
+from neuronctl.probes.device_holders import descends_from, find_device_holders
 from neuronctl.probes.dpkg import STATUS_FILE, _stanzas_holding
 from neuronctl.probes.hardware_signals import read_pci
 from neuronctl.probes.host_facts import _distribution
 from neuronctl.probes.sysroot import SysRoot
-from neuronctl.probes.system_facts import container_evidence, descends_from, find_device_holders
+from neuronctl.probes.system_facts import container_evidence
 from neuronctl.probes.system_packages import MAX_DPKG_STATUS, read_system_packages
 from neuronctl.probes.tools import Runner, run_tool
 from neuronctl.redact import redact

@@ -7,13 +7,13 @@ from pathlib import Path
 import click
 
 from neuronctl.cli.app import get_app
+from neuronctl.cli.fetch_settings_types import DownloadSettings
 from neuronctl.cli.options import (
     json_option,
     target_options,
     timeout_option,
 )
 from neuronctl.cli.setting_options import setting_option, with_settings
-from neuronctl.cli.stack_settings_types import DownloadSettings
 from neuronctl.ops.output_path import check_output_dir
 
 

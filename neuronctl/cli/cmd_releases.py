@@ -7,9 +7,10 @@ from pathlib import Path
 import click
 
 from neuronctl.cli.app import get_app
+from neuronctl.cli.fetch_settings_types import ReleasesUpdateSettings
 from neuronctl.cli.options import json_option
 from neuronctl.cli.setting_options import setting_option, with_settings
-from neuronctl.cli.settings_types import ManifestSettings, ReleasesUpdateSettings
+from neuronctl.cli.settings_types import ManifestSettings
 
 MANIFEST_OPTION = setting_option("manifest")
 

@@ -41,7 +41,7 @@ class SysrootSettings(Typed):
         return cls(invocation, typed(invocation, "sysroot", Path))
 
 
-@dataclass(frozen=True)
+# adds no field, so no @dataclass of its own: see neuronctl.cli.settings_types
 class EnvSettings(SysrootSettings):
     """`env`: collect_env's time limit and the sysroot."""
 
@@ -54,7 +54,7 @@ class EnvSettings(SysrootSettings):
         return seconds_or_none(self.invocation, "check_timeout")
 
 
-@dataclass(frozen=True)
+# adds no field, so no @dataclass of its own: see neuronctl.cli.settings_types
 class ProbeSettings(Typed):
     """`probe`: its run's time limit and the device it probes."""
 
@@ -182,7 +182,7 @@ class InitSettings(Typed):
                    given.values("python_versions"), given.values("platforms"))
 
 
-@dataclass(frozen=True)
+# adds no field, so no @dataclass of its own: see neuronctl.cli.settings_types
 class FleetDoctorSettings(Typed):
     """`fleet doctor`: the srun step's time limit (a flag only)."""
 

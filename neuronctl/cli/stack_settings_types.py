@@ -1,4 +1,4 @@
-"""The stack commands' settings (lock, install, download), typed and frozen: the request settings
+"""The stack commands' settings (lock, install), typed and frozen: the request settings
 lock and install share (release, torch, --with, the indexes and routes, each request's time
 limit), and each command's own. Built as neuronctl.cli.settings_types says: what was typed is a
 plain field, a value the rule resolves is read when the body first reads it (lock --check never
@@ -17,11 +17,9 @@ from neuronctl.cli.settings_types import Typed, checked, maybe, seconds_or_none,
 from neuronctl.settings import Setting
 
 if TYPE_CHECKING:
-    from neuronctl.ops.index_routing import IndexSources
     from neuronctl.ops.lock.stack_settings import StackSettings
 
-__all__ = ["DownloadSettings", "InstallSettings", "LockSettings", "StackCommandSettings",
-           "TypedStack"]
+__all__ = ["InstallSettings", "LockSettings", "StackCommandSettings", "TypedStack"]
 
 
 @dataclass(frozen=True)
@@ -83,7 +81,7 @@ class StackCommandSettings(Typed):
         return checked(self.invocation.value("timeout"), float, "timeout")
 
 
-@dataclass(frozen=True)
+# adds no field, so no @dataclass of its own: see neuronctl.cli.settings_types
 class LockSettings(StackCommandSettings):
     """`lock`: the request settings, the targets, and config `lock` (its -o default)."""
 
@@ -127,33 +125,6 @@ class InstallSettings(StackCommandSettings):
     @cached_property
     def check_timeout(self) -> float | None:
         return seconds_or_none(self.invocation, "check_timeout")
-
-
-@dataclass(frozen=True)
-class DownloadSettings(Typed):
-    """`download`: the lock and the targets as typed (else the lock's own), each request's time
-    limit, and the config's and the environment's indexes (no flags here)."""
-
-    lock: Path
-    """Required: click stops a run without it before the command is called."""
-    python_versions: tuple[str, ...] = ()
-    platforms: tuple[str, ...] = ()
-
-    @classmethod
-    def resolve(cls, invocation: CommandSettings) -> DownloadSettings:
-        given = invocation.given
-        return cls(invocation, checked(given.value("lock"), Path, "lock"),
-                   given.values("python_versions"), given.values("platforms"))
-
-    @cached_property
-    def indexes(self) -> IndexSources:
-        from neuronctl.ops.index_routing import index_sources
-
-        return index_sources(self._rules)
-
-    @cached_property
-    def timeout(self) -> float:
-        return checked(self.invocation.value("timeout"), float, "timeout")
 
 
 def _where(setting: Setting[Any], key: str) -> str:

@@ -16,13 +16,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from neuronctl.errors import NeuronctlError
+from neuronctl.probes.device_holders import find_device_holders
 from neuronctl.probes.sysroot import SysRoot
-from neuronctl.probes.system_facts import (
-    find_device_holders,
-    read_bounded,
-    read_device_access,
-    read_kernel_modules,
-)
+from neuronctl.probes.system_facts import read_bounded, read_device_access, read_kernel_modules
 from neuronctl.probes.system_packages import find_runtime_libraries, read_system_packages
 from neuronctl.probes.target_run import script_path
 from neuronctl.probes.tools import SYSROOT_TOOLS_REFUSED, run_capped, sysroot_tools_allowed

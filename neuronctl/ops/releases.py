@@ -19,8 +19,8 @@ from neuronctl.release.aws_import import convert_n2
 from neuronctl.release.manifest import decode_json, parse_manifest, read_json_file
 from neuronctl.release.merge import Merge, check_merged, merge
 from neuronctl.release.model import MAX_JSON_BYTES, Manifest
-from neuronctl.release.provenance import check_url
 from neuronctl.release.rollback import refuse_rollbacks
+from neuronctl.release.source_checks import check_url
 from neuronctl.routing import redact_url
 from neuronctl.settings import secure_url
 

@@ -4,7 +4,9 @@ Operations never print: they hand typed events and progress to a Reporter. Each 
 small frozen dataclass (StepStarted, StepDone, Note, Warn, Info, Waiting, Status): what it
 carries is in its fields, and the CLI's reporter (cli/progress.py) renders each by its type.
 A test's `CollectingReporter` keeps them, so a test can wait for an event instead of sleeping.
-An operation with more to say declares its own subclass (install's PlanReady carries its plan).
+An operation with more to say declares its own subclass beside it (install's PlanReady carries
+its plan, the doctor's DoctorStarted its checks, smoke's SmokeStarted its model): a command that
+never runs that operation does not create the class.
 """
 
 from __future__ import annotations
@@ -72,29 +74,6 @@ class Status(Line):
     total: int | None = None
     running: tuple[str, ...] = ()
     kind: ClassVar[EventKind] = "status"
-
-
-@dataclass(frozen=True)
-class DoctorStarted(StepStarted):
-    """The doctor's checks begin: which ones, at what level."""
-
-    checks: tuple[str, ...] = ()
-    level: int = 0
-
-
-@dataclass(frozen=True)
-class SmokeStarted(StepStarted):
-    """The smoke run begins: which model, on which device."""
-
-    model: str = ""
-    device: str = ""
-
-
-@dataclass(frozen=True)
-class SmokeDone(StepDone):
-    """The smoke run ended, with its outcome label (ok, failed, bad-input, timeout...)."""
-
-    outcome: str = ""
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,29 @@ from typing import Any
 
 from neuronctl.devices import DEVICES
 from neuronctl.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, InputError
-from neuronctl.ops.reporter import Reporter, SmokeDone, SmokeStarted, status
+from neuronctl.ops.reporter import Reporter, StepDone, StepStarted, status
 from neuronctl.probes.smoke import MAX_STEPS, MAX_WARMUP, SmokeReport, SmokeSpec, run_smoke_script
 
 DEFAULT_TIMEOUT = 600.0
 """Ten minutes: a first Neuron compilation of a real model takes minutes."""
 _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
 MODEL_SPEC = re.compile(rf"(?P<module>{_DOTTED}):(?P<factory>{_DOTTED})")
+
+
+@dataclass(frozen=True)
+class SmokeStarted(StepStarted):
+    """The smoke run begins: which model, on which device. Declared here, with the one
+    operation that emits it, so no other command creates the class (issue 36)."""
+
+    model: str = ""
+    device: str = ""
+
+
+@dataclass(frozen=True)
+class SmokeDone(StepDone):
+    """The smoke run ended, with its outcome label (ok, failed, bad-input, timeout...)."""
+
+    outcome: str = ""
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from neuronctl.errors import InputError
 from neuronctl.jsonfields import Fields
 from neuronctl.release.manifest import reject_duplicates
 from neuronctl.release.model import SYSTEM_PACKAGES, Artifact, Framework, Manifest, Release, ReleaseFlavour
-from neuronctl.release.provenance import check_url
+from neuronctl.release.source_checks import check_url
 from neuronctl.torch_neuronx import classify
 
 # The Python packages of the PyTorch-on-Neuron stack that a release pins.

@@ -33,8 +33,8 @@ from neuronctl.release.model import (
     Release,
     Source,
 )
-from neuronctl.release.provenance import check_date, check_url
 from neuronctl.release.rules import parse_rules
+from neuronctl.release.source_checks import check_date, check_url
 from neuronctl.safety import open_regular
 
 

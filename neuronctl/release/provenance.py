@@ -1,23 +1,19 @@
 """Where each value of a release manifest came from: the sources table, and the value keys a
 release's `sources` map onto it.
 
-Pure: the manifest parser checks the Source records' URLs and dates here; `value_entries`
-lists every value of a release with its source (or "not published"), for `releases show
---sources` and for the test that no bundled value lacks one.
+Pure: `value_entries` lists every value of a release with its source (or "not published"), for
+`releases show --sources` and for the test that no bundled value lacks one. The Source records'
+URL and date checks the manifest parser applies are neuronctl.release.source_checks' (a run
+that only parses the data does not create this module's ValueEntry).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
-from neuronctl.errors import InputError
 from neuronctl.release.model import Release, Source
-
-URL_SCHEMES = ("http", "https", "file")
 
 
 @dataclass(frozen=True)
@@ -31,26 +27,6 @@ class ValueEntry:
     def to_json(self) -> dict[str, Any]:
         return {"key": self.key, "value": self.value,
                 "source": self.source.to_json() if self.source else None}
-
-
-def check_url(url: str, where: str) -> str:
-    """A URL from a manifest, lock or page: no whitespace or control characters (they would
-    start a new line or option in an engine's input), scheme http(s) or file only."""
-    if not url or any(ch.isspace() or not ch.isprintable() for ch in url):
-        raise InputError(f"{where}: {url[:80]!r} holds whitespace or control characters; "
-                         "not a URL")
-    scheme = urlsplit(url).scheme.lower()
-    if scheme not in URL_SCHEMES:
-        raise InputError(f"{where}: {url[:80]!r}: scheme {scheme or '(none)'!r} is not one of "
-                         f"{', '.join(URL_SCHEMES)}")
-    return url
-
-
-def check_date(text: str, where: str) -> str:
-    try:
-        return dt.date.fromisoformat(text).isoformat()
-    except ValueError:
-        raise InputError(f"{where}: {text[:40]!r} is not an ISO date (YYYY-MM-DD)") from None
 
 
 def _keys(release: Release) -> Iterator[tuple[str, tuple[str, ...], str]]:

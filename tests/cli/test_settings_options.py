@@ -375,7 +375,7 @@ def test_the_defaults_the_help_states_are_the_ones_the_commands_use() -> None:
 # -- each command's settings: one typed, frozen object, read by field -------------------------------
 
 _SETTINGS_MODULES = {"setting_options.py", "settings_types.py", "stack_settings_types.py",
-                     "host_settings_types.py"}
+                     "fetch_settings_types.py", "host_settings_types.py"}
 """Where settings are read by name: the building block and the typed objects built on it."""
 
 _BY_NAME_READS = {"value", "values", "resolve", "get", "config_text", "config_list",
@@ -395,7 +395,12 @@ def test_each_command_gets_its_own_typed_frozen_settings() -> None:
     not the generic object read by name (whose reads mypy cannot check)."""
     import dataclasses
 
-    from neuronctl.cli import host_settings_types, settings_types, stack_settings_types
+    from neuronctl.cli import (
+        fetch_settings_types,
+        host_settings_types,
+        settings_types,
+        stack_settings_types,
+    )
 
     seen = set()
     for path, command in _commands():
@@ -404,7 +409,7 @@ def test_each_command_gets_its_own_typed_frozen_settings() -> None:
         kind = _typed_settings_class(command)
         assert kind is not CommandSettings, f"`neuronctl {path}` reads its settings by name"
         assert kind.__module__ in (settings_types.__name__, stack_settings_types.__name__,
-                                   host_settings_types.__name__), path
+                                   fetch_settings_types.__name__, host_settings_types.__name__), path
         assert dataclasses.is_dataclass(kind) and kind.__dataclass_params__.frozen, path
         assert issubclass(kind, settings_types.Typed), path
         seen.add(kind)
@@ -494,6 +499,37 @@ def test_typed_settings_are_frozen_and_typed_where_they_are_built(monkeypatch) -
         SysrootSettings.resolve(CommandSettings.of(wrong))
     with pytest.raises(TypeError, match="setting timeout: expected float"):
         checked(30, float, "timeout")
+
+
+@pytest.mark.parametrize("name", ["cli.stack_settings_types.LockSettings",
+                                  "cli.fetch_settings_types.ReleasesUpdateSettings",
+                                  "cli.host_settings_types.EnvSettings",
+                                  "cli.host_settings_types.ProbeSettings",
+                                  "cli.host_settings_types.FleetDoctorSettings"])
+def test_a_settings_class_that_adds_no_field_is_still_its_own_frozen_value(name: str) -> None:
+    """The classes that add no field are plain subclasses (no second @dataclass: issue 36):
+    still built by their own resolve, frozen, shown by their own name, equal only to their own
+    kind, hashed as their base."""
+    import dataclasses
+    import importlib
+    from dataclasses import FrozenInstanceError
+    from types import MappingProxyType
+
+    from neuronctl.cli.setting_options import Given
+
+    module, _, cls_name = name.rpartition(".")
+    kind = getattr(importlib.import_module(f"neuronctl.{module}"), cls_name)
+    base = next(b for b in kind.__mro__[1:] if dataclasses.is_dataclass(b))
+    assert "__dataclass_fields__" not in kind.__dict__  # what this test is about
+    invocation = CommandSettings.of(Given(MappingProxyType({})))
+    one, two = kind.resolve(invocation), kind.resolve(invocation)
+    assert type(one) is kind and repr(one).startswith(f"{cls_name}(invocation=")
+    assert one == two and kind.__hash__ is base.__hash__
+    assert [f.name for f in dataclasses.fields(one)] == [f.name for f in dataclasses.fields(base)]
+    as_base = base(*(getattr(one, f.name) for f in dataclasses.fields(base)))
+    assert one != as_base  # the generated __eq__ compares the class too
+    with pytest.raises(FrozenInstanceError):
+        one.invocation = invocation  # type: ignore[misc]
 
 
 def test_a_setting_a_command_never_reads_is_not_its_error(cli, tmp_path, monkeypatch) -> None:

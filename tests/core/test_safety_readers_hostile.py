@@ -77,7 +77,7 @@ def _child_reads(module: str, call: str, path: Path) -> subprocess.CompletedProc
 
 @pytest.mark.parametrize(("module", "call"), [
     ("neuronctl.resolvers.pylock", "load_pylock(PATH)"),
-    ("neuronctl.resolvers.pylock", "read_recorded(PATH, 'requirements')"),
+    ("neuronctl.resolvers.lock_record", "read_recorded(PATH, 'requirements')"),
     ("neuronctl.release.manifest", "read_json_file(PATH)"),
     ("neuronctl.tomlfile", "read_toml(PATH, 'config file')"),
 ])

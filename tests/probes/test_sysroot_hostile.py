@@ -159,7 +159,8 @@ def test_bundle_and_fleet_commands_are_capped() -> None:
 
 
 def test_reads_never_leave_the_sysroot(tmp_path: Path) -> None:
-    from neuronctl.probes.system_facts import find_device_holders, read_kernel_modules
+    from neuronctl.probes.device_holders import find_device_holders
+    from neuronctl.probes.system_facts import read_kernel_modules
     from neuronctl.probes.system_packages import find_runtime_libraries, loader_dirs
 
     root, outside = tmp_path / "root", tmp_path / "outside"

@@ -19,15 +19,11 @@ from neuronctl.ops.bundle import BundleRequest, make_bundle
 from neuronctl.ops.bundle_items import ITEMS, Context
 from neuronctl.ops.doctor.checks_hardware import check_driver_and_kernel
 from neuronctl.ops.doctor.system_checks import check_device_holders
+from neuronctl.probes.device_holders import descends_from, find_device_holders
 from neuronctl.probes.host_facts import gather_host_facts
 from neuronctl.probes.nvidia import detect_nvidia
 from neuronctl.probes.sysroot import SysRoot
-from neuronctl.probes.system_facts import (
-    container_evidence,
-    descends_from,
-    find_device_holders,
-    read_device_access,
-)
+from neuronctl.probes.system_facts import container_evidence, read_device_access
 from neuronctl.probes.system_packages import read_system_packages
 
 pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile2_sysroot.py)

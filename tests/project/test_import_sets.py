@@ -8,6 +8,8 @@ urllib3 ~50 ms, the resolver, the doctor's checks, libcst, torch seconds)."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
 import subprocess
 import sys
@@ -30,15 +32,42 @@ HOST_SETTINGS = "neuronctl.cli.host_settings_types"
 """The settings classes of the commands that look at a host (doctor, env, smoke ...): created only
 by those commands."""
 
+CLASS_HOMES = {
+    "SmokeStarted": "neuronctl.ops.smoke", "SmokeDone": "neuronctl.ops.smoke",
+    "DownloadSettings": "neuronctl.cli.fetch_settings_types",
+    "ReleasesUpdateSettings": "neuronctl.cli.fetch_settings_types",
+    "LockedPackage": "neuronctl.resolvers.lock_record", "LockInputs": "neuronctl.resolvers.lock_record",
+    "RecordedLock": "neuronctl.resolvers.lock_record", "DoctorStarted": "neuronctl.ops.doctor.run",
+    "ValueEntry": "neuronctl.release.provenance", "DeviceHolder": "neuronctl.probes.device_holders",
+    "HolderScan": "neuronctl.probes.device_holders",
+}
+"""Classes a command that never uses them must not create (a frozen dataclass costs ~0.5 ms at
+import, on every run), watched as `class NAME`, and the module each is declared in: smoke's
+events with smoke and the doctor's with the doctor, download's and `releases update`'s settings
+apart from lock's and install's, the lock writer's model apart from the lock reader install uses,
+`releases show --sources`' value entries apart from the manifest's source checks, the device
+holders' scan apart from the other system facts."""
+NEVER_CREATED = [f"class {name}" for name in ("SmokeStarted", "SmokeDone", "DownloadSettings",
+                                              "ReleasesUpdateSettings", "ValueEntry")]
+LOCK_WRITER = ["neuronctl.resolvers.lock_record", "class LockedPackage", "class LockInputs",
+               "class RecordedLock"]
+
+
+def _created(name: str) -> bool:
+    """Whether a loaded neuronctl module declares the class `name` (wherever it is declared)."""
+    return any(isinstance(found := getattr(module, name, None), type) and found.__module__ == key
+               for key, module in list(sys.modules.items()) if key.startswith("neuronctl"))
+
+
 HELP_ALSO_NEVER: dict[str, list[str]] = {
     "releases": ["neuronctl.release.manifest", "neuronctl.release.aws_import", "neuronctl.release.merge",
                  HOST_SETTINGS],
     "cache": ["neuronctl.ops.doctor", "neuronctl.probes.pyenv", "neuronctl.probes.compile_cache",
               HOST_SETTINGS],
     "install": ["neuronctl.release.manifest", "neuronctl.ops.doctor", "neuronctl.backend.engine",
-                "neuronctl.probes.pyenv", HOST_SETTINGS],
+                "neuronctl.probes.pyenv", HOST_SETTINGS, *NEVER_CREATED],
     "lock": ["neuronctl.release.manifest", "neuronctl.ops.doctor", "neuronctl.probes.pyenv",
-             HOST_SETTINGS],
+             HOST_SETTINGS, *NEVER_CREATED],
     "download": ["neuronctl.release.manifest", "neuronctl.ops.doctor", HOST_SETTINGS],
     "migrate": ["neuronctl.release.manifest", "neuronctl.ops.doctor", HOST_SETTINGS],
     "init": ["neuronctl.ops.doctor", "neuronctl.probes.pyenv"],
@@ -49,12 +78,15 @@ and constants, not from the operation or the release data."""
 
 def _run(args: list[str], watched: list[str], cwd: Path) -> tuple[int, list[str]]:
     """The exit code of `neuronctl ARGS` run in a fresh interpreter, and which of `watched` it
-    had loaded by the end."""
+    had loaded by the end (a module by its name; `class NAME`: a class some loaded neuronctl
+    module declares)."""
     code = ("import contextlib, io, json, sys\n"
             "from neuronctl.cli.main import run\n"
             "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
             f"    rc = run({args!r})\n"
-            f"print(json.dumps([rc, [w for w in {watched!r} if w in sys.modules]]))\n")
+            f"{inspect.getsource(_created)}\n"
+            f"print(json.dumps([rc, [w for w in {watched!r} if w in sys.modules\n"
+            "                        or (w.startswith('class ') and _created(w[6:]))]]))\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True,
                           timeout=180, check=False)
     assert done.returncode == 0, done.stderr
@@ -72,7 +104,8 @@ def test_listing_and_showing_releases_load_no_import_update_network_or_resolver(
     """`releases` and `releases show` read the bundled data and print it: AWS's manifest
     converter, the merge and rollback checks and the network are `releases import/update`'s."""
     watched = [*NEVER_FOR_HELP, "neuronctl.release.aws_import", "neuronctl.release.merge",
-               "neuronctl.release.rollback", "socket", "neuronctl.proc", "neuronctl.ops.doctor"]
+               "neuronctl.release.rollback", "socket", "neuronctl.proc", "neuronctl.ops.doctor",
+               "pkgutil"]
     assert _run(["releases"], watched, tmp_path) == (0, [])
     assert _run(["releases", "show", "2.33.1", "--sources"], watched, tmp_path) == (0, [])
 
@@ -80,8 +113,10 @@ def test_listing_and_showing_releases_load_no_import_update_network_or_resolver(
 def test_every_watched_name_is_a_module_that_loads(tmp_path):
     """Not vacuous: each name watched above is a real module (a misspelt one is never loaded)."""
     names = sorted({*NEVER_FOR_HELP, *(n for ns in HELP_ALSO_NEVER.values() for n in ns),
-                    "neuronctl.release.aws_import", "neuronctl.release.merge",
-                    "neuronctl.release.rollback", "socket", "neuronctl.proc"} - {"torch"})
+                    *INSTALL_NEVER, *LOCK_NEVER, *WITHOUT_NEURON_DEVICES_NEVER,
+                    "neuronctl.release.aws_import",
+                    "neuronctl.release.merge", "neuronctl.release.rollback", "socket",
+                    "neuronctl.proc"} - {"torch", *(f"class {n}" for n in CLASS_HOMES)})
     code = ("import importlib, json, sys\n"
             f"for m in {names!r}: importlib.import_module(m)\n"
             f"print(json.dumps([n for n in {names!r} if n in sys.modules]))\n")
@@ -91,17 +126,37 @@ def test_every_watched_name_is_a_module_that_loads(tmp_path):
     assert json.loads(done.stdout) == names
 
 
+@pytest.mark.parametrize("name", sorted(CLASS_HOMES))
+def test_every_watched_class_is_declared_where_it_is_said_to_be(name):
+    """Not vacuous either: each class watched as `class NAME` is found by the same search once
+    its module is loaded."""
+    importlib.import_module(CLASS_HOMES[name])
+    assert _created(name)
+
+
 INSTALL_NEVER = [
     "torch", "libcst", "resolvelib", "requests", "urllib3", "ssl", "rich.table",
     "neuronctl.resolvers.http_fetch", "neuronctl.resolvers.resolve", "neuronctl.ops.lock.resolve",
     "neuronctl.ops.install.resolution", "neuronctl.ops.install.apply", "neuronctl.ops.install.failure",
     "neuronctl.backend.external_tool", "neuronctl.backend.engine_watch", "neuronctl.backend.snapshot",
     "neuronctl.toml_emit", "neuronctl.ops.migrate", "neuronctl.ops.smoke", "neuronctl.probes.device",
-    HOST_SETTINGS,
+    HOST_SETTINGS, "neuronctl.ops.install.find_links", "neuronctl.ops.interpreters", "glob",
+    *LOCK_WRITER, "neuronctl.release.provenance", "pkgutil", *NEVER_CREATED,
 ]
 """What `install --lock` with nothing to do never calls: the network and the resolver (the lock
 names the files), the engine's run and what watches it, the snapshot of a failed apply, the TOML
-writer, migrate, the device probe and the model run."""
+writer, migrate, the device probe and the model run; nor the lock writer and its model (it only
+reads the lock), each release value's source (provenance: `releases show --sources`), --find-links'
+wheelhouse, nor the search for a new venv's interpreter (and glob); pkgutil neither (the bundled
+data is read through its package's loader)."""
+
+WITHOUT_NEURON_DEVICES_NEVER = [] if any(Path("/dev").glob("neuron[0-9]*")) else [
+    "neuronctl.ops.doctor.health_rules", "neuronctl.probes.kernel_log",
+    "neuronctl.probes.device_holders", "class DeviceHolder", "class HolderScan",
+]
+"""What the doctor after an install does not load on a host without Neuron devices (as the test
+hosts are): the hardware-error signals and the kernel log's reader, and the scan for processes
+holding /dev/neuron*. On a Neuron host those checks read them: nothing is asserted there."""
 
 
 @pytest.mark.slow
@@ -112,20 +167,23 @@ def test_an_install_with_nothing_to_do_loads_no_resolver_network_or_engine_run(c
     install = ["install", "--lock", str(locked), "--python", str(venv), "--engine", "uv"]
     r = cli(*install, "--no-check")
     assert r.code == 0 and "applied" in r.err + r.out, r.err
-    assert _run([*install, "--no-check"], [*INSTALL_NEVER, "neuronctl.ops.doctor"], tmp_path) == (0, [])
+    assert _run([*install, "--no-check"], [*INSTALL_NEVER, "neuronctl.ops.doctor", "class DoctorStarted"],
+                tmp_path) == (0, [])
     # The doctor afterwards is the feature: it loads, and still none of the above, nor the cache
     # command's operation (its cache.compile check reads the caches through the probe).
-    assert _run(install, [*INSTALL_NEVER, "neuronctl.ops.doctor.run", "neuronctl.ops.cache"],
-                tmp_path) == (0, ["neuronctl.ops.doctor.run"])
+    assert _run(install, [*INSTALL_NEVER, *WITHOUT_NEURON_DEVICES_NEVER, "neuronctl.ops.doctor.run",
+                          "neuronctl.ops.cache"], tmp_path) == (0, ["neuronctl.ops.doctor.run"])
 
 
 LOCK_NEVER = ["torch", "libcst", "rich.table", "neuronctl.ops.doctor", "neuronctl.ops.install",
               "neuronctl.backend", "neuronctl.probes.pyenv", "neuronctl.ops.migrate",
               "neuronctl.ops.releases", "neuronctl.release.aws_import", "neuronctl.ops.lock.check",
-              HOST_SETTINGS]
+              HOST_SETTINGS, "neuronctl.release.provenance", "pkgutil", *NEVER_CREATED,
+              "class DoctorStarted"]
 """What `lock` never calls: the doctor, the install operation and the engines, the target
 interpreter's inspection (a lock is for a platform target, not an interpreter), migrate, the
-release import, and without --check the comparison with an existing lock."""
+release import, each release value's source, and without --check the comparison with an
+existing lock."""
 
 
 def test_a_lock_loads_neither_doctor_install_engines_nor_its_check(uni, tmp_path):
@@ -139,6 +197,6 @@ def test_lock_check_loads_no_resolver_or_network(cli, uni, tmp_path):
     lock = tmp_path / "pylock.toml"
     assert cli("lock", *uni.index_flags(), "--python", "3.12", "-o", str(lock)).code == 0
     watched = ["resolvelib", "requests", "urllib3", "neuronctl.resolvers.http_fetch",
-               "neuronctl.ops.lock.resolve", "neuronctl.ops.lock.check"]
+               "neuronctl.ops.lock.resolve", "neuronctl.ops.lock.check", "pkgutil", *NEVER_CREATED]
     args = ["lock", *uni.index_flags(), "--python", "3.12", "-o", str(lock), "--check"]
     assert _run(args, watched, tmp_path) == (0, ["neuronctl.ops.lock.check"])

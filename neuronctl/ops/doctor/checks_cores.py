@@ -125,7 +125,7 @@ def _holder_overlap(f: Facts, cores: tuple[int, ...], per_device: int) -> list[s
     """Visible cores on devices another process holds open (device.holders' scan)."""
     if not f.sysroot.glob("/dev", "neuron*") or per_device <= 0:
         return []
-    from neuronctl.probes.system_facts import find_device_holders
+    from neuronctl.probes.device_holders import find_device_holders
 
     held: dict[int, list[int]] = {}
     for holder in find_device_holders(f.sysroot).holders:

@@ -7,16 +7,6 @@ health_rules.py."""
 from __future__ import annotations
 
 from neuronctl.ops.doctor.facts import Facts
-from neuronctl.ops.doctor.health_rules import (
-    DRIVER_2_30_2_SOURCE,
-    ECC_CORRECTED_WARN,
-    HW_ERROR_CODES,
-    NPD_CONFIG_SOURCE,
-    UNHEALTHY_COMPONENTS,
-    ecc_over,
-    match_hw_errors,
-    within_lookback,
-)
 from neuronctl.ops.doctor.registry import HARDWARE, check
 from neuronctl.ops.doctor.runner import CheckOutcome
 
@@ -27,6 +17,14 @@ WHAT_TO_DO = ("drain the node (scontrol update NodeName=<node> State=DRAIN, or l
 
 def _log_problems(f: Facts) -> tuple[list[str], list[str]]:
     """(failures, details) from the kernel log."""
+    # the signals' tables and patterns: read only where there is Neuron hardware to check
+    from neuronctl.ops.doctor.health_rules import (
+        HW_ERROR_CODES,
+        NPD_CONFIG_SOURCE,
+        match_hw_errors,
+        within_lookback,
+    )
+
     log = f.kernel_log
     details = [f"kernel log: {log.source or 'none'}, {log.bytes_read} bytes read"
                + (", older messages beyond the bound not read" if log.truncated else "")
@@ -48,6 +46,13 @@ def _log_problems(f: Facts) -> tuple[list[str], list[str]]:
 
 def _sysfs_problems(f: Facts) -> tuple[list[str], list[str], list[str]]:
     """(failures, warnings, details) from each device's sysfs health."""
+    from neuronctl.ops.doctor.health_rules import (  # as in _log_problems: hardware only
+        DRIVER_2_30_2_SOURCE,
+        ECC_CORRECTED_WARN,
+        UNHEALTHY_COMPONENTS,
+        ecc_over,
+    )
+
     failures, warnings, details = [], [], []
     exposed = 0
     for dev in f.device_health:

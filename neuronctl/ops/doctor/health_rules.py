@@ -10,8 +10,10 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from neuronctl.probes.kernel_log import LogLine
+if TYPE_CHECKING:  # a type only: the kernel log's reader is the probe's, loaded where it reads
+    from neuronctl.probes.kernel_log import LogLine
 
 NPD_CONFIG_SOURCE = ("https://github.com/aws-neuron/aws-neuron-sdk/blob/"
                      "81ce03ae261e12925e53437a0f690478e6366155/src/k8/neuron-problem-detector/"

@@ -27,7 +27,7 @@ from neuronctl.ops.doctor.levels import (
 )
 from neuronctl.ops.doctor.report import DoctorReport
 from neuronctl.ops.doctor.runner import Check, run_checks
-from neuronctl.ops.reporter import DoctorStarted, Note, NullReporter, Reporter, status
+from neuronctl.ops.reporter import Note, NullReporter, Reporter, StepStarted, status
 from neuronctl.probes.pyenv import resolve_python
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.release.model import Manifest
@@ -38,6 +38,16 @@ if TYPE_CHECKING:
     from neuronctl.probes.hardware import HardwareReport
     from neuronctl.probes.held_inspection import HeldInspection
     from neuronctl.probes.pyenv import PythonEnv
+
+
+@dataclass(frozen=True)
+class DoctorStarted(StepStarted):
+    """The doctor's checks begin: which ones, at what level. Declared with the operation that
+    emits it, so a command without the doctor does not create it (issue 36)."""
+
+    checks: tuple[str, ...] = ()
+    level: int = 0
+
 
 GROUPS: tuple[str, ...] = tuple(dict.fromkeys(i.split(".")[0] for i in CHECK_IDS))
 SELECTORS_HELP = f"groups: {', '.join(GROUPS)}; ids: {', '.join(CHECK_IDS)}"

@@ -37,7 +37,7 @@ def check_device_holders(f: Facts) -> CheckOutcome:
     # since removed (the driver unloaded) is not named here; hardware.driver fails on that host.
     if not f.sysroot.glob("/dev", "neuron*"):
         return CheckOutcome("skip", "no /dev/neuron* nodes: nothing to hold")
-    from neuronctl.probes.system_facts import descends_from, find_device_holders
+    from neuronctl.probes.device_holders import descends_from, find_device_holders
 
     scan = find_device_holders(f.sysroot)
     me = os.getpid()

@@ -17,7 +17,7 @@ from neuronctl.ops.lock.net_preflight import preflight_stack
 from neuronctl.ops.lock.request import StackRequest
 from neuronctl.ops.lock.resolve import Resolved, resolve_request
 from neuronctl.resolvers.http_fetch import cached_fetcher
-from neuronctl.resolvers.pylock import build_pylock, render_pylock
+from neuronctl.resolvers.lock_record import build_pylock, render_pylock
 from neuronctl.resolvers.stack_plan import StackPlan
 from neuronctl.resolvers.targets import PlatformTarget
 

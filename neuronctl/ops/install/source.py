@@ -18,7 +18,6 @@ from packaging.version import Version
 
 from neuronctl.errors import InputError
 from neuronctl.locked_file import LockedFile
-from neuronctl.ops.install.find_links import from_wheelhouse
 from neuronctl.ops.install.request import InstallRequest
 from neuronctl.ops.install.source_types import InstallSource, Sourced
 from neuronctl.ops.lock.choice import PickedLock
@@ -189,6 +188,8 @@ def source(request: InstallRequest, stack: Stack, reporter: Reporter) -> Sourced
         assert stack.wanted is not None  # a Stack is a lock's or a resolution's
         return resolve(request, stack.platform, stack.wanted)
     if request.find_links is not None:
+        from neuronctl.ops.install.find_links import from_wheelhouse  # --find-links runs only
+
         found = from_wheelhouse(found, request.find_links, offline=request.offline,
                                 reporter=reporter)
     return Sourced(found, request.routing(found.indexes))

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from neuronctl.errors import InputError
-from neuronctl.ops.interpreters import find_interpreter
 from neuronctl.ops.target_env import TargetPython, choose_target, is_own, refuse_own
 from neuronctl.probes.pyenv import resolve_python
 
@@ -54,6 +53,9 @@ class InstallTarget:
 
 
 def _venv_base(venv_python: str | None, preferred: Callable[[], Sequence[str]], run_it: bool) -> str:
+    # the interpreter search (pyenv's versions, PATH, glob): only a new venv needs a base
+    from neuronctl.ops.interpreters import find_interpreter
+
     if venv_python:
         if "/" in venv_python or venv_python.startswith("."):
             return resolve_python(venv_python, run_it=run_it)

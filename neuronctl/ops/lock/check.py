@@ -11,7 +11,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from neuronctl.resolvers.pylock import LOCK_TOOL_SCHEMA, LockInputs, RecordedLock
+from neuronctl.resolvers.lock_record import LOCK_TOOL_SCHEMA, LockInputs, RecordedLock
 from neuronctl.routing import redact_url
 
 

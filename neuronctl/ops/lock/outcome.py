@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from neuronctl.errors import EXIT_FAILED
-from neuronctl.resolvers.pylock import LockedPackage
+from neuronctl.resolvers.lock_record import LockedPackage
 from neuronctl.resolvers.targets import PlatformTarget
 
 

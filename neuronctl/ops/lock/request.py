@@ -13,7 +13,7 @@ from neuronctl.errors import InputError
 from neuronctl.ops.index_routing import route_indexes
 from neuronctl.ops.lock.stack_settings import StackSettings
 from neuronctl.release.model import Manifest, Release
-from neuronctl.resolvers.pylock import LockInputs
+from neuronctl.resolvers.lock_record import LockInputs
 from neuronctl.resolvers.stack_plan import (
     Fallback,
     StackPlan,

@@ -13,8 +13,8 @@ from neuronctl.ops.reporter import Reporter, status
 from neuronctl.resolvers.download import download_verified
 from neuronctl.resolvers.finder import FetchProgress, Finder
 from neuronctl.resolvers.http_fetch import Fetcher, cached_fetcher
+from neuronctl.resolvers.lock_record import LockedPackage, merge, with_sizes
 from neuronctl.resolvers.metadata_fetch import MetadataFetcher
-from neuronctl.resolvers.pylock import LockedPackage, merge, with_sizes
 from neuronctl.resolvers.resolve import Resolution, resolve
 from neuronctl.resolvers.simple_index import DistFile, IndexClient
 from neuronctl.resolvers.stack_roots import root_requirements, version_filter

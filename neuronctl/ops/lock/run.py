@@ -12,7 +12,12 @@ from neuronctl.ops.lock.outcome import LockOutcome
 from neuronctl.ops.lock.request import LockRequest
 from neuronctl.ops.reporter import Note, Reporter
 from neuronctl.release.stack_rules import check_stack_rules
-from neuronctl.resolvers.pylock import build_pylock, read_recorded, render_pylock, render_requirements
+from neuronctl.resolvers.lock_record import (
+    build_pylock,
+    read_recorded,
+    render_pylock,
+    render_requirements,
+)
 
 if TYPE_CHECKING:  # the resolver and the network load for a resolution, never for --check
     from neuronctl.ops.lock.resolve import Resolved

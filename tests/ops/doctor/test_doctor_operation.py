@@ -13,9 +13,9 @@ from support.doctor_facts import MANIFEST, machine, python_env
 import neuronctl.probes.hardware
 from neuronctl.errors import InputError
 from neuronctl.ops.doctor.levels import DEFAULT_LEVEL
-from neuronctl.ops.doctor.run import DoctorRequest, doctor
+from neuronctl.ops.doctor.run import DoctorRequest, DoctorStarted, doctor
 from neuronctl.ops.env import REDACTED, build_env_report
-from neuronctl.ops.reporter import CollectingReporter, DoctorStarted
+from neuronctl.ops.reporter import CollectingReporter
 from neuronctl.probes.sysroot import SysRoot
 
 

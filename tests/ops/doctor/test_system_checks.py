@@ -18,8 +18,8 @@ from neuronctl.ops.doctor.system_checks import (
     check_driver_kernel,
     check_system_packages,
 )
+from neuronctl.probes.device_holders import find_device_holders
 from neuronctl.probes.sysroot import SysRoot
-from neuronctl.probes.system_facts import find_device_holders
 from neuronctl.probes.system_packages import parse_neuron_ls_json, run_neuron_ls
 from neuronctl.probes.tools import run_tool
 

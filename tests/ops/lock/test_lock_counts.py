@@ -10,6 +10,7 @@ import pytest
 import requests
 
 import neuronctl.release.manifest
+import neuronctl.resolvers.lock_record
 import neuronctl.resolvers.pylock
 from neuronctl.resolvers.http_fetch import Fetcher
 
@@ -35,10 +36,13 @@ def lock_calls(monkeypatch) -> Counter:
     monkeypatch.setattr(requests, "Session", CountingSession)
     monkeypatch.setattr(neuronctl.release.manifest, "parse_manifest",
                         counting("manifest", neuronctl.release.manifest.parse_manifest))
-    module = neuronctl.resolvers.pylock
-    monkeypatch.setattr(module, "load_pylock", counting("lock read", module.load_pylock))
-    monkeypatch.setattr(module, "_requirements_lines",
-                        counting("lock read", module._requirements_lines))
+    # a lock is read through the reader (neuronctl.resolvers.pylock) or, for --check, through
+    # lock_record's own reference to it and its requirements reader: each counts
+    reader, record = neuronctl.resolvers.pylock, neuronctl.resolvers.lock_record
+    monkeypatch.setattr(reader, "load_pylock", counting("lock read", reader.load_pylock))
+    monkeypatch.setattr(record, "load_pylock", counting("lock read", record.load_pylock))
+    monkeypatch.setattr(record, "_requirements_lines",
+                        counting("lock read", record._requirements_lines))
     return seen
 
 

@@ -19,17 +19,16 @@ from neuronctl.ops.lock.check import lock_differences
 from neuronctl.resolvers.candidates import select_files
 from neuronctl.resolvers.core_metadata import CoreMetadata
 from neuronctl.resolvers.finder import Finder
-from neuronctl.resolvers.pylock import (
+from neuronctl.resolvers.lock_record import (
     LockInputs,
     RecordedLock,
     build_pylock,
-    load_pylock,
     merge,
-    packages_for,
     read_recorded,
     render_pylock,
     render_requirements,
 )
+from neuronctl.resolvers.pylock import load_pylock, packages_for
 from neuronctl.resolvers.resolve import Pin, Req, Resolution, resolve
 from neuronctl.resolvers.simple_index import DistFile
 from neuronctl.resolvers.targets import PlatformTarget
