@@ -25,10 +25,6 @@ def schema() -> dict[str, tuple[tuple[type, ...], str]]:
                    for old, spec in table.OLD_KEYS.items()}
 
 
-SCHEMA = schema()
-"""The keys as the table has them at import (tests and the docs read it)."""
-
-
 @dataclass(frozen=True)
 class Config:
     """The user's configuration values, where they came from, and the folder relative paths start in."""
