@@ -21,6 +21,12 @@ MAX_TOML_BYTES = 64 << 20
 def read_toml(path: Path, what: str) -> dict[str, Any]:
     """The parsed file; `what` names it in the error ("config file", "lock file"). A FIFO, a
     device or /dev/stdin is refused unread (see safety.open_regular)."""
+    return loads_toml(read_text(path, what), str(path))
+
+
+def read_text(path: Path, what: str) -> str:
+    """A lock or config file's text, read as read_toml reads it: a regular file, at most
+    MAX_TOML_BYTES, UTF-8; each failure an error naming the file as `what`."""
     try:
         with open_regular(path) as fh:
             raw = fh.read(MAX_TOML_BYTES + 1)
@@ -31,10 +37,9 @@ def read_toml(path: Path, what: str) -> dict[str, Any]:
     if len(raw) > MAX_TOML_BYTES:
         raise InputError(f"{path}: {what} larger than {MAX_TOML_BYTES >> 20} MiB; refusing to read it")
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: {what} is not UTF-8 text (byte {exc.start})") from None
-    return loads_toml(text, str(path))
 
 
 def loads_toml(text: str, what: str) -> dict[str, Any]:

@@ -28,8 +28,7 @@ from neuronctl.errors import InputError
 from neuronctl.resolvers.pylock import load_pylock, neuronctl_table
 from neuronctl.resolvers.targets import PlatformTarget
 from neuronctl.routing import redact_url
-from neuronctl.safety import open_regular
-from neuronctl.tomlfile import MAX_TOML_BYTES, loads_toml
+from neuronctl.tomlfile import loads_toml, read_text
 
 if TYPE_CHECKING:  # not at run time: writing a lock's text needs no resolver
     from neuronctl.resolvers.resolve import Resolution
@@ -261,19 +260,7 @@ def read_recorded(path: Path, fmt: str) -> RecordedLock:
 
 
 def _requirements_lines(path: Path) -> list[str]:
-    try:
-        with open_regular(path) as fh:
-            raw = fh.read(MAX_TOML_BYTES + 1)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such lock file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_TOML_BYTES:
-        raise InputError(f"{path}: lock file larger than {MAX_TOML_BYTES >> 20} MiB; refusing to read it")
-    try:
-        return raw.decode("utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: lock file is not UTF-8 text (byte {exc.start})") from None
+    return read_text(path, "lock file").splitlines()
 
 
 def _requirement_pins(lines: Sequence[str]) -> list[tuple[str, str]]:
