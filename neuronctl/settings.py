@@ -165,9 +165,8 @@ class Resolver:
             if key == s.shared_key:
                 self.note(f"{where}: `{key}` ({meaning(BY_KEY[str(key)])}) is used for `{s.key}` "
                           f"too, as that key is absent; set `{s.key}` to give it its own value")
-            # bad input names what and where: the key and the file that sets it
-            said = f"config {key} ({where})"
-            return Setting(s.parse(value, said, config.base_dir), Source("config", where, key))
+            return Setting(s.parse(value, _said(key, config), config.base_dir),
+                           Source("config", where, key))
         return None
 
     def value(self, name: str, flag: Flag | None = None) -> Any:
