@@ -27,6 +27,10 @@ measured side by side.
 
 Targets: new venv and existing venv <= 1.15 x raw uv; nothing to do <= 0.3 s; x1.00 bytes.
 Issue 36: existing venv within x1.15 + 0.1 s of raw uv; nothing to do at most 0.15 s.
+
+"nothing to do: libraries only" is neuronctl's own interpreter importing the libraries install is
+built on (INSTALL_LIBRARIES) and nothing else, timed in the same runs: the floor under a Python
+install that uses them, and what each nothing-to-do install adds above it.
 """
 
 from __future__ import annotations
@@ -44,9 +48,20 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from lock_vs_pip_uv import baseline_neuronctl, clean_env, install_neuronctl, warm_up  # noqa: E402
+from lock_vs_pip_uv import (  # noqa: E402
+    baseline_neuronctl,
+    clean_env,
+    install_neuronctl,
+    python_of,
+    warm_up,
+)
 from support.universe import build_universe, running  # noqa: E402
 from support.wheels import find_python  # noqa: E402
+
+# What install cannot do without: the CLI, the PEP 751 reader, requirements, markers and tags,
+# TOML, and the threads its steps overlap on.
+INSTALL_LIBRARIES = ("import click, packaging.pylock, packaging.requirements, packaging.tags, tomllib, "
+                     "concurrent.futures")
 
 Case = tuple[list[list[str]], list[list[str]], bool]
 """(untimed set-up, timed steps, whether it has its own empty caches)."""
@@ -88,6 +103,7 @@ def cases(neuronctl: str, py312: str, uv: str, lock: Path, reqs: Path, bundled: 
         "nothing to do: neuronctl (uv)": ([], [[*nc, "--python", v("d"), "--engine", "uv"]], False),
         "nothing to do: neuronctl (uv) --no-check": ([], [[*nc, "--python", v("d"), "--engine", "uv",
                                                            "--no-check"]], False),
+        "nothing to do: libraries only": ([], [[python_of(Path(neuronctl)), "-c", INSTALL_LIBRARIES]], False),
         "new venv: raw pip": ([], [[py312, "-m", "venv", v("e")],
                                    [v("e") + "/bin/python", "-m", "pip", "install", "-q", "--no-cache-dir",
                                     "--require-hashes", "-r", str(reqs)]], True),
@@ -239,10 +255,14 @@ def _report(args: argparse.Namespace, times: dict[str, list[float]], served: dic
             ours = f"{scenario}: {who} ({engine})"
             if raw in med and ours in med:
                 _ratio(times, raw, ours, f"{engine}{raw_kind}", target)
+    floor = times.get("nothing to do: libraries only")
     for who in ("baseline", "neuronctl"):
         for name in (f"nothing to do: {who} (uv)", f"nothing to do: {who} (uv) --no-check"):
             if name in med:
-                print(f"{name}: {med[name]:.3f} s  (target <= 0.15 s)")
+                above = "" if floor is None else (
+                    f"; {statistics.median(o - f for o, f in zip(times[name], floor, strict=True)):+.3f} s "
+                    "above the libraries' import, run by run")
+                print(f"{name}: {med[name]:.3f} s  (target <= 0.15 s){above}")
 
 
 def _ratio(times: dict[str, list[float]], raw: str, ours: str, engine: str, target: float | None) -> None:

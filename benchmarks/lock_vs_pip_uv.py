@@ -10,6 +10,10 @@ another neuronctl to the same runs (a checkout, installed as a wheel like this o
 executable): the before and after of a change, measured side by side.
 Targets (issue 4): neuronctl's bytes <= 1% of pip's; wall time <= 50% of pip's. Issue 36: wall
 time <= 1.0x uv's, bytes <= 1.5x uv's.
+
+"libraries only" is neuronctl's own interpreter importing the libraries `lock` is built on
+(LOCK_LIBRARIES) and nothing else, timed in the same rotation: the floor under any Python `lock`
+that uses them, printed as a ratio to uv's whole run and as what neuronctl adds above it.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from support.universe import build_universe, running  # noqa: E402
 from support.wheels import find_python  # noqa: E402
 
 PINS = ["torch==2.14.0", "torch-neuronx==2.14.3.0", "neuronx-cc==2.28.7631.0", "nki==0.7.0"]
+# What `lock` cannot do without: the CLI, HTTP, the resolver and the PEP 751 reader.
+LOCK_LIBRARIES = "import click, requests, resolvelib, packaging.pylock"
 
 
 def clean_env(tmp: Path) -> dict[str, str]:
@@ -47,6 +53,12 @@ def install_neuronctl(tmp: Path, root: Path = ROOT, name: str = "nctl-venv") -> 
     subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(root)], check=True,
                    capture_output=True)
     return venv / "bin" / "neuronctl"
+
+
+def python_of(neuronctl: Path) -> str:
+    """The interpreter neuronctl runs on (its venv's), for the libraries-only floor."""
+    beside = neuronctl.parent / "python"
+    return str(beside) if beside.exists() else sys.executable
 
 
 def baseline_neuronctl(tmp: Path, given: Path | None) -> Path | None:
@@ -73,6 +85,7 @@ def commands(uni, tmp: Path, run: int, neuronctl: Path, baseline: Path | None = 
                           {**nctl_env, "NEURONCTL_CACHE_DIR": str(work / "baseline-cache")})}
     return {
         **before,
+        "libraries only": ([python_of(neuronctl), "-c", LOCK_LIBRARIES], env),
         "neuronctl lock": ([str(neuronctl), "lock", *uni.index_flags(), "--python", "3.12",
                             "-o", str(work / "pylock.toml")], nctl_env),
         # pip of a 3.12 interpreter: the target's Requires-Python is its own (pip 23.2 applies
@@ -158,6 +171,21 @@ def _report(args: argparse.Namespace, results: dict[str, tuple[list[float], list
                                                    strict=True))
             print(f"{name} / uv pip compile, run by run: x{statistics.median(paired):.2f} "
                   f"(x{paired[0]:.2f} to x{paired[-1]:.2f})  (target <= 1.0; bytes <= 1.5)")
+    _floor(results)
+
+
+def _floor(results: dict[str, tuple[list[float], list[int]]]) -> None:
+    """The libraries' import alone against uv's whole run, and what each neuronctl adds above it
+    (run by run: each run times all of them)."""
+    floor, uv = results["libraries only"][0], results["uv pip compile"][0]
+    paired = sorted(f / u for f, u in zip(floor, uv, strict=True))
+    print(f"libraries only ({LOCK_LIBRARIES[len('import '):]}) / uv pip compile, run by run: "
+          f"x{statistics.median(paired):.2f} (x{paired[0]:.2f} to x{paired[-1]:.2f})")
+    for name in ("baseline lock", "neuronctl lock"):
+        if name in results:
+            above = sorted(o - f for o, f in zip(results[name][0], floor, strict=True))
+            print(f"{name} above the libraries' import, run by run: {statistics.median(above):+.3f} s "
+                  f"({above[0]:+.3f} to {above[-1]:+.3f} s)")
 
 
 if __name__ == "__main__":
