@@ -15,9 +15,10 @@ as it was.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+
+from msgspec import Struct
 
 from neuronctl.backend.plan import changed_between
 from neuronctl.locked_file import LockedFile
@@ -88,8 +89,7 @@ class Engine(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class Choice:
+class Choice(Struct, frozen=True):
     """The engine an install runs, and why it was chosen (shown to the user)."""
 
     engine: Engine
@@ -101,8 +101,7 @@ def nothing() -> None:
     """A cleanup with nothing to take away."""
 
 
-@dataclass(frozen=True)
-class Restore:
+class Restore(Struct, frozen=True):
     """What puts back a failed apply's changes, whatever the engine: each old version from the
     one index its routing names (no merged indexes here either), then removal of what was new.
     Index URLs are without credentials: the engine takes them from ~/.netrc, as the README says."""

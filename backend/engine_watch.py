@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 MIN_RATE = 128 * 1024
 """Bytes a second a file may not fall below on average (as `download`'s MIN_RATE)."""
@@ -36,8 +37,7 @@ SAMPLE_S = 0.25
 MAX_PROCESSES = 256
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(Struct, frozen=True):
     """How long an engine run may take (`total`) and go without progress (`idle`, None: no such
     limit), what `total` allows, in words, for the message when it is reached, and the engines'
     own per-read timeout (`read`, None: theirs)."""

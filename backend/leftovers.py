@@ -20,9 +20,9 @@ canonicalized, and only packages already installed can ever be listed.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Set
-from dataclasses import dataclass
 from typing import Protocol
 
+from msgspec import Struct
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -41,8 +41,7 @@ class Installed(Protocol):
     def requires(self) -> tuple[str, ...]: ...
 
 
-@dataclass(frozen=True)
-class Going:
+class Going(Struct, frozen=True):
     """A package that leaves (removed) or whose installed build is replaced."""
 
     name: str

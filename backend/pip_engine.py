@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from neuronctl.backend.engine import UrlOf, nothing, to_restore
 from neuronctl.locked_file import LockedFile
 
 
-@dataclass(frozen=True)
-class PipEngine:
+class PipEngine(Struct, frozen=True):
     """The pip engine: argv for the target's own pip, hashes required, no index, no deps."""
 
     name: str = "pip"

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Literal
 
+from msgspec import Struct
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -15,8 +15,7 @@ from neuronctl.routing import redact_url
 Action = Literal["install", "upgrade", "downgrade", "reinstall", "remove", "keep"]
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(Struct, frozen=True):
     """What the plan does to one package (install, upgrade, remove, keep, ...) and why."""
 
     action: Action
@@ -31,8 +30,7 @@ class Change:
                 "url": redact_url(self.wanted.url) if self.wanted else None, "why": self.why or None}
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(Struct, frozen=True):
     """Every change an install makes, in order; empty when the target already matches."""
 
     changes: tuple[Change, ...]

@@ -12,7 +12,8 @@ from __future__ import annotations
 import csv
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 Stat = tuple[int, int]
 """(size, mtime_ns); a directory is (-1, 0)."""
@@ -30,8 +31,7 @@ def existing_dirs(reported: Iterable[object]) -> tuple[str, ...]:
     return tuple(dirs)
 
 
-@dataclass(frozen=True)
-class Snapshot:
+class Snapshot(Struct, frozen=True):
     """An environment's package files (size, mtime) and their owners, to say what an apply changed."""
 
     roots: tuple[str, ...]
@@ -79,8 +79,7 @@ def take(roots: Iterable[str]) -> Snapshot:
                     {root: listed_files(root) for root in roots})
 
 
-@dataclass(frozen=True)
-class TreeChanges:
+class TreeChanges(Struct, frozen=True):
     """What differs under one root between two snapshots, relative paths throughout."""
 
     root: str
@@ -136,8 +135,7 @@ def listed_files(root: str) -> dict[str, str]:
     return owned
 
 
-@dataclass(frozen=True)
-class Stray:
+class Stray(Struct, frozen=True):
     """Changes no installed distribution accounts for, grouped by the top-level entry."""
 
     root: str

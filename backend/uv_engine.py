@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from neuronctl.backend.engine import UrlOf, nothing, to_restore
 from neuronctl.locked_file import LockedFile
 
 
-@dataclass(frozen=True)
-class UvEngine:
+class UvEngine(Struct, frozen=True):
     """The uv engine: argv for `uv pip` on the target, from a PEP 751 lock of exactly the files."""
 
     uv: str

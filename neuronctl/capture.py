@@ -4,13 +4,13 @@ stream, the bytes between counted, each chunk handed to a sink as it comes."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 Sink = Callable[[bytes], None]
 
 
-@dataclass(frozen=True)
-class Keep:
+class Keep(Struct, frozen=True):
     """What is kept of one output stream: its first `head` bytes and the last `tail` bytes of
     what follows them (the bytes between are counted, not kept). `stop_over`: more than `head`
     bytes stops the run there (Result.over_cap). `sink` sees every chunk as it comes."""
@@ -21,8 +21,7 @@ class Keep:
     sink: Sink | None = None
 
 
-@dataclass(frozen=True)
-class Captured:
+class Captured(Struct, frozen=True):
     """What was kept of one stream, and how many bytes it said in all (`seen`)."""
 
     head: bytes = b""

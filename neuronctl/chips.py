@@ -21,15 +21,14 @@ Sources:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 from neuronctl.errors import InputError
 
 AMAZON_PCI_VENDOR = 0x1D0F
 
 
-@dataclass(frozen=True)
-class Chip:
+class Chip(Struct, frozen=True):
     """One Neuron chip generation: how hardware detection knows it and what the stack may use on it."""
 
     id: str

@@ -5,9 +5,10 @@ is read from, see neuronctl.settings)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
 
 from neuronctl import settings_table
 from neuronctl.errors import InputError
@@ -25,8 +26,7 @@ def schema() -> dict[str, tuple[tuple[type, ...], str]]:
                    for old, spec in table.OLD_KEYS.items()}
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(Struct, frozen=True):
     """The user's configuration values, where they came from, and the folder relative paths start in."""
 
     values: Mapping[str, Any] = field(default_factory=dict)

@@ -4,7 +4,8 @@ sha256 it must have. The plan diffs them, the engine installs them, a wheelhouse
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from neuronctl.errors import InputError
 from neuronctl.safety import checked_hash, checked_url, safe_filename
@@ -14,8 +15,7 @@ NAME_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,200}[A-Za-z0-9])?")
 _VERSION = re.compile(r"[A-Za-z0-9.+!_-]{1,100}")
 
 
-@dataclass(frozen=True)
-class LockedFile:
+class LockedFile(Struct, frozen=True):
     """One wheel: its package, version, file name, where it is fetched, and its sha256."""
 
     name: str

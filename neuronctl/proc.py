@@ -23,7 +23,8 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from neuronctl.capture import Buffer, Captured, Keep, by_line
 from neuronctl.errors import TerminateSignal
@@ -49,8 +50,7 @@ def shown(argv: Sequence[str]) -> str:
     return redact(" ".join(shlex.quote(str(a)) for a in argv))
 
 
-@dataclass(frozen=True)
-class Bounds:
+class Bounds(Struct, frozen=True):
     """How long a run may take, and how it is stopped. `timeout`: wall-clock seconds from
     `collect` (None: none of its own; a watch may have one). `term_grace`: at the deadline the
     group gets SIGTERM and this long, still read, before SIGKILL (0: SIGKILL at once).
@@ -70,8 +70,7 @@ class Bounds:
     poll: float = 0.5
 
 
-@dataclass(frozen=True)
-class Result:
+class Result(Struct, frozen=True):
     """How a run ended. `returncode`: the exit status (negative: ended by that signal); None when
     neuronctl stopped it (`stopped` says why: the deadline, a cap, the watch)."""
 
@@ -99,8 +98,7 @@ class Channel:
         self.read_fd, self.fd = os.pipe()
 
 
-@dataclass
-class _State:
+class _State(Struct):
     """Where one collect() stands: its deadline (a grace's end, once stopping), why it ended."""
 
     deadline: float

@@ -7,10 +7,11 @@ import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from msgspec import Struct, field
+from msgspec.structs import replace
 from packaging.utils import canonicalize_name
 
 from neuronctl.data import bundled_text
@@ -94,8 +95,7 @@ def unknown_index(name: str, known: Iterable[str], where: str) -> InputError:
                            "or config `routes`")
 
 
-@dataclass(frozen=True)
-class IndexRouting:
+class IndexRouting(Struct, frozen=True):
     """Which index each package comes from: named indexes, exact routes, patterns, a default."""
 
     indexes: Mapping[str, str]
@@ -214,8 +214,7 @@ def load_default_routing() -> IndexRouting:
 _CUDA_VARIANT = re.compile(r"^cu(\d{2,4})$")
 
 
-@dataclass(frozen=True)
-class FallbackRouting:
+class FallbackRouting(Struct, frozen=True):
     """What the bundled data says about one fallback device's lock."""
 
     device: str

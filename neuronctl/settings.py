@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+
+from msgspec import Struct
 
 from neuronctl.settings_table import (
     BY_KEY,
@@ -61,8 +62,7 @@ T = TypeVar("T")
 
 SourceKind = Literal["flag", "env", "config", "default"]
 
-@dataclass(frozen=True)
-class Source:
+class Source(Struct, frozen=True):
     """Where a value came from: the flag as typed, the variable, the config file, or the default."""
 
     kind: SourceKind
@@ -85,8 +85,7 @@ class Source:
 DEFAULT = Source("default", "default")
 
 
-@dataclass(frozen=True)
-class Setting(Generic[T]):
+class Setting(Struct, Generic[T], frozen=True):
     """One resolved value and where it came from."""
 
     value: T
@@ -103,16 +102,14 @@ class Setting(Generic[T]):
         return text if not self.given else f"{text} (from {self.source.label})"
 
 
-@dataclass(frozen=True)
-class Flag:
+class Flag(Struct, frozen=True):
     """A flag's value as the user typed it, and the spelling they used (an old one, too)."""
 
     value: object
     spelled: str
 
 
-@dataclass(frozen=True)
-class Resolver:
+class Resolver(Struct, frozen=True):
     """The rule, applied to one invocation's sources: a typed flag > the environment > the
     project's config > the user's config > the default; a trust root skips the project's config
     (and says so), and so does every setting `for_node`. `note` receives one-line notes (an old

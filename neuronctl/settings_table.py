@@ -12,9 +12,10 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
+
+from msgspec import Struct
 
 from neuronctl.devices import DEVICES
 from neuronctl.errors import InputError
@@ -31,8 +32,7 @@ Parse = Callable[[object, str, Path], Any]
 """(raw value, where it came from for errors, the folder a relative path starts in) -> value."""
 
 
-@dataclass(frozen=True)
-class Spec(Generic[T]):
+class Spec(Struct, Generic[T], frozen=True):
     """One setting: how each source spells it, its type, its default, and what it bounds."""
 
     name: str
@@ -156,8 +156,7 @@ def seconds(value: object, where: str, base: Path | None = None) -> float:
     return float(number)
 
 
-@dataclass(frozen=True)
-class Choice:
+class Choice(Struct, frozen=True):
     """One of a fixed set of values: the parse rule, and the choices a flag offers."""
 
     allowed: tuple[str, ...]

@@ -8,9 +8,9 @@ packages (torch-neuronx 1.0) that only raise "WRONG PACKAGE" on import.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
+from msgspec import Struct
 from packaging.version import InvalidVersion, Version
 
 from neuronctl.errors import InputError
@@ -48,8 +48,7 @@ PLACEHOLDER_SOURCES: dict[str, str] = {
     name: f"https://pypi.org/project/{name}/" for name in PLACEHOLDERS
 }
 
-@dataclass(frozen=True)
-class TorchNeuronxVersion:
+class TorchNeuronxVersion(Struct, frozen=True):
     """A torch-neuronx version taken apart: native, legacy XLA or placeholder, and its torch."""
 
     version: str

@@ -28,8 +28,9 @@ import shlex
 import stat
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from neuronctl.probes.sysroot import SysRoot
 
@@ -42,8 +43,7 @@ NETWORK_FS = ("nfs", "nfs4", "lustre", "efs", "cifs", "smb3", "ceph", "glusterfs
 _VERSION = re.compile(r"[0-9][0-9A-Za-z.+_-]{0,63}")
 
 
-@dataclass(frozen=True)
-class CacheLocation:
+class CacheLocation(Struct, frozen=True):
     """One compile cache the environment points at: what kind, where, and who said so."""
 
     kind: str
@@ -57,8 +57,7 @@ class CacheLocation:
     remote: bool = False
 
 
-@dataclass(frozen=True)
-class CacheEntry:
+class CacheEntry(Struct, frozen=True):
     """One top-level entry of a cache: a compiler-version folder (legacy) or a cached graph."""
 
     name: str
@@ -84,8 +83,7 @@ def display_name(name: str) -> str:
     return shown if len(shown) <= 200 else shown[:200] + "..."
 
 
-@dataclass(frozen=True)
-class CacheState:
+class CacheState(Struct, frozen=True):
     """What one cache holds, and the filesystem it is on."""
 
     location: CacheLocation

@@ -14,8 +14,9 @@ import os
 import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from msgspec import Struct, field
 
 from neuronctl.probes.target_run import ScriptExit, TargetScript, json_record, last_line, printable
 
@@ -33,8 +34,7 @@ class Malformed(ValueError):
     """A channel line that is not what the script writes."""
 
 
-@dataclass(frozen=True)
-class OpRecord:
+class OpRecord(Struct, frozen=True):
     """One ATen overload a model ran: 'aten::mm', 'aten::add.Tensor'."""
 
     op: str
@@ -45,8 +45,7 @@ class OpRecord:
     """What the target's own Neuron backend says (None: no backend there)."""
 
 
-@dataclass(frozen=True)
-class Backend:
+class Backend(Struct, frozen=True):
     """The Neuron backend as the target's dispatcher sees it."""
 
     present: bool
@@ -55,8 +54,7 @@ class Backend:
     error: str | None = None
 
 
-@dataclass(frozen=True)
-class ModelRun:
+class ModelRun(Struct, frozen=True):
     """One model's recording: how it ended, and what it ran."""
 
     outcome: Outcome
@@ -71,8 +69,7 @@ class ModelRun:
     wall_ms: float | None = None
 
 
-@dataclass(frozen=True)
-class CoverageRun:
+class CoverageRun(Struct, frozen=True):
     """What the script reported: the target's facts and one run, a sweep's runs, or a table."""
 
     outcome: Outcome

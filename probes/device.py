@@ -19,8 +19,9 @@ import os
 import re
 import signal
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
+
+from msgspec import Struct, field
 
 from neuronctl.devices import CPU_RUN, verdict
 from neuronctl.errors import InputError
@@ -32,6 +33,7 @@ from neuronctl.probes.target_run import (
     last_line,
     printable,
 )
+from neuronctl.records import asdict
 from neuronctl.torch_neuronx import classify
 
 TIERS: tuple[str, ...] = ("import", "backend", "device_count", "allocate", "op", "autograd", "compile")
@@ -40,8 +42,7 @@ Status = Literal["pass", "fail", "skip"]
 Outcome = Literal["ok", "failed", "timeout", "crashed", "no-torch", "error"]
 
 
-@dataclass(frozen=True)
-class TierResult:
+class TierResult(Struct, frozen=True):
     """One tier of the device probe (import, allocate, op, ...): its status, detail and time."""
 
     tier: str
@@ -50,8 +51,7 @@ class TierResult:
     ms: float
 
 
-@dataclass(frozen=True)
-class ProbeFacts:
+class ProbeFacts(Struct, frozen=True):
     """What the backend and compile tiers recorded beside their verdict (None: not reported)."""
 
     autoload: str | None = None
@@ -73,8 +73,7 @@ class ProbeFacts:
     PrivateUse1 before torch_neuronx)."""
 
 
-@dataclass(frozen=True)
-class ProbeReport:
+class ProbeReport(Struct, frozen=True):
     """What the device probe found: the device and torch, each tier's result, how it ended."""
 
     requested: str
@@ -204,8 +203,7 @@ def parse_tier_line(line: str, expected: str) -> tuple[TierResult, dict[str, Any
     return TierResult(expected, status, printable(detail, 600), float(ms)), extra
 
 
-@dataclass
-class _Reading:
+class _Reading(Struct):
     """What the probe's channel has said so far, while its lines are read and validated."""
 
     tiers: list[TierResult]
@@ -223,7 +221,7 @@ class _Reading:
         return self.values.get("torch")
 
     def facts(self) -> ProbeFacts:
-        known = {f.name for f in fields(ProbeFacts)}
+        known = set(ProbeFacts.__struct_fields__)
         return ProbeFacts(**{k: v for k, v in self.values.items() if k in known})
 
 

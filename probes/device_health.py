@@ -16,8 +16,9 @@ Only reading here; the judging is in ops/doctor/health_rules.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from msgspec import Struct, field
 
 from neuronctl.probes.sysroot import SysRoot
 
@@ -29,8 +30,7 @@ MAX_ENTRIES = 512
 MAX_VALUE_BYTES = 4096
 
 
-@dataclass(frozen=True)
-class DeviceHealth:
+class DeviceHealth(Struct, frozen=True):
     """One device's sysfs health: its unhealthy components (None: the driver does not expose
     them) and its corrected-ECC counters found by name."""
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.system_facts import MAX_SMALL_FILE
@@ -22,8 +23,7 @@ MAX_CMDLINE = 4096
 _NEURON_NODE = re.compile(r"/dev/neuron\d+")
 
 
-@dataclass(frozen=True)
-class DeviceHolder:
+class DeviceHolder(Struct, frozen=True):
     """A process holding /dev/neuron* open: what it is and whether it was left behind."""
 
     pid: int
@@ -43,8 +43,7 @@ class DeviceHolder:
         return f"pid {self.pid} ({self.command or '?'}) holds {', '.join(self.devices)}{extra}"
 
 
-@dataclass(frozen=True)
-class HolderScan:
+class HolderScan(Struct, frozen=True):
     """The processes holding Neuron devices, and how many could not be looked into."""
 
     holders: tuple[DeviceHolder, ...]

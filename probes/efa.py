@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from neuronctl.probes.dpkg import STATUS_FILE, parse_dpkg_status
 from neuronctl.probes.sysroot import SysRoot
@@ -26,8 +27,7 @@ _PACKAGE = re.compile(r"[a-z0-9][a-z0-9.+-]{0,63}")
 _VERSION = re.compile(r"[A-Za-z0-9.+~_-]{1,64}")
 
 
-@dataclass(frozen=True)
-class EfaFacts:
+class EfaFacts(Struct, frozen=True):
     """The EFA devices and the libfabric packages seen."""
 
     devices: tuple[str, ...]

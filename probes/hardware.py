@@ -14,8 +14,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct, field
 
 from neuronctl.chips import CHIPS, chip_for_device_name, chip_for_instance_type, get_chip
 from neuronctl.probes.dpkg import installed_system_packages
@@ -34,13 +35,13 @@ from neuronctl.probes.hardware_signals import (
 from neuronctl.probes.neuron_ls import load_json
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.tools import Runner, ToolResult, run_tool
+from neuronctl.records import asdict
 
 if TYPE_CHECKING:
     from neuronctl.probes.imds import ImdsResult
 
 
-@dataclass(frozen=True)
-class Evidence:
+class Evidence(Struct, frozen=True):
     """One reading that names a chip (a PCI id, a sysfs value, IMDS), kept as the report's proof."""
 
     source: str
@@ -48,8 +49,7 @@ class Evidence:
     chip: str | None
 
 
-@dataclass(frozen=True)
-class HardwareReport:
+class HardwareReport(Struct, frozen=True):
     """The Neuron hardware picture: chip, devices, cores, instance type, and the evidence."""
 
     chip: str | None
@@ -131,8 +131,7 @@ def _neuron_ls_top(stdout: str) -> dict[str, Any]:
     return {k: v for k, v in data.items() if isinstance(v, (str, int, float)) and len(k) < 100}
 
 
-@dataclass(frozen=True)
-class HardwareEvidence:
+class HardwareEvidence(Struct, frozen=True):
     """Everything read from the machine; `decide` turns it into a HardwareReport."""
 
     pci_devices: tuple[PciDevice, ...] = ()

@@ -7,8 +7,9 @@ and neuron-ls in its JSON form. A count read from any of them is bounded (MAX_CO
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
 
 from neuronctl.chips import AMAZON_PCI_VENDOR, chip_for_pci_device
 from neuronctl.probes.neuron_ls import NEURON_LS_FORMS, parse_neuron_ls_json
@@ -31,8 +32,7 @@ MAX_COUNT = 65536
 one is not a fact about any Neuron host (and sums of them would be unbounded)."""
 
 
-@dataclass(frozen=True)
-class PciDevice:
+class PciDevice(Struct, frozen=True):
     """An Amazon PCI function seen under /sys/bus/pci: its address, device id, chip."""
 
     address: str
@@ -40,8 +40,7 @@ class PciDevice:
     chip: str | None
 
 
-@dataclass(frozen=True)
-class SysfsDevice:
+class SysfsDevice(Struct, frozen=True):
     """One neuron_device in sysfs, with what the driver says of it."""
 
     name: str

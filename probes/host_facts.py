@@ -18,9 +18,10 @@ import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
 
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.tools import run_capped
@@ -39,8 +40,7 @@ COMPILERS: Mapping[str, tuple[str, str]] = {
 }
 
 
-@dataclass(frozen=True)
-class CpuFacts:
+class CpuFacts(Struct, frozen=True):
     """The CPU as lscpu (or /proc/cpuinfo) describes it, for a bundle's host section."""
 
     model: str | None = None
@@ -55,8 +55,7 @@ class CpuFacts:
     """lscpu's own text (bounded), shown as collect_env shows it."""
 
 
-@dataclass(frozen=True)
-class HostFacts:
+class HostFacts(Struct, frozen=True):
     """The host around the stack (distribution, kernel, compilers, CPU), as collect_env shows it."""
 
     distribution: str | None = None

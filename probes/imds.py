@@ -10,15 +10,15 @@ import os
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 DEFAULT_ENDPOINT = "http://169.254.169.254"
 TOKEN_TTL_HEADER = "X-aws-ec2-metadata-token-ttl-seconds"
 TOKEN_HEADER = "X-aws-ec2-metadata-token"
 
 
-@dataclass(frozen=True)
-class ImdsResult:
+class ImdsResult(Struct, frozen=True):
     """The instance type EC2's metadata service gave, or None and why not."""
 
     instance_type: str | None

@@ -25,7 +25,8 @@ import errno
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from neuronctl import proc
 from neuronctl.probes.sysroot import SysRoot
@@ -48,16 +49,14 @@ _SYSLOG_KERNEL = re.compile(r"(?:(?:\d{4}-\d\d-\d\dT[0-9:.]+(?:Z|[+-]\d\d:\d\d)|
                             r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d) )?[^\s]{1,255} kernel: ")
 
 
-@dataclass(frozen=True)
-class LogLine:
+class LogLine(Struct, frozen=True):
     """One kernel message, with its time since boot in seconds where the format carries one."""
 
     text: str
     since_boot_s: float | None
 
 
-@dataclass(frozen=True)
-class KernelLog:
+class KernelLog(Struct, frozen=True):
     """What was read of the kernel log: its lines (the newest boot only), where from, how much."""
 
     source: str | None

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from msgspec import Struct
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from neuronctl.probes.pyenv import PythonEnv
+from neuronctl.records import asdict
 from neuronctl.torch_neuronx import classify, is_placeholder
 
 Says = Literal["legacy", "native", "placeholder"]
@@ -23,8 +24,7 @@ LEGACY_PACKAGES: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Signal:
+class Signal(Struct, frozen=True):
     """One independent sign of a legacy or native stack, with its evidence."""
 
     name: str
@@ -32,8 +32,7 @@ class Signal:
     detail: str
 
 
-@dataclass(frozen=True)
-class LegacyReport:
+class LegacyReport(Struct, frozen=True):
     """Whether the target holds the legacy XLA stack, the native one or both, and why."""
 
     verdict: Literal["none", "native", "legacy", "mixed"]

@@ -18,7 +18,8 @@ import os
 import re
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.tools import Runner, run_tool
@@ -31,8 +32,7 @@ SMI_TIMEOUT = 5.0
 _VERSION = re.compile(r"^\d{1,4}(?:\.\d{1,4}){0,3}$")
 
 
-@dataclass(frozen=True)
-class NvidiaFacts:
+class NvidiaFacts(Struct, frozen=True):
     """The NVIDIA driver a CUDA fallback lock would need, and where it was read."""
 
     driver: str | None

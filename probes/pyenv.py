@@ -15,19 +15,20 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from msgspec import Struct, field
+
 from neuronctl.errors import FaultError, InputError
 from neuronctl.probes.target_run import ScriptRun, TargetScript, last_line
+from neuronctl.records import asdict
 
 # Packages whose top-level module is checked for the PyPI placeholder text.
 WATCHED = ("torch-neuronx", "neuronx-cc", "nki", "libneuronxla", "torch-neuron", "neuron-cc",
            "torch-xla", "transformers-neuronx")
 
-@dataclass(frozen=True)
-class InstalledDist:
+class InstalledDist(Struct, frozen=True):
     """A distribution installed in the target, as its .dist-info (or importlib.metadata) says."""
 
     name: str
@@ -41,8 +42,7 @@ class InstalledDist:
     """Its dist-info holds REQUESTED: an installer was asked for it by name (PEP 376)."""
 
 
-@dataclass(frozen=True)
-class PythonEnv:
+class PythonEnv(Struct, frozen=True):
     """The target interpreter and its environment, each field checked (see parse_inspection)."""
 
     python: str

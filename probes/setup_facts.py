@@ -12,8 +12,9 @@ from __future__ import annotations
 import platform
 import re
 import shutil
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from neuronctl.probes.device_holders import descends_from, find_device_holders
 from neuronctl.probes.dpkg import STATUS_FILE, _stanzas_holding
@@ -32,8 +33,7 @@ CONTAINER_RUNTIMES = ("/usr/bin/docker", "/usr/bin/containerd", "/usr/bin/podman
                       "/run/containerd/containerd.sock", "/var/run/docker.sock")
 
 
-@dataclass(frozen=True)
-class SetupFacts:
+class SetupFacts(Struct, frozen=True):
     """What the planner knows of the target; None (or empty) where it is not known."""
 
     os_id: str | None = None

@@ -17,12 +17,14 @@ import os
 import signal
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any, Literal
+
+from msgspec import Struct
 
 from neuronctl.devices import CPU_RUN, verdict
 from neuronctl.probes.smoke_records import Comparison, Reading, read_channel
 from neuronctl.probes.target_run import ScriptExit, TargetScript, last_line
+from neuronctl.records import asdict
 
 CHANNEL_CAP = 256 * 1024
 MAX_STEPS = 1000
@@ -31,8 +33,7 @@ MAX_WARMUP = 100
 Outcome = Literal["ok", "failed", "bad-input", "timeout", "crashed", "no-torch", "error"]
 
 
-@dataclass(frozen=True)
-class SmokeSpec:
+class SmokeSpec(Struct, frozen=True):
     """What to run: the model (a factory MODULE:FACTORY, a script defining make(), or neither for
     the built-in reference model), where, and how."""
 
@@ -63,8 +64,7 @@ def _p90(values: Sequence[float]) -> float:
     return ordered[max(math.ceil(0.9 * len(ordered)) - 1, 0)]  # nearest rank
 
 
-@dataclass(frozen=True)
-class SmokeReport:
+class SmokeReport(Struct, frozen=True):
     """How a model's smoke run ended: its stage and step, the error's place, timings, comparison."""
 
     spec: SmokeSpec

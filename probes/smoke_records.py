@@ -9,8 +9,9 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from neuronctl.probes.target_run import json_record, printable
 
@@ -22,8 +23,7 @@ BAD_INPUT_STAGES = ("load", "build", "warmup")
 LINE_CAP = 8192
 
 
-@dataclass(frozen=True)
-class Comparison:
+class Comparison(Struct, frozen=True):
     """The device's first step against the same step on CPU: outputs, or (--train) gradients."""
 
     what: str
@@ -88,8 +88,7 @@ def _comparison(what: str, raw: object) -> Comparison:
         _text(raw["problem"], "problem", 500, optional=True))
 
 
-@dataclass
-class Reading:
+class Reading(Struct):
     """What the smoke run's channel has said so far, while its lines are read and validated."""
 
     greeted: bool = False

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+
+from msgspec import Struct
 
 from neuronctl.errors import InputError
 
@@ -88,8 +89,7 @@ def check_root(root: Path, where: str) -> None:
                          "(a captured tree or a host mount holds one of them)")
 
 
-@dataclass(frozen=True)
-class SysRoot:
+class SysRoot(Struct, frozen=True, dict=True):
     """The root every probe reads the filesystem through: / or a captured tree."""
 
     root: Path = Path("/")

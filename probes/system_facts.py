@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from neuronctl.probes.sysroot import SysRoot, read_regular_text
 
@@ -39,8 +40,7 @@ def safe_component(value: str | None) -> str | None:
 
 # ------------------------------------------------------------------- driver module vs kernel
 
-@dataclass(frozen=True)
-class KernelModuleState:
+class KernelModuleState(Struct, frozen=True):
     """The running kernel and the neuron modules built (and loaded) for each kernel."""
 
     kernel: str | None
@@ -116,8 +116,7 @@ def read_kernel_modules(root: SysRoot) -> KernelModuleState:
 
 # ----------------------------------------------------------------------------- device access
 
-@dataclass(frozen=True)
-class DeviceAccess:
+class DeviceAccess(Struct, frozen=True):
     """Whether this user can reach /dev/neuron*, and, in a container, whether the host has more."""
 
     nodes: tuple[str, ...]

@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from neuronctl.probes.dpkg import STATUS_FILE, parse_dpkg_status
 from neuronctl.probes.neuron_ls import NEURON_LS_FORMS, parse_neuron_ls_json
@@ -26,8 +27,7 @@ STANDARD_LIB_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/lib/x86_6
 _RPM_LINE = re.compile(r"(aws-neuron[A-Za-z0-9._+-]*) ([A-Za-z0-9._+~-]+)")
 
 
-@dataclass(frozen=True)
-class SystemPackages:
+class SystemPackages(Struct, frozen=True):
     """The Neuron system packages dpkg or rpm lists, and old libnrt files they still claim."""
 
     packages: dict[str, str]
@@ -73,8 +73,7 @@ def read_system_packages(root: SysRoot, runner: Runner = run_tool) -> SystemPack
 
 # ------------------------------------------------------------------------- libnrt on the loader
 
-@dataclass(frozen=True)
-class RuntimeLibrary:
+class RuntimeLibrary(Struct, frozen=True):
     """One libnrt.so on the loader path: its folder, the names, the file they resolve to."""
 
     directory: str
@@ -144,8 +143,7 @@ def find_runtime_libraries(root: SysRoot, environ: Mapping[str, str]) -> list[Ru
 
 # ---------------------------------------------------------------------------------- neuron-ls
 
-@dataclass(frozen=True)
-class NeuronLs:
+class NeuronLs(Struct, frozen=True):
     """What neuron-ls reported as JSON (and with which flag), or why it did not."""
 
     form: str | None

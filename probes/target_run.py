@@ -32,8 +32,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from neuronctl import proc
 from neuronctl.errors import FaultError
@@ -105,8 +106,7 @@ def without_cwd_on_path(env: Mapping[str, str]) -> dict[str, str] | None:
     return cleaned
 
 
-@dataclass(frozen=True)
-class ScriptRun:
+class ScriptRun(Struct, frozen=True):
     """What a target script left: its channel, the tails of its stdout and stderr, how it ended."""
 
     channel: bytes
@@ -136,8 +136,7 @@ class ScriptRun:
                           self.channel_overflow)
 
 
-@dataclass(frozen=True)
-class ScriptExit:
+class ScriptExit(Struct, frozen=True):
     """How a target script's interpreter ended, beside the lines it wrote (what the device
     probe's and the smoke run's parsers judge together with those lines)."""
 

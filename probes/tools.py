@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from neuronctl import proc
 from neuronctl.probes.sysroot import SysRoot
@@ -17,8 +18,7 @@ SYSROOT_TOOLS_ENV = "NEURONCTL_SYSROOT_TOOLS"
 SYSROOT_TOOLS_REFUSED = f"not run: tools inside --sysroot run only with {SYSROOT_TOOLS_ENV}=1"
 
 
-@dataclass(frozen=True)
-class ToolResult:
+class ToolResult(Struct, frozen=True):
     """How an external tool (neuron-ls, dpkg-query, ...) ended, its output decoded."""
 
     returncode: int | None
@@ -31,8 +31,7 @@ class ToolResult:
 Runner = Callable[[Sequence[str], float], ToolResult]
 
 
-@dataclass(frozen=True)
-class CappedRun:
+class CappedRun(Struct, frozen=True):
     """How a command ended under a deadline and an output cap, its output as bytes."""
 
     returncode: int | None

@@ -13,8 +13,9 @@ import json
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Literal
+
+from msgspec import Struct, field
 
 from neuronctl.probes.target_run import TargetScript, last_line, printable
 from neuronctl.redact import redact
@@ -35,8 +36,7 @@ class MalformedFacts(ValueError):
     """A line on the channel that is not what the script writes."""
 
 
-@dataclass(frozen=True)
-class TorchEnvFacts:
+class TorchEnvFacts(Struct, frozen=True):
     """What torch's collect_env says of the target, for a bundle (or why it said nothing)."""
 
     status: Status

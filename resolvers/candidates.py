@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
+from msgspec import Struct
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import (
     InvalidSdistFilename,
@@ -21,8 +21,7 @@ from neuronctl.resolvers.simple_index import DistFile
 from neuronctl.resolvers.targets import PlatformTarget
 
 
-@dataclass(frozen=True)
-class Rejected:
+class Rejected(Struct, frozen=True):
     """A file the resolver passed over, and why (shown when nothing fits)."""
 
     filename: str
@@ -30,8 +29,7 @@ class Rejected:
     reason: str
 
 
-@dataclass(frozen=True)
-class VersionFiles:
+class VersionFiles(Struct, frozen=True):
     """One version of a package with its wheels that fit the target."""
 
     version: Version

@@ -3,9 +3,9 @@ checked against the file it claims to describe."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from email.parser import HeaderParser
 
+from msgspec import Struct
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidWheelFilename, NormalizedName, canonicalize_name, parse_wheel_filename
@@ -19,8 +19,7 @@ class MetadataMismatch(InputError):
     one of them lies, so the file is not used."""
 
 
-@dataclass(frozen=True)
-class CoreMetadata:
+class CoreMetadata(Struct, frozen=True):
     """The parts of a wheel's METADATA the resolver uses: name, version, dependencies."""
 
     name: NormalizedName

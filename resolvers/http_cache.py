@@ -10,15 +10,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from neuronctl.atomic import write_bytes_atomic
 from neuronctl.routing import redact_url
 
 
-@dataclass(frozen=True)
-class CachedPage:
+class CachedPage(Struct, frozen=True):
     """An index page as cached on disk, with the validators to revalidate it."""
 
     body: bytes

@@ -15,10 +15,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from msgspec import Struct, field
+from msgspec.structs import replace
 from packaging.pylock import Pylock, PylockValidationError
 from packaging.utils import NormalizedName
 from packaging.version import Version
@@ -41,8 +42,7 @@ HashOf = Callable[["DistFile"], str]
 """A wheel's sha256: from the index, or (reported) from downloading it."""
 
 
-@dataclass(frozen=True)
-class LockedPackage:
+class LockedPackage(Struct, frozen=True):
     """One package as a resolution locks it: version, index, and its best wheel per target."""
 
     name: NormalizedName
@@ -55,8 +55,7 @@ class LockedPackage:
     marker: str | None
 
 
-@dataclass(frozen=True)
-class LockInputs:
+class LockInputs(Struct, frozen=True):
     """What the lock was made from; recorded in [tool.neuronctl] and compared by --check."""
 
     release: str
@@ -225,8 +224,7 @@ def render_requirements(packages: Sequence[LockedPackage], inputs: LockInputs, h
     return "\n".join(lines) + "\n"
 
 
-@dataclass(frozen=True)
-class RecordedLock:
+class RecordedLock(Struct, frozen=True):
     """What a lock written by neuronctl says it was made from, and the versions it pins."""
 
     path: Path

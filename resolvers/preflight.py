@@ -17,8 +17,9 @@ import ssl
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 from neuronctl.errors import FaultError
 from neuronctl.routing import redact_url
@@ -34,8 +35,7 @@ SHOWN = 12
 PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 
 
-@dataclass(frozen=True)
-class Host:
+class Host(Struct, frozen=True):
     """One place a command will reach: its name (an index's, or the host's), the URL to try,
     and how the user routes around it (`--index pypi=URL or NEURONCTL_INDEX_PYPI`)."""
 
@@ -44,8 +44,7 @@ class Host:
     override: str
 
 
-@dataclass(frozen=True)
-class Unreachable:
+class Unreachable(Struct, frozen=True):
     """A host that gave no answer: what failed and why, for the one preflight error."""
 
     host: Host

@@ -14,9 +14,9 @@ index they came from (credentials stripped), and why other files were turned awa
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from msgspec import Struct, field
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
@@ -41,8 +41,7 @@ VersionFilter = Callable[[NormalizedName, Version], "str | None"]
 """(name, version) -> a reason to refuse that version, or None."""
 
 
-@dataclass(frozen=True)
-class Req:
+class Req(Struct, frozen=True):
     """One requirement in the resolution, and who asked for it."""
 
     name: NormalizedName
@@ -68,8 +67,7 @@ class Req:
                    frozenset(canonicalize_name(e) for e in req.extras), source)
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(Struct, frozen=True):
     """One version of a package the resolver may pin, with its fitting wheels."""
 
     name: NormalizedName
@@ -82,8 +80,7 @@ class Candidate:
         return f"{self.name}[{','.join(sorted(self.extras))}]" if self.extras else self.name
 
 
-@dataclass(frozen=True)
-class Pin:
+class Pin(Struct, frozen=True):
     """A package as the resolution pinned it, with its wheels and index."""
 
     name: NormalizedName
@@ -93,16 +90,14 @@ class Pin:
     index_url: str
 
 
-@dataclass(frozen=True)
-class Resolution:
+class Resolution(Struct, frozen=True):
     """The pins a resolution chose for one target."""
 
     target: PlatformTarget
     pins: Mapping[NormalizedName, Pin]
 
 
-@dataclass
-class _Seen:
+class _Seen(Struct):
     """What the resolver has read of one package: the versions that fit, the files rejected."""
 
     versions: list[VersionFiles] = field(default_factory=list)

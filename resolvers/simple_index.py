@@ -18,12 +18,12 @@ import json
 import re
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from mousebender import simple
+from msgspec import Struct, field
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import (
     InvalidSdistFilename,
@@ -49,8 +49,7 @@ MAX_SIZE = 1 << 63
 _API_VERSION = re.compile(r"(\d{1,6})\.(\d{1,6})")
 
 
-@dataclass(frozen=True)
-class DistFile:
+class DistFile(Struct, frozen=True):
     """One file an index lists (PEP 691/503), its fields checked where they entered."""
 
     filename: str

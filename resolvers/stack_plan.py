@@ -3,8 +3,7 @@ pure manifest logic, shared by lock, install and init (and cheap to import)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from msgspec import Struct, field
 from packaging.version import InvalidVersion
 
 from neuronctl.errors import InputError
@@ -15,8 +14,7 @@ STACK_PACKAGES = ("neuronx-cc", "nki")
 the legacy stack and arrive as its dependencies)."""
 
 
-@dataclass(frozen=True)
-class StackPlan:
+class StackPlan(Struct, frozen=True):
     """The stack a torch request gets from a release: framework line, pinned versions, fallback."""
 
     release: Release
@@ -31,8 +29,7 @@ class StackPlan:
     publish (2.34.0's neuronx-cc==2.*, nki unpinned): resolved from the index within it."""
 
 
-@dataclass(frozen=True)
-class Fallback:
+class Fallback(Struct, frozen=True):
     """A fallback lock's device and, for CUDA, the PyTorch variant (cu130)."""
 
     device: str

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 
+from msgspec import Struct
 from packaging import tags as wheel_tags
 from packaging.tags import Tag
 
@@ -26,8 +26,7 @@ _MUSLLINUX = re.compile(r"^musllinux_(\d+)_(\d+)_(x86_64|aarch64)$")
 _LEGACY_MANYLINUX = {"manylinux2014": (2, 17), "manylinux2010": (2, 12), "manylinux1": (2, 5)}
 
 
-@dataclass(frozen=True, order=True)
-class PlatformTarget:
+class PlatformTarget(Struct, frozen=True, order=True, dict=True):
     """One Python and Linux platform a lock or resolution is for (3.12, manylinux_2_28_x86_64)."""
 
     python: str

@@ -3,26 +3,26 @@ cli/render.py)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 from neuronctl.ops.cache import CacheReport, PruneOutcome
 from neuronctl.ops.doctor.checks_cache import size_text
 from neuronctl.probes.compile_cache import public
+from neuronctl.records import asdict
 
 if TYPE_CHECKING:
     from neuronctl.cli.printer import Printer
 
 
-@dataclass(frozen=True)
-class CacheView:
+class CacheView(Struct, frozen=True):
     """`neuronctl cache show`: the caches in use, by compiler version."""
 
     report: CacheReport
 
 
-@dataclass(frozen=True)
-class PruneView:
+class PruneView(Struct, frozen=True):
     """`neuronctl cache prune`: what was (or would be) removed, against the compiler kept."""
 
     compiler: str | None

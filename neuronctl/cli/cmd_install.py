@@ -7,11 +7,11 @@ import functools
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+from msgspec.structs import replace
 
 from neuronctl.cli.app import App, get_app, note
 from neuronctl.cli.common import check_sysroot, json_option, sysroot_option

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from dataclasses import replace
 
 import click
+from msgspec.structs import replace
 
 from neuronctl.cli.app import App, get_app
 from neuronctl.cli.options import (

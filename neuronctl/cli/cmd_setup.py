@@ -4,11 +4,11 @@ release; or write a Dockerfile for its user space (--dockerfile)."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from msgspec import Struct
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import json_option
@@ -151,8 +151,7 @@ def _apply(plan: SetupPlan, fmt: str, elsewhere: bool) -> int:
     return 0 if outcome.ok else 1
 
 
-@dataclass(frozen=True)
-class DockerfileArgs:
+class DockerfileArgs(Struct, frozen=True):
     """The options `setup --dockerfile` reads, as given (each is checked in _dockerfile)."""
 
     base: str

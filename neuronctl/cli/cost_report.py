@@ -3,8 +3,10 @@ registered in cli/render.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
+from msgspec import Struct
 
 from neuronctl.cli.output import print_table
 from neuronctl.ops.cost import FORMULA, CostOutcome, Price
@@ -13,15 +15,14 @@ if TYPE_CHECKING:
     from neuronctl.cli.printer import Printer
 
 
-@dataclass(frozen=True)
-class PriceList:
+class PriceList(Struct, frozen=True):
     """`neuronctl cost --prices`: the bundled prices."""
 
     prices: tuple[Price, ...]
 
 
 def prices_json(view: PriceList, printer: Printer) -> None:
-    printer.json({"prices": [{k: v for k, v in p.__dict__.items() if k != "accelerators"}
+    printer.json({"prices": [{k: v for k, v in msgspec.structs.asdict(p).items() if k != "accelerators"}
                              for p in view.prices]})
 
 

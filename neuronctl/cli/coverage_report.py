@@ -5,9 +5,10 @@ printed as Text, never as markup."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
 
 from neuronctl.cli.common import echo_target
 
@@ -21,8 +22,7 @@ WORDS = {"native": "native", "cpu_fallback": "cpu fallback", "unsupported": "uns
          "unknown": "unknown"}
 
 
-@dataclass(frozen=True)
-class CoverageView:
+class CoverageView(Struct, frozen=True):
     """`neuronctl coverage`'s result for one model, in the target it chose."""
 
     outcome: CoverageOutcome
@@ -33,16 +33,14 @@ class CoverageView:
         return {**self.outcome.to_json(), "target": self.target.to_json()}
 
 
-@dataclass(frozen=True)
-class SweepView:
+class SweepView(Struct, frozen=True):
     """`neuronctl coverage --all`'s result, in the target it chose."""
 
     outcome: SweepOutcome
     target: TargetPython
 
 
-@dataclass(frozen=True)
-class TableView:
+class TableView(Struct, frozen=True):
     """`neuronctl coverage table`'s result and the file it wrote."""
 
     outcome: TableOutcome

@@ -15,10 +15,11 @@ import ast
 import inspect
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from functools import cache
 from types import FunctionType, ModuleType
 from typing import Any
+
+from msgspec import Struct, field
 
 DOCTOR = "neuronctl.ops.doctor"
 # Helpers in the doctor's modules that only format text: followed no further, never a fix.
@@ -58,8 +59,7 @@ ABOUT: dict[str, str] = {
 }
 
 
-@dataclass
-class Found:
+class Found(Struct):
     """What one check's code reads and suggests."""
 
     reads: set[str] = field(default_factory=set)

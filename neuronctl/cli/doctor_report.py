@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
 
 from neuronctl._version import __version__
 from neuronctl.cli.common import echo_target
@@ -196,8 +197,7 @@ def print_text(report: DoctorReport, console: Any, *, verbose: int, quiet: bool)
         console.print(Text(f"note: {note}", style="dim"), soft_wrap=True)
 
 
-@dataclass(frozen=True)
-class DoctorView:
+class DoctorView(Struct, frozen=True):
     """`neuronctl doctor`'s result: the report, the target it checked, what --slurm-drain
     did (None without it), and the release setting (None: not resolved from the settings)."""
 

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
 
 from neuronctl.redact import redact
 
@@ -14,8 +15,7 @@ if TYPE_CHECKING:
     from neuronctl.ops.target_env import TargetPython
 
 
-@dataclass(frozen=True)
-class EnvView:
+class EnvView(Struct, frozen=True):
     """`neuronctl env`: the report's JSON form, and the target it describes."""
 
     data: dict[str, Any]

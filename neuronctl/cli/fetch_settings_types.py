@@ -6,7 +6,6 @@ says."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,8 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["DownloadSettings", "ReleasesUpdateSettings"]
 
 
-@dataclass(frozen=True)
-class DownloadSettings(Typed):
+class DownloadSettings(Typed, frozen=True, dict=True):
     """`download`: the lock and the targets as typed (else the lock's own), each request's time
     limit, and the config's and the environment's indexes (no flags here)."""
 
@@ -47,8 +45,7 @@ class DownloadSettings(Typed):
         return checked(self.invocation.value("timeout"), float, "timeout")
 
 
-# adds no field, so no @dataclass of its own: see neuronctl.cli.settings_types
-class ReleasesUpdateSettings(Typed):
+class ReleasesUpdateSettings(Typed, frozen=True, dict=True):
     """`releases update`: where release data is fetched from (a trust root)."""
 
     @cached_property

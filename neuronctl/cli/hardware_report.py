@@ -3,8 +3,9 @@ JSON; registered in cli/render.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
 
 from neuronctl.cli.common import echo_target
 from neuronctl.cli.output import JsonError, outcome_words, to_json_text
@@ -51,8 +52,7 @@ def hardware_json(report: HardwareReport, printer: Printer) -> None:
     printer.json({"hardware": report.to_json()})
 
 
-@dataclass(frozen=True)
-class ProbeView:
+class ProbeView(Struct, frozen=True):
     """`neuronctl probe`'s result: the tiers, in the target it chose."""
 
     report: ProbeReport
@@ -86,8 +86,7 @@ def probe_json(view: ProbeView, printer: Printer) -> None:
     printer.json({"probe": view.report.to_json(), "target": view.target.to_json()})
 
 
-@dataclass(frozen=True)
-class SmokeView:
+class SmokeView(Struct, frozen=True):
     """`neuronctl smoke`'s result: the run, in the target it chose."""
 
     outcome: SmokeOutcome
@@ -174,8 +173,7 @@ def print_smoke(view: SmokeView, printer: Printer) -> None:
     console.print(f"[red]fail[/]: {escape(outcome_words(report.outcome, report.detail))}")
 
 
-@dataclass(frozen=True)
-class BundleView:
+class BundleView(Struct, frozen=True):
     """`neuronctl bundle`'s result: the archive, and the target it gathered."""
 
     outcome: BundleOutcome

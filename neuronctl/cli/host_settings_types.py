@@ -7,10 +7,11 @@ needs none of them (install, lock, releases ...) does not create their classes o
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from msgspec.structs import replace
 
 from neuronctl.cli.setting_options import CommandSettings
 from neuronctl.cli.settings_types import (
@@ -30,8 +31,7 @@ __all__ = ["CostSettings", "DoctorSettings", "EnvSettings", "FleetDoctorSettings
            "ProbeSettings", "SetupSettings", "SmokeSettings", "SysrootSettings"]
 
 
-@dataclass(frozen=True)
-class SysrootSettings(Typed):
+class SysrootSettings(Typed, frozen=True):
     """`detect`, `bundle`: the `--sysroot` typed (NEURONCTL_SYSROOT where it is not)."""
 
     sysroot: Path | None = None
@@ -41,8 +41,7 @@ class SysrootSettings(Typed):
         return cls(invocation, typed(invocation, "sysroot", Path))
 
 
-# adds no field, so no @dataclass of its own: see neuronctl.cli.settings_types
-class EnvSettings(SysrootSettings):
+class EnvSettings(SysrootSettings, frozen=True, dict=True):
     """`env`: collect_env's time limit and the sysroot."""
 
     @classmethod
@@ -54,8 +53,7 @@ class EnvSettings(SysrootSettings):
         return seconds_or_none(self.invocation, "check_timeout")
 
 
-# adds no field, so no @dataclass of its own: see neuronctl.cli.settings_types
-class ProbeSettings(Typed):
+class ProbeSettings(Typed, frozen=True, dict=True):
     """`probe`: its run's time limit and the device it probes."""
 
     @cached_property
@@ -67,8 +65,7 @@ class ProbeSettings(Typed):
         return checked(self.invocation.value("device"), str, "device")
 
 
-@dataclass(frozen=True)
-class SmokeSettings(ProbeSettings):
+class SmokeSettings(ProbeSettings, frozen=True, dict=True):
     """`smoke`: the model (`--model` as typed; else the config's, with its file), the device and
     the whole run's time limit."""
 
@@ -92,8 +89,7 @@ class SmokeSettings(ProbeSettings):
         return seconds_or_none(self.invocation, "run_timeout")
 
 
-@dataclass(frozen=True)
-class DoctorSettings(SysrootSettings):
+class DoctorSettings(SysrootSettings, frozen=True, dict=True):
     """`doctor`: everything its request says, resolved in the order the request reads it."""
 
     manifest: Path | None = None
@@ -150,8 +146,7 @@ class DoctorSettings(SysrootSettings):
         return seconds_or_none(self.invocation, "check_timeout")
 
 
-@dataclass(frozen=True)
-class SetupSettings(SysrootSettings):
+class SetupSettings(SysrootSettings, frozen=True, dict=True):
     """`setup`: the release and sysroot as typed, and the repository (a trust root)."""
 
     release: str | None = None
@@ -166,8 +161,7 @@ class SetupSettings(SysrootSettings):
         return optional_setting(self.invocation.resolve("system_repo"), str, "system_repo")
 
 
-@dataclass(frozen=True)
-class InitSettings(Typed):
+class InitSettings(Typed, frozen=True):
     """`init`: only what is typed (the file keeps what it has otherwise)."""
 
     release: str | None = None
@@ -182,8 +176,7 @@ class InitSettings(Typed):
                    given.values("python_versions"), given.values("platforms"))
 
 
-# adds no field, so no @dataclass of its own: see neuronctl.cli.settings_types
-class FleetDoctorSettings(Typed):
+class FleetDoctorSettings(Typed, frozen=True, dict=True):
     """`fleet doctor`: the srun step's time limit (a flag only)."""
 
     @cached_property
@@ -191,8 +184,7 @@ class FleetDoctorSettings(Typed):
         return seconds_or_none(self.invocation, "run_timeout")
 
 
-@dataclass(frozen=True)
-class CostSettings(Typed):
+class CostSettings(Typed, frozen=True, dict=True):
     """`cost`: the `--price` rows typed, and the config's prices table beside them."""
 
     prices: tuple[str, ...] = ()

@@ -3,8 +3,9 @@ cli/render.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 from neuronctl.ops.lock.outcome import LockOutcome
 from neuronctl.redact import redact
@@ -13,8 +14,7 @@ if TYPE_CHECKING:
     from neuronctl.cli.printer import Printer
 
 
-@dataclass(frozen=True)
-class CheckView:
+class CheckView(Struct, frozen=True):
     """`neuronctl lock --check`: the lock against the request, and the command that refreshes it."""
 
     outcome: LockOutcome

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
+from msgspec import Struct
 
 from neuronctl.atomic import write_text_atomic
 from neuronctl.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, NeuronctlError
@@ -24,8 +24,7 @@ from neuronctl.redact import redact
 JSON_SCHEMA = 1
 
 
-@dataclass(frozen=True)
-class JsonError:
+class JsonError(Struct, frozen=True):
     """The `error` object of a failed command's JSON document (text already redacted)."""
 
     kind: str
@@ -106,8 +105,7 @@ def to_json_text(payload: Mapping[str, Any], error: JsonError | None = None) -> 
     return dump_json(envelope(payload, command_name(), error))
 
 
-@dataclass(frozen=True)
-class HeldJson:
+class HeldJson(Struct, frozen=True):
     """A command's JSON payload, held for the error boundary to write once the command ends."""
 
     payload: Mapping[str, Any]

@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
 
 import click
+from msgspec import Struct
 
 from neuronctl.cli.output import HeldJson, command_name, dump_json, envelope
 from neuronctl.cli.terminal import PIPE_WIDTH, TerminalStream, is_tty, safe_console, terminal_text
@@ -35,8 +35,7 @@ def colour_wanted(stream: Any, *, no_color: bool, environ: Mapping[str, str] | N
     return is_tty(stream)
 
 
-@dataclass
-class Printer:
+class Printer(Struct):
     """How this invocation writes: -v, -q, --no-color and JSON mode (--json or --format json,
     noticed by cli/main.py), and the JSON document held for the error boundary."""
 

@@ -4,8 +4,9 @@ update (text and JSON; registered in cli/render.py)."""
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 from neuronctl.cli.output import print_line, print_table
 from neuronctl.cli.terminal import terminal_text
@@ -18,15 +19,13 @@ if TYPE_CHECKING:  # listing and showing releases never load the import/update o
     from neuronctl.release.provenance import ValueEntry
 
 
-@dataclass(frozen=True)
-class ReleaseList:
+class ReleaseList(Struct, frozen=True):
     """`neuronctl releases`: the releases a manifest holds, newest first."""
 
     manifest: Manifest
 
 
-@dataclass(frozen=True)
-class ReleaseView:
+class ReleaseView(Struct, frozen=True):
     """`neuronctl releases show`: one release; `entries`, with --sources: each value's source."""
 
     manifest: Manifest

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
@@ -24,6 +23,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import click
 from click.core import ParameterSource
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from neuronctl.settings import Flag, Setting
 from neuronctl.settings_table import BY_NAME, Spec, seconds
@@ -93,8 +94,7 @@ def setting_option(name: str, *, old: bool = False, required: bool = False) -> C
     return apply
 
 
-@dataclass(frozen=True)
-class Given:
+class Given(Struct, frozen=True):
     """The setting flags of one invocation as the user typed them (an old spelling too), by
     setting name: the flag's value and spelling; a flag left out is absent."""
 
@@ -115,8 +115,7 @@ class Given:
         return None if flag is None else flag.value
 
 
-@dataclass(frozen=True)
-class CommandSettings:
+class CommandSettings(Struct, frozen=True, dict=True):
     """One command's settings: what was typed, and the rule over this invocation's environment
     and config files that resolves each when the command asks for it (a setting the command
     never reads never reads its config value, so a bad one there is not its error)."""

@@ -14,16 +14,17 @@ Here: the base every command's builds on, and the root's and `releases`'. The st
 (lock, install) share theirs (neuronctl.cli.stack_settings_types); the commands that look at a
 host or an environment have theirs in neuronctl.cli.host_settings_types; `download` and
 `releases update` theirs in neuronctl.cli.fetch_settings_types. A command imports only its own:
-each class costs its creation at import, on every run. A command's class that adds no field to
-the one it extends is a plain subclass, not decorated again (as the reporter's Note and Warn):
-it inherits the frozen dataclass's __init__, __eq__, __hash__ and __repr__, which go by the
-instance's own class, and a second @dataclass would only generate them again (~0.4 ms each)."""
+each class costs its creation at import, on every run (a msgspec Struct: made in C, where a
+dataclass's methods were compiled from source, ~0.6 ms a class; neuronctl.records says why). A
+command's class that adds no field to the one it extends says only `frozen=True` (for mypy: msgspec
+inherits it), as the reporter's Note and Warn do."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from msgspec import Struct
 
 from neuronctl.cli.setting_options import CommandSettings
 from neuronctl.settings import Setting
@@ -72,8 +73,7 @@ def seconds_or_none(invocation: CommandSettings, name: str) -> float | None:
     return maybe(invocation.value(name), float, name)
 
 
-@dataclass(frozen=True)
-class Typed:
+class Typed(Struct, frozen=True):
     """What every command's settings hold: the invocation the typed fields are resolved from."""
 
     invocation: CommandSettings
@@ -89,8 +89,7 @@ class Typed:
 
 # -- the commands' own ------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class ManifestSettings(Typed):
+class ManifestSettings(Typed, frozen=True):
     """`neuronctl`, `releases`, `releases show`: the `--manifest` typed (app.manifest resolves
     the rest: NEURONCTL_MANIFEST, the user's config)."""
 

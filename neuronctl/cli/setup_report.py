@@ -4,9 +4,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 if TYPE_CHECKING:
     from neuronctl.cli.printer import Printer
@@ -15,23 +16,20 @@ if TYPE_CHECKING:
     from neuronctl.ops.setup.model import SetupPlan
 
 
-@dataclass(frozen=True)
-class PlanView:
+class PlanView(Struct, frozen=True):
     """`neuronctl setup`: the plan, not applied."""
 
     plan: SetupPlan
 
 
-@dataclass(frozen=True)
-class ApplyView:
+class ApplyView(Struct, frozen=True):
     """`neuronctl setup --yes`: the plan and what applying it did."""
 
     plan: SetupPlan
     outcome: ApplyOutcome
 
 
-@dataclass(frozen=True)
-class DockerfileView:
+class DockerfileView(Struct, frozen=True):
     """`neuronctl setup --dockerfile`: the text, and the file it went to (or None: stdout)."""
 
     release: str

@@ -7,10 +7,11 @@ it. `stack()` is the typed input the lock operations take (neuronctl.ops.lock.St
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from msgspec import Struct
 
 from neuronctl.cli.setting_options import CommandSettings, Given
 from neuronctl.cli.settings_types import Typed, checked, maybe, seconds_or_none, texts, typed
@@ -22,8 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["InstallSettings", "LockSettings", "StackCommandSettings", "TypedStack"]
 
 
-@dataclass(frozen=True)
-class TypedStack:
+class TypedStack(Struct, frozen=True):
     """The request flags as the user typed them (lock --check's refresh command repeats them;
     install passes its --with on as typed)."""
 
@@ -43,8 +43,7 @@ class TypedStack:
                    given.values("python_versions"), given.values("platforms"))
 
 
-@dataclass(frozen=True)
-class StackCommandSettings(Typed):
+class StackCommandSettings(Typed, frozen=True, dict=True):
     """What lock and install share: the stack they ask for, and each request's time limit."""
 
     typed: TypedStack = TypedStack()
@@ -81,8 +80,7 @@ class StackCommandSettings(Typed):
         return checked(self.invocation.value("timeout"), float, "timeout")
 
 
-# adds no field, so no @dataclass of its own: see neuronctl.cli.settings_types
-class LockSettings(StackCommandSettings):
+class LockSettings(StackCommandSettings, frozen=True, dict=True):
     """`lock`: the request settings, the targets, and config `lock` (its -o default)."""
 
     @classmethod
@@ -95,8 +93,7 @@ class LockSettings(StackCommandSettings):
         return self._rules.config_text("lock")
 
 
-@dataclass(frozen=True)
-class InstallSettings(StackCommandSettings):
+class InstallSettings(StackCommandSettings, frozen=True, dict=True):
     """`install`: the request settings (its target is its interpreter's), the lock and sysroot
     as typed, the engine, the device, and the doctor's time limit afterwards."""
 

@@ -21,10 +21,11 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
 
 from neuronctl._version import __version__
 from neuronctl.errors import FaultError
@@ -37,8 +38,7 @@ HOST_MASK = "<host>"
 _HOST_CHARS = re.compile(r"[^A-Za-z0-9.-]+")
 
 
-@dataclass(frozen=True)
-class BundleRequest:
+class BundleRequest(Struct, frozen=True):
     """What `neuronctl bundle` was asked: the archive, the interpreter and root to describe."""
 
     output: Path | None
@@ -52,8 +52,7 @@ class BundleRequest:
     items: Sequence[Item] = ITEMS
 
 
-@dataclass(frozen=True)
-class ItemRecord:
+class ItemRecord(Struct, frozen=True):
     """How one member of a bundle was gathered, as its index records it."""
 
     file: str
@@ -71,8 +70,7 @@ class ItemRecord:
                 "seconds": self.seconds}
 
 
-@dataclass(frozen=True)
-class BundleOutcome:
+class BundleOutcome(Struct, frozen=True):
     """The bundle written: its path, size, and each member's record."""
 
     path: Path

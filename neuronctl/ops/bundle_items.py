@@ -12,8 +12,9 @@ import re
 import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from neuronctl.errors import NeuronctlError
 from neuronctl.probes.device_holders import find_device_holders
@@ -22,6 +23,7 @@ from neuronctl.probes.system_facts import read_bounded, read_device_access, read
 from neuronctl.probes.system_packages import find_runtime_libraries, read_system_packages
 from neuronctl.probes.target_run import script_path
 from neuronctl.probes.tools import SYSROOT_TOOLS_REFUSED, run_capped, sysroot_tools_allowed
+from neuronctl.records import asdict
 from neuronctl.safety import contained
 from neuronctl.tomlfile import loads_toml
 
@@ -43,8 +45,7 @@ class Unavailable(Exception):
         self.status = status
 
 
-@dataclass(frozen=True)
-class Gathered:
+class Gathered(Struct, frozen=True):
     """The text one bundle item gathered, where it came from, and whether it is whole."""
 
     text: str
@@ -55,8 +56,7 @@ class Gathered:
     """Only part of it is there (a tool that failed after printing something)."""
 
 
-@dataclass(frozen=True)
-class Context:
+class Context(Struct, frozen=True):
     """What every bundle item gathers from: the root, the interpreter, how to run neuronctl."""
 
     root: SysRoot
@@ -68,8 +68,7 @@ class Context:
     workdir: Path
 
 
-@dataclass(frozen=True)
-class Item:
+class Item(Struct, frozen=True):
     """One member of a bundle: its file name, how it is gathered, its time and size caps."""
 
     name: str

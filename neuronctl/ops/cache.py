@@ -19,7 +19,8 @@ import os
 import stat
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from neuronctl.errors import InputError
 from neuronctl.probes.compile_cache import (
@@ -35,8 +36,7 @@ TRASH = ".neuronctl-trash"
 DAY_S = 86400.0
 
 
-@dataclass(frozen=True)
-class CacheReport:
+class CacheReport(Struct, frozen=True):
     """Every cache the environment uses, and the compiler version that is current."""
 
     caches: tuple[CacheState, ...]
@@ -45,8 +45,7 @@ class CacheReport:
     compiler_source: str
 
 
-@dataclass(frozen=True)
-class PruneItem:
+class PruneItem(Struct, frozen=True):
     """One entry `prune` removes: which cache, which entry, why, how big."""
 
     cache: str
@@ -64,8 +63,7 @@ class PruneItem:
         return display_name(self.name)
 
 
-@dataclass(frozen=True)
-class PruneOutcome:
+class PruneOutcome(Struct, frozen=True):
     """What prune did (or would do, in a dry run) and what it left alone."""
 
     items: tuple[PruneItem, ...]

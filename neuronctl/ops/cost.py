@@ -12,13 +12,15 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from neuronctl.data import bundled_text
 from neuronctl.errors import InputError
 from neuronctl.probes.target_run import printable
+from neuronctl.records import asdict
 from neuronctl.safety import open_regular
 
 INSTANCE_ACCELERATORS: Mapping[str, int] = {
@@ -35,8 +37,7 @@ SMOKE_FILE_CAP = 4 * 1024 * 1024
 FORMULA = "usd_per_million_tokens = (1e6 / tokens_per_s) * (usd_per_hour / 3600)"
 
 
-@dataclass(frozen=True)
-class Price:
+class Price(Struct, frozen=True):
     """One instance type's hourly price, its kind of rate and where it came from."""
 
     instance: str
@@ -137,8 +138,7 @@ def cost_per_million_tokens(tokens_per_s: float, usd_per_hour: float) -> float:
     return (1e6 / tokens_per_s) * (usd_per_hour / 3600)
 
 
-@dataclass(frozen=True)
-class Job:
+class Job(Struct, frozen=True):
     """A job of a given size at one price: its tokens, hours and dollars."""
 
     tokens: float
@@ -158,8 +158,7 @@ def job_cost(tokens_per_s: float, usd_per_hour: float, *, tokens: float | None =
     return Job(tokens, hours, hours * usd_per_hour)
 
 
-@dataclass(frozen=True)
-class CostRow:
+class CostRow(Struct, frozen=True):
     """What one instance type costs per million tokens (and per job) at the throughput given."""
 
     price: Price
@@ -211,8 +210,7 @@ def device_warnings(measured_on: str | None, instances: Sequence[str]) -> tuple[
     return tuple(warnings)
 
 
-@dataclass(frozen=True)
-class CostRequest:
+class CostRequest(Struct, frozen=True):
     """What `neuronctl cost` was asked: the throughput, instances, prices, job size."""
 
     tokens_per_s: float
@@ -227,8 +225,7 @@ class CostRequest:
     """The device a smoke report's throughput was measured on (neuron, cuda, cpu); None: given."""
 
 
-@dataclass(frozen=True)
-class CostOutcome:
+class CostOutcome(Struct, frozen=True):
     """The cost table for the throughput given, one row per instance type."""
 
     tokens_per_s: float

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+import msgspec
+from msgspec import Struct, field
 
 from neuronctl.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, InputError
 from neuronctl.ops.coverage_table import HOW_TO_GET, OpTable, read_table
@@ -30,8 +32,7 @@ ARCH = re.compile(r"[A-Za-z0-9_-]{1,80}")
 Class = Literal["native", "cpu_fallback", "unsupported", "unknown"]
 
 
-@dataclass(frozen=True)
-class CoverageRequest:
+class CoverageRequest(Struct, frozen=True):
     """What `neuronctl coverage` was asked: one model source, how to build and run it."""
 
     python: str
@@ -51,8 +52,7 @@ class CoverageRequest:
     cwd: Path | None = None
 
 
-@dataclass(frozen=True)
-class Operator:
+class Operator(Struct, frozen=True):
     """One ATen overload the model ran, classified."""
 
     op: str
@@ -66,8 +66,7 @@ class Operator:
                 "dtypes": list(self.dtypes)}
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(Struct, frozen=True):
     """Where the classes came from: a table file, the target's backend, or nowhere."""
 
     kind: Literal["table", "backend", "none"]
@@ -78,8 +77,7 @@ class Source:
         return {"kind": self.kind, "detail": self.detail, "torch_neuronx": self.torch_neuronx}
 
 
-@dataclass(frozen=True)
-class Summary:
+class Summary(Struct, frozen=True):
     """How many operators fall in each class."""
 
     total: int = 0
@@ -95,11 +93,10 @@ class Summary:
         return Summary(len(operators), **counts)
 
     def to_json(self) -> dict[str, int]:
-        return dict(self.__dict__)
+        return msgspec.structs.asdict(self)
 
 
-@dataclass(frozen=True)
-class ModelCoverage:
+class ModelCoverage(Struct, frozen=True):
     """One model's operators, classified."""
 
     model: str
@@ -140,8 +137,7 @@ class ModelCoverage:
                 "cpu_ms": self.cpu_ms, "confirm": self.confirm}
 
 
-@dataclass(frozen=True)
-class CoverageOutcome:
+class CoverageOutcome(Struct, frozen=True):
     """How `neuronctl coverage` ended: the classified model, or why there is none."""
 
     outcome: str

@@ -10,9 +10,10 @@ the backend installed in a target, the table that `--table` reads elsewhere.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from neuronctl.errors import EXIT_FAILED, EXIT_OK, InputError
 from neuronctl.ops.coverage import (
@@ -29,8 +30,7 @@ DEFAULT_MEMORY_MB = 16 * 1024
 TABLE_TIMEOUT = 300.0
 
 
-@dataclass(frozen=True)
-class SweepRequest:
+class SweepRequest(Struct, frozen=True):
     """What `coverage --all` was asked: how to build each architecture, which, and the bounds."""
 
     python: str
@@ -46,8 +46,7 @@ class SweepRequest:
     strict: bool = False
 
 
-@dataclass(frozen=True)
-class ArchResult:
+class ArchResult(Struct, frozen=True):
     """One architecture of the sweep: its coverage, or why it has none."""
 
     name: str
@@ -77,8 +76,7 @@ class ArchResult:
         return data
 
 
-@dataclass(frozen=True)
-class SweepOutcome:
+class SweepOutcome(Struct, frozen=True):
     """How the sweep ended: each architecture's result, and where the classes came from."""
 
     outcome: str
@@ -161,8 +159,7 @@ def run_sweep(request: SweepRequest, reporter: Reporter) -> SweepOutcome:
                         found.transformers, request.strict)
 
 
-@dataclass(frozen=True)
-class TableOutcome:
+class TableOutcome(Struct, frozen=True):
     """`coverage table`'s result: the table document, or why there is none."""
 
     outcome: str

@@ -18,10 +18,11 @@ import io
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from neuronctl.errors import InputError
 from neuronctl.safety import read_regular
@@ -35,8 +36,7 @@ HOW_TO_GET = ("no Neuron backend in the target and no --table: run `neuronctl co
               "--python PY -o ops.json` once on a Neuron host, commit it, and pass --table ops.json")
 
 
-@dataclass(frozen=True)
-class OpTable:
+class OpTable(Struct, frozen=True):
     """A table's classes by key ('aten::mm' or 'aten::mm.default'), and where it came from."""
 
     path: str

@@ -15,9 +15,10 @@ import platform
 import re
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
 
 from neuronctl._version import __version__
 from neuronctl.probes.hardware import HardwareReport, detect_hardware
@@ -60,8 +61,7 @@ def relevant_environ(environ: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-@dataclass(frozen=True)
-class EnvReport:
+class EnvReport(Struct, frozen=True):
     """The bug-report sections, in the order they are shown."""
 
     neuronctl: str

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from msgspec import Struct, field
 
 from neuronctl.errors import InputError
 from neuronctl.routing import IndexRouting, load_default_routing, parse_assignment, unknown_index
@@ -23,8 +24,7 @@ if TYPE_CHECKING:
 INDEX_ENV_PREFIX = "NEURONCTL_INDEX_"
 
 
-@dataclass(frozen=True)
-class _IndexSetting:
+class _IndexSetting(Struct, frozen=True):
     """One index the user named, and where (an env var, the config, --index) for its errors."""
 
     name: str
@@ -47,8 +47,7 @@ def _env_settings(env: Mapping[str, str], known: Sequence[str]) -> list[_IndexSe
     return out
 
 
-@dataclass(frozen=True)
-class IndexSources:
+class IndexSources(Struct, frozen=True):
     """The user's index and route settings, each layer apart: the config's tables (and the file
     they are in), the environment, and the flags. Resolved by neuronctl.settings' rule, env over
     config, within the layering route_indexes applies."""

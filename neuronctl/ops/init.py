@@ -13,9 +13,10 @@ from __future__ import annotations
 import errno
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from neuronctl.atomic import write_text_atomic
 from neuronctl.config import validate
@@ -28,8 +29,7 @@ from neuronctl.safety import open_regular
 from neuronctl.tomlfile import MAX_TOML_BYTES
 
 
-@dataclass(frozen=True)
-class InitRequest:
+class InitRequest(Struct, frozen=True):
     """What `neuronctl init` was asked: the pyproject.toml and the stack to record."""
 
     pyproject: Path
@@ -40,8 +40,7 @@ class InitRequest:
     platforms: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class InitOutcome:
+class InitOutcome(Struct, frozen=True):
     """What `neuronctl init` did to the pyproject.toml: created, the keys it set."""
 
     path: Path

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
+
+from msgspec import Struct
 
 from neuronctl.atomic import write_text_atomic
 from neuronctl.errors import FaultError, InputError
@@ -25,8 +26,7 @@ from neuronctl.routing import redact_url
 from neuronctl.settings import secure_url
 
 
-@dataclass(frozen=True)
-class ReleasesImport:
+class ReleasesImport(Struct, frozen=True):
     """An AWS release table converted to a neuronctl manifest, and where it was written."""
 
     source: Path
@@ -67,8 +67,7 @@ DEFAULT_MANIFEST_URL = ("https://raw.githubusercontent.com/aws-neuron/aws-neuron
 FETCH_TIMEOUT_S = 30.0
 
 
-@dataclass(frozen=True)
-class ReleasesUpdate:
+class ReleasesUpdate(Struct, frozen=True):
     """What `releases update` fetched, found and stored."""
 
     source: str

@@ -1,7 +1,7 @@
 """How an operation tells the outside what is happening while it runs.
 
 Operations never print: they hand typed events and progress to a Reporter. Each event is a
-small frozen dataclass (StepStarted, StepDone, Note, Warn, Info, Waiting, Status): what it
+small frozen record (StepStarted, StepDone, Note, Warn, Info, Waiting, Status): what it
 carries is in its fields, and the CLI's reporter (cli/progress.py) renders each by its type.
 A test's `CollectingReporter` keeps them, so a test can wait for an event instead of sleeping.
 An operation with more to say declares its own subclass beside it (install's PlanReady carries
@@ -12,60 +12,57 @@ never runs that operation does not create the class.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import ClassVar, Literal, Protocol
+
+from msgspec import Struct
 
 EventKind = Literal["info", "note", "warning", "waiting", "step", "done", "status"]
 
 
-@dataclass(frozen=True)
-class Line:
+class Line(Struct, frozen=True):
     """What every event has: one line that says it, and its kind (how a renderer files it)."""
 
     message: str
     kind: ClassVar[EventKind] = "info"
 
 
-@dataclass(frozen=True)
-class StepStarted(Line):
+class StepStarted(Line, frozen=True):
     """A step of the operation begins (`step` names it, for a handler; `message` says it)."""
 
     step: str = ""
     kind: ClassVar[EventKind] = "step"
 
 
-@dataclass(frozen=True)
-class StepDone(Line):
+class StepDone(Line, frozen=True):
     """A step, or the whole operation, is done; `message` says how it ended."""
 
     step: str = ""
     kind: ClassVar[EventKind] = "done"
 
 
-class Note(Line):
+class Note(Line, frozen=True):
     """Something worth knowing that changes nothing (stderr, `note: ...`)."""
 
     kind: ClassVar[EventKind] = "note"
 
 
-class Warn(Line):
+class Warn(Line, frozen=True):
     """Something that may be wrong (stderr, `warning: ...`)."""
 
     kind: ClassVar[EventKind] = "warning"
 
 
-class Info(Line):
+class Info(Line, frozen=True):
     """A plain result line ("wrote pylock.toml"), for stdout."""
 
 
-class Waiting(Line):
+class Waiting(Line, frozen=True):
     """The operation waits on something outside it (a lock, a server)."""
 
     kind: ClassVar[EventKind] = "waiting"
 
 
-@dataclass(frozen=True)
-class Status(Line):
+class Status(Line, frozen=True):
     """What the operation is doing right now ("checks: 3 of 16 done; running device.probe"),
     for a live status line on a terminal; each replaces the one before, and a renderer without
     a terminal drops them (they are never a result)."""
@@ -76,8 +73,7 @@ class Status(Line):
     kind: ClassVar[EventKind] = "status"
 
 
-@dataclass(frozen=True)
-class Written(StepDone):
+class Written(StepDone, frozen=True):
     """A file the operation wrote (an imported manifest, the stored release data, a config)."""
 
     path: str = ""

@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 import socket
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 from neuronctl import proc
 from neuronctl.errors import FaultError, InputError
@@ -67,8 +68,7 @@ def drain_triggers(checks: Iterable[CheckResult], drain_on: str, strict: bool = 
 ScontrolRunner = Callable[[list[str], float], tuple[int, str, str]]
 
 
-@dataclass(frozen=True)
-class NodeState:
+class NodeState(Struct, frozen=True):
     """A Slurm node's state and reason, as scontrol shows them."""
 
     state: str  # scontrol's State=, e.g. IDLE, IDLE+DRAIN, MIXED+DRAIN
@@ -79,8 +79,7 @@ class NodeState:
         return "DRAIN" in self.state.upper()
 
 
-@dataclass(frozen=True)
-class DrainOutcome:
+class DrainOutcome(Struct, frozen=True):
     """What the doctor did to its Slurm node (drain, resume or nothing) and why."""
 
     node: str

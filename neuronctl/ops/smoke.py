@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from neuronctl.devices import DEVICES
 from neuronctl.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, InputError
@@ -26,8 +27,7 @@ _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
 MODEL_SPEC = re.compile(rf"(?P<module>{_DOTTED}):(?P<factory>{_DOTTED})")
 
 
-@dataclass(frozen=True)
-class SmokeStarted(StepStarted):
+class SmokeStarted(StepStarted, frozen=True):
     """The smoke run begins: which model, on which device. Declared here, with the one
     operation that emits it, so no other command creates the class (issue 36)."""
 
@@ -35,15 +35,13 @@ class SmokeStarted(StepStarted):
     device: str = ""
 
 
-@dataclass(frozen=True)
-class SmokeDone(StepDone):
+class SmokeDone(StepDone, frozen=True):
     """The smoke run ended, with its outcome label (ok, failed, bad-input, timeout...)."""
 
     outcome: str = ""
 
 
-@dataclass(frozen=True)
-class SmokeRequest:
+class SmokeRequest(Struct, frozen=True):
     """What `neuronctl smoke` was asked: the model, the device, the steps to run."""
 
     python: str
@@ -65,8 +63,7 @@ class SmokeRequest:
     """Where the target runs (MODULE:FACTORY is importable from there); default: ours."""
 
 
-@dataclass(frozen=True)
-class SmokeOutcome:
+class SmokeOutcome(Struct, frozen=True):
     """A smoke run's report, with the exit code it means."""
 
     report: SmokeReport

@@ -8,9 +8,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from neuronctl.errors import InputError
 from neuronctl.probes.pyenv import resolve_python
@@ -21,8 +22,7 @@ CWD_VENV = "./.venv in the working directory"
 GIVEN = "--python"
 
 
-@dataclass(frozen=True)
-class TargetPython:
+class TargetPython(Struct, frozen=True):
     """The target interpreter: the Python a command works on, and why it was chosen."""
 
     python: str

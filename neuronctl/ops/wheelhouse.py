@@ -24,9 +24,10 @@ import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
 
 from neuronctl.errors import FaultError, InputError
 from neuronctl.locked_file import LockedFile
@@ -44,8 +45,7 @@ WORKERS = 4
 LABEL_WIDTH = 28
 
 
-@dataclass(frozen=True)
-class DownloadRequest:
+class DownloadRequest(Struct, frozen=True):
     """What `neuronctl download` was asked: the lock, the wheelhouse folder, the targets."""
 
     lock: Path
@@ -58,8 +58,7 @@ class DownloadRequest:
     timeout: float = 30.0
 
 
-@dataclass(frozen=True)
-class FileOutcome:
+class FileOutcome(Struct, frozen=True):
     """What `neuronctl download` did with one wheel: downloaded, already present, replaced."""
 
     file: LockedFile
@@ -72,8 +71,7 @@ class FileOutcome:
                 "status": self.status}
 
 
-@dataclass(frozen=True)
-class DownloadOutcome:
+class DownloadOutcome(Struct, frozen=True):
     """The wheelhouse filled, and what happened to each file."""
 
     dest: Path

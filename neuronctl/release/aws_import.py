@@ -8,11 +8,11 @@ release gets it, the others have no date (shown as unknown).
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable
 
+from msgspec.structs import replace
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -162,7 +162,7 @@ def convert_n2(data: object, source: str) -> Manifest:
             meta[key] = value
     if "manifest_date" in meta and "manifest_version" in meta:
         date = _iso_date(top, meta["manifest_date"])
-        releases = [dataclasses.replace(r, date=date) if _same_version(r.version, meta["manifest_version"])
+        releases = [replace(r, date=date) if _same_version(r.version, meta["manifest_version"])
                     else r for r in releases]
     return Manifest(tuple(releases), source, origin="imported", generated_from=meta)
 

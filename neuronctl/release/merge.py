@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from msgspec import Struct
 from packaging.version import Version
 
 from neuronctl.release.manifest import parse_manifest
@@ -29,8 +29,7 @@ from neuronctl.release.model import Manifest
 UPDATE_SOURCE = "releases-update"
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(Struct, frozen=True):
     """One value of one release: in use and fetched (None: not published / absent)."""
 
     release: str
@@ -54,8 +53,7 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-@dataclass(frozen=True)
-class Merge:
+class Merge(Struct, frozen=True):
     """What an update found and the data it leads to."""
 
     data: dict[str, Any]

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal, overload
 
+from msgspec import Struct, field
+from msgspec.structs import force_setattr
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
@@ -36,8 +37,7 @@ RuleKind = Literal["support", "os", "runtime"]
 KINDS: tuple[str, ...] = ("support", "os", "runtime")
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(Struct, frozen=True):
     """One public source: its address, when it was read, and its title."""
 
     id: str
@@ -52,8 +52,7 @@ class Source:
         return f"{self.url} (read {self.read})"
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(Struct, frozen=True):
     """One documented rule: where it applies, what it needs, AWS's words and the source id."""
 
     id: str
@@ -83,8 +82,7 @@ class Rule:
                 "source": self.source, "severity": self.severity}
 
 
-@dataclass(frozen=True)
-class Artifact:
+class Artifact(Struct, frozen=True):
     """One package version a release lists, with the chips and Pythons it is built for."""
 
     name: str
@@ -97,8 +95,7 @@ class Artifact:
                 "python": list(self.python)}
 
 
-@dataclass(frozen=True)
-class Framework:
+class Framework(Struct, frozen=True):
     """A PyTorch line of a release: which torch-neuronx build pairs with which torch."""
 
     flavour: Literal["native", "xla"]
@@ -112,8 +109,7 @@ class Framework:
                 "chips": list(self.chips), "python": list(self.python)}
 
 
-@dataclass(frozen=True)
-class Release:
+class Release(Struct, frozen=True):
     """One Neuron release: the versions it pins, the chips and Pythons it supports."""
 
     version: str
@@ -250,8 +246,7 @@ class OnDemand(Sequence[Release]):
         return f"OnDemand({len(self)} releases, {self.built} built)"
 
 
-@dataclass(frozen=True)
-class Manifest:
+class Manifest(Struct, frozen=True):
     """The Neuron releases neuronctl knows (bundled or a --manifest file), newest first."""
 
     releases: Sequence[Release]
@@ -274,7 +269,7 @@ class Manifest:
     def __post_init__(self) -> None:
         if not isinstance(self.releases, OnDemand):  # built newest first
             ordered = tuple(sorted(self.releases, key=lambda r: r.key, reverse=True))
-            object.__setattr__(self, "releases", ordered)
+            force_setattr(self, "releases", ordered)
 
     @property
     def latest(self) -> Release:

@@ -10,14 +10,14 @@ that only parses the data does not create this module's ValueEntry).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from neuronctl.release.model import Release, Source
 
 
-@dataclass(frozen=True)
-class ValueEntry:
+class ValueEntry(Struct, frozen=True):
     """One value of a release: its key, its text, and its source (None: not published)."""
 
     key: str

@@ -7,8 +7,8 @@ downgrade every host to it."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 
+from msgspec import Struct
 from packaging.version import InvalidVersion, Version
 
 from neuronctl.errors import InputError
@@ -18,8 +18,7 @@ COMPILER = "neuronx-cc"
 TORCH_NEURONX = "torch-neuronx"
 
 
-@dataclass(frozen=True)
-class Rollback:
+class Rollback(Struct, frozen=True):
     """`release` pins `package` at `version`, older than `earlier`'s `earlier_version`."""
 
     release: str

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from msgspec import Struct
 from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
@@ -25,8 +25,7 @@ LIST_KEYS = ("backend", "chips", "python", "torch", "packages", "os")
 SPEC_KEYS = ("driver", "runtime")
 
 
-@dataclass(frozen=True)
-class Situation:
+class Situation(Struct, frozen=True):
     """What is known of a combination: the release and, where known, the rest."""
 
     release: str

@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 import shlex
 from collections import Counter
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from neuronctl.chips import get_chip
 from neuronctl.ops.doctor.facts import Facts
@@ -36,8 +37,7 @@ _PART = re.compile(r"(\d{1,5})(?:-(\d{1,5}))?")
 _LNC_FLAG = re.compile(r"^(?:--logical-nc-config|--lnc|-lnc)(?:=(.*))?$")
 
 
-@dataclass(frozen=True)
-class CoreSet:
+class CoreSet(Struct, frozen=True):
     """NEURON_RT_VISIBLE_CORES parsed: the cores, or why it cannot be."""
 
     cores: tuple[int, ...]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from msgspec import Struct
 from packaging.version import Version
 
 from neuronctl.probes.hardware import HardwareReport, detect_hardware
@@ -33,16 +33,14 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Selection:
+class Selection(Struct, frozen=True):
     """The Neuron release the doctor judges against, and why that one."""
 
     release: Release
     reason: str
 
 
-@dataclass(frozen=True)
-class ModelRun:
+class ModelRun(Struct, frozen=True):
     """The user's own model for the doctor's level 3 (config `model`)."""
 
     spec: str

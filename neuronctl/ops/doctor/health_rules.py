@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 if TYPE_CHECKING:  # a type only: the kernel log's reader is the probe's, loaded where it reads
     from neuronctl.probes.kernel_log import LogLine
@@ -48,8 +49,7 @@ _HW_ERR = re.compile(r"(?:^|(?<=\s))NEURON_HW_ERR=(" + "|".join(HW_ERROR_CODES) 
 _DEVICE = re.compile(r"(?<![A-Za-z0-9_])(?:nd\s?(\d{1,3})|neuron(\d{1,3}))(?![A-Za-z0-9_])")
 
 
-@dataclass(frozen=True)
-class HwErrorHit:
+class HwErrorHit(Struct, frozen=True):
     """One documented hardware error code seen in the kernel log: on which device, how often."""
 
     code: str

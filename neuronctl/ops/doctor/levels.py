@@ -10,7 +10,8 @@ and the user's own model. Each budget is a hard limit: a check past it is a fail
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from neuronctl.errors import InputError
 
@@ -33,8 +34,7 @@ def multi_node_step(environ: Mapping[str, str]) -> bool:
         return False
 
 
-@dataclass(frozen=True)
-class Level:
+class Level(Struct, frozen=True):
     """One doctor level: what it runs and the time budgets it must fit in."""
 
     number: int
@@ -63,8 +63,7 @@ LEVELS: dict[int, Level] = {
 DEFAULT_LEVEL = 2
 
 
-@dataclass(frozen=True)
-class Budget:
+class Budget(Struct, frozen=True):
     """The time limits of one doctor run."""
 
     check_s: float

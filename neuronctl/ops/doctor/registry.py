@@ -5,8 +5,9 @@ doctor's list (checks.py CHECKS, in report order) is read from them, and so is d
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 if TYPE_CHECKING:
     from neuronctl.ops.doctor.facts import Facts
@@ -16,8 +17,7 @@ CheckFunction = Callable[["Facts"], "CheckOutcome"]
 HARDWARE = frozenset({"hardware"})
 
 
-@dataclass(frozen=True)
-class CheckSpec:
+class CheckSpec(Struct, frozen=True):
     """One doctor check as listed: its stable id, title, function, level, the facts it reads."""
 
     id: str

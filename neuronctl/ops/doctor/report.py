@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from neuronctl.ops.doctor.runner import CheckResult
 
 
-@dataclass(frozen=True)
-class DoctorReport:
+class DoctorReport(Struct, frozen=True):
     """Every check's result from one doctor run, with the verdict and the environment seen."""
 
     checks: tuple[CheckResult, ...]

@@ -9,9 +9,10 @@ import datetime as dt
 import functools
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
 
 from neuronctl.devices import DEVICES
 from neuronctl.errors import InputError
@@ -40,8 +41,7 @@ if TYPE_CHECKING:
     from neuronctl.probes.pyenv import PythonEnv
 
 
-@dataclass(frozen=True)
-class DoctorStarted(StepStarted):
+class DoctorStarted(StepStarted, frozen=True):
     """The doctor's checks begin: which ones, at what level. Declared with the operation that
     emits it, so a command without the doctor does not create it (issue 36)."""
 
@@ -197,8 +197,7 @@ def run_doctor(facts: Facts, ids: list[str], strict: bool, limit: float,
     return DoctorReport(results, strict, environment, level, budget.total_s if level else None)
 
 
-@dataclass(frozen=True)
-class Known:
+class Known(Struct, frozen=True):
     """Facts the caller already holds, used as they are and never gathered again (install: the
     hardware and the lock it chose by, the target's inspection held open while its engine ran, or
     the one made before, when nothing was applied since)."""
@@ -213,8 +212,7 @@ class Known:
     inspection: HeldInspection | None = None
 
 
-@dataclass(frozen=True)
-class DoctorRequest:
+class DoctorRequest(Struct, frozen=True):
     """What `neuronctl doctor` was asked, with the config's defaults already applied."""
 
     manifest: Manifest

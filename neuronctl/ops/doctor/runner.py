@@ -5,8 +5,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from msgspec import Struct, field
 
 from neuronctl.errors import NeuronctlError
 
@@ -19,8 +20,7 @@ Severity = Literal["drain", "fix", "info"]
 SEVERITIES: tuple[Severity, ...] = ("drain", "fix", "info")
 
 
-@dataclass(frozen=True)
-class CheckOutcome:
+class CheckOutcome(Struct, frozen=True):
     """What a check function returns: its status, message and fix (the check outcome; the runner
     adds the id and the time taken to make its CheckResult). An operation's "outcome" is another
     thing: the frozen result an ops function returns."""
@@ -33,8 +33,7 @@ class CheckOutcome:
     """None: the check's own (CheckSpec.severity) when it warns or fails."""
 
 
-@dataclass(frozen=True)
-class CheckResult:
+class CheckResult(Struct, frozen=True):
     """One check's result as reported: status, message, fix, details, time taken."""
 
     id: str
@@ -52,8 +51,7 @@ class CheckResult:
                 "duration_ms": self.duration_ms, "details": list(self.details)}
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(Struct, frozen=True):
     """One check ready to run: its function bound to the facts, and its own timeout."""
 
     id: str

@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+
+from msgspec import Struct, field
 
 NOT_REPORTED = "(not reported)"
 
@@ -50,8 +51,7 @@ MAX_DISTRIBUTIONS = 20_000
 DIST_NAME = re.compile(r"[a-z0-9](?:[a-z0-9._-]{0,198}[a-z0-9])?")  # a canonical PEP 503 name
 
 
-@dataclass(frozen=True)
-class NodeResult:
+class NodeResult(Struct, frozen=True):
     """One node's answer: its parsed doctor document, or why there is none."""
 
     node: str
@@ -141,8 +141,7 @@ def node_passed(result: NodeResult) -> bool:
     return verdict in ("pass", "warn") and result.exit_code in (0, None)
 
 
-@dataclass
-class FleetReport:
+class FleetReport(Struct, dict=True):
     """The fleet doctor's nodes grouped by stack fingerprint, with how each differs."""
 
     nodes: list[NodeResult]

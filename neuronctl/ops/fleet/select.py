@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from neuronctl.errors import FaultError, InputError
 
@@ -30,8 +31,7 @@ Lister = Callable[[list[str]], tuple[int, str]]
 """Runs a Slurm query (scontrol): its exit code and stdout."""
 
 
-@dataclass(frozen=True)
-class Selection:
+class Selection(Struct, frozen=True):
     """The srun options that choose where and as whom the step runs."""
 
     account: str | None = None

@@ -12,8 +12,9 @@ import json
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from neuronctl.errors import FaultError, InputError
 from neuronctl.ops.fleet.aggregate import NodeResult
@@ -49,8 +50,7 @@ Runner = Callable[[list[str], float], "Completed"]
 StepRunner = Callable[[list[str], float], Streamed]
 
 
-@dataclass(frozen=True)
-class Completed:
+class Completed(Struct, frozen=True):
     """How the srun that ran the fleet doctor ended, its output decoded."""
 
     returncode: int | None  # None: killed at the time limit
@@ -58,8 +58,7 @@ class Completed:
     stderr: str
 
 
-@dataclass(frozen=True)
-class FleetRequest:
+class FleetRequest(Struct, frozen=True):
     """What `neuronctl fleet doctor` was asked: the nodes, the doctor level, the time limit."""
 
     nodes: int | None = None

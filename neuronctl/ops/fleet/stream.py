@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from neuronctl import proc
 
@@ -41,8 +42,7 @@ def _exit_code(code_text: str) -> int | None:
     return int(code_text) if ok else None
 
 
-@dataclass
-class _Task:
+class _Task(Struct):
     """One srun task's output so far: the node it is printing for and that node's lines."""
 
     node: str | None = None
@@ -176,8 +176,7 @@ def parse_step(out: str, per_task: int = MAX_DOC_BYTES, total: int = MAX_KEPT_BY
     return reader.result()
 
 
-@dataclass(frozen=True)
-class Streamed:
+class Streamed(Struct, frozen=True):
     """How the srun step ended: its exit code (None: killed at the deadline), what each node
     answered, and the end of srun's stderr."""
 

@@ -8,8 +8,9 @@ starts as the engine does; probes/held_inspection.py) and the doctor's modules l
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 from neuronctl.errors import InputError
 from neuronctl.ops.install.background import OnThread
@@ -80,8 +81,7 @@ class Prepared:
             self.inspection.cancel()
 
 
-@dataclass(frozen=True)
-class CheckInput:
+class CheckInput(Struct, frozen=True):
     """What the check reads: the installed target, the stack it should hold and the facts
     already gathered."""
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
 
 from neuronctl.ops.reporter import StepStarted
 
@@ -17,8 +18,7 @@ if TYPE_CHECKING:  # only its fields' types: an install with --no-check never lo
     from neuronctl.ops.lock.choice import LockChoice
 
 
-@dataclass(frozen=True, kw_only=True)
-class PlanReady(StepStarted):
+class PlanReady(StepStarted, frozen=True, kw_only=True):
     """The plan is made and nothing has changed yet: what the CLI shows before it applies."""
 
     plan: Plan
@@ -28,8 +28,7 @@ class PlanReady(StepStarted):
     lock_choice: LockChoice | None = None
 
 
-@dataclass(frozen=True)
-class InstallOutcome:
+class InstallOutcome(Struct, frozen=True):
     """What an install did (or, in a dry run, would do): its target, files, commands, doctor."""
 
     target: InstallTarget

@@ -10,9 +10,10 @@ confirmed before anything changes."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 
+from msgspec import Struct
+from msgspec.structs import replace
 from packaging.utils import parse_wheel_filename
 
 from neuronctl.backend.engine import Engine
@@ -66,8 +67,7 @@ def make_plan(env: PythonEnv, wanted: tuple[LockedFile, ...]) -> Plan:
     return diff(installed, wanted, {**left, **remove}) if left else first
 
 
-@dataclass(frozen=True)
-class Planned:
+class Planned(Struct, frozen=True):
     """The plan for the target, the files the engine installs, and every command it runs."""
 
     plan: Plan

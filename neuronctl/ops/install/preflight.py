@@ -7,7 +7,7 @@ fetch, plan.plan.)"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 from neuronctl.backend.engine import Choice
 from neuronctl.errors import InputError
@@ -83,8 +83,7 @@ def check_engine(choice: Choice, target: InstallTarget, env: PythonEnv) -> None:
                          f"({choice.reason})", hint="use --engine uv, or install pip there first")
 
 
-@dataclass(frozen=True)
-class PreflightInput:
+class PreflightInput(Struct, frozen=True):
     """What the preflight judges: the stack for the target, as inspected, and this host."""
 
     stack: Stack

@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
+
+from msgspec.structs import replace
 
 from neuronctl.errors import FaultError, InputError
 from neuronctl.locked_file import LockedFile

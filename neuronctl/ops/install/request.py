@@ -4,9 +4,10 @@ environment and the config, every setting already resolved (no config reaches th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 from neuronctl.backend.engine import Choice
 from neuronctl.errors import InputError
@@ -17,8 +18,7 @@ if TYPE_CHECKING:
     from neuronctl.release.model import Manifest
 
 
-@dataclass(frozen=True)
-class InstallRequest:
+class InstallRequest(Struct, frozen=True):
     """What `neuronctl install` was asked, options parsed and settings resolved, for the
     operation to validate."""
 

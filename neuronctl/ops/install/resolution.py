@@ -5,9 +5,10 @@ fetched by the engine, not by neuronctl). Only this path loads the HTTP stack.""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from neuronctl.atomic import write_text_atomic
 from neuronctl.locked_file import LockedFile
@@ -22,8 +23,7 @@ from neuronctl.resolvers.stack_plan import StackPlan
 from neuronctl.resolvers.targets import PlatformTarget
 
 
-@dataclass(frozen=True)
-class Resolution:
+class Resolution(Struct, frozen=True):
     """A fresh resolution with the request it answered (what --write-lock writes)."""
 
     resolved: Resolved

@@ -28,9 +28,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 from neuronctl.cache_dir import user_cache_dir
 from neuronctl.ops.install.check import Prepared
@@ -133,8 +134,7 @@ class Host:
         return pythons(self.request, self.picked, self.manifest)
 
 
-@dataclass(frozen=True)
-class Done:
+class Done(Struct, frozen=True):
     """What the steps up to the plan found: the target as inspected, the source, the plan, and
     the lock chosen (None: a fresh resolution)."""
 
@@ -167,8 +167,7 @@ def take_target(host: Host, held: ExitStack) -> InstallTarget:
     return target
 
 
-@dataclass(frozen=True)
-class Beside:
+class Beside(Struct, frozen=True):
     """The work beside the main line: the target's inspection (started at once: the interpreter
     runs while the lock is read), the new venv being made (None: none, or a dry run), and what the
     check prepares while the engine runs."""

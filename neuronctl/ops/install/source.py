@@ -7,10 +7,11 @@ for the target (resolution.py), with the index routing that names each package's
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from msgspec import Struct
+from msgspec.structs import replace
 from packaging.markers import Marker
 from packaging.pylock import PackageWheel, Pylock, PylockSelectError
 from packaging.tags import Tag
@@ -136,8 +137,7 @@ def check_python(supported: Sequence[str], version: str) -> None:
                          hint=f"install into a new venv: --venv DIR --venv-python {supported[0]}")
 
 
-@dataclass(frozen=True)
-class Stack:
+class Stack(Struct, frozen=True):
     """Step 4 of an install: what it is for, known before anything is fetched. A lock's
     selection for the target (read from the lock, no network), or a fresh resolution's request
     (the release and PyTorch line, planned from the manifest) for the target's platform."""

@@ -6,17 +6,17 @@ the three that make a source import this and not each other."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
+
+from msgspec import Struct, field
 
 from neuronctl.locked_file import LockedFile
 from neuronctl.release.model import Framework
 from neuronctl.routing import IndexRouting
 
 
-@dataclass(frozen=True)
-class InstallSource:
+class InstallSource(Struct, frozen=True):
     """The wheels an install puts in place, from a lock or a fresh resolution, and their stack."""
 
     wanted: tuple[LockedFile, ...]
@@ -35,8 +35,7 @@ class LockToWrite(Protocol):
     def write(self, path: Path) -> None: ...
 
 
-@dataclass(frozen=True)
-class Sourced:
+class Sourced(Struct, frozen=True):
     """An install's source, the index routing its files are fetched by, and the fresh resolution
     it came from (None for a lock), which --write-lock writes."""
 

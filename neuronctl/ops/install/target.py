@@ -6,16 +6,16 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from neuronctl.errors import InputError
 from neuronctl.ops.target_env import TargetPython, choose_target, is_own, refuse_own
 from neuronctl.probes.pyenv import resolve_python
 
 
-@dataclass(frozen=True)
-class InstallTarget:
+class InstallTarget(Struct, frozen=True):
     """The environment an install changes: an interpreter, or a venv it creates or reuses."""
 
     python: str

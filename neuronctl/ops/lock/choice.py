@@ -22,10 +22,10 @@ pylock.toml is still a CUDA lock) is installed only where the hardware calls for
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from msgspec import Struct
 from packaging.version import InvalidVersion, Version
 
 from neuronctl.devices import DEVICES, FALLBACK_DEVICES
@@ -41,8 +41,7 @@ if TYPE_CHECKING:
 _KIND = {"neuron": "the Neuron lock", "cuda": "the CUDA fallback lock", "cpu": "the CPU fallback lock"}
 
 
-@dataclass(frozen=True)
-class HostDevices:
+class HostDevices(Struct, frozen=True):
     """What the hardware probes found."""
 
     neuron_devices: int = 0
@@ -71,8 +70,7 @@ class HostDevices:
         return self.nvidia if self.nvidia_driver is not None else "no Neuron device and no NVIDIA GPU"
 
 
-@dataclass(frozen=True)
-class LockChoice:
+class LockChoice(Struct, frozen=True):
     """The lock to install on this host (Neuron, CUDA or CPU), why, and what to warn about."""
 
     path: Path
@@ -224,8 +222,7 @@ def _cuda_warnings(host: HostDevices, cuda_variant: str | None,
     return (old,) if old else ()
 
 
-@dataclass(frozen=True)
-class PickedLock:
+class PickedLock(Struct, frozen=True):
     """The lock chosen for this host's devices, read, with the facts the choice rested on."""
 
     choice: LockChoice

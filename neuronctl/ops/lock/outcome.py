@@ -4,16 +4,16 @@ The CLI renders it as text or as the JSON document."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from neuronctl.errors import EXIT_FAILED
 from neuronctl.resolvers.lock_record import LockedPackage
 from neuronctl.resolvers.targets import PlatformTarget
 
 
-@dataclass(frozen=True)
-class LockOutcome:
+class LockOutcome(Struct, frozen=True):
     """What `neuronctl lock` wrote (or checked): the stack, packages, routing, network use."""
 
     path: str

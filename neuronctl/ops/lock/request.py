@@ -4,9 +4,10 @@ lock, where and in which format the lock goes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from msgspec import Struct
 
 from neuronctl.devices import FALLBACK_DEVICES
 from neuronctl.errors import InputError
@@ -35,8 +36,7 @@ LockFormat = Literal["pylock", "requirements"]
 STDOUT = "-"
 
 
-@dataclass(frozen=True)
-class StackRequest:
+class StackRequest(Struct, frozen=True):
     """The stack to lock: release plan, extra requirements, targets and index routing."""
 
     plan: StackPlan
@@ -59,8 +59,7 @@ class StackRequest:
         return {k: v for k, v in self.routing.indexes.items() if k not in unused}
 
 
-@dataclass(frozen=True)
-class LockRequest:
+class LockRequest(Struct, frozen=True):
     """What `neuronctl lock` was asked: the stack, where and how to write it, or --check."""
 
     stack: StackRequest

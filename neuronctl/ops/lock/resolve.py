@@ -5,8 +5,9 @@ the resolver wired together (each of those is pure or injectable on its own), on
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from neuronctl.ops.lock.request import StackRequest
 from neuronctl.ops.reporter import Reporter, status
@@ -20,8 +21,7 @@ from neuronctl.resolvers.simple_index import DistFile, IndexClient
 from neuronctl.resolvers.stack_roots import root_requirements, version_filter
 
 
-@dataclass
-class Resolved:
+class Resolved(Struct):
     """A fresh resolution for each target, its packages, and how their files were reached."""
 
     resolutions: list[Resolution]

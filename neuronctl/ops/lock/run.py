@@ -3,9 +3,10 @@ chosen format, or (--check) compare an existing lock with the request, reading i
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from msgspec.structs import replace
 
 from neuronctl.atomic import write_text_atomic
 from neuronctl.ops.lock.outcome import LockOutcome

@@ -4,14 +4,13 @@ resolution's (request.py: the targets, the lock model)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from msgspec import Struct, field
 
 from neuronctl.ops.index_routing import IndexSources
 from neuronctl.settings import DEFAULT, Setting
 
 
-@dataclass(frozen=True)
-class StackSettings:
+class StackSettings(Struct, frozen=True):
     """What the user asked the stack to be, resolved by neuronctl.settings (flag > environment >
     config > default); the release keeps its source for messages."""
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from neuronctl.ops.migrate.rules import rule
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(Struct, frozen=True):
     """One construct found: where, which rule, what was found, whether --fix rewrites it."""
 
     path: str
@@ -45,8 +45,7 @@ class Finding:
                 "question": r.question, "fix": self.fix, "source": r.source.cite()}
 
 
-@dataclass(frozen=True)
-class Note:
+class Note(Struct, frozen=True):
     """A file or folder left out, and why (too large, a link out of the tree, a loop)."""
 
     path: str

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 _XM = "torch_xla.core.xla_model"
 _CALLS: dict[str, str] = {
@@ -39,8 +40,7 @@ def env_rule(name: str) -> str | None:
     return "NRN603" if name.startswith("XLA_") else None
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(Struct, frozen=True):
     """A rule matched at a place in one text (a file or a notebook cell)."""
 
     line: int
@@ -50,8 +50,7 @@ class Hit:
     fix: bool = False
 
 
-@dataclass
-class PythonScan:
+class PythonScan(Struct):
     """What the scan of one Python text found, and what its fix will need."""
 
     hits: list[Hit] = field(default_factory=list)

@@ -8,8 +8,9 @@ import json
 import os
 import re
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from msgspec import Struct, field
 
 from neuronctl.ops.migrate import text_scan
 from neuronctl.ops.migrate.python_scan import Hit, PythonScan, scan_tree, setup_requirements
@@ -23,8 +24,7 @@ a finding and is not parsed."""
 _MAGIC = re.compile(r"^\s*[!%]")
 
 
-@dataclass
-class FileScan:
+class FileScan(Struct):
     """What one file's scan found, with its text (for --fix)."""
 
     hits: list[tuple[int | None, Hit]] = field(default_factory=list)
@@ -138,8 +138,7 @@ def _pyproject(out: FileScan, text: str, versions: Versions) -> None:
         text, text_scan.pyproject_requirements(data), versions)]
 
 
-@dataclass(frozen=True)
-class CellScan:
+class CellScan(Struct, frozen=True):
     """A notebook code cell --fix may rewrite: its place in the notebook's cells, its source as
     one string, whether that was a list of lines, and its scan."""
 

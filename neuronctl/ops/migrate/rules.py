@@ -9,7 +9,7 @@ The facts behind each row: ../shared/reference/TORCHNEURON-FACTS.md and RELEASE-
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 _DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/"
 _NOTICES = _DOCS + "about-neuron/announcements/neuron2.x/"
@@ -17,8 +17,7 @@ READ = "2026-12-06"
 """The day the pages below were read for these rules."""
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(Struct, frozen=True):
     """An AWS page a rule rests on, with the day it was read."""
 
     page: str
@@ -31,8 +30,7 @@ class Source:
         return f"{self.page} (read {self.read}{dated})"
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(Struct, frozen=True):
     """One migration rule: what it finds, what that becomes on TorchNeuron, and the source."""
 
     id: str

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+from msgspec import Struct, field
 
 from neuronctl.errors import FaultError, InputError
 from neuronctl.ops.migrate.finding import Finding, Note
@@ -20,8 +21,7 @@ MAX_BYTES = 2 * 1024 * 1024
 """The default bound on one file's size (a generated or vendored file past it is noted)."""
 
 
-@dataclass(frozen=True)
-class MigrateRequest:
+class MigrateRequest(Struct, frozen=True):
     """What to scan (default: here), how (scan, fix, diff), the native versions to hold pins
     to and the size bound."""
 
@@ -31,8 +31,7 @@ class MigrateRequest:
     max_bytes: int = MAX_BYTES
 
 
-@dataclass(frozen=True)
-class MigrateOutcome:
+class MigrateOutcome(Struct, frozen=True):
     """How a migrate run ended: the findings left, the notes, what was rewritten (or the diff)."""
 
     mode: Mode
@@ -75,8 +74,7 @@ def native_versions(manifest: Manifest) -> Versions:
     return Versions(tnx or ("2.13.0", "2.14.0"), tuple(cc), recipe)
 
 
-@dataclass
-class _Run:
+class _Run(Struct):
     """What a run gathers as it goes."""
 
     request: MigrateRequest

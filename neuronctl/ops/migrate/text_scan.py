@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
+from msgspec import Struct
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
@@ -23,8 +23,7 @@ WATCHED = {"torch-neuronx", "torch-xla", "libneuronxla", "neuronx-cc", "libtorch
            *_XLA_LIBRARIES}
 
 
-@dataclass(frozen=True)
-class Versions:
+class Versions(Struct, frozen=True):
     """What the native line looks like, from the release data: the versions a pin must allow."""
 
     torch_neuronx: tuple[str, ...]

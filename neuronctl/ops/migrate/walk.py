@@ -13,8 +13,9 @@ import os
 import re
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from neuronctl.ops.migrate.finding import Note
 
@@ -73,8 +74,7 @@ def _glob(pattern: str) -> str:
     return "".join(out)
 
 
-@dataclass(frozen=True)
-class _Pattern:
+class _Pattern(Struct, frozen=True):
     """One .gitignore line, as a regular expression over the path below its folder."""
 
     regex: re.Pattern[str]
@@ -120,8 +120,7 @@ def ignored(rules: list[tuple[str, tuple[_Pattern, ...]]], rel: str, is_dir: boo
     return False
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(Struct, frozen=True):
     """A file of a known kind the walk found (`rel`: relative to the root)."""
 
     path: Path

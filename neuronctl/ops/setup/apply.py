@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from neuronctl import proc
 from neuronctl.errors import InputError
@@ -22,8 +23,7 @@ CHECK_TIMEOUT_S = 60.0
 OUTPUT_TAIL = 4000
 
 
-@dataclass(frozen=True)
-class ShellResult:
+class ShellResult(Struct, frozen=True):
     """How one shell run ended: exit code (None: timed out) and the tail of its output."""
 
     returncode: int | None
@@ -45,8 +45,7 @@ def run_shell(script: str, env: Mapping[str, str], timeout: float) -> ShellResul
     return ShellResult(done.returncode, out[-OUTPUT_TAIL:])
 
 
-@dataclass(frozen=True)
-class ApplyOutcome:
+class ApplyOutcome(Struct, frozen=True):
     """What `--yes` did: the steps done now, skipped as done already, failed, and not run."""
 
     done: tuple[str, ...]

@@ -28,8 +28,9 @@ from __future__ import annotations
 import hashlib
 import re
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from neuronctl._version import __version__
 from neuronctl.errors import InputError
@@ -57,8 +58,7 @@ MAX_WHEEL_BYTES = 64 << 20
 _SPEC = re.compile(r"[A-Za-z0-9 ._:/@=<>!~,+%#&?\[\]-]{1,500}")
 
 
-@dataclass(frozen=True)
-class ToolSource:
+class ToolSource(Struct, frozen=True):
     """How the image gets neuronctl: a wheel in the build context with its sha256 (checked in
     the Dockerfile before pip sees it), or a requirement the user gave (`--neuronctl-spec`)."""
 

@@ -5,16 +5,16 @@ with the types here, steps.py imports no planner and the two import one way only
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from neuronctl.ops.setup.repos import KEY_FINGERPRINT, SOURCES, OsTarget
 from neuronctl.probes.setup_facts import SetupFacts
 from neuronctl.release.model import Release, Source
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(Struct, frozen=True):
     """One step of the plan: what it does, why, how, and how to tell it is done already."""
 
     id: str
@@ -34,8 +34,7 @@ class Step:
                 "satisfied": self.satisfied, "blocked": self.blocked}
 
 
-@dataclass(frozen=True)
-class SetupRequest:
+class SetupRequest(Struct, frozen=True):
     """What to plan: the release, the OS, the target's facts and the user's choices."""
 
     release: Release
@@ -60,8 +59,7 @@ class SetupRequest:
     """The interpreter the doctor step checks without --with-python, by absolute path."""
 
 
-@dataclass(frozen=True)
-class SetupPlan:
+class SetupPlan(Struct, frozen=True):
     """The ordered steps for one release on one target, and what the script's variables hold."""
 
     release: str

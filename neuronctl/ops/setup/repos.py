@@ -3,8 +3,9 @@ each value with the public source it was read from (read 2026-12-01)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from msgspec import Struct
 
 APT_REPO = "https://apt.repos.neuron.amazonaws.com"
 YUM_REPO = "https://yum.repos.neuron.amazonaws.com"
@@ -39,8 +40,7 @@ SOURCES: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class OsTarget:
+class OsTarget(Struct, frozen=True):
     """An OS setup plans for: its --os id, os-release ID and VERSION_ID, package family."""
 
     id: str

@@ -28,10 +28,11 @@ import json
 import os
 import re
 import zipfile
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from urllib.parse import unquote, urlparse
+
+from msgspec import Struct
 
 import neuronctl
 from neuronctl._version import __version__
@@ -47,8 +48,7 @@ _HINT = ("build one from the checkout (`python -m build --wheel`) and pass "
          "--neuronctl-wheel PATH, or pass --neuronctl-spec SPEC")
 
 
-@dataclass(frozen=True)
-class SelfWheel:
+class SelfWheel(Struct, frozen=True):
     """The wheel written, its sha256 (hex) and where its files came from."""
 
     path: Path

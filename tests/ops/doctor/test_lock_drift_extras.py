@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 from packaging.pylock import Pylock
 from support.doctor_facts import facts, python_env
 

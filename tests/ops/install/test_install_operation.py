@@ -4,9 +4,9 @@ to a reporter, a frozen outcome back; no click, nothing printed."""
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
 
 import pytest
+from msgspec.structs import replace
 from support.venvs import LEGACY, copied_venv, installed, snapshot
 from support.wheels import pip_install
 

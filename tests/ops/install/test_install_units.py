@@ -4,9 +4,10 @@ confirming), and the preflight checks."""
 
 from __future__ import annotations
 
-import dataclasses
+import typing
 from pathlib import Path
 
+import msgspec
 import pytest
 from packaging.pylock import Pylock
 
@@ -219,8 +220,8 @@ def test_removals_need_yes_or_a_persons_answer():
 
 
 def hardware(chip: str | None) -> HardwareReport:
-    empty = {f.name: () if f.type.startswith("tuple") else None for f in dataclasses.fields(HardwareReport)
-             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    empty = {f.name: () if typing.get_origin(f.type) is tuple else None
+             for f in msgspec.structs.fields(HardwareReport) if f.required}
     return HardwareReport(**{**empty, "device_count": 1 if chip else 0, "chip": chip})
 
 

@@ -7,7 +7,6 @@ operation stops at the first failure and continues on the re-run."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 from support.apt_repo import (
     FAKE_APT_GET,
@@ -152,7 +152,7 @@ def test_a_wrong_pin_fails_at_its_step(tmp_path, apt_server):
     built, url = apt_server
     root = bare_host(tmp_path)
     rel = release()
-    wrong = dataclasses.replace(rel, system={**rel.system, "aws-neuronx-runtime-lib": "2.35.34.0"})
+    wrong = msgspec.structs.replace(rel, system={**rel.system, "aws-neuronx-runtime-lib": "2.35.34.0"})
     result = run_script(plan_for(root, release=wrong), env_for(tmp_path, root, built, url), tmp_path)
     assert result.returncode != 0
     assert "Version '2.35.34.0*' for 'aws-neuronx-runtime-lib' was not found" in result.stderr
@@ -205,7 +205,7 @@ def test_yes_stops_at_the_first_failure_and_the_rerun_continues(tmp_path, apt_se
     root = bare_host(tmp_path)
     env = env_for(tmp_path, root, built, url)
     rel = release()
-    wrong = dataclasses.replace(rel, system={**rel.system, "aws-neuronx-tools": "9.9.9.9"})
+    wrong = msgspec.structs.replace(rel, system={**rel.system, "aws-neuronx-tools": "9.9.9.9"})
     reporter = CollectingReporter()
     failed = apply_plan(plan_for(root, release=wrong), reporter, is_root=True, environ=env)
     assert failed.failed == "packages"

@@ -4,9 +4,9 @@ it can add a command; a key file carrying a second key is never trusted."""
 
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 
+import msgspec
 import pytest
 from support.apt_repo import KEY_FILE, gpg_key, serve
 from support.setup_sysroots import build_setup_host, hold_device, plan_for
@@ -63,7 +63,7 @@ def test_a_holders_command_line_cannot_leave_its_comment(tmp_path):
 
 def test_rule_words_with_a_newline_stay_in_their_comment(tmp_path):
     plan = plan_for(build_setup_host(tmp_path / "r"))
-    hostile = dataclasses.replace(plan, notes=(f"allowed: words\n{MARK}\n",))
+    hostile = msgspec.structs.replace(plan, notes=(f"allowed: words\n{MARK}\n",))
     assert code_lines(render_sh(hostile)) == code_lines(render_sh(plan))
     script = tmp_path / "s.sh"
     script.write_text(render_sh(hostile))
@@ -73,9 +73,9 @@ def test_rule_words_with_a_newline_stay_in_their_comment(tmp_path):
 
 def test_rule_ids_cannot_break_a_label():
     release = load_bundled_manifest().get("2.33.1")
-    rules = tuple(dataclasses.replace(r, id=r.id + '" \\\n RUN ' + MARK + ' $x')
+    rules = tuple(msgspec.structs.replace(r, id=r.id + '" \\\n RUN ' + MARK + ' $x')
                   for r in release.rules)
-    text = render_dockerfile(dataclasses.replace(release, rules=rules), base="ubuntu:26.04",
+    text = render_dockerfile(msgspec.structs.replace(release, rules=rules), base="ubuntu:26.04",
                              lock="pylock.toml", repo=None, fingerprint=KEY_FINGERPRINT,
                              tool=ToolSource(wheel="dist/neuronctl-0.1.0-py3-none-any.whl",
                                              sha256="ab" * 32))
