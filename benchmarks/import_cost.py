@@ -10,6 +10,8 @@ once per `@dataclass`) and `re._compiler.compile` (a pattern compiled the first 
 cache is per process). These are private names of CPython, read only here to measure; where an
 interpreter lacks one, its column says so. The hooks run in the measured process, so its total
 is a little above the plain command's, which is timed in the same runs for comparison.
+neuronctl's own records are msgspec Structs (issue 36: the dataclasses they were cost a third of
+an install with nothing to do); the dataclasses counted now are the libraries' (packaging.pylock).
 The set-up (a loopback index, a lock, a venv with the lock installed) is the same as the install
 and lock benchmarks'.
 """
