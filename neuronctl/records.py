@@ -6,6 +6,12 @@ from source when its module loads (about 0.6 ms a class; an install with nothing
 `msgspec.structs.asdict` is shallow and `msgspec.to_builtins` turns tuples into lists and refuses
 what JSON has no type for, so this keeps `dataclasses.asdict`'s meaning: records within records,
 lists, tuples and dicts become dicts and copies, every other value is copied as it is.
+
+Unlike a dataclass, a Struct's annotations are resolved when something asks for its types
+(`inspect.signature`, `msgspec.structs.fields`, msgspec's own encoders): a record whose field
+types are imported only under TYPE_CHECKING cannot answer those, and nothing here asks.
+`msgspec.structs.replace` runs `__post_init__` as `dataclasses.replace` does (msgspec 0.21 on:
+the floor in pyproject.toml).
 """
 
 from __future__ import annotations

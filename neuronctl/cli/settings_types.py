@@ -16,8 +16,9 @@ host or an environment have theirs in neuronctl.cli.host_settings_types; `downlo
 `releases update` theirs in neuronctl.cli.fetch_settings_types. A command imports only its own:
 each class costs its creation at import, on every run (a msgspec Struct: made in C, where a
 dataclass's methods were compiled from source, ~0.6 ms a class; neuronctl.records says why). A
-command's class that adds no field to the one it extends says only `frozen=True` (for mypy: msgspec
-inherits it), as the reporter's Note and Warn do."""
+command's class that adds no field to the one it extends repeats only its base's options
+(`frozen=True`, for mypy, and `dict=True` where its resolved fields are cached; msgspec would
+inherit both), as the reporter's Note and Warn do."""
 
 from __future__ import annotations
 

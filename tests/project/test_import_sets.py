@@ -41,8 +41,8 @@ CLASS_HOMES = {
     "ValueEntry": "neuronctl.release.provenance", "DeviceHolder": "neuronctl.probes.device_holders",
     "HolderScan": "neuronctl.probes.device_holders",
 }
-"""Classes a command that never uses them must not create (a frozen dataclass costs ~0.5 ms at
-import, on every run), watched as `class NAME`, and the module each is declared in: smoke's
+"""Classes a command that never uses them must not create (each is made, with its module, on every
+run), watched as `class NAME`, and the module each is declared in: smoke's
 events with smoke and the doctor's with the doctor, download's and `releases update`'s settings
 apart from lock's and install's, the lock writer's model apart from the lock reader install uses,
 `releases show --sources`' value entries apart from the manifest's source checks, the device
