@@ -8,6 +8,7 @@ Redacting too much is a lesser harm than printing a secret, so the patterns err 
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 
 MASK = "***"
@@ -42,9 +43,10 @@ _NOT_SECRET = re.compile(r"(?i)tokeniz")
 # the config and JSON forms: 'token = "abc"', '"password": "x"', '{"HF_TOKEN": "hf_abc"}'. A name
 # is a whole run of name characters, optionally quoted, then '=' or ':' with optional spaces; the
 # value is masked when is_secret_name says so, and a value is never read as a name, but
-# "A=token=x" still finds "token=x". The name run is possessive and the spaces and quoted values
-# bounded, so each start costs at most its own run: linear overall.
-_ASSIGNED_NAME = re.compile(r"(?<![\w.\-])(?P<open>[\"']?)(?P<name>[\w.\-]++)(?P<close>[\"']?)"
+# "A=token=x" still finds "token=x". The name run is matched once and never given back (a
+# lookahead and its backreference, as _run below: Python 3.10 has no possessive quantifier) and
+# the spaces and quoted values bounded, so each start costs at most its own run: linear overall.
+_ASSIGNED_NAME = re.compile(r"(?<![\w.\-])(?P<open>[\"']?)(?=(?P<name>[\w.\-]+))(?P=name)(?P<close>[\"']?)"
                             r"[ \t]{0,16}(?P<sep>[=:])(?P<gap>[ \t]{0,16})")
 # A value: quoted (the quote possibly backslash-escaped, as inside a JSON string) up to the same
 # quote on that line, at most 4096 characters; else a bare run (an unclosed quote included).
@@ -119,22 +121,53 @@ def _mask_assignments(text: str) -> str:
 # netrc's fields (`machine H login U password P account A`, one line or one pair a line): the
 # values of login, password and account are masked. An entry is found where `machine NAME` or
 # `default` starts one (in a message quoting a netrc line too); a line made only of netrc pairs
-# is one on its own ("  password hunter2"). Possessive runs keep both linear.
+# is one on its own ("  password hunter2"). Runs that never give back (_run) keep both linear.
 _NETRC_KEY = r"(?:machine|login|password|account|port)"
-# A value: a double-quoted token (netrc allows spaces and escapes in one) or a run of non-space.
-_NETRC_VALUE = r'(?:"(?:[^"\\\n]|\\.)*+"|\S++)'
+_QUOTED = r'(?:[^"\\\n]|\\.)*'
+"""Inside a double-quoted value (netrc allows spaces and escapes in one)."""
+_ATOMIC = itertools.count()
+
+
+def _run(body: str) -> str:
+    """`body`, matched once and never given back: what a possessive quantifier or an atomic group
+    says, which Python's re has only from 3.11 on. A lookahead is atomic in every version: it
+    captures the run, and a backreference consumes exactly that (each use its own group name)."""
+    name = f"_atomic{next(_ATOMIC)}"
+    return f"(?=(?P<{name}>{body}))(?P={name})"
+
+
+def _gap() -> str:
+    return _run(r"[ \t]+")
+
+
+def _value() -> str:
+    """A value: a double-quoted token or a run of non-space."""
+    quoted, bare = _run(_QUOTED), _run(r"\S+")
+    return f'(?:"{quoted}"|{bare})'
+
+
+def _pair() -> str:
+    return f"{_NETRC_KEY}{_gap()}{_value()}"
+
+
+def netrc_sources() -> tuple[str, str, str]:
+    """The netrc patterns' sources (entry, line, secret), flags inline; public for the test that
+    compiles every pattern of the package on the oldest Python it supports."""
+    entry = (r"(?i)(?<![\w.\-])" + f"(?:machine{_gap()}{_value()}|default)"
+             + _run(f"(?:{_gap()}{_pair()})+"))
+    indent = r"[ \t]*"
+    line = ("(?im)^" + _run(indent) + f"(?:{_pair()}|default)"
+            + _run(f"(?:{_gap()}(?:{_pair()}|default))*") + _run(indent) + "$")
+    secret = r"(?i)(?<!\S)(?P<key>login|password|account)" + f"(?P<gap>{_gap()})" + _value()
+    return entry, line, secret
 
 
 @functools.cache
 def _netrc_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     """(entry, line, secret): compiled the first time a text holds a netrc word, not at import
     (about 1 ms of every run, whose lines almost never do: issue 36)."""
-    entry = re.compile(rf"(?i)(?<![\w.\-])(?:machine[ \t]++{_NETRC_VALUE}|default)"
-                       rf"(?:[ \t]++{_NETRC_KEY}[ \t]++{_NETRC_VALUE})++")
-    line = re.compile(rf"(?im)^[ \t]*+(?:{_NETRC_KEY}[ \t]++{_NETRC_VALUE}|default)"
-                      rf"(?:[ \t]++(?:{_NETRC_KEY}[ \t]++{_NETRC_VALUE}|default))*+[ \t]*+$")
-    secret = re.compile(rf"(?i)(?<!\S)(?P<key>login|password|account)(?P<gap>[ \t]++){_NETRC_VALUE}")
-    return entry, line, secret
+    entry, line, secret = netrc_sources()
+    return re.compile(entry), re.compile(line), re.compile(secret)
 
 
 def _mask_netrc(text: str) -> str:
