@@ -13,6 +13,17 @@ import re
 
 MASK = "***"
 
+_ATOMIC = itertools.count()
+
+
+def _run(body: str) -> str:
+    """`body`, matched once and never given back: what a possessive quantifier or an atomic group
+    says, which Python's re has only from 3.11 on. A lookahead is atomic in every version: it
+    captures the run, and a backreference consumes exactly that (each use its own group name)."""
+    name = f"_atomic{next(_ATOMIC)}"
+    return f"(?=(?P<{name}>{body}))(?P={name})"
+
+
 # Every pattern may start only where a run of its leading characters starts (the lookbehinds):
 # a pattern that could start anywhere inside a long word rescans the word from every position,
 # quadratic time on untrusted text (a 10,000-character token took 36 s).
@@ -43,11 +54,10 @@ _NOT_SECRET = re.compile(r"(?i)tokeniz")
 # the config and JSON forms: 'token = "abc"', '"password": "x"', '{"HF_TOKEN": "hf_abc"}'. A name
 # is a whole run of name characters, optionally quoted, then '=' or ':' with optional spaces; the
 # value is masked when is_secret_name says so, and a value is never read as a name, but
-# "A=token=x" still finds "token=x". The name run is matched once and never given back (a
-# lookahead and its backreference, as _run below: Python 3.10 has no possessive quantifier) and
+# "A=token=x" still finds "token=x". The name run is matched once and never given back (_run) and
 # the spaces and quoted values bounded, so each start costs at most its own run: linear overall.
-_ASSIGNED_NAME = re.compile(r"(?<![\w.\-])(?P<open>[\"']?)(?=(?P<name>[\w.\-]+))(?P=name)(?P<close>[\"']?)"
-                            r"[ \t]{0,16}(?P<sep>[=:])(?P<gap>[ \t]{0,16})")
+_ASSIGNED_NAME = re.compile(r"(?<![\w.\-])(?P<open>[\"']?)(?P<name>" + _run(r"[\w.\-]+") + ")"
+                            r"(?P<close>[\"']?)[ \t]{0,16}(?P<sep>[=:])(?P<gap>[ \t]{0,16})")
 # A value: quoted (the quote possibly backslash-escaped, as inside a JSON string) up to the same
 # quote on that line, at most 4096 characters; else a bare run (an unclosed quote included).
 _ASSIGNED_VALUE = re.compile(r"(?P<q>\\?[\"'])(?P<body>.{0,4096}?)(?P=q)|(?:\\?[\"'])?[^\s&,;\"'\\]+")
@@ -125,17 +135,6 @@ def _mask_assignments(text: str) -> str:
 _NETRC_KEY = r"(?:machine|login|password|account|port)"
 _QUOTED = r'(?:[^"\\\n]|\\.)*'
 """Inside a double-quoted value (netrc allows spaces and escapes in one)."""
-_ATOMIC = itertools.count()
-
-
-def _run(body: str) -> str:
-    """`body`, matched once and never given back: what a possessive quantifier or an atomic group
-    says, which Python's re has only from 3.11 on. A lookahead is atomic in every version: it
-    captures the run, and a backreference consumes exactly that (each use its own group name)."""
-    name = f"_atomic{next(_ATOMIC)}"
-    return f"(?=(?P<{name}>{body}))(?P={name})"
-
-
 def _gap() -> str:
     return _run(r"[ \t]+")
 
