@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from support.package_modules import WALK
+
 
 def _loaded(modules: list[str], watched: list[str], cwd: Path, then: str = "") -> list[str]:
     """Which of `watched` a fresh interpreter has loaded after importing `modules` and running
@@ -140,13 +142,9 @@ def test_every_watched_name_is_a_module_that_loads(tmp_path):
 
 
 
-_RECORDS = """
-import dataclasses, importlib, inspect, json, pkgutil
+_RECORDS = WALK + """
+import dataclasses, inspect, json
 import msgspec
-import neuronctl, neuronctl.backend, neuronctl.probes, neuronctl.resolvers
-roots = (neuronctl, neuronctl.backend, neuronctl.probes, neuronctl.resolvers)
-names = {m.name for r in roots for m in pkgutil.walk_packages(r.__path__, r.__name__ + ".")
-         if ".scripts" not in m.name}
 found = {"struct": [], "dataclass": []}
 for name in sorted(names):
     for cls in vars(importlib.import_module(name)).values():

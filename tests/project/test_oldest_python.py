@@ -12,19 +12,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+from support.package_modules import WALK
 from support.wheels import find_python
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_DIRS = ("neuronctl", "resolvers", "probes", "backend")
 
 # Run by the interpreter the tests run on: every module-level compiled pattern of the package.
-_COLLECT = """
-import importlib, json, pkgutil, re
-import neuronctl, neuronctl.backend, neuronctl.probes, neuronctl.resolvers
+_COLLECT = WALK + """
+import json, re
 from neuronctl import redact
-roots = (neuronctl, neuronctl.backend, neuronctl.probes, neuronctl.resolvers)
-names = {m.name for r in roots for m in pkgutil.walk_packages(r.__path__, r.__name__ + ".")
-         if ".scripts" not in m.name}
 found = []
 for name in sorted(names):
     for attr, value in vars(importlib.import_module(name)).items():
