@@ -75,15 +75,18 @@ run(sys.argv[1:])
 
 def measure(python: str, neuronctl: str, argv: list[str], env: dict[str, str], tmp: Path,
             ) -> tuple[float, dict[str, object]]:
-    """The plain command's wall time, then the hooked one's figures. The harness runs as a file
+    """The plain command's wall time, then the hooked one's figures, each from its own empty
+    neuronctl cache (the second must not find what the first fetched). The harness runs as a file
     in `tmp` (not `-c`, whose sys.path starts with the working directory: a checkout's
     neuronctl/ there would be imported instead of the installed one)."""
+    caches = tempfile.mkdtemp(prefix="cache-", dir=tmp)
     start = time.perf_counter()
-    _run([neuronctl, *argv], env)
+    _run([neuronctl, *argv], {**env, "NEURONCTL_CACHE_DIR": f"{caches}/plain"})
     plain = time.perf_counter() - start
     harness, out = tmp / "harness.py", tmp / "out.json"
     harness.write_text(HARNESS)
-    _run([python, str(harness), *argv], {**env, "NEURONCTL_BENCH_OUT": str(out)})
+    _run([python, str(harness), *argv], {**env, "NEURONCTL_CACHE_DIR": f"{caches}/hooked",
+                                         "NEURONCTL_BENCH_OUT": str(out)})
     return plain, json.loads(out.read_text())
 
 
@@ -120,10 +123,9 @@ def main() -> None:
                 "install, nothing to do, --no-check": [*install, "--no-check"],
             }
             found: dict[str, list[tuple[float, dict[str, object]]]] = {name: [] for name in commands}
-            for run in range(args.runs):
+            for _ in range(args.runs):
                 for name, argv in commands.items():
-                    run_env = {**env, "NEURONCTL_CACHE_DIR": str(tmp / f"cache-{run}-{len(name)}")}
-                    found[name].append(measure(python, str(neuronctl), argv, run_env, tmp))
+                    found[name].append(measure(python, str(neuronctl), argv, env, tmp))
         _report(found, args.runs)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
