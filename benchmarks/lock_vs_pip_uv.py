@@ -14,6 +14,10 @@ time <= 1.0x uv's, bytes <= 1.5x uv's.
 "libraries only" is neuronctl's own interpreter importing the libraries `lock` is built on
 (LOCK_LIBRARIES) and nothing else, timed in the same rotation: the floor under any Python `lock`
 that uses them, printed as a ratio to uv's whole run and as what neuronctl adds above it.
+"stdlib HTTP only" (LOCK_MINIMUM) is the floor under any Python `lock` on click at all: requests
+replaced by the standard library's http.client, no PEP 751 reader. Where it is near x1.0 uv
+before any request is made, issue 36's `lock` target (x1.0 uv's wall) is out of reach of a
+Python `lock`, whatever its HTTP client.
 """
 
 from __future__ import annotations
@@ -37,6 +41,13 @@ from support.wheels import find_python  # noqa: E402
 PINS = ["torch==2.14.0", "torch-neuronx==2.14.3.0", "neuronx-cc==2.28.7631.0", "nki==0.7.0"]
 # What `lock` cannot do without: the CLI, HTTP, the resolver and the PEP 751 reader.
 LOCK_LIBRARIES = "import click, requests, resolvelib, packaging.pylock"
+# The least any Python `lock` on click could import: an HTTP client written by hand on the
+# standard library's http.client and ssl in place of requests, no PEP 751 reader, and only what
+# reading an index and a wheel's metadata needs (versions, tags, email headers, zip, hashes).
+LOCK_MINIMUM = ("import click, msgspec, resolvelib, packaging.specifiers, packaging.tags, "
+                "packaging.utils, email.parser, http.client, ssl, zipfile, hashlib, json, "
+                "concurrent.futures")
+FLOORS = {"libraries only": LOCK_LIBRARIES, "stdlib HTTP only": LOCK_MINIMUM}
 
 
 def clean_env(tmp: Path) -> dict[str, str]:
@@ -85,7 +96,7 @@ def commands(uni, tmp: Path, run: int, neuronctl: Path, baseline: Path | None = 
                           {**nctl_env, "NEURONCTL_CACHE_DIR": str(work / "baseline-cache")})}
     return {
         **before,
-        "libraries only": ([python_of(neuronctl), "-c", LOCK_LIBRARIES], env),
+        **{name: ([python_of(neuronctl), "-c", imports], env) for name, imports in FLOORS.items()},
         "neuronctl lock": ([str(neuronctl), "lock", *uni.index_flags(), "--python", "3.12",
                             "-o", str(work / "pylock.toml")], nctl_env),
         # pip of a 3.12 interpreter: the target's Requires-Python is its own (pip 23.2 applies
@@ -175,18 +186,19 @@ def _report(args: argparse.Namespace, results: dict[str, tuple[list[float], list
 
 
 def _floor(results: dict[str, tuple[list[float], list[int]]]) -> None:
-    """The libraries' import alone against uv's whole run, and what each neuronctl adds above it
+    """Each floor's import alone against uv's whole run, and what each neuronctl adds above it
     (run by run: each run times all of them)."""
-    floor, uv = results["libraries only"][0], results["uv pip compile"][0]
-    paired = sorted(f / u for f, u in zip(floor, uv, strict=True))
-    print(f"libraries only ({LOCK_LIBRARIES[len('import '):]}) / uv pip compile, run by run: "
-          f"x{statistics.median(paired):.2f} (x{paired[0]:.2f} to x{paired[-1]:.2f})")
-    for name in ("baseline lock", "neuronctl lock"):
-        if name in results:
-            above = sorted(o - f for o, f in zip(results[name][0], floor, strict=True))
-            print(f"{name} above the libraries' import, run by run: {statistics.median(above):+.3f} s "
-                  f"({above[0]:+.3f} to {above[-1]:+.3f} s)")
-
+    uv = results["uv pip compile"][0]
+    for floor_name, imports in FLOORS.items():
+        floor = results[floor_name][0]
+        paired = sorted(f / u for f, u in zip(floor, uv, strict=True))
+        print(f"{floor_name} ({imports[len('import '):]}) / uv pip compile, run by run: "
+              f"x{statistics.median(paired):.2f} (x{paired[0]:.2f} to x{paired[-1]:.2f})")
+        for name in ("baseline lock", "neuronctl lock"):
+            if name in results:
+                above = sorted(o - f for o, f in zip(results[name][0], floor, strict=True))
+                print(f"  {name} above it, run by run: {statistics.median(above):+.3f} s "
+                      f"({above[0]:+.3f} to {above[-1]:+.3f} s)")
 
 if __name__ == "__main__":
     main()
