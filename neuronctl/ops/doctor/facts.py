@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from msgspec import Struct
 from packaging.version import Version
 
+from neuronctl.ops.doctor.runner import NotYet
 from neuronctl.probes.hardware import HardwareReport, detect_hardware
 from neuronctl.probes.legacy import LegacyReport, detect_legacy
 from neuronctl.probes.pyenv import PythonEnv, inspect_python
@@ -31,6 +32,9 @@ if TYPE_CHECKING:
     from neuronctl.probes.smoke import SmokeReport
 
 T = TypeVar("T")
+TARGET_FACTS = frozenset({"env", "probe", "smoke"})
+"""The facts read from the target interpreter: while Facts.target_ready is unset (an install's
+engine still changes the target) gathering one raises NotYet."""
 
 
 class Selection(Struct, frozen=True):
@@ -64,10 +68,12 @@ class Facts:
                  pylock: Pylock | None = None, model: ModelRun | None = None,
                  long_timeout: float | None = None, smoke: SmokeReport | None = None,
                  inspection: HeldInspection | None = None,
-                 lookback_s: float | None = None) -> None:
+                 lookback_s: float | None = None,
+                 target_ready: threading.Event | None = None) -> None:
         """`timeout` bounds the interpreter inspection; `long_timeout` the device probe and the
         model run (default: `timeout`). `inspection`: the interpreter's inspection, already
-        started (an install starts it while its engine works)."""
+        started (an install starts it while its engine works). `target_ready`: unset while the
+        target may still change (None: it is ready)."""
         self.python = python
         self.sysroot = sysroot
         self.manifest = manifest
@@ -84,6 +90,7 @@ class Facts:
         """Facts this run's checks will gather anyway (set by the check runner)."""
         self.environ = dict(os.environ if environ is None else environ)
         self._inspection = inspection
+        self._target_ready = target_ready
         self._cache: dict[str, Any] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
@@ -109,6 +116,9 @@ class Facts:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
             if key not in self._cache:
+                ready = self._target_ready
+                if key in TARGET_FACTS and ready is not None and not ready.is_set():
+                    raise NotYet(key)  # before it is gathered, and nothing cached: asked again
                 try:
                     self._cache[key] = (True, make())
                 except Exception as exc:

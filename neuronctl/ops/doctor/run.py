@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import os
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +28,7 @@ from neuronctl.ops.doctor.levels import (
     multi_node_step,
 )
 from neuronctl.ops.doctor.report import DoctorReport
-from neuronctl.ops.doctor.runner import Check, run_checks
+from neuronctl.ops.doctor.runner import Check, CheckResult, run_checks, run_ready
 from neuronctl.ops.reporter import Note, NullReporter, Reporter, StepStarted, status
 from neuronctl.probes.pyenv import resolve_python
 from neuronctl.probes.sysroot import SysRoot
@@ -176,25 +177,32 @@ def _progress(reporter: Reporter) -> Callable[[int, int, tuple[str, ...]], None]
     return tell
 
 
+def _checks(facts: Facts, ids: list[str], budget: Budget) -> list[Check]:
+    specs = {c.id: c for c in CHECKS}
+    facts.planned = frozenset().union(*(specs[i].gathers for i in ids))
+    return [Check(i, specs[i].title, functools.partial(specs[i].run, facts), budget.limit(i),
+                  specs[i].severity) for i in ids]
+
+
 def run_doctor(facts: Facts, ids: list[str], strict: bool, limit: float,
                budget: Budget | None = None, level: int | None = None,
-               reporter: Reporter | None = None) -> DoctorReport:
+               reporter: Reporter | None = None,
+               done: Mapping[str, CheckResult] | None = None) -> DoctorReport:
     """Run the chosen checks in parallel, each under its own time limit, all within the run's.
     Without a budget (install's post-install doctor) `limit` is the work's timeout and each check
-    gets a little more."""
-    specs = {c.id: c for c in CHECKS}
+    gets a little more. `done`: results already made (DoctorRun.start_ready), not run again."""
     if budget is None:
         budget = Budget(limit + 5, limit + 15, limit + 20)
-    facts.planned = frozenset().union(*(specs[i].gathers for i in ids))
-    checks = [Check(i, specs[i].title, functools.partial(specs[i].run, facts), budget.limit(i),
-                    specs[i].severity) for i in ids]
-    results = tuple(run_checks(checks, budget.total_s,
-                               None if reporter is None else _progress(reporter)))
+    done = done or {}
+    rest = [c for c in _checks(facts, ids, budget) if c.id not in done]
+    ran = run_checks(rest, budget.total_s, None if reporter is None else _progress(reporter))
+    results = {**done, **{c.id: r for c, r in zip(rest, ran, strict=True)}}
     environment = _environment(facts)  # after the checks: it reads only what they gathered
     notes = release_notes(facts)
     if notes:
         environment["notes"] = notes
-    return DoctorReport(results, strict, environment, level, budget.total_s if level else None)
+    return DoctorReport(tuple(results[i] for i in ids), strict, environment, level,
+                        budget.total_s if level else None)
 
 
 class Known(Struct, frozen=True):
@@ -252,43 +260,79 @@ def _model(request: DoctorRequest, ids: list[str]) -> ModelRun | None:
                     request.model_cwd)
 
 
+class DoctorRun:
+    """One doctor run, prepared: the request validated (bad input is exit 2 before any check
+    runs), the checks chosen, the facts to share made. doctor() runs it at once; an install
+    runs what reads nothing of the target while its engine works (start_ready), the rest when
+    the engine is done (finish)."""
+
+    def __init__(self, request: DoctorRequest, reporter: Reporter | None = None) -> None:
+        self._reporter = reporter = reporter or NullReporter()
+        if request.level not in LEVELS:
+            raise InputError(f"level must be 1, 2 or 3, got {request.level}")
+        known = request.known
+        pylock = known.pylock
+        if request.lock is not None and pylock is None:  # the reader (packaging.pylock): only with --lock
+            from neuronctl.resolvers.pylock import load_pylock
+
+            pylock = load_pylock(request.lock)
+        if request.release:
+            request.manifest.get(request.release)
+        if request.device not in DEVICES:
+            raise InputError(f"device must be {', '.join(DEVICES[:-1])} or {DEVICES[-1]}, "
+                             f"got {request.device!r}")
+        environ = os.environ if request.environ is None else request.environ
+        self.ids = ids = select_checks(request.only, request.skip, request.lock,
+                                       request.device_probe, request.level,
+                                       multi_node_step(environ))
+        if request.sysroot is not None and not request.sysroot.is_dir():
+            raise InputError(f"--sysroot {request.sysroot}: no such directory")
+        model = _model(request, ids)
+        self.request, self.budget = request, (budget := budget_for(request.level,
+                                                                     request.check_timeout))
+        self._ready = threading.Event()
+        self.facts = Facts(python=known.python or resolve_python(request.python),
+                           sysroot=SysRoot.from_env(request.sysroot), manifest=request.manifest,
+                           release=request.release, device=request.device,
+                           timeout=budget.inner(budget.check_s),
+                           compile_tier=request.compile_tier or request.level >= 3,
+                           lock=request.lock, environ=request.environ, pylock=pylock, model=model,
+                           long_timeout=budget.inner(budget.long_s), lookback_s=request.lookback_s,
+                           hardware=known.hardware, env=known.env, inspection=known.inspection,
+                           target_ready=self._ready)
+        self._early: dict[str, CheckResult] = {}
+        self._thread: threading.Thread | None = None
+
+    def start_ready(self) -> None:
+        """Start, on a thread, the checks that read nothing of the target (the host's OS,
+        driver, system packages, devices): one that reads it stops at once and runs in finish().
+        An install calls it as its engine starts: the target changes, the host does not."""
+        def run() -> None:
+            self._early = run_ready(_checks(self.facts, self.ids, self.budget), self.budget.total_s)
+
+        thread = threading.Thread(target=run, daemon=True, name="doctor-ready")
+        thread.start()
+        self._thread = thread  # once started: finish() waits only for a thread that runs
+
+    def finish(self) -> DoctorReport:
+        """The target is ready: run every check not already done, within the level's budget."""
+        request, reporter = self.request, self._reporter
+        self._ready.set()
+        if self._thread is not None:  # bounded: each of its checks stops at the budget's total
+            self._thread.join(self.budget.total_s)
+        done = {} if self._thread is None or self._thread.is_alive() else self._early
+        reporter.emit(DoctorStarted(f"running {len(self.ids)} checks (level {request.level})",
+                                    "checks", checks=tuple(self.ids), level=request.level))
+        for note in release_notes(self.facts):
+            reporter.emit(Note(note))
+        return run_doctor(self.facts, self.ids, request.strict, self.budget.check_s, self.budget,
+                          request.level, reporter, done)
+
+
 def doctor(request: DoctorRequest, reporter: Reporter | None = None) -> DoctorReport:
     """Validate the request (bad input is exit 2 before any check runs), gather the facts the
     chosen checks need, each once, and run the checks within the level's time budget."""
-    reporter = reporter or NullReporter()
-    if request.level not in LEVELS:
-        raise InputError(f"level must be 1, 2 or 3, got {request.level}")
-    known = request.known
-    pylock = known.pylock
-    if request.lock is not None and pylock is None:  # the reader (packaging.pylock): only with --lock
-        from neuronctl.resolvers.pylock import load_pylock
-
-        pylock = load_pylock(request.lock)
-    if request.release:
-        request.manifest.get(request.release)
-    if request.device not in DEVICES:
-        raise InputError(f"device must be {', '.join(DEVICES[:-1])} or {DEVICES[-1]}, "
-                         f"got {request.device!r}")
-    environ = os.environ if request.environ is None else request.environ
-    ids = select_checks(request.only, request.skip, request.lock, request.device_probe,
-                        request.level, multi_node_step(environ))
-    if request.sysroot is not None and not request.sysroot.is_dir():
-        raise InputError(f"--sysroot {request.sysroot}: no such directory")
-    model = _model(request, ids)
-    budget = budget_for(request.level, request.check_timeout)
-    reporter.emit(DoctorStarted(f"running {len(ids)} checks (level {request.level})", "checks",
-                                checks=tuple(ids), level=request.level))
-    python = known.python or resolve_python(request.python)
-    facts = Facts(python=python, sysroot=SysRoot.from_env(request.sysroot),
-                  manifest=request.manifest, release=request.release, device=request.device,
-                  timeout=budget.inner(budget.check_s),
-                  compile_tier=request.compile_tier or request.level >= 3, lock=request.lock,
-                  environ=request.environ, pylock=pylock, model=model,
-                  long_timeout=budget.inner(budget.long_s), lookback_s=request.lookback_s,
-                  hardware=known.hardware, env=known.env, inspection=known.inspection)
-    for note in release_notes(facts):
-        reporter.emit(Note(note))
-    return run_doctor(facts, ids, request.strict, budget.check_s, budget, request.level, reporter)
+    return DoctorRun(request, reporter).finish()
 
 
 def release_notes(facts: Facts, today: dt.date | None = None) -> list[str]:

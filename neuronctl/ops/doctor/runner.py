@@ -68,10 +68,19 @@ def severity_of(outcome: CheckOutcome, default: Severity) -> Severity:
     return outcome.severity or default
 
 
-def _run_one(check: Check, slot: list[CheckResult]) -> None:
+class NotYet(BaseException):
+    """Raised inside a check that reads what is not ready yet (the target, while an install's
+    engine still changes it): the check is run again once it is (`run_ready`). A BaseException,
+    so that no check's own `except Exception` can take it for a fact that failed."""
+
+
+def _run_one(check: Check, slot: list[CheckResult | None]) -> None:
     start = time.perf_counter()
     try:
         outcome = check.run()
+    except NotYet:
+        slot.append(None)  # run_ready leaves it out; run_checks, where all is ready, fails it
+        return
     except NeuronctlError as exc:
         outcome = CheckOutcome("fail", exc.message, exc.hint)
     except Exception as exc:  # a broken check must not take the doctor down
@@ -86,7 +95,7 @@ Progress = Callable[[int, int, tuple[str, ...]], None]
 
 
 def _wait(thread: threading.Thread, until: float, progress: Progress | None,
-          slots: list[list[CheckResult]], checks: Sequence[Check]) -> None:
+          slots: list[list[CheckResult | None]], checks: Sequence[Check]) -> None:
     """Join `thread` by `until` (perf_counter), telling `progress` which checks still run about
     every quarter second (a level-3 doctor runs for 20 s and more)."""
     while True:
@@ -105,7 +114,29 @@ def run_checks(checks: Sequence[Check], total: float | None = None,
     check gets its own timeout, and none runs past `total` seconds from the start: a check past
     either is a fail that says "timed out", and what it left running in a target interpreter is
     killed (never a hang, never a stray process)."""
-    slots: list[list[CheckResult]] = [[] for _ in checks]
+    results = []
+    for check, result in zip(checks, _run_all(checks, total, progress), strict=True):
+        results.append(result or CheckResult(check.id, check.title, "fail", "internal: it read "
+                                             "the target before it was ready", None, 0.0,
+                                             severity=check.severity))
+    return results
+
+
+def run_ready(checks: Sequence[Check], total: float | None = None) -> dict[str, CheckResult]:
+    """Run the checks in parallel as run_checks does, while what some of them read is not ready
+    yet: those raise NotYet and are left out, to be run (again) once it is. Returns the others'
+    results by check id."""
+    # What a check that timed out left running is not killed here: the work these run beside
+    # (an install's engine) is neuronctl's child too, and neuronctl kills every child at exit.
+    return {check.id: result for check, result in zip(checks, _run_all(checks, total, None,
+                                                                       stop=False),
+                                                       strict=True) if result is not None}
+
+
+def _run_all(checks: Sequence[Check], total: float | None, progress: Progress | None, *,
+             stop: bool = True) -> list[CheckResult | None]:
+    """Each check's result in order (None: it raised NotYet)."""
+    slots: list[list[CheckResult | None]] = [[] for _ in checks]
     threads = []
     start = time.perf_counter()
     for check, slot in zip(checks, slots, strict=True):
@@ -114,7 +145,8 @@ def run_checks(checks: Sequence[Check], total: float | None = None,
                              name=f"check-{check.id}")
         t.start()
         threads.append(t)
-    results, late = [], False
+    results: list[CheckResult | None] = []
+    late = False
     for check, slot, thread in zip(checks, slots, threads, strict=True):
         limit = check.timeout if total is None else min(check.timeout, total)
         _wait(thread, start + limit, progress, slots, checks)
@@ -126,7 +158,7 @@ def run_checks(checks: Sequence[Check], total: float | None = None,
             results.append(CheckResult(check.id, check.title, "fail", why, None,
                                        round(limit * 1000, 1), severity=check.severity))
             late = True
-    if late:
+    if late and stop:
         _stop_leftovers()
     return results
 

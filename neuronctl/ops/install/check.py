@@ -2,12 +2,14 @@
 point (`doctor(DoctorRequest)`, at its default level), handed what the install already holds (the
 hardware, the lock, the target's inspection) so that nothing is gathered twice. Its checks are
 bounded as the doctor's are: install's --check-timeout (config `check_timeout`), else the level's
-budget. What it needs is prepared while the engine runs: the target's inspection is held open (it
-starts as the engine does; probes/held_inspection.py) and the doctor's modules load on a thread."""
+budget. What it can do is done while the engine runs: the target's inspection is held open (it
+starts as the engine does; probes/held_inspection.py), and on a thread the doctor's modules load
+and its checks that read nothing of the target (the host's OS, driver, system packages, devices)
+run (DoctorRun.start_ready); the rest run when the engine is done."""
 
 from __future__ import annotations
 
-import importlib
+import functools
 from typing import TYPE_CHECKING
 
 from msgspec import Struct
@@ -19,6 +21,7 @@ from neuronctl.probes.held_inspection import HeldInspection, venv_site_dirs
 
 if TYPE_CHECKING:  # types only: install.run imports Prepared before its heavier steps load
     from neuronctl.ops.doctor.report import DoctorReport
+    from neuronctl.ops.doctor.run import DoctorRequest, DoctorRun
     from neuronctl.ops.install.source_types import InstallSource
     from neuronctl.ops.install.target import InstallTarget
     from neuronctl.ops.lock.choice import PickedLock
@@ -27,17 +30,8 @@ if TYPE_CHECKING:  # types only: install.run imports Prepared before its heavier
     from neuronctl.probes.sysroot import SysRoot
     from neuronctl.release.model import Manifest
 
-DOCTOR = ("neuronctl.ops.doctor.run", "neuronctl.ops.doctor.facts")
 FALLBACK_CHECKS = ("python.version", "device.probe", "lock.drift")
 """What a fallback lock's environment (no Neuron stack) is checked for."""
-
-
-def _load_doctor() -> None:
-    for name in DOCTOR:
-        try:
-            importlib.import_module(name)
-        except Exception:  # the real import in check() reports any failure
-            return
 
 
 def inspection_timeout(check_timeout: float | None) -> float:
@@ -54,7 +48,7 @@ class Prepared:
         self._enabled = enabled
         self._check_timeout = check_timeout
         self._reporter = reporter
-        self._preload = OnThread(_load_doctor, name="neuronctl-preload")
+        self._doctor: OnThread[DoctorRun | None] | None = None
         self.inspection: HeldInspection | None = None
         """The target's inspection, held from just before the engine ran (None: not held)."""
 
@@ -65,7 +59,7 @@ class Prepared:
             self.inspection = HeldInspection(target.final_python, dirs,
                                              inspection_timeout(self._check_timeout))
 
-    def engine_started(self) -> None:
+    def engine_started(self, given: CheckInput) -> None:
         """The engine runs: what the doctor needs starts now, not in its way as it starts."""
         if self.inspection is None:
             return
@@ -73,12 +67,32 @@ class Prepared:
             self.inspection.start()
         except (InputError, OSError):  # the doctor inspects it afterwards, and says why
             self.inspection.cancel()
-        self._preload.start()
+        self._doctor = OnThread(functools.partial(_start_doctor, given, self.inspection),
+                                name="neuronctl-doctor", patience=5.0)
+        self._doctor.start()
         self._reporter.emit(StepStarted("applying", "applying"))
+
+    def doctor(self) -> DoctorRun | None:
+        """The doctor run started while the engine ran (None: none was)."""
+        return None if self._doctor is None else self._doctor.result()
 
     def cancel(self) -> None:
         if self.inspection is not None:
             self.inspection.cancel()
+        if self._doctor is not None:
+            self._doctor.cancel()
+
+
+def _start_doctor(given: CheckInput, inspection: HeldInspection) -> DoctorRun | None:
+    """The doctor's modules loaded and its checks of the host started, beside the engine."""
+    from neuronctl.ops.doctor.run import DoctorRun
+
+    try:
+        run = DoctorRun(doctor_request(given, inspection))
+        run.start_ready()
+    except Exception:  # check() makes it again and reports what is wrong, as it always did
+        return None
+    return run
 
 
 class CheckInput(Struct, frozen=True):
@@ -101,10 +115,21 @@ def check(given: CheckInput, *, prepared: Prepared | None = None,
     lock's environment has no Neuron stack: only the Python, the lock and its device are checked.
     `unchanged`: the target's inspection, when nothing was applied since (the install mutex is
     held, so it still describes the environment)."""
-    # The doctor loads here (or on the preload's thread while the engine ran): an install with
-    # --no-check, or one that stops before, never loads it.
+    # The doctor loads here (or on a thread while the engine ran): an install with --no-check,
+    # or one that stops before, never loads it.
+    from neuronctl.ops.doctor.run import DoctorRun
+
+    run = prepared.doctor() if prepared is not None else None
+    if run is None:
+        run = DoctorRun(doctor_request(given, prepared.inspection if prepared else None, unchanged))
+    return run.finish()
+
+
+def doctor_request(given: CheckInput, inspection: HeldInspection | None,
+                   unchanged: PythonEnv | None = None) -> DoctorRequest:
+    """The doctor's request for the installed target, with what the install already holds."""
     from neuronctl.ops.doctor.levels import DEFAULT_LEVEL
-    from neuronctl.ops.doctor.run import DoctorRequest, Known, doctor
+    from neuronctl.ops.doctor.run import DoctorRequest, Known
 
     picked, found = given.picked, given.found
     device, probe = "auto", given.hardware.present
@@ -114,9 +139,8 @@ def check(given: CheckInput, *, prepared: Prepared | None = None,
         gpu = picked.nvidia is not None and picked.nvidia.present
         probe = device == "cpu" or gpu
     known = Known(python=given.target.final_python, hardware=given.hardware,
-                  pylock=picked.lock if picked else None, env=unchanged,
-                  inspection=prepared.inspection if prepared else None)
-    return doctor(DoctorRequest(
+                  pylock=picked.lock if picked else None, env=unchanged, inspection=inspection)
+    return DoctorRequest(
         given.manifest, release=found.release,
         lock=found.lock, device=device, level=DEFAULT_LEVEL, device_probe=probe, only=only,
-        check_timeout=given.check_timeout, sysroot=given.sysroot.root, known=known))
+        check_timeout=given.check_timeout, sysroot=given.sysroot.root, known=known)

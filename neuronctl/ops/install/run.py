@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from msgspec import Struct
 
 from neuronctl.cache_dir import user_cache_dir
-from neuronctl.ops.install.check import Prepared
+from neuronctl.ops.install.check import CheckInput, Prepared, check
 from neuronctl.ops.install.env_mutex import environment_lock
 from neuronctl.ops.install.outcome import InstallOutcome, PlanReady
 from neuronctl.ops.install.target import InstallTarget, resolve_target
@@ -76,8 +76,9 @@ def install(request: InstallRequest, reporter: Reporter, *,
             from neuronctl.resolvers.stack_plan import decided
 
             picked = choose_lock(host)
+            manifest = host.manifest  # read while the interpreter still runs, as the lock was
             env = work.inspection.result()
-            stack = stack_for(request, env, picked, host.manifest)
+            stack = stack_for(request, env, picked, manifest)
             preflight(PreflightInput(stack, target, env, request.engine, host.manifest,
                                      host.hardware, host.sysroot, request.allow_unsupported),
                       reporter)
@@ -268,7 +269,8 @@ def apply_planned(host: Host, done: Done, work: Beside, confirm: Confirm | None)
               run=functools.partial(run_engine, show=show), offline=request.offline,
               watch=None if target.new_venv else watch, early=work.early,
               engine_starting=functools.partial(prepared.engine_starting, target, before),
-              started=prepared.engine_started, timeout=request.timeout,
+              started=functools.partial(prepared.engine_started, check_input(host, done)),
+              timeout=request.timeout,
               local_label=functools.partial(local_label, request.find_links))
     except ApplyFailure as failure:
         from neuronctl.ops.install.failure import failure_error  # only a failure loads it
@@ -288,8 +290,10 @@ def check_target(host: Host, done: Done, *, prepared: Prepared | None = None,
     """Step 9: the doctor on the target (None with --no-check)."""
     if not host.request.check:
         return None
-    from neuronctl.ops.install.check import CheckInput, check
+    return check(check_input(host, done), prepared=prepared, unchanged=unchanged)
 
-    return check(CheckInput(done.planned.target, done.sourced.source, done.picked, host.hardware,
-                            host.manifest, host.sysroot, host.request.check_timeout),
-                 prepared=prepared, unchanged=unchanged)
+
+def check_input(host: Host, done: Done) -> CheckInput:
+    """What the check reads: the target as planned, the source, and the facts already read."""
+    return CheckInput(done.planned.target, done.sourced.source, done.picked, host.hardware,
+                      host.manifest, host.sysroot, host.request.check_timeout)

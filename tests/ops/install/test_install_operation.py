@@ -89,3 +89,32 @@ def test_an_install_waits_its_turn_and_says_so(uni, locked, tmp_path):
     worker.join(timeout=120)
     assert done and done[0].applied  # type: ignore[attr-defined]
     assert installed(venv / "bin" / "python")["torch-neuronx"] == "2.14.3.0"
+
+
+def test_the_check_reads_the_host_while_the_engine_runs(uni, locked, tmp_path, monkeypatch):
+    """Issue 36: the doctor's checks of the host (nothing of the target) run while the engine
+    still installs; the target's own checks run once it is done, each check once."""
+    import neuronctl.ops.doctor.run as doctor_run
+
+    early: list[set[str]] = []
+    late: list[str] = []
+    ready, checks = doctor_run.run_ready, doctor_run.run_checks
+
+    def ready_recorded(given, total=None):
+        done = ready(given, total)
+        early.append(set(done))
+        return done
+
+    def checks_recorded(given, total=None, progress=None):
+        late.extend(c.id for c in given)
+        return checks(given, total, progress)
+
+    monkeypatch.setattr(doctor_run, "run_ready", ready_recorded)
+    monkeypatch.setattr(doctor_run, "run_checks", checks_recorded)
+    outcome = install(request(lock=locked, venv=tmp_path / "v", venv_python="3.12", backend="uv"),
+                      CollectingReporter())
+    assert outcome.applied and outcome.doctor is not None
+    (host,) = early  # started as the engine started (check.py's Prepared.engine_started)
+    assert {"host.os", "packages.system", "device.access"} <= host
+    assert "python.version" in late and not host & set(late)
+    assert sorted(c.id for c in outcome.doctor.checks) == sorted(host | set(late))

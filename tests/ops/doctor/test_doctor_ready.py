@@ -1,0 +1,118 @@
+"""Issue 36: an install's doctor checks the host while its engine still changes the target.
+DoctorRun.start_ready runs every chosen check that reads nothing of the target; one that reads it
+(the interpreter, the device probe, the model) stops at once with NotYet, gathers nothing, and runs
+in finish(), once the target is ready. The report is the one doctor() makes of the same request."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from support.doctor_facts import MANIFEST, NO_HARDWARE, python_env
+
+import neuronctl.ops.doctor.facts
+import neuronctl.ops.doctor.run
+from neuronctl.ops.doctor.facts import Facts
+from neuronctl.ops.doctor.run import DoctorRequest, DoctorRun, Known, doctor
+from neuronctl.ops.doctor.runner import Check, CheckOutcome, CheckResult, NotYet, run_checks, run_ready
+from neuronctl.probes.pyenv import PythonEnv
+from neuronctl.probes.sysroot import SysRoot
+
+HOST_CHECKS = {"packages.system", "host.os", "hardware.chip", "hardware.driver", "hardware.errors",
+               "runtime.compat", "runtime.cores", "device.access", "device.holders", "network.efa"}
+"""The default level's checks that read nothing of the target interpreter."""
+
+
+def _release() -> str:
+    minor = f"{sys.version_info.major}.{sys.version_info.minor}"
+    return next(r.version for r in MANIFEST.releases if minor in r.python and r.frameworks)
+
+
+@pytest.fixture
+def inspections(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Each inspection of the target, by the thread that made it; the target is an interpreter
+    with torch and torch-neuronx installed."""
+    seen: list[str] = []
+    minor = f"{sys.version_info.major}.{sys.version_info.minor}"
+
+    def inspect(python: str, **_: object) -> PythonEnv:
+        seen.append(threading.current_thread().name)
+        return python_env(f"{minor}.0", {"torch": "2.14.0", "torch-neuronx": "2.14.3.0"})
+
+    monkeypatch.setattr(neuronctl.ops.doctor.facts, "inspect_python", inspect)
+    return seen
+
+
+def test_a_target_fact_before_the_target_is_ready_gathers_nothing(
+        tmp_path: Path, inspections: list[str]) -> None:
+    ready = threading.Event()
+    facts = Facts(python=sys.executable, sysroot=SysRoot(tmp_path), manifest=MANIFEST, release=None,
+                  device="auto", timeout=30.0, target_ready=ready)
+    for read in (lambda: facts.env, lambda: facts.legacy, lambda: facts.selection):
+        with pytest.raises(NotYet):  # directly, and inside the facts made from it
+            read()
+    assert inspections == []
+    assert not any(facts.gathered(k) for k in ("env", "legacy", "selection"))
+    ready.set()
+    assert facts.selection.reason.startswith("the newest release listing the installed torch-neuronx")
+    assert facts.legacy.verdict and facts.env.get("torch-neuronx") is not None
+    assert len(inspections) == 1  # once, now that it is ready
+
+
+def test_a_check_cannot_take_not_yet_for_a_failure() -> None:
+    def careless() -> CheckOutcome:
+        try:
+            raise NotYet("env")
+        except Exception:  # what a check may do around a fact: NotYet is not an Exception
+            return CheckOutcome("pass", "swallowed")
+
+    def host() -> CheckOutcome:
+        return CheckOutcome("pass", "the host is fine")
+
+    checks = [Check("a.target", "target", careless, 5.0), Check("b.host", "host", host, 5.0)]
+    assert list(run_ready(checks, 10.0)) == ["b.host"]
+    # run_checks runs when all is ready: a check that still raised it is a failure, never a hang
+    target, _ = run_checks(checks, 10.0)
+    assert (target.status, target.message) == ("fail", "internal: it read the target before it "
+                                                       "was ready")
+
+
+def _request(tmp_path: Path) -> DoctorRequest:
+    (tmp_path / "sys").mkdir(exist_ok=True)
+    return DoctorRequest(MANIFEST, release=_release(), device_probe=False, sysroot=tmp_path,
+                         known=Known(python=sys.executable, hardware=NO_HARDWARE))
+
+
+def test_start_ready_checks_the_host_before_the_target_is_ready(
+        tmp_path: Path, inspections: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    early: list[set[str]] = []
+    real = neuronctl.ops.doctor.run.run_ready
+
+    def recorded(checks: list[Check], total: float | None = None) -> dict[str, CheckResult]:
+        done = real(checks, total)
+        early.append(set(done))
+        return done
+
+    monkeypatch.setattr(neuronctl.ops.doctor.run, "run_ready", recorded)
+    run = DoctorRun(_request(tmp_path))
+    run.start_ready()
+    for _ in range(200):  # the host's checks end without the target
+        if early:
+            break
+        threading.Event().wait(0.05)
+    assert early and early[0] == HOST_CHECKS and inspections == []
+    report = run.finish()
+    assert len(inspections) == 1 and inspections[0].startswith("check-")  # in finish's checks
+    plain = doctor(_request(tmp_path))
+    assert [(c.id, c.status, c.message) for c in report.checks] == \
+        [(c.id, c.status, c.message) for c in plain.checks]
+    assert report.environment.keys() == plain.environment.keys()
+
+
+def test_finish_alone_is_the_doctor(tmp_path: Path, inspections: list[str]) -> None:
+    """Never started early (a nothing-to-do install, `neuronctl doctor`): every check in finish."""
+    report = DoctorRun(_request(tmp_path)).finish()
+    assert {c.id for c in report.checks} >= HOST_CHECKS | {"python.version", "packages.coherence"}
+    assert len(inspections) == 1
