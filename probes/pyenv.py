@@ -268,10 +268,11 @@ class Inspection:
         the distributions only at result() (see probes/held_inspection.py)."""
         self.exe = _locate(python) if python else sys.executable
         self.timeout = timeout
-        opts = {"watched": list(WATCHED), "packages": packages, "tags": tags, "bundled_pip": bundled_pip,
-                "metadata_only": metadata_only, "hold": held}
+        opts = {"watched": ",".join(WATCHED), "packages": packages, "tags": tags,
+                "bundled_pip": bundled_pip, "metadata_only": metadata_only, "hold": held}
+        args = [f"{k}={int(v) if isinstance(v, bool) else v}" for k, v in opts.items()]
         try:
-            self._script = TargetScript(self.exe, "inspect_env.py", [json.dumps(opts)],
+            self._script = TargetScript(self.exe, "inspect_env.py", args,
                                         cwd=os.path.dirname(self.exe) or None, held=held)
         except OSError as exc:
             raise _not_python(self.exe, f"cannot run it: {exc.strerror or exc}") from None

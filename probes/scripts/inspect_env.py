@@ -1,7 +1,8 @@
 # ruff: noqa: UP006, UP035, UP045  (runs on Python 3.6+: no builtin generics, no X | None)
 """The environment inspection, run inside the target interpreter (see probes/pyenv.py).
 
-argv: CHANNEL_FD OPTIONS_JSON. Writes a hello line, then the facts as one JSON line to the
+argv: CHANNEL_FD NAME=VALUE... (options(): no JSON to read, so json is never imported). Writes
+a hello line, then the facts as one JSON line (dumps()) to the
 channel: the interpreter, its markers and wheel tags, its bundled pip wheel, and its installed
 distributions (read from plain .dist-info directories where that is all there is, else with
 importlib.metadata). Held (option "hold"), it reads the distributions only once neuronctl
@@ -18,9 +19,13 @@ import time
 AT_START = list(sys.modules.items())
 SCRIPT_START = time.time()
 
-import json  # noqa: E402
 import os  # noqa: E402
 import sysconfig  # noqa: E402
+
+try:  # json's own string escaper (C): json itself brings re and enum (4 of its 25 ms)
+    from _json import encode_basestring_ascii as escaper
+except ImportError:  # an interpreter without CPython's accelerator: json itself writes
+    escaper = None  # type: ignore[assignment]
 
 # Annotations are strings and typing is not imported when it runs: this starts twice per install,
 # and typing (like csv and platform, which bring re and enum) costs more than the inspection.
@@ -318,10 +323,57 @@ def held() -> "Any":
     return module
 
 
+def options(args: "List[str]") -> "Dict[str, Any]":
+    """The options probes/pyenv.py passes, NAME=VALUE each: watched, a comma-separated list of
+    names; tags 0, 1 or unless-derivable; the others 0 or 1."""
+    given = dict(arg.partition("=")[::2] for arg in args)
+    tags = given.get("tags", "0")
+    return {"watched": [name for name in given.get("watched", "").split(",") if name],
+            "tags": tags if tags == UNLESS_DERIVABLE else tags == "1",
+            **{key: given.get(key) == "1" for key in ("packages", "bundled_pip", "metadata_only", "hold")}}
+
+
+def dumps(value: "Any") -> str:
+    """`value` as json.dumps writes it (ASCII, its separators), for the types this script
+    writes: strings escaped by json's own C function, so that json, re and enum never load."""
+    if escaper is None:
+        import json
+
+        return json.dumps(value)
+    out: List[str] = []
+    write(value, out, escaper)
+    return "".join(out)
+
+
+def write(value: "Any", out: "List[str]", quoted: "Callable[[str], str]") -> None:
+    if value is None or isinstance(value, bool):
+        out.append({None: "null", True: "true", False: "false"}[value])
+    elif isinstance(value, int):
+        out.append(int.__repr__(value))
+    elif isinstance(value, str):
+        out.append(quoted(value))
+    elif isinstance(value, dict):
+        out.append("{")
+        for i, (key, item) in enumerate(value.items()):
+            if not isinstance(key, str):
+                raise TypeError("keys must be str, not " + type(key).__name__)
+            out.extend((", " if i else "", quoted(key), ": "))
+            write(item, out, quoted)
+        out.append("}")
+    elif isinstance(value, (list, tuple)):
+        out.append("[")
+        for i, item in enumerate(value):
+            out.append(", " if i else "")
+            write(item, out, quoted)
+        out.append("]")
+    else:  # nothing else is written (a float never is: NaN would need json's own spelling)
+        raise TypeError("not written as JSON: " + type(value).__name__)
+
+
 def main() -> int:
-    opts = json.loads(sys.argv[2])
+    opts = options(sys.argv[2:])
     channel = open_channel(sys.argv)
-    channel.write(json.dumps(HELLO) + "\n")
+    channel.write(dumps(HELLO) + "\n")
     channel.flush()
     out = interpreter()
     if opts["tags"] and not (opts["tags"] == UNLESS_DERIVABLE and tags_derivable()):
@@ -338,7 +390,7 @@ def main() -> int:
             return int(hold.STALE)
     if opts["packages"]:
         distributions(opts, out)
-    channel.write(json.dumps(out) + "\n")
+    channel.write(dumps(out) + "\n")
     channel.flush()
     return 0
 

@@ -3,6 +3,7 @@ importlib.resources, standalone, runnable on every Python neuronctl inspects; an
 keeps code in a string literal instead."""
 
 import ast
+import runpy
 import subprocess
 import sys
 import zipfile
@@ -10,6 +11,8 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from support.wheels import find_python, make_venv
 
 from neuronctl.errors import InputError
@@ -22,6 +25,8 @@ SCRIPTS = ("device_probe.py", "inspect_env.py", "python_version.py")
 HELPERS = ("smoke_run.py", "smoke_compare.py", "descendants.py", "reference_model.py",
            "inspect_hold.py")
 PRODUCT_DIRS = ("neuronctl", "probes", "resolvers", "backend")
+SCRIPT = runpy.run_path(str(REPO / "probes" / "scripts" / "inspect_env.py"))
+"""inspect_env.py's functions, loaded as the file it is (not run: __name__ is not __main__)."""
 
 
 def _python(minor):
@@ -129,14 +134,14 @@ def test_the_inspection_says_what_the_platform_module_says_without_loading_it(mi
                           capture_output=True, text=True, check=True).stdout
     slow = subprocess.run([python, "-c", PLATFORM_SAYS], capture_output=True, text=True, check=True).stdout
     assert json.loads(fast) == json.loads(slow)
-    opts = json.dumps({"watched": [], "packages": True, "tags": False, "bundled_pip": False,
-                       "metadata_only": False})
-    run = subprocess.run([python, "-X", "importtime", str(script), "1", opts], capture_output=True,
+    opts = ["watched=", "packages=1", "tags=0", "bundled_pip=0", "metadata_only=0"]
+    run = subprocess.run([python, "-X", "importtime", str(script), "1", *opts], capture_output=True,
                          text=True, check=True)
     names = [line.rsplit("|", 1)[-1] for line in run.stderr.splitlines()]
     # What the interpreter's own start-up loads (site and the .pth files it runs) comes first.
     loaded = {n.strip() for n in names[names.index(" site") + 1:]}
-    assert not loaded & {"platform", "typing", "csv"}, loaded
+    # json brings re and enum (issue 36: a sixth of the inspection's time): dumps() writes JSON
+    assert not loaded & {"platform", "typing", "csv", "json", "re", "enum"}, loaded
     env = Inspection(python, tags=False).result()
     assert env.markers["python_full_version"] == json.loads(slow)["version"] == env.python
     assert " ".join(env.libc) == json.loads(slow)["libc"]
@@ -173,3 +178,30 @@ def test_record_paths_are_the_first_csv_column(record):
 
     script = runpy.run_path(str(REPO / "probes" / "scripts" / "inspect_env.py"))
     assert script["record_paths"](record) == [row[0] for row in csv.reader(record.splitlines()) if row]
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20)
+
+
+@given(JSON_VALUES)
+def test_the_inspection_writes_json_as_json_dumps_does(value):
+    """inspect_env.py writes its JSON without importing json (which brings re and enum): the
+    same text json.dumps writes, for every value of the types it writes (any text: escapes,
+    lone surrogates from undecodable file names, non-ASCII)."""
+    import json
+
+    assert SCRIPT["dumps"](value) == json.dumps(value)
+
+
+def test_the_inspection_reads_its_options_as_pyenv_writes_them():
+    options = SCRIPT["options"]
+    assert options(["watched=torch-neuronx,nki", "packages=1", "tags=unless-derivable",
+                    "bundled_pip=0", "metadata_only=0", "hold=1"]) == {
+        "watched": ["torch-neuronx", "nki"], "packages": True, "tags": "unless-derivable",
+        "bundled_pip": False, "metadata_only": False, "hold": True}
+    assert options(["watched=", "tags=1"])["tags"] is True and options(["watched="])["watched"] == []
+    with pytest.raises(TypeError):
+        SCRIPT["dumps"](1.5)  # nothing it writes is a float; one would be a mistake, said
