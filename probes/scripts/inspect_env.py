@@ -323,14 +323,24 @@ def held() -> "Any":
     return module
 
 
+FLAGS = ("packages", "bundled_pip", "metadata_only", "hold")
+
+
 def options(args: "List[str]") -> "Dict[str, Any]":
-    """The options probes/pyenv.py passes, NAME=VALUE each: watched, a comma-separated list of
-    names; tags 0, 1 or unless-derivable; the others 0 or 1."""
+    """The options probes/pyenv.py passes, NAME=VALUE each, every one of them: watched, a
+    comma-separated list of names; tags 0, 1 or unless-derivable; the others 0 or 1. Anything
+    else is refused (ValueError: the run fails and says so), never read as a default."""
     given = dict(arg.partition("=")[::2] for arg in args)
-    tags = given.get("tags", "0")
-    return {"watched": [name for name in given.get("watched", "").split(",") if name],
-            "tags": tags if tags == UNLESS_DERIVABLE else tags == "1",
-            **{key: given.get(key) == "1" for key in ("packages", "bundled_pip", "metadata_only", "hold")}}
+    if (sorted(given) != sorted(("watched", "tags", *FLAGS)) or len(given) != len(args)
+            or given["tags"] not in ("0", "1", UNLESS_DERIVABLE)
+            or any(given[flag] not in ("0", "1") for flag in FLAGS)):
+        raise ValueError("inspect_env.py: options are watched=NAMES tags=0|1|" + UNLESS_DERIVABLE
+                         + " " + " ".join(flag + "=0|1" for flag in FLAGS) + ", got " + repr(args))
+    tags = given["tags"]
+    opts = {flag: given[flag] == "1" for flag in FLAGS}  # type: Dict[str, Any]
+    opts["watched"] = [name for name in given["watched"].split(",") if name]
+    opts["tags"] = tags if tags == UNLESS_DERIVABLE else tags == "1"
+    return opts
 
 
 def dumps(value: "Any") -> str:

@@ -134,7 +134,7 @@ def test_the_inspection_says_what_the_platform_module_says_without_loading_it(mi
                           capture_output=True, text=True, check=True).stdout
     slow = subprocess.run([python, "-c", PLATFORM_SAYS], capture_output=True, text=True, check=True).stdout
     assert json.loads(fast) == json.loads(slow)
-    opts = ["watched=", "packages=1", "tags=0", "bundled_pip=0", "metadata_only=0"]
+    opts = ["watched=", "packages=1", "tags=0", "bundled_pip=0", "metadata_only=0", "hold=0"]
     run = subprocess.run([python, "-X", "importtime", str(script), "1", *opts], capture_output=True,
                          text=True, check=True)
     names = [line.rsplit("|", 1)[-1] for line in run.stderr.splitlines()]
@@ -180,9 +180,11 @@ def test_record_paths_are_the_first_csv_column(record):
     assert script["record_paths"](record) == [row[0] for row in csv.reader(record.splitlines()) if row]
 
 
+ANY_TEXT = st.text(st.characters(exclude_categories=()))
+"""Any code point, lone surrogates included (an undecodable file name read with surrogateescape)."""
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    st.none() | st.booleans() | st.integers() | ANY_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(ANY_TEXT, inner, max_size=4),
     max_leaves=20)
 
 
@@ -196,12 +198,28 @@ def test_the_inspection_writes_json_as_json_dumps_does(value):
     assert SCRIPT["dumps"](value) == json.dumps(value)
 
 
+def test_without_jsons_accelerator_json_itself_writes(monkeypatch):
+    """An interpreter without _json (not CPython): json.dumps writes, the same text."""
+    import json
+
+    monkeypatch.setitem(SCRIPT["dumps"].__globals__, "escaper", None)
+    value = {"name": "torch-neuronx", "requires": ["torch (==2.14.*)"], "ok": True, "n": None}
+    assert SCRIPT["dumps"](value) == json.dumps(value)
+
+
 def test_the_inspection_reads_its_options_as_pyenv_writes_them():
     options = SCRIPT["options"]
     assert options(["watched=torch-neuronx,nki", "packages=1", "tags=unless-derivable",
                     "bundled_pip=0", "metadata_only=0", "hold=1"]) == {
         "watched": ["torch-neuronx", "nki"], "packages": True, "tags": "unless-derivable",
         "bundled_pip": False, "metadata_only": False, "hold": True}
-    assert options(["watched=", "tags=1"])["tags"] is True and options(["watched="])["watched"] == []
+    rest = ["packages=0", "bundled_pip=0", "metadata_only=0", "hold=0"]
+    assert options(["watched=", "tags=1", *rest])["tags"] is True
+    assert options(["watched=", "tags=0", *rest])["watched"] == []
+    for wrong in (["watched=", "tags=1"], ["watched=", "tags=yes", *rest],
+                  ["watched=", "tags=1", "packages=true", *rest[1:]],
+                  ["watched=", "tags=1", *rest, "hold=1"], ["watched=", "tags=1", "pakages=1", *rest[1:]]):
+        with pytest.raises(ValueError, match=r"inspect_env\.py: options are"):
+            options(wrong)  # missing, misspelled, repeated or not 0/1: refused, never a default
     with pytest.raises(TypeError):
         SCRIPT["dumps"](1.5)  # nothing it writes is a float; one would be a mistake, said

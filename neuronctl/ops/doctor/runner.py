@@ -74,7 +74,8 @@ class NotYet(BaseException):
     so that no check's own `except Exception` can take it for a fact that failed."""
 
 
-def _run_one(check: Check, slot: list[CheckResult | None]) -> None:
+def _run_one(check: Check, slot: list[CheckResult | None],
+             into: dict[str, CheckResult] | None = None) -> None:
     start = time.perf_counter()
     try:
         outcome = check.run()
@@ -86,8 +87,11 @@ def _run_one(check: Check, slot: list[CheckResult | None]) -> None:
     except Exception as exc:  # a broken check must not take the doctor down
         outcome = CheckOutcome("fail", f"check raised {type(exc).__name__}: {exc}")
     ms = round((time.perf_counter() - start) * 1000, 1)
-    slot.append(CheckResult(check.id, check.title, outcome.status, outcome.message, outcome.fix, ms,
-                            outcome.details, severity_of(outcome, check.severity)))
+    result = CheckResult(check.id, check.title, outcome.status, outcome.message, outcome.fix, ms,
+                         outcome.details, severity_of(outcome, check.severity))
+    slot.append(result)
+    if into is not None:
+        into[check.id] = result
 
 
 Progress = Callable[[int, int, tuple[str, ...]], None]
@@ -122,26 +126,27 @@ def run_checks(checks: Sequence[Check], total: float | None = None,
     return results
 
 
-def run_ready(checks: Sequence[Check], total: float | None = None) -> dict[str, CheckResult]:
+def run_ready(checks: Sequence[Check], into: dict[str, CheckResult],
+              total: float | None = None) -> None:
     """Run the checks in parallel as run_checks does, while what some of them read is not ready
-    yet: those raise NotYet and are left out, to be run (again) once it is. Returns the others'
-    results by check id."""
+    yet, putting each result into `into` as its check ends: a caller that will not wait takes
+    what is there. A check that raised NotYet, or is still running, is not there: run it (again)
+    once all is ready."""
     # What a check that timed out left running is not killed here: the work these run beside
     # (an install's engine) is neuronctl's child too, and neuronctl kills every child at exit.
-    return {check.id: result for check, result in zip(checks, _run_all(checks, total, None,
-                                                                       stop=False),
-                                                       strict=True) if result is not None}
+    _run_all(checks, total, None, stop=False, into=into)
 
 
 def _run_all(checks: Sequence[Check], total: float | None, progress: Progress | None, *,
-             stop: bool = True) -> list[CheckResult | None]:
+             stop: bool = True, into: dict[str, CheckResult] | None = None
+             ) -> list[CheckResult | None]:
     """Each check's result in order (None: it raised NotYet)."""
     slots: list[list[CheckResult | None]] = [[] for _ in checks]
     threads = []
     start = time.perf_counter()
     for check, slot in zip(checks, slots, strict=True):
         # Daemon threads: a check stuck past its timeout must not keep neuronctl alive.
-        t = threading.Thread(target=_run_one, args=(check, slot), daemon=True,
+        t = threading.Thread(target=_run_one, args=(check, slot, into), daemon=True,
                              name=f"check-{check.id}")
         t.start()
         threads.append(t)

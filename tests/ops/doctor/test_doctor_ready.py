@@ -72,7 +72,9 @@ def test_a_check_cannot_take_not_yet_for_a_failure() -> None:
         return CheckOutcome("pass", "the host is fine")
 
     checks = [Check("a.target", "target", careless, 5.0), Check("b.host", "host", host, 5.0)]
-    assert list(run_ready(checks, 10.0)) == ["b.host"]
+    into: dict[str, CheckResult] = {}
+    run_ready(checks, into, 10.0)
+    assert list(into) == ["b.host"]
     # run_checks runs when all is ready: a check that still raised it is a failure, never a hang
     target, _ = run_checks(checks, 10.0)
     assert (target.status, target.message) == ("fail", "internal: it read the target before it "
@@ -90,10 +92,10 @@ def test_start_ready_checks_the_host_before_the_target_is_ready(
     early: list[set[str]] = []
     real = neuronctl.ops.doctor.run.run_ready
 
-    def recorded(checks: list[Check], total: float | None = None) -> dict[str, CheckResult]:
-        done = real(checks, total)
-        early.append(set(done))
-        return done
+    def recorded(checks: list[Check], into: dict[str, CheckResult],
+                 total: float | None = None) -> None:
+        real(checks, into, total)
+        early.append(set(into))
 
     monkeypatch.setattr(neuronctl.ops.doctor.run, "run_ready", recorded)
     run = DoctorRun(_request(tmp_path))
@@ -116,3 +118,40 @@ def test_finish_alone_is_the_doctor(tmp_path: Path, inspections: list[str]) -> N
     report = DoctorRun(_request(tmp_path)).finish()
     assert {c.id for c in report.checks} >= HOST_CHECKS | {"python.version", "packages.coherence"}
     assert len(inspections) == 1
+
+
+def test_each_result_is_there_as_its_check_ends() -> None:
+    """A caller that will not wait (finish(), once the engine is done) takes what has ended; a
+    check still running, or past its limit, is not there, and is run again."""
+    release = threading.Event()
+
+    def slow() -> CheckOutcome:
+        release.wait(30)
+        return CheckOutcome("pass", "slow host")
+
+    into: dict[str, CheckResult] = {}
+    checks = [Check("a.slow", "slow", slow, 0.2),
+              Check("b.quick", "quick", lambda: CheckOutcome("pass", "quick"), 5.0)]
+    worker = threading.Thread(target=run_ready, args=(checks, into, 10.0))
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive() and list(into) == ["b.quick"]  # a.slow timed out: left out
+    release.set()
+
+
+def test_finish_does_not_wait_for_the_checks_started_early(
+        tmp_path: Path, inspections: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Early checks that have not ended by finish() (a host check that hangs) are run again in
+    finish(), within the doctor's one budget: finish() never waits for them."""
+    hung = threading.Event()
+
+    def hangs(checks: list[Check], into: dict[str, CheckResult], total: float | None = None) -> None:
+        hung.wait(60)
+
+    monkeypatch.setattr(neuronctl.ops.doctor.run, "run_ready", hangs)
+    run = DoctorRun(_request(tmp_path))
+    run.start_ready()
+    report = run.finish()
+    hung.set()
+    plain = doctor(_request(tmp_path))
+    assert [(c.id, c.status) for c in report.checks] == [(c.id, c.status) for c in plain.checks]

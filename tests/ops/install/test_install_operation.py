@@ -100,10 +100,9 @@ def test_the_check_reads_the_host_while_the_engine_runs(uni, locked, tmp_path, m
     late: list[str] = []
     ready, checks = doctor_run.run_ready, doctor_run.run_checks
 
-    def ready_recorded(given, total=None):
-        done = ready(given, total)
-        early.append(set(done))
-        return done
+    def ready_recorded(given, into, total=None):
+        ready(given, into, total)
+        early.append(set(into))
 
     def checks_recorded(given, total=None, progress=None):
         late.extend(c.id for c in given)
@@ -116,5 +115,7 @@ def test_the_check_reads_the_host_while_the_engine_runs(uni, locked, tmp_path, m
     assert outcome.applied and outcome.doctor is not None
     (host,) = early  # started as the engine started (check.py's Prepared.engine_started)
     assert {"host.os", "packages.system", "device.access"} <= host
-    assert "python.version" in late and not host & set(late)
+    # (a host check still running when the engine ended would be run again: not here, where
+    # the engine installs for far longer than the host's checks take)
+    assert "python.version" in late and "python.version" not in host
     assert sorted(c.id for c in outcome.doctor.checks) == sorted(host | set(late))
