@@ -79,7 +79,7 @@ def install(request: InstallRequest, reporter: Reporter, *,
             manifest = host.manifest  # read while the interpreter still runs, as the lock was
             env = work.inspection.result()
             stack = stack_for(request, env, picked, manifest)
-            preflight(PreflightInput(stack, target, env, request.engine, host.manifest,
+            preflight(PreflightInput(stack, target, env, request.engine, manifest,
                                      host.hardware, host.sysroot, request.allow_unsupported),
                       reporter)
             if request.dry_run and stack.wanted is not None:  # before anything needs the network
