@@ -104,6 +104,11 @@ class Facts:
             entry = self._cache.get(key)
         return entry is not None and entry[0]
 
+    def target_at_hand(self) -> bool:
+        """Whether the target's inspection is given, done or already running (an install's):
+        no check has to wait for a new interpreter to start before reading it."""
+        return self._inspection is not None or self.gathered("env")
+
     def knows(self, key: str) -> bool:
         """Whether fact `key` may be used without reading anything this run would not read
         anyway: gathered already, or gathered by one of the chosen checks. A check's fix that

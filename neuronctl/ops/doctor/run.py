@@ -28,7 +28,7 @@ from neuronctl.ops.doctor.levels import (
     multi_node_step,
 )
 from neuronctl.ops.doctor.report import DoctorReport
-from neuronctl.ops.doctor.runner import Check, CheckResult, run_checks, run_ready
+from neuronctl.ops.doctor.runner import Begun, Check, CheckResult, run_checks, run_ready
 from neuronctl.ops.reporter import Note, NullReporter, Reporter, StepStarted, status
 from neuronctl.probes.pyenv import resolve_python
 from neuronctl.probes.sysroot import SysRoot
@@ -187,15 +187,21 @@ def _checks(facts: Facts, ids: list[str], budget: Budget) -> list[Check]:
 def run_doctor(facts: Facts, ids: list[str], strict: bool, limit: float,
                budget: Budget | None = None, level: int | None = None,
                reporter: Reporter | None = None,
-               done: Mapping[str, CheckResult] | None = None) -> DoctorReport:
+               done: Mapping[str, CheckResult] | None = None,
+               begun: Mapping[str, Begun] | None = None) -> DoctorReport:
     """Run the chosen checks in parallel, each under its own time limit, all within the run's.
     Without a budget (install's post-install doctor) `limit` is the work's timeout and each check
-    gets a little more. `done`: results already made (DoctorRun.start_ready), not run again."""
+    gets a little more. `done`: results already made (DoctorRun.start_ready), not run again;
+    `begun`: its checks, each taken over where it began."""
     if budget is None:
         budget = Budget(limit + 5, limit + 15, limit + 20)
-    done = done or {}
-    rest = [c for c in _checks(facts, ids, budget) if c.id not in done]
-    ran = run_checks(rest, budget.total_s, None if reporter is None else _progress(reporter))
+    done, begun = done or {}, begun or {}
+    rest = [begun[c.id].taken_over(c) if c.id in begun else c
+            for c in _checks(facts, ids, budget) if c.id not in done]
+    # One after another only where the target is at hand (an install's doctor): elsewhere the
+    # first check would wait for its interpreter to start while the host's checks could run.
+    ran = run_checks(rest, budget.total_s, None if reporter is None else _progress(reporter),
+                     one_by_one=facts.target_at_hand())
     results = {**done, **{c.id: r for c, r in zip(rest, ran, strict=True)}}
     environment = _environment(facts)  # after the checks: it reads only what they gathered
     notes = release_notes(facts)
@@ -302,29 +308,35 @@ class DoctorRun:
                            target_ready=self._ready)
         self._early: dict[str, CheckResult] = {}
         """start_ready's results, each put in by its check's thread as it ends."""
+        self._begun: dict[str, Begun] = {}
+        """start_ready's checks, which finish() takes over."""
 
     def start_ready(self) -> None:
         """Start, on a thread, the checks that read nothing of the target (the host's OS,
-        driver, system packages, devices): one that reads it stops at once and runs in finish().
-        An install calls it as its engine starts: the target changes, the host does not."""
-        def run() -> None:
-            run_ready(_checks(self.facts, self.ids, self.budget), self._early, self.budget.total_s)
-
-        threading.Thread(target=run, daemon=True, name="doctor-ready").start()
+        driver, system packages, devices), one after another: one that reads the target stops
+        at once and runs in finish(); one still running then is taken over, one not begun runs
+        there. An install calls it as its engine starts: the target changes, the host does
+        not."""
+        checks = _checks(self.facts, self.ids, self.budget)
+        self._begun = {c.id: Begun(c.run) for c in checks}
+        begun = [Check(c.id, c.title, self._begun[c.id], c.timeout, c.severity) for c in checks]
+        threading.Thread(target=run_ready, args=(begun, self._early), daemon=True,
+                         name="doctor-ready").start()
 
     def finish(self) -> DoctorReport:
         """The target is ready: run every check not already done, within the level's budget."""
         request, reporter = self.request, self._reporter
         self._ready.set()
-        # What start_ready's checks finished is kept; one still running (a slow host, a tool that
-        # hangs) is not waited for but run again here, so the doctor keeps to one budget.
+        # What start_ready's checks finished is kept; one still running (a host slowed by what ran
+        # beside it) is taken over, waited for under the limit it would have had if begun here,
+        # so the doctor keeps to one budget and nothing is done twice.
         done = dict(self._early)
         reporter.emit(DoctorStarted(f"running {len(self.ids)} checks (level {request.level})",
                                     "checks", checks=tuple(self.ids), level=request.level))
         for note in release_notes(self.facts):
             reporter.emit(Note(note))
         return run_doctor(self.facts, self.ids, request.strict, self.budget.check_s, self.budget,
-                          request.level, reporter, done)
+                          request.level, reporter, done, self._begun)
 
 
 def doctor(request: DoctorRequest, reporter: Reporter | None = None) -> DoctorReport:

@@ -112,41 +112,80 @@ def _wait(thread: threading.Thread, until: float, progress: Progress | None,
         thread.join(min(left, 0.25) if progress is not None else left)
 
 
+STALL_S = 0.02
+"""How long one check may run before the checks after it stop waiting their turn (run_checks)."""
+
+
 def run_checks(checks: Sequence[Check], total: float | None = None,
-               progress: Progress | None = None) -> list[CheckResult]:
-    """Run all checks in parallel; results come back in the order the checks were given. Each
-    check gets its own timeout, and none runs past `total` seconds from the start: a check past
-    either is a fail that says "timed out", and what it left running in a target interpreter is
-    killed (never a hang, never a stray process)."""
+               progress: Progress | None = None, *, one_by_one: bool = True
+               ) -> list[CheckResult]:
+    """Run all checks; results come back in the order the checks were given. Each check gets its
+    own timeout, and none runs past `total` seconds from the start: a check past either is a fail
+    that says "timed out", and what it left running in a target interpreter is killed (never a
+    hang, never a stray process). They run one after another on one thread while each ends within
+    STALL_S (most read a file or two, and a thread each costs more CPU than they do); once one
+    runs longer (a process, the network, a hang), it is taken over and every check left runs on
+    a thread of its own, in parallel (at once, without `one_by_one`: where the first would wait
+    for a process the others need not). Every timeout counts from the start, as if all had begun
+    then."""
+    start = time.perf_counter()
+    done, rest = _one_by_one(checks) if one_by_one else ({}, list(checks))
+    ran = iter(_run_all(rest, total, _after(progress, len(done)), start))
     results = []
-    for check, result in zip(checks, _run_all(checks, total, progress), strict=True):
+    for check in checks:
+        result = done[check.id] if check.id in done else next(ran)
         results.append(result or CheckResult(check.id, check.title, "fail", "internal: it read "
                                              "the target before it was ready", None, 0.0,
                                              severity=check.severity))
     return results
 
 
-def run_ready(checks: Sequence[Check], into: dict[str, CheckResult],
-              total: float | None = None) -> None:
-    """Run the checks in parallel as run_checks does, while what some of them read is not ready
-    yet, putting each result into `into` as its check ends: a caller that will not wait takes
-    what is there. A check that raised NotYet, or is still running, is not there: run it (again)
-    once all is ready."""
-    # What a check that timed out left running is not killed here: the work these run beside
-    # (an install's engine) is neuronctl's child too, and neuronctl kills every child at exit.
-    _run_all(checks, total, None, stop=False, into=into)
+def _one_by_one(checks: Sequence[Check]) -> tuple[dict[str, CheckResult], list[Check]]:
+    """Run the checks in order on one thread until they end or one runs past STALL_S: (the
+    results made, the checks left, taken over, the one still running included)."""
+    begun = [Begun(c.run) for c in checks]
+    into: dict[str, CheckResult] = {}
+    queue = [Check(c.id, c.title, b, c.timeout, c.severity) for c, b in zip(checks, begun, strict=True)]
+    worker = threading.Thread(target=run_ready, args=(queue, into), daemon=True, name="checks")
+    worker.start()
+    while True:
+        current = next((b for b in begun if b.running), None)
+        until = (current.began if current is not None else time.perf_counter()) + STALL_S
+        worker.join(max(0.0, until - time.perf_counter()))
+        if not worker.is_alive() or (current is not None and current.running
+                                     and time.perf_counter() >= until):
+            break
+    done = dict(into)  # one snapshot: a check that ends after it is taken over, as one running
+    return done, [b.taken_over(c) for c, b in zip(checks, begun, strict=True) if c.id not in done]
 
 
-def _run_all(checks: Sequence[Check], total: float | None, progress: Progress | None, *,
-             stop: bool = True, into: dict[str, CheckResult] | None = None
-             ) -> list[CheckResult | None]:
-    """Each check's result in order (None: it raised NotYet)."""
+def _after(progress: Progress | None, done: int) -> Progress | None:
+    """`progress` for the checks left, counting the `done` ones already."""
+    if progress is None or not done:
+        return progress
+    return lambda ended, total, running: progress(ended + done, total + done, running)
+
+
+def run_ready(checks: Sequence[Check], into: dict[str, CheckResult]) -> None:
+    """Run the checks one after another on this thread, while what some of them read is not
+    ready yet, putting each result into `into` as its check ends: a caller that will not wait
+    takes what is there. A check that raised NotYet is not there: run it again once all is ready.
+    One still running, or not yet begun, is taken over by that run (`Begun`), which bounds it,
+    so no limit is kept here; and one thread is enough (the host's checks take a few ms each: a
+    thread each costs more CPU than they do, taken from what they run beside)."""
+    for check in checks:
+        _run_one(check, [], into)
+
+
+def _run_all(checks: Sequence[Check], total: float | None, progress: Progress | None,
+             start: float) -> list[CheckResult | None]:
+    """Each check's result in order (None: it raised NotYet), each on a thread of its own, its
+    time limit counted from `start` (perf_counter)."""
     slots: list[list[CheckResult | None]] = [[] for _ in checks]
     threads = []
-    start = time.perf_counter()
     for check, slot in zip(checks, slots, strict=True):
         # Daemon threads: a check stuck past its timeout must not keep neuronctl alive.
-        t = threading.Thread(target=_run_one, args=(check, slot, into), daemon=True,
+        t = threading.Thread(target=_run_one, args=(check, slot), daemon=True,
                              name=f"check-{check.id}")
         t.start()
         threads.append(t)
@@ -163,7 +202,7 @@ def _run_all(checks: Sequence[Check], total: float | None, progress: Progress | 
             results.append(CheckResult(check.id, check.title, "fail", why, None,
                                        round(limit * 1000, 1), severity=check.severity))
             late = True
-    if late and stop:
+    if late:
         _stop_leftovers()
     return results
 
@@ -174,3 +213,51 @@ def _stop_leftovers() -> None:
     from neuronctl import proc
 
     proc.kill_all()
+
+
+class Begun:
+    """A check's run given to run_ready, which the run that follows (once all is ready, or once
+    one check runs long) takes over instead of running the check again: a check slowed by what
+    runs beside it keeps its work, and nothing is done twice."""
+
+    def __init__(self, run: Callable[[], CheckOutcome]) -> None:
+        self._run = run
+        self._lock = threading.Lock()
+        self._state: Literal["waiting", "running", "taken"] = "waiting"
+        self._ended = threading.Event()
+        self._outcome: CheckOutcome | None = None
+        self.began: float = 0.0
+        """When it began here (perf_counter; 0.0: not yet)."""
+
+    @property
+    def running(self) -> bool:
+        return self.began > 0 and not self._ended.is_set()
+
+    def __call__(self) -> CheckOutcome:
+        with self._lock:
+            if self._state == "taken":  # the run that follows runs it, from its own start
+                raise NotYet("taken over")
+            self._state = "running"
+            self.began = time.perf_counter()
+        try:
+            self._outcome = self._run()
+            return self._outcome
+        finally:
+            self._ended.set()
+
+    def taken_over(self, check: Check) -> Check:
+        """`check` for the run that follows: one that began here is waited for, under that
+        run's limit for it (one that hangs times out there as one begun there would), and run
+        again only if it made no outcome (NotYet, or it raised); one that had not begun never
+        will here, and runs there."""
+        with self._lock:
+            if self._state == "waiting":
+                self._state = "taken"
+                return check
+        fresh = check.run
+
+        def run() -> CheckOutcome:
+            self._ended.wait()
+            return self._outcome if self._outcome is not None else fresh()
+
+        return Check(check.id, check.title, run, check.timeout, check.severity)

@@ -1,7 +1,9 @@
 """Issue 36: an install's doctor checks the host while its engine still changes the target.
-DoctorRun.start_ready runs every chosen check that reads nothing of the target; one that reads it
-(the interpreter, the device probe, the model) stops at once with NotYet, gathers nothing, and runs
-in finish(), once the target is ready. The report is the one doctor() makes of the same request."""
+DoctorRun.start_ready runs every chosen check that reads nothing of the target, one after another
+on one thread; one that reads it (the interpreter, the device probe, the model) stops at once with
+NotYet, gathers nothing, and runs in finish(), once the target is ready. finish() takes over a
+check still running (waited for under its own limit, never run twice) and runs one not begun. The
+report is the one doctor() makes of the same request."""
 
 from __future__ import annotations
 
@@ -16,7 +18,15 @@ import neuronctl.ops.doctor.facts
 import neuronctl.ops.doctor.run
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.run import DoctorRequest, DoctorRun, Known, doctor
-from neuronctl.ops.doctor.runner import Check, CheckOutcome, CheckResult, NotYet, run_checks, run_ready
+from neuronctl.ops.doctor.runner import (
+    Begun,
+    Check,
+    CheckOutcome,
+    CheckResult,
+    NotYet,
+    run_checks,
+    run_ready,
+)
 from neuronctl.probes.pyenv import PythonEnv
 from neuronctl.probes.sysroot import SysRoot
 
@@ -73,7 +83,7 @@ def test_a_check_cannot_take_not_yet_for_a_failure() -> None:
 
     checks = [Check("a.target", "target", careless, 5.0), Check("b.host", "host", host, 5.0)]
     into: dict[str, CheckResult] = {}
-    run_ready(checks, into, 10.0)
+    run_ready(checks, into)
     assert list(into) == ["b.host"]
     # run_checks runs when all is ready: a check that still raised it is a failure, never a hang
     target, _ = run_checks(checks, 10.0)
@@ -92,9 +102,8 @@ def test_start_ready_checks_the_host_before_the_target_is_ready(
     early: list[set[str]] = []
     real = neuronctl.ops.doctor.run.run_ready
 
-    def recorded(checks: list[Check], into: dict[str, CheckResult],
-                 total: float | None = None) -> None:
-        real(checks, into, total)
+    def recorded(checks: list[Check], into: dict[str, CheckResult]) -> None:
+        real(checks, into)
         early.append(set(into))
 
     monkeypatch.setattr(neuronctl.ops.doctor.run, "run_ready", recorded)
@@ -106,7 +115,9 @@ def test_start_ready_checks_the_host_before_the_target_is_ready(
         threading.Event().wait(0.05)
     assert early and early[0] == HOST_CHECKS and inspections == []
     report = run.finish()
-    assert len(inspections) == 1 and inspections[0].startswith("check-")  # in finish's checks
+    # in finish's checks (one after another on "checks", or each on "check-ID"), not the early's
+    assert len(inspections) == 1 and inspections[0] != "doctor-ready"
+    assert inspections[0] == "checks" or inspections[0].startswith("check-")
     plain = doctor(_request(tmp_path))
     assert [(c.id, c.status, c.message) for c in report.checks] == \
         [(c.id, c.status, c.message) for c in plain.checks]
@@ -120,32 +131,91 @@ def test_finish_alone_is_the_doctor(tmp_path: Path, inspections: list[str]) -> N
     assert len(inspections) == 1
 
 
+def _counted(outcome: str, calls: list[str], gate: threading.Event | None = None,
+             entered: threading.Event | None = None) -> Check:
+    def run() -> CheckOutcome:
+        calls.append(outcome)
+        if entered is not None:
+            entered.set()
+        if gate is not None:
+            gate.wait(30)
+        return CheckOutcome("pass", outcome)
+
+    return Check(f"a.{outcome}", outcome, run, 0.5 if gate is not None else 5.0)
+
+
 def test_each_result_is_there_as_its_check_ends() -> None:
-    """A caller that will not wait (finish(), once the engine is done) takes what has ended; a
-    check still running, or past its limit, is not there, and is run again."""
-    release = threading.Event()
-
-    def slow() -> CheckOutcome:
-        release.wait(30)
-        return CheckOutcome("pass", "slow host")
-
+    """One after another on one thread: a caller that will not wait (finish(), once the engine
+    is done) takes what has ended; a check still running, or not begun, is not there."""
+    calls: list[str] = []
+    release, entered = threading.Event(), threading.Event()
+    checks = [_counted("quick", calls), _counted("slow", calls, release, entered),
+              _counted("after", calls)]
     into: dict[str, CheckResult] = {}
-    checks = [Check("a.slow", "slow", slow, 0.2),
-              Check("b.quick", "quick", lambda: CheckOutcome("pass", "quick"), 5.0)]
-    worker = threading.Thread(target=run_ready, args=(checks, into, 10.0))
+    worker = threading.Thread(target=run_ready, args=(checks, into), daemon=True)
     worker.start()
-    worker.join(10)
-    assert not worker.is_alive() and list(into) == ["b.quick"]  # a.slow timed out: left out
+    assert entered.wait(10)
+    assert list(into) == ["a.quick"] and calls == ["quick", "slow"]  # "after" waits its turn
     release.set()
+    worker.join(10)
+    assert list(into) == ["a.quick", "a.slow", "a.after"]
+
+
+def test_a_check_still_running_is_taken_over_not_run_again() -> None:
+    """finish() waits for a check begun early (a host slowed by the engine beside it) instead of
+    running it a second time, and runs the one not begun yet, which the early thread then skips."""
+    calls: list[str] = []
+    release, entered = threading.Event(), threading.Event()
+    checks = [_counted("slow", calls, release, entered), _counted("after", calls)]
+    begun = {c.id: Begun(c.run) for c in checks}
+    early = [Check(c.id, c.title, begun[c.id], c.timeout) for c in checks]
+    threading.Thread(target=run_ready, args=(early, {}), daemon=True).start()
+    assert entered.wait(10)
+    late = [begun[c.id].taken_over(c) for c in checks]
+    threading.Timer(0.1, release.set).start()  # within the slow check's limit of 0.5 s
+    results = run_checks(late, 10.0)
+    assert [(r.id, r.status, r.message) for r in results] == [("a.slow", "pass", "slow"),
+                                                              ("a.after", "pass", "after")]
+    threading.Event().wait(0.2)  # the early thread, free again, must not run "after" as well
+    assert sorted(calls) == ["after", "slow"]
+
+
+def test_a_check_that_hangs_early_times_out_under_its_own_limit() -> None:
+    """A check hung since the early run is waited for only as long as its limit from finish()'s
+    start (as if begun there), then reported as timed out; the checks queued behind it on the early
+    thread run in finish() instead, and one that stopped at NotYet runs again, now ready."""
+    calls: list[str] = []
+    hang, entered = threading.Event(), threading.Event()
+    ready = threading.Event()
+
+    def target() -> CheckOutcome:
+        calls.append("target")
+        if not ready.is_set():
+            raise NotYet("env")
+        return CheckOutcome("pass", "target ready")
+
+    checks = [Check("a.target", "target", target, 5.0), _counted("hung", calls, hang, entered),
+              _counted("behind", calls)]
+    begun = {c.id: Begun(c.run) for c in checks}
+    early = [Check(c.id, c.title, begun[c.id], c.timeout) for c in checks]
+    threading.Thread(target=run_ready, args=(early, {}), daemon=True).start()
+    assert entered.wait(10)
+    ready.set()
+    results = run_checks([begun[c.id].taken_over(c) for c in checks], 10.0)
+    hang.set()
+    assert [(r.id, r.status, r.message) for r in results] == [
+        ("a.target", "pass", "target ready"), ("a.hung", "fail", "timed out after 0.5s"),
+        ("a.behind", "pass", "behind")]
+    assert calls.count("hung") == 1 and calls.count("target") == 2
 
 
 def test_finish_does_not_wait_for_the_checks_started_early(
         tmp_path: Path, inspections: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    """Early checks that have not ended by finish() (a host check that hangs) are run again in
-    finish(), within the doctor's one budget: finish() never waits for them."""
+    """Early checks that have not begun by finish() (the early thread held up) run in finish(),
+    within the doctor's one budget: finish() never waits for them."""
     hung = threading.Event()
 
-    def hangs(checks: list[Check], into: dict[str, CheckResult], total: float | None = None) -> None:
+    def hangs(checks: list[Check], into: dict[str, CheckResult]) -> None:
         hung.wait(60)
 
     monkeypatch.setattr(neuronctl.ops.doctor.run, "run_ready", hangs)

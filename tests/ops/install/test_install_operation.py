@@ -100,13 +100,13 @@ def test_the_check_reads_the_host_while_the_engine_runs(uni, locked, tmp_path, m
     late: list[str] = []
     ready, checks = doctor_run.run_ready, doctor_run.run_checks
 
-    def ready_recorded(given, into, total=None):
-        ready(given, into, total)
+    def ready_recorded(given, into):
+        ready(given, into)
         early.append(set(into))
 
-    def checks_recorded(given, total=None, progress=None):
+    def checks_recorded(given, total=None, progress=None, *, one_by_one=True):
         late.extend(c.id for c in given)
-        return checks(given, total, progress)
+        return checks(given, total, progress, one_by_one=one_by_one)
 
     monkeypatch.setattr(doctor_run, "run_ready", ready_recorded)
     monkeypatch.setattr(doctor_run, "run_checks", checks_recorded)
@@ -115,7 +115,7 @@ def test_the_check_reads_the_host_while_the_engine_runs(uni, locked, tmp_path, m
     assert outcome.applied and outcome.doctor is not None
     (host,) = early  # started as the engine started (check.py's Prepared.engine_started)
     assert {"host.os", "packages.system", "device.access"} <= host
-    # (a host check still running when the engine ended would be run again: not here, where
+    # (a host check still running when the engine ended would be taken over: not here, where
     # the engine installs for far longer than the host's checks take)
     assert "python.version" in late and "python.version" not in host
     assert sorted(c.id for c in outcome.doctor.checks) == sorted(host | set(late))
