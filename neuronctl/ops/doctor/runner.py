@@ -114,6 +114,9 @@ def _wait(thread: threading.Thread, until: float, progress: Progress | None,
 
 STALL_S = 0.02
 """How long one check may run before the checks after it stop waiting their turn (run_checks)."""
+IN_TURN_SHARE = 0.1
+"""The share of the shortest time limit the checks may spend waiting their turn at all: every
+check keeps at least the rest of its own limit, and the run ends within its budget."""
 
 
 def run_checks(checks: Sequence[Check], total: float | None = None,
@@ -126,10 +129,15 @@ def run_checks(checks: Sequence[Check], total: float | None = None,
     STALL_S (most read a file or two, and a thread each costs more CPU than they do); once one
     runs longer (a process, the network, a hang), it is taken over and every check left runs on
     a thread of its own, in parallel (at once, without `one_by_one`: where the first would wait
-    for a process the others need not). Every timeout counts from the start, as if all had begun
+    for a process the others need not); so too once the checks have waited their turn for
+    IN_TURN_SHARE of the shortest limit. Every limit counts from the start, as if all had begun
     then."""
     start = time.perf_counter()
-    done, rest = _one_by_one(checks) if one_by_one else ({}, list(checks))
+    limits = [c.timeout if total is None else min(c.timeout, total) for c in checks]
+    in_turn = start + IN_TURN_SHARE * min(limits, default=0.0)
+    done, rest = _one_by_one(checks, in_turn) if one_by_one else ({}, list(checks))
+    if progress is not None and not rest:  # all ended one after another: say so once
+        progress(len(checks), len(checks), ())
     ran = iter(_run_all(rest, total, _after(progress, len(done)), start))
     results = []
     for check in checks:
@@ -140,9 +148,11 @@ def run_checks(checks: Sequence[Check], total: float | None = None,
     return results
 
 
-def _one_by_one(checks: Sequence[Check]) -> tuple[dict[str, CheckResult], list[Check]]:
-    """Run the checks in order on one thread until they end or one runs past STALL_S: (the
-    results made, the checks left, taken over, the one still running included)."""
+def _one_by_one(checks: Sequence[Check], until_latest: float
+                ) -> tuple[dict[str, CheckResult], list[Check]]:
+    """Run the checks in order on one thread until they end, one runs past STALL_S, or it is
+    `until_latest` (perf_counter): (the results made, the checks left, taken over, the one still
+    running included)."""
     begun = [Begun(c.run) for c in checks]
     into: dict[str, CheckResult] = {}
     queue = [Check(c.id, c.title, b, c.timeout, c.severity) for c, b in zip(checks, begun, strict=True)]
@@ -151,9 +161,10 @@ def _one_by_one(checks: Sequence[Check]) -> tuple[dict[str, CheckResult], list[C
     while True:
         current = next((b for b in begun if b.running), None)
         until = (current.began if current is not None else time.perf_counter()) + STALL_S
-        worker.join(max(0.0, until - time.perf_counter()))
-        if not worker.is_alive() or (current is not None and current.running
-                                     and time.perf_counter() >= until):
+        worker.join(max(0.0, min(until, until_latest) - time.perf_counter()))
+        now = time.perf_counter()
+        if not worker.is_alive() or now >= until_latest or (
+                current is not None and current.running and now >= until):
             break
     done = dict(into)  # one snapshot: a check that ends after it is taken over, as one running
     return done, [b.taken_over(c) for c, b in zip(checks, begun, strict=True) if c.id not in done]
@@ -226,6 +237,7 @@ class Begun:
         self._state: Literal["waiting", "running", "taken"] = "waiting"
         self._ended = threading.Event()
         self._outcome: CheckOutcome | None = None
+        self._error: Exception | None = None
         self.began: float = 0.0
         """When it began here (perf_counter; 0.0: not yet)."""
 
@@ -242,14 +254,17 @@ class Begun:
         try:
             self._outcome = self._run()
             return self._outcome
+        except Exception as exc:  # the taker reports it as its own (NotYet is none: run again)
+            self._error = exc
+            raise
         finally:
             self._ended.set()
 
     def taken_over(self, check: Check) -> Check:
         """`check` for the run that follows: one that began here is waited for, under that
         run's limit for it (one that hangs times out there as one begun there would), and run
-        again only if it made no outcome (NotYet, or it raised); one that had not begun never
-        will here, and runs there."""
+        again only if it stopped at NotYet (one that raised raises the same there); one that had
+        not begun never will here, and runs there."""
         with self._lock:
             if self._state == "waiting":
                 self._state = "taken"
@@ -258,6 +273,8 @@ class Begun:
 
         def run() -> CheckOutcome:
             self._ended.wait()
+            if self._error is not None:
+                raise self._error
             return self._outcome if self._outcome is not None else fresh()
 
         return Check(check.id, check.title, run, check.timeout, check.severity)

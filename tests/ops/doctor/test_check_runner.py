@@ -15,8 +15,9 @@ import pytest
 from support.doctor_facts import MANIFEST, NO_HARDWARE, python_env
 
 import neuronctl.ops.doctor.run
+import neuronctl.ops.doctor.runner
 from neuronctl.ops.doctor.run import DoctorRequest, DoctorRun, Known
-from neuronctl.ops.doctor.runner import STALL_S, Check, CheckOutcome, run_checks
+from neuronctl.ops.doctor.runner import Check, CheckOutcome, run_checks
 
 
 def _recorded(check_id: str, seen: dict[str, tuple[str, float, float]],
@@ -32,24 +33,32 @@ def _recorded(check_id: str, seen: dict[str, tuple[str, float, float]],
     return Check(check_id, check_id, run, 10.0)
 
 
-def test_quick_checks_run_one_after_another_on_one_thread() -> None:
+@pytest.fixture
+def stall(monkeypatch: pytest.MonkeyPatch) -> float:
+    """A longer wait before the checks stop taking turns than the runner's own 20 ms, so that a
+    test host that pauses a thread for a while does not take over a quick check."""
+    monkeypatch.setattr(neuronctl.ops.doctor.runner, "STALL_S", 0.25)
+    return 0.25
+
+
+def test_quick_checks_run_one_after_another_on_one_thread(stall: float) -> None:
     seen: dict[str, tuple[str, float, float]] = {}
     ids = [f"a.quick{i}" for i in range(12)]
-    results = run_checks([_recorded(i, seen) for i in ids], total=30.0)
+    told: list[tuple[int, int, tuple[str, ...]]] = []
+    results = run_checks([_recorded(i, seen) for i in ids], total=30.0,
+                         progress=lambda d, t, r: told.append((d, t, r)))
     assert [(r.id, r.status, r.message) for r in results] == [(i, "pass", i) for i in ids]
     assert {name for name, _, _ in seen.values()} == {"checks"}
-    ends = [seen[i][2] for i in ids]
-    assert ends == sorted(ends)  # in order: each began after the one before ended
-    assert all(seen[b][1] >= seen[a][2] for a, b in itertools.pairwise(ids))
+    assert all(seen[b][1] >= seen[a][2] for a, b in itertools.pairwise(ids))  # in order
+    assert told == [(12, 12, ())]  # all done, said once
 
 
-def test_a_check_that_runs_long_sends_the_rest_to_modes_of_their_own() -> None:
+def test_a_check_that_runs_long_sends_the_rest_to_threads_of_their_own(stall: float) -> None:
     """The slow one keeps its thread and is waited for; the ones after it do not wait their turn
     behind it: they begin while it still runs."""
     seen: dict[str, tuple[str, float, float]] = {}
-    slow = STALL_S * 15
-    checks = [_recorded("a.first", seen), _recorded("b.slow", seen, slow),
-              _recorded("c.after", seen, slow), _recorded("d.after", seen)]
+    checks = [_recorded("a.first", seen), _recorded("b.slow", seen, 4 * stall),
+              _recorded("c.after", seen, 2 * stall), _recorded("d.after", seen)]
     results = run_checks(checks, total=30.0)
     assert [r.status for r in results] == ["pass"] * 4
     assert seen["a.first"][0] == seen["b.slow"][0] == "checks"  # run once, not again
@@ -74,12 +83,40 @@ def test_a_check_that_hangs_after_quick_ones_times_out_and_the_rest_still_run() 
     assert results[1].message == "timed out after 0.5s"
 
 
-def test_progress_counts_the_checks_that_ended_one_after_another() -> None:
+def test_a_check_that_raises_once_taken_over_is_run_once_and_reported_as_raised() -> None:
+    calls: list[str] = []
+
+    def breaks() -> CheckOutcome:
+        calls.append(threading.current_thread().name)
+        threading.Event().wait(0.2)  # long enough to be taken over
+        raise RuntimeError("probe broke")
+
+    results = run_checks([Check("a.quick", "quick", lambda: CheckOutcome("pass", "ok"), 5.0),
+                          Check("b.breaks", "breaks", breaks, 5.0)], total=30.0)
+    assert calls == ["checks"]
+    assert (results[1].status, results[1].message) == ("fail",
+                                                       "check raised RuntimeError: probe broke")
+
+
+def test_waiting_turns_never_eats_a_checks_own_limit() -> None:
+    """Checks that each end within the stall wait do not queue past their limits: after a tenth
+    of the shortest limit those left run at once, so every check ends within the run's budget
+    (here 40 checks of 15 ms one after another would take 0.6 s, three times the budget)."""
+    seen: dict[str, tuple[str, float, float]] = {}
+    ids = [f"a.check{i:02}" for i in range(40)]
+    start = time.perf_counter()
+    results = run_checks([_recorded(i, seen, 0.015) for i in ids], total=0.2)
+    assert [r.status for r in results] == ["pass"] * 40
+    assert max(end for _, _, end in seen.values()) - start < 0.2
+    assert {name for name, _, _ in seen.values()} != {"checks"}
+
+
+def test_progress_counts_the_checks_that_ended_one_after_another(stall: float) -> None:
     """A long doctor run says how many of all its checks are done, those that ran before the
     slow one included."""
     told: list[tuple[int, int, tuple[str, ...]]] = []
     seen: dict[str, tuple[str, float, float]] = {}
-    checks = [_recorded("a.quick", seen), _recorded("b.slow", seen, 0.6)]
+    checks = [_recorded("a.quick", seen), _recorded("b.slow", seen, 3 * stall)]
     run_checks(checks, total=30.0, progress=lambda d, t, r: told.append((d, t, r)))
     assert told and all(total == 2 for _, total, _ in told)
     assert told[0] == (1, 2, ("b.slow",)) and told[-1][0] == 2
