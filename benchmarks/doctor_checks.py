@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from lock_vs_pip_uv import baseline_neuronctl, clean_env, install_neuronctl, python_of, warm_up  # noqa: E402
+from lock_vs_pip_uv import clean_env, neuronctl_options, neuronctls, python_of, ran, warm_up  # noqa: E402
 from support.universe import build_universe, running  # noqa: E402
 from support.wheels import find_python  # noqa: E402
 
@@ -84,21 +84,21 @@ def _installs(tools: dict[str, Path], runs: int, tmp: Path) -> dict[str, tuple[l
         env = clean_env(tmp)
         first = str(next(iter(tools.values())))
         lock = tmp / "pylock.toml"
-        _ran([first, "lock", *uni.index_flags(), "--python", "3.12", "-o", str(lock)], env)
+        ran([first, "lock", *uni.index_flags(), "--python", "3.12", "-o", str(lock)], env)
         uv = str(Path(sys.executable).with_name("uv"))  # the engine, as install_vs_engines.py has it
         env = {**env, "NEURONCTL_CACHE_DIR": str(tmp / "nc"), "UV_CACHE_DIR": str(tmp / "uv"),
                "PATH": f"{Path(uv).parent}:{env.get('PATH', '')}"}
         subprocess.run([uv, "venv", "--python", find_python("3.12"), str(tmp / "v")], env=env,
                        check=True, capture_output=True)
         base = [first, "install", "--lock", str(lock), "--python", str(tmp / "v"), "--engine", "uv"]
-        _ran(base, env)
+        ran(base, env)
         names = list(tools)
         for run in range(runs):
             for name in names if run % 2 == 0 else names[::-1]:
                 for extra in ([], ["--no-check"]):
                     argv = [str(tools[name]), *base[1:], *extra]
                     before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-                    _ran(argv, env)
+                    ran(argv, env)
                     wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
                     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
                     walls, cpus = found.setdefault(f"{name}{' --no-check' if extra else ''}",
@@ -108,24 +108,14 @@ def _installs(tools: dict[str, Path], runs: int, tmp: Path) -> dict[str, tuple[l
     return found
 
 
-def _ran(argv: list[str], env: dict[str, str]) -> None:
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        sys.exit(f"{' '.join(argv[:2])} failed:\n{done.stderr[-2000:]}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=15)
-    parser.add_argument("--neuronctl", type=Path, help="neuronctl to measure (default: a fresh wheel "
-                        "install of this checkout)")
-    parser.add_argument("--baseline", type=Path, help="also measure this neuronctl's installs in "
-                        "the same runs: a checkout directory (installed as a wheel) or an executable")
+    neuronctl_options(parser)
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="nctl-doctor-checks-"))
     try:
-        neuronctl = args.neuronctl or install_neuronctl(tmp)
-        baseline = baseline_neuronctl(tmp, args.baseline)
+        neuronctl, baseline = neuronctls(tmp, args)
         target = tmp / "target"
         subprocess.run([find_python("3.12"), "-m", "venv", "--without-pip", str(target)], check=True)
         doctor = _doctor(python_of(neuronctl), str(target / "bin" / "python"), args.runs)

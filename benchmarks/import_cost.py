@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from lock_vs_pip_uv import clean_env, install_neuronctl, python_of, warm_up  # noqa: E402
+from lock_vs_pip_uv import clean_env, install_neuronctl, python_of, ran, warm_up  # noqa: E402
 from support.universe import build_universe, running  # noqa: E402
 from support.wheels import find_python  # noqa: E402
 
@@ -81,19 +81,13 @@ def measure(python: str, neuronctl: str, argv: list[str], env: dict[str, str], t
     neuronctl/ there would be imported instead of the installed one)."""
     caches = tempfile.mkdtemp(prefix="cache-", dir=tmp)
     start = time.perf_counter()
-    _run([neuronctl, *argv], {**env, "NEURONCTL_CACHE_DIR": f"{caches}/plain"})
+    ran([neuronctl, *argv], {**env, "NEURONCTL_CACHE_DIR": f"{caches}/plain"})
     plain = time.perf_counter() - start
     harness, out = tmp / "harness.py", tmp / "out.json"
     harness.write_text(HARNESS)
-    _run([python, str(harness), *argv], {**env, "NEURONCTL_CACHE_DIR": f"{caches}/hooked",
+    ran([python, str(harness), *argv], {**env, "NEURONCTL_CACHE_DIR": f"{caches}/hooked",
                                          "NEURONCTL_BENCH_OUT": str(out)})
     return plain, json.loads(out.read_text())
-
-
-def _run(argv: list[str], env: dict[str, str]) -> None:
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        sys.exit(f"{' '.join(argv[:3])} ... failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
 
 
 def main() -> None:

@@ -48,13 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from lock_vs_pip_uv import (  # noqa: E402
-    baseline_neuronctl,
-    clean_env,
-    install_neuronctl,
-    python_of,
-    warm_up,
-)
+from lock_vs_pip_uv import clean_env, neuronctl_options, neuronctls, python_of, warm_up  # noqa: E402
 from support.universe import build_universe, running  # noqa: E402
 from support.wheels import find_python  # noqa: E402
 
@@ -131,19 +125,17 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size-mb", type=int, default=500)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--neuronctl", type=Path)
+    neuronctl_options(parser)
     parser.add_argument("--only", default="", help="run only the scenarios whose name contains this "
                         "(or any of these, comma-separated)")
     parser.add_argument("--verbose", action="store_true", help="print every run's time")
-    parser.add_argument("--baseline", type=Path, help="also measure this neuronctl in the same runs: "
-                        "a checkout directory (installed as a wheel) or an executable")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="nctl-bench-"))
     py312 = find_python("3.12")
     uv = str(Path(sys.executable).with_name("uv"))
     try:
-        neuronctl = str(args.neuronctl or install_neuronctl(tmp))
-        given = baseline_neuronctl(tmp, args.baseline)
+        measured, given = neuronctls(tmp, args)
+        neuronctl = str(measured)
         baseline = str(given) if given else None
         wheels = build_universe(tmp / "wheels", big_compiler=args.size_mb * 1024 * 1024)
         times: dict[str, list[float]] = {}

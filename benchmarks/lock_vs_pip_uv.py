@@ -72,6 +72,26 @@ def python_of(neuronctl: Path) -> str:
     return str(beside) if beside.exists() else sys.executable
 
 
+def neuronctl_options(parser: argparse.ArgumentParser) -> None:
+    """--neuronctl and --baseline, as every benchmark that measures a neuronctl spells them."""
+    parser.add_argument("--neuronctl", type=Path, help="neuronctl to measure (default: a fresh wheel "
+                        "install of this checkout)")
+    parser.add_argument("--baseline", type=Path, help="also measure this neuronctl in the same runs: "
+                        "a checkout directory (installed as a wheel) or an executable")
+
+
+def neuronctls(tmp: Path, args: argparse.Namespace) -> tuple[Path, Path | None]:
+    """The neuronctl to measure (--neuronctl, else this checkout as a wheel) and --baseline's."""
+    return args.neuronctl or install_neuronctl(tmp), baseline_neuronctl(tmp, args.baseline)
+
+
+def ran(argv: list[str], env: dict[str, str]) -> None:
+    """Run a set-up step; a failure ends the benchmark with the step's own words."""
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(argv[:3])} ... failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+
+
 def baseline_neuronctl(tmp: Path, given: Path | None) -> Path | None:
     """--baseline: a checkout (installed as a wheel, as this one is) or a neuronctl executable."""
     if given is None:
@@ -132,15 +152,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size-mb", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--neuronctl", type=Path, help="neuronctl to measure (default: a fresh wheel "
-                        "install of this checkout)")
-    parser.add_argument("--baseline", type=Path, help="also measure this neuronctl in the same runs: "
-                        "a checkout directory (installed as a wheel) or an executable")
+    neuronctl_options(parser)
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="nctl-bench-"))
     try:
-        neuronctl = args.neuronctl or install_neuronctl(tmp)
-        baseline = baseline_neuronctl(tmp, args.baseline)
+        neuronctl, baseline = neuronctls(tmp, args)
         wheels = build_universe(tmp / "wheels", big_compiler=args.size_mb * 1024 * 1024)
         results: dict[str, tuple[list[float], list[int]]] = {}
         with running(wheels) as uni:
