@@ -28,7 +28,7 @@ from neuronctl.ops.doctor.levels import (
     multi_node_step,
 )
 from neuronctl.ops.doctor.report import DoctorReport
-from neuronctl.ops.doctor.runner import Begun, Check, CheckResult, run_checks, run_ready
+from neuronctl.ops.doctor.runner import Begun, Check, CheckResult, begin, run_checks, run_ready
 from neuronctl.ops.reporter import Note, NullReporter, Reporter, StepStarted, status
 from neuronctl.probes.pyenv import resolve_python
 from neuronctl.probes.sysroot import SysRoot
@@ -317,10 +317,8 @@ class DoctorRun:
         at once and runs in finish(); one still running then is taken over, one not begun runs
         there. An install calls it as its engine starts: the target changes, the host does
         not."""
-        checks = _checks(self.facts, self.ids, self.budget)
-        self._begun = {c.id: Begun(c.run) for c in checks}
-        begun = [Check(c.id, c.title, self._begun[c.id], c.timeout, c.severity) for c in checks]
-        threading.Thread(target=run_ready, args=(begun, self._early), daemon=True,
+        self._begun, queue = begin(_checks(self.facts, self.ids, self.budget))
+        threading.Thread(target=run_ready, args=(queue, self._early), daemon=True,
                          name="doctor-ready").start()
 
     def finish(self) -> DoctorReport:

@@ -153,13 +153,12 @@ def _one_by_one(checks: Sequence[Check], until_latest: float
     """Run the checks in order on one thread until they end, one runs past STALL_S, or it is
     `until_latest` (perf_counter): (the results made, the checks left, taken over, the one still
     running included)."""
-    begun = [Begun(c.run) for c in checks]
+    begun, queue = begin(checks)
     into: dict[str, CheckResult] = {}
-    queue = [Check(c.id, c.title, b, c.timeout, c.severity) for c, b in zip(checks, begun, strict=True)]
     worker = threading.Thread(target=run_ready, args=(queue, into), daemon=True, name="checks")
     worker.start()
     while True:
-        current = next((b for b in begun if b.running), None)
+        current = next((b for b in begun.values() if b.running), None)
         until = (current.began if current is not None else time.perf_counter()) + STALL_S
         worker.join(max(0.0, min(until, until_latest) - time.perf_counter()))
         now = time.perf_counter()
@@ -167,7 +166,7 @@ def _one_by_one(checks: Sequence[Check], until_latest: float
                 current is not None and current.running and now >= until):
             break
     done = dict(into)  # one snapshot: a check that ends after it is taken over, as one running
-    return done, [b.taken_over(c) for c, b in zip(checks, begun, strict=True) if c.id not in done]
+    return done, [begun[c.id].taken_over(c) for c in checks if c.id not in done]
 
 
 def _after(progress: Progress | None, done: int) -> Progress | None:
@@ -277,4 +276,14 @@ class Begun:
                 raise self._error
             return self._outcome if self._outcome is not None else fresh()
 
-        return Check(check.id, check.title, run, check.timeout, check.severity)
+        return _running(check, run)
+
+
+def begin(checks: Sequence[Check]) -> tuple[dict[str, Begun], list[Check]]:
+    """Each check's Begun, by id, and the checks to give run_ready: each run through its Begun."""
+    begun = {c.id: Begun(c.run) for c in checks}
+    return begun, [_running(c, begun[c.id]) for c in checks]
+
+
+def _running(check: Check, run: Callable[[], CheckOutcome]) -> Check:
+    return Check(check.id, check.title, run, check.timeout, check.severity)

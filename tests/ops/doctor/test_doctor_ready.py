@@ -19,11 +19,11 @@ import neuronctl.ops.doctor.run
 from neuronctl.ops.doctor.facts import Facts
 from neuronctl.ops.doctor.run import DoctorRequest, DoctorRun, Known, doctor
 from neuronctl.ops.doctor.runner import (
-    Begun,
     Check,
     CheckOutcome,
     CheckResult,
     NotYet,
+    begin,
     run_checks,
     run_ready,
 )
@@ -167,8 +167,7 @@ def test_a_check_still_running_is_taken_over_not_run_again() -> None:
     calls: list[str] = []
     release, entered = threading.Event(), threading.Event()
     checks = [_counted("slow", calls, release, entered), _counted("after", calls)]
-    begun = {c.id: Begun(c.run) for c in checks}
-    early = [Check(c.id, c.title, begun[c.id], c.timeout) for c in checks]
+    begun, early = begin(checks)
     threading.Thread(target=run_ready, args=(early, {}), daemon=True).start()
     assert entered.wait(10)
     late = [begun[c.id].taken_over(c) for c in checks]
@@ -196,8 +195,7 @@ def test_a_check_that_hangs_early_times_out_under_its_own_limit() -> None:
 
     checks = [Check("a.target", "target", target, 5.0), _counted("hung", calls, hang, entered),
               _counted("behind", calls)]
-    begun = {c.id: Begun(c.run) for c in checks}
-    early = [Check(c.id, c.title, begun[c.id], c.timeout) for c in checks]
+    begun, early = begin(checks)
     threading.Thread(target=run_ready, args=(early, {}), daemon=True).start()
     assert entered.wait(10)
     ready.set()
