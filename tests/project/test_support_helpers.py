@@ -1,6 +1,7 @@
 """The shared test helpers (tests/support) that many tests lean on do what those tests assume:
-a zombie is no running process, a bundle's members are regular files, closed ports refuse, and a
-legacy venv handed out from the content-keyed cache is each test's own."""
+a zombie is no running process, a bundle's members are regular files, closed ports refuse, a
+legacy venv handed out from the content-keyed cache is each test's own, and the gpg-agent a
+test's signing key started does not outlive the tests."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from support.apt_repo import gpg_key, stop_agents
 from support.archives import members
 from support.loopback import closed_ports
 from support.procs import alive, gone
@@ -75,3 +77,19 @@ def test_each_legacy_venv_is_a_copy_of_its_own_from_one_build(tmp_path_factory: 
     assert first.parent.parent / "venv-cache" == cache
     built = set(cache.iterdir()) - before
     assert [p.name.startswith("legacy-") for p in built] == [True]  # one build for both
+
+
+def _agents(home: Path) -> list[str]:
+    listed = subprocess.run(["pgrep", "-f", f"gpg-agent --homedir {home}"], capture_output=True,
+                            text=True, check=False).stdout
+    return listed.split()
+
+
+def test_the_agent_a_signing_key_started_is_stopped(tmp_path: Path) -> None:
+    home = tmp_path / "gnupg"
+    assert gpg_key(home)
+    started = [h for h in (home, *Path("/tmp").glob("g*/h")) if h.resolve() == home.resolve()]
+    assert any(_agents(h) for h in started)  # not vacuous: making the key started one
+    stop_agents()
+    for pid in {p for h in started for p in _agents(h)}:
+        assert gone(int(pid), within=10.0)

@@ -8,6 +8,7 @@ resolved .debs are installed into the fixture root with `dpkg --root` (no mainta
 
 from __future__ import annotations
 
+import atexit
 import gzip
 import hashlib
 import http.server
@@ -56,18 +57,34 @@ def build_deb(work: Path, deb: FakeDeb) -> Path:
 def short_home(home: Path) -> Path:
     """`home` through a short link in /tmp: gpg puts its agent's sockets in the home folder, and
     a socket path over 107 bytes (a deep pytest tmp_path, more so under pytest-xdist) fails
-    key generation with exit 2."""
+    key generation with exit 2. Each home handed out is remembered, for stop_agents."""
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
     if len(str(home)) < 60:
+        _HOMES.add(home)
         return home
     if home not in _SHORT:
         link = Path(tempfile.mkdtemp(prefix="g", dir="/tmp")) / "h"
         link.symlink_to(home)
         _SHORT[home] = link
+    _HOMES.add(_SHORT[home])
     return _SHORT[home]
 
 
 _SHORT: dict[Path, Path] = {}
+_HOMES: set[Path] = set()
+
+
+def stop_agents() -> None:
+    """Stop the gpg-agent that gpg started for each home short_home handed out: gpg starts one
+    per home to make or use a key, and it outlives the test (and pytest) otherwise. Run at exit
+    of every process that used one (each pytest-xdist worker too)."""
+    for home in sorted(_HOMES):
+        subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "gpg-agent"],
+                       capture_output=True, timeout=30, check=False)
+    _HOMES.clear()
+
+
+atexit.register(stop_agents)
 
 
 def gpg_key(home: Path, name: str = "Test Neuron Repo <repo@example.invalid>") -> str:
