@@ -59,15 +59,13 @@ def short_home(home: Path) -> Path:
     a socket path over 107 bytes (a deep pytest tmp_path, more so under pytest-xdist) fails
     key generation with exit 2. Each home handed out is remembered, for stop_agents."""
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if len(str(home)) < 60:
-        _HOMES.add(home)
-        return home
-    if home not in _SHORT:
+    if len(str(home)) >= 60 and home not in _SHORT:
         link = Path(tempfile.mkdtemp(prefix="g", dir="/tmp")) / "h"
         link.symlink_to(home)
         _SHORT[home] = link
-    _HOMES.add(_SHORT[home])
-    return _SHORT[home]
+    short = _SHORT.get(home, home)
+    _HOMES.add(short)
+    return short
 
 
 _SHORT: dict[Path, Path] = {}
