@@ -59,6 +59,17 @@ INSTALL_LIBRARIES = ("import click, packaging.pylock, packaging.requirements, pa
 
 Case = tuple[list[list[str]], list[list[str]], bool]
 """(untimed set-up, timed steps, whether it has its own empty caches)."""
+NEEDS = {"nothing to do: neuronctl": "existing venv: neuronctl (uv)",
+         "nothing to do: baseline": "existing venv: baseline (uv)"}
+"""A case that installs into what another installed (by name prefix): that one runs before it."""
+
+
+def chosen(names: list[str], only: str) -> set[str]:
+    """The cases --only names (any of its comma-separated parts in the name), with those they
+    need (NEEDS): "nothing to do" alone still has its venv installed first."""
+    picked = {n for n in names if any(part in n for part in only.split(","))}
+    return picked | {need for n in picked for prefix, need in NEEDS.items()
+                     if n.startswith(prefix) and need in names}
 
 
 def cases(neuronctl: str, py312: str, uv: str, lock: Path, reqs: Path, bundled: str,
@@ -127,7 +138,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     neuronctl_options(parser)
     parser.add_argument("--only", default="", help="run only the scenarios whose name contains this "
-                        "(or any of these, comma-separated)")
+                        "(or any of these, comma-separated), and those they install into")
     parser.add_argument("--verbose", action="store_true", help="print every run's time")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="nctl-bench-"))
@@ -159,8 +170,9 @@ def main() -> None:
                 caches = {"NEURONCTL_CACHE_DIR": str(work / "nc-shared"),
                           "UV_CACHE_DIR": str(work / "uv-shared")}
                 run_cases = cases(neuronctl, py312, uv, lock, reqs, bundled, work, baseline)
+                picked = chosen(list(run_cases), args.only)
                 for index, (name, (setup, steps, fresh)) in enumerate(run_cases.items()):
-                    if not any(part in name for part in args.only.split(",")):
+                    if name not in picked:
                         continue
                     if fresh:  # each case its own empty caches ("nothing to do" keeps the last one's)
                         caches = {"NEURONCTL_CACHE_DIR": str(work / f"nc-{index}"),

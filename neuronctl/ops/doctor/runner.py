@@ -60,6 +60,9 @@ class Check(Struct, frozen=True):
     timeout: float
     severity: Severity = "fix"
     """The severity of this check's warnings and failures unless its outcome names one."""
+    began: Callable[[], float] | None = None
+    """When its run began (perf_counter), asked once it ends: a check taken over (`Begun`) began
+    elsewhere, and its time taken counts from there. None: from when it is run here."""
 
 
 def severity_of(outcome: CheckOutcome, default: Severity) -> Severity:
@@ -86,7 +89,8 @@ def _run_one(check: Check, slot: list[CheckResult | None],
         outcome = CheckOutcome("fail", exc.message, exc.hint)
     except Exception as exc:  # a broken check must not take the doctor down
         outcome = CheckOutcome("fail", f"check raised {type(exc).__name__}: {exc}")
-    ms = round((time.perf_counter() - start) * 1000, 1)
+    began = start if check.began is None else min(start, check.began())
+    ms = round((time.perf_counter() - began) * 1000, 1)
     result = CheckResult(check.id, check.title, outcome.status, outcome.message, outcome.fix, ms,
                          outcome.details, severity_of(outcome, check.severity))
     slot.append(result)
@@ -166,7 +170,7 @@ def _one_by_one(checks: Sequence[Check], until_latest: float
                 current is not None and current.running and now >= until):
             break
     done = dict(into)  # one snapshot: a check that ends after it is taken over, as one running
-    return done, [begun[c.id].taken_over(c) for c in checks if c.id not in done]
+    return done, [begun[c.id].taken_over(c, again=False) for c in checks if c.id not in done]
 
 
 def _after(progress: Progress | None, done: int) -> Progress | None:
@@ -237,6 +241,7 @@ class Begun:
         self._ended = threading.Event()
         self._outcome: CheckOutcome | None = None
         self._error: Exception | None = None
+        self._not_yet = False
         self.began: float = 0.0
         """When it began here (perf_counter; 0.0: not yet)."""
 
@@ -253,30 +258,44 @@ class Begun:
         try:
             self._outcome = self._run()
             return self._outcome
-        except Exception as exc:  # the taker reports it as its own (NotYet is none: run again)
+        except NotYet:
+            self._not_yet = True
+            raise
+        except Exception as exc:  # the taker reports it as its own
             self._error = exc
             raise
         finally:
             self._ended.set()
 
-    def taken_over(self, check: Check) -> Check:
+    def taken_over(self, check: Check, *, again: bool = True) -> Check:
         """`check` for the run that follows: one that began here is waited for, under that
-        run's limit for it (one that hangs times out there as one begun there would), and run
-        again only if it stopped at NotYet (one that raised raises the same there); one that had
-        not begun never will here, and runs there."""
+        run's limit for it (one that hangs times out there as one begun there would), its time
+        taken counted from when it began here; one that raised raises the same there, and one
+        that stopped at NotYet runs again there where `again` (what it read is ready now) and
+        stops at NotYet there too where not (all was ready: running it twice changes nothing).
+        One that had not begun never will here, and runs there."""
         with self._lock:
             if self._state == "waiting":
                 self._state = "taken"
                 return check
-        fresh = check.run
+        fresh, earlier = check.run, check.began
+        when = [self.began]
 
         def run() -> CheckOutcome:
             self._ended.wait()
             if self._error is not None:
                 raise self._error
-            return self._outcome if self._outcome is not None else fresh()
+            if self._outcome is not None:
+                return self._outcome
+            if self._not_yet and not again:
+                raise NotYet("not ready when all was")
+            when[0] = time.perf_counter()  # run again: its time is this run's
+            return fresh()
 
-        return _running(check, run)
+        def began() -> float:  # where it was taken over before, from there
+            return when[0] if earlier is None else earlier()
+
+        return _running(check, run, began)
 
 
 def begin(checks: Sequence[Check]) -> tuple[dict[str, Begun], list[Check]]:
@@ -285,5 +304,7 @@ def begin(checks: Sequence[Check]) -> tuple[dict[str, Begun], list[Check]]:
     return begun, [_running(c, begun[c.id]) for c in checks]
 
 
-def _running(check: Check, run: Callable[[], CheckOutcome]) -> Check:
-    return Check(check.id, check.title, run, check.timeout, check.severity)
+def _running(check: Check, run: Callable[[], CheckOutcome],
+             began: Callable[[], float] | None = None) -> Check:
+    return Check(check.id, check.title, run, check.timeout, check.severity,
+                 check.began if began is None else began)

@@ -17,7 +17,7 @@ from support.doctor_facts import MANIFEST, NO_HARDWARE, python_env
 import neuronctl.ops.doctor.run
 import neuronctl.ops.doctor.runner
 from neuronctl.ops.doctor.run import DoctorRequest, DoctorRun, Known
-from neuronctl.ops.doctor.runner import Check, CheckOutcome, run_checks
+from neuronctl.ops.doctor.runner import Check, CheckOutcome, NotYet, run_checks
 
 
 def _recorded(check_id: str, seen: dict[str, tuple[str, float, float]],
@@ -96,6 +96,31 @@ def test_a_check_that_raises_once_taken_over_is_run_once_and_reported_as_raised(
     assert calls == ["checks"]
     assert (results[1].status, results[1].message) == ("fail",
                                                        "check raised RuntimeError: probe broke")
+
+
+def test_a_check_that_reads_the_target_too_early_where_all_is_ready_runs_once() -> None:
+    """NotYet where everything is ready is a check's bug: it is reported once as such, and the
+    check is not run a second time to find the same."""
+    calls: list[str] = []
+
+    def too_early() -> CheckOutcome:
+        calls.append(threading.current_thread().name)
+        raise NotYet("env")
+
+    results = run_checks([Check("a.early", "early", too_early, 5.0)], total=30.0)
+    assert calls == ["checks"]
+    assert (results[0].status, results[0].message) == (
+        "fail", "internal: it read the target before it was ready")
+
+
+def test_a_check_taken_over_is_timed_from_when_it_began(stall: float) -> None:
+    """Its time taken is its whole run, the part before the takeover included."""
+    seen: dict[str, tuple[str, float, float]] = {}
+    results = run_checks([_recorded("a.slow", seen, 3 * stall), _recorded("b.after", seen)],
+                         total=30.0)
+    name, began, ended = seen["a.slow"]
+    assert name == "checks" and results[0].status == "pass"
+    assert results[0].duration_ms >= round((ended - began) * 1000, 1) >= 3 * stall * 1000
 
 
 def test_waiting_turns_never_eats_a_checks_own_limit() -> None:

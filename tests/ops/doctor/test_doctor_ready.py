@@ -179,6 +179,33 @@ def test_a_check_still_running_is_taken_over_not_run_again() -> None:
     assert sorted(calls) == ["after", "slow"]
 
 
+def test_a_check_begun_early_is_timed_from_its_early_start() -> None:
+    """finish() reports the time a check took from where it began beside the engine, not from
+    the takeover; one that stopped at NotYet and runs again is timed by that run alone."""
+    calls: list[str] = []
+    release, entered = threading.Event(), threading.Event()
+    ready = threading.Event()
+
+    def target() -> CheckOutcome:
+        calls.append("target")
+        if not ready.is_set():
+            raise NotYet("env")
+        return CheckOutcome("pass", "target ready")
+
+    checks = [Check("a.target", "target", target, 5.0), _counted("slow", calls, release, entered)]
+    begun, early = begin(checks)
+    threading.Thread(target=run_ready, args=(early, {}), daemon=True).start()
+    assert entered.wait(10)
+    threading.Event().wait(0.3)  # the engine's time: the slow check runs on through it
+    ready.set()
+    threading.Timer(0.05, release.set).start()
+    results = run_checks([begun[c.id].taken_over(c) for c in checks], 10.0)
+    assert [(r.id, r.status) for r in results] == [("a.target", "pass"), ("a.slow", "pass")]
+    assert results[1].duration_ms >= 300
+    assert results[0].duration_ms < 300
+    assert calls.count("slow") == 1 and calls.count("target") == 2
+
+
 def test_a_check_that_hangs_early_times_out_under_its_own_limit() -> None:
     """A check hung since the early run is waited for only as long as its limit from finish()'s
     start (as if begun there), then reported as timed out; the checks queued behind it on the early
