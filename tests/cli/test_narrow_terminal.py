@@ -52,7 +52,7 @@ LONG_FIX = ("/home/someone/projects/trainium-experiments/.venv/bin/neuronctl ins
 PATH = "/home/someone/projects/trainium-experiments/.venv/lib/python3.12/site-packages"
 
 
-def _report() -> DoctorReport:
+def _long_report() -> DoctorReport:
     checks = (
         CheckResult("python.version", "Python", "warn", f"Python 3.11.7 ({PATH}) is not "
                     "supported by Neuron 2.33.1 (native needs 3.12-3.14)", LONG_FIX, 1.0),
@@ -69,9 +69,9 @@ def _report() -> DoctorReport:
 def test_doctor_text_keeps_fixes_and_values_whole(width):
     out = io.StringIO()
     console = Console(file=out, width=width, force_terminal=True, no_color=True)
-    print_text(_report(), console, verbose=0, quiet=False)
+    print_text(_long_report(), console, verbose=0, quiet=False)
     lines = plain(out.getvalue())
-    assert_fixes_pasteable(lines, [c.fix for c in _report().checks if c.fix])
+    assert_fixes_pasteable(lines, [c.fix for c in _long_report().checks if c.fix])
     for value in (PATH, "3.11.7", "2.14.3.0", "2.9.0.2.15.32035", "3.12-3.14"):
         assert whole(lines, value), (value, lines)
 

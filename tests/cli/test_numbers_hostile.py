@@ -43,7 +43,7 @@ def test_a_large_job_still_costs(cli) -> None:
     assert json.loads(result.out)["cost"]["job"]["tokens"] == 10**18
 
 
-def _record(tmp_path, text: str):
+def _dist_record(tmp_path, text: str):
     info = tmp_path / "site" / "bad-1.0.dist-info"
     info.mkdir(parents=True)
     (info / "RECORD").write_text(text)
@@ -59,7 +59,7 @@ def _record(tmp_path, text: str):
 def test_a_hostile_record_never_fails_lock_drift(tmp_path, record: str) -> None:
     from neuronctl.ops.doctor.checks_lock import record_size
 
-    size = record_size(_record(tmp_path, record))
+    size = record_size(_dist_record(tmp_path, record))
     assert size is None or size == 0
 
 

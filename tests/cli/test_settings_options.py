@@ -233,24 +233,24 @@ def engine_seen(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _install(cli, *args: str):
+def _install_offline(cli, *args: str):
     return cli("install", "--python", sys.executable, "--offline", *args)
 
 
 def test_backend_still_works_with_its_note_and_engine_is_the_flag(cli, engine_seen) -> None:
-    new = _install(cli, "--engine", "pip")
+    new = _install_offline(cli, "--engine", "pip")
     assert new.code == 2 and "engine pip from --engine" in new.err and "note:" not in new.err
-    old = _install(cli, "--backend", "pip")
+    old = _install_offline(cli, "--backend", "pip")
     assert old.code == 2 and "engine pip from --backend" in old.err
     assert "neuronctl: note: --backend is now --engine (the installer engine); the old spelling " \
            "still works" in old.err
-    same = _install(cli, "--backend", "pip", "--engine", "pip")  # one request, spelled twice
+    same = _install_offline(cli, "--backend", "pip", "--engine", "pip")  # one request, spelled twice
     assert same.code == 2 and "engine pip from --engine" in same.err
-    both = _install(cli, "--backend", "uv", "--engine", "pip")  # two values: neither silently wins
+    both = _install_offline(cli, "--backend", "uv", "--engine", "pip")  # two values: neither silently wins
     assert both.code == 2 and "from --" not in both.err  # stopped before the engine is chosen
     assert "--backend and --engine are one setting given two values (--backend is the old " \
            "spelling): give one" in both.err and "Traceback" not in both.err
-    bad = _install(cli, "--backend", "conda")
+    bad = _install_offline(cli, "--backend", "conda")
     assert bad.code == 2 and "'conda' is not one of 'auto', 'pip', 'uv'" in bad.err
 
 
@@ -268,18 +268,18 @@ def test_the_engine_variable_and_key_with_their_old_names(cli, engine_seen, monk
     """NEURONCTL_BACKEND and config `backend` still count (compatibility); the new names win
     where both are set, and the source is named as it was written."""
     monkeypatch.setenv("NEURONCTL_BACKEND", "uv")
-    assert "engine uv from NEURONCTL_BACKEND" in _install(cli).err
+    assert "engine uv from NEURONCTL_BACKEND" in _install_offline(cli).err
     monkeypatch.setenv("NEURONCTL_ENGINE", "pip")
-    assert "engine pip from NEURONCTL_ENGINE" in _install(cli).err
+    assert "engine pip from NEURONCTL_ENGINE" in _install_offline(cli).err
     monkeypatch.delenv("NEURONCTL_ENGINE")
     monkeypatch.delenv("NEURONCTL_BACKEND")
     (engine_seen / "pyproject.toml").write_text('[tool.neuronctl]\nbackend = "uv"\n')
-    assert "engine uv from config backend" in _install(cli).err
+    assert "engine uv from config backend" in _install_offline(cli).err
     (engine_seen / "pyproject.toml").write_text('[tool.neuronctl]\nbackend = "uv"\n'
                                                 'engine = "pip"\n')
-    assert "engine pip from config engine" in _install(cli).err
+    assert "engine pip from config engine" in _install_offline(cli).err
     (engine_seen / "pyproject.toml").write_text('[tool.neuronctl]\nbackend = "conda"\n')
-    bad = _install(cli)
+    bad = _install_offline(cli)
     assert bad.code == 2 and f"config backend ({engine_seen / 'pyproject.toml'}) 'conda': expected one " \
         "of auto, pip, uv" in bad.err
 

@@ -29,13 +29,9 @@ def doctor(cli, python, *args):
     return result.code, check
 
 
-def probe(cli, python, *args):
+def probe_json(cli, python, *args):
     result = cli("probe", "--python", str(python), "--json", *args)
     return result.code, json.loads(result.out)["probe"]
-
-
-def tier(report, name):
-    return next(t for t in report["tiers"] if t["tier"] == name)
 
 
 # --- items 1, 7 and 8: the documented calls, the compile tier forced off eager, the tensors ----
@@ -275,7 +271,7 @@ def other_builds(tmp_path_factory):
                     "torch-neuronx 1.0 is the PyPI placeholder"),
 ])
 def test_legacy_and_placeholder_builds_are_named(cli, other_builds, build, named):
-    code, report = probe(cli, other_builds[build], "--device", "auto")
+    code, report = probe_json(cli, other_builds[build], "--device", "auto")
     assert code == 1 and report["detail"].startswith(named), report["detail"]
     assert report["verdict"] == "failed"
 

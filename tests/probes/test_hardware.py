@@ -13,7 +13,7 @@ from neuronctl.probes.sysroot import SysRoot
 pytestmark = pytest.mark.usefixtures("sysroot_tools")
 
 
-def no_imds(_env):
+def imds_forbidden(_env):
     raise AssertionError("IMDS must not be asked here")
 
 
@@ -23,7 +23,7 @@ def no_imds(_env):
 )
 def test_chip_generations_from_captured_trees(tmp_path, chip, cores, lnc):
     root = build_host(tmp_path / chip, chip)
-    report = detect_hardware(SysRoot(root), env={}, imds=no_imds)
+    report = detect_hardware(SysRoot(root), env={}, imds=imds_forbidden)
     assert report.chip == chip
     assert report.conflicts == ()
     assert report.device_count == 2
@@ -41,8 +41,8 @@ def test_chip_generations_from_captured_trees(tmp_path, chip, cores, lnc):
 
 
 def test_inf2_and_trn2_share_ndv3_but_are_told_apart(tmp_path):
-    inf2 = detect_hardware(SysRoot(build_host(tmp_path / "a", "inf2")), env={}, imds=no_imds)
-    trn2 = detect_hardware(SysRoot(build_host(tmp_path / "b", "trn2")), env={}, imds=no_imds)
+    inf2 = detect_hardware(SysRoot(build_host(tmp_path / "a", "inf2")), env={}, imds=imds_forbidden)
+    trn2 = detect_hardware(SysRoot(build_host(tmp_path / "b", "trn2")), env={}, imds=imds_forbidden)
     assert inf2.sysfs_devices[0].arch_type == trn2.sysfs_devices[0].arch_type == "NDv3"
     assert (inf2.chip, trn2.chip) == ("inf2", "trn2")
 
@@ -63,7 +63,7 @@ def _no_answer():
 def test_pci_device_without_driver(tmp_path):
     root = build_host(tmp_path / "r", "trn2", driver=None, sysfs=False, dev_nodes=False,
                       runtime=None)
-    report = detect_hardware(SysRoot(root), env={}, imds=no_imds)
+    report = detect_hardware(SysRoot(root), env={}, imds=imds_forbidden)
     assert report.chip == "trn2"
     assert report.driver_version is None
     assert report.neuron_ls.startswith("exit 1: Failed to discover neuron devices")
@@ -79,14 +79,14 @@ def test_container_with_dev_nodes_only(tmp_path):
 
 
 def test_plain_cpu_machine(tmp_path):
-    report = detect_hardware(SysRoot(build_cpu_host(tmp_path / "r")), env={}, imds=no_imds)
+    report = detect_hardware(SysRoot(build_cpu_host(tmp_path / "r")), env={}, imds=imds_forbidden)
     assert not report.present and report.chip is None and report.device_count == 0
 
 
 def test_disagreeing_signals_are_reported(tmp_path):
     root = build_host(tmp_path / "r", "trn2")
     write(root, "/sys/class/dmi/id/product_name", "trn1.32xlarge\n")
-    report = detect_hardware(SysRoot(root), env={}, imds=no_imds)
+    report = detect_hardware(SysRoot(root), env={}, imds=imds_forbidden)
     assert report.chip == "trn2"
     assert any("DMI product_name says trn1" in c for c in report.conflicts)
 

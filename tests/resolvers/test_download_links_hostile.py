@@ -26,7 +26,7 @@ VICTIM = b"the user's own file\n"
 OLD = time.time() - 3 * 24 * 3600  # older than the stale-partial sweep's cut-off
 
 
-def _lock(tmp_path: Path) -> tuple[Path, Path, str]:
+def _one_wheel_lock(tmp_path: Path) -> tuple[Path, Path, str]:
     wheel = build_wheel(tmp_path / "src", "nki", "0.7.0")
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     lock = tmp_path / "pylock.toml"
@@ -62,7 +62,7 @@ def _unchanged(folder: Path) -> None:
 
 @pytest.mark.parametrize("where", ["outside", "inside"])
 def test_a_file_name_that_is_a_link_is_replaced_not_written_through(cli, tmp_path, where):
-    lock, wheel, digest = _lock(tmp_path)
+    lock, wheel, digest = _one_wheel_lock(tmp_path)
     house = tmp_path / "house"
     house.mkdir()
     target = (_outside(tmp_path) / "keep.whl.abc") if where == "outside" else house / "notes.txt"
@@ -78,7 +78,7 @@ def test_a_file_name_that_is_a_link_is_replaced_not_written_through(cli, tmp_pat
 
 @pytest.mark.parametrize("linked", [STAGING, f"{STAGING}/wheels", f"{STAGING}/wheels/partial"])
 def test_a_staging_folder_that_is_a_link_is_refused_and_nothing_outside_changes(cli, tmp_path, linked):
-    lock, wheel, _ = _lock(tmp_path)
+    lock, wheel, _ = _one_wheel_lock(tmp_path)
     house = tmp_path / "house"
     outside = _outside(tmp_path)
     (house / linked).parent.mkdir(parents=True)
@@ -91,7 +91,7 @@ def test_a_staging_folder_that_is_a_link_is_refused_and_nothing_outside_changes(
 
 
 def test_a_cache_folder_that_is_a_link_is_not_written_or_swept(tmp_path):
-    _, wheel, digest = _lock(tmp_path)
+    _, wheel, digest = _one_wheel_lock(tmp_path)
     outside = _outside(tmp_path)
     cache = tmp_path / "cache"
     (cache / "wheels").mkdir(parents=True)
@@ -105,7 +105,7 @@ def test_a_cache_folder_that_is_a_link_is_not_written_or_swept(tmp_path):
 def test_a_cached_copy_that_is_a_link_is_neither_trusted_nor_moved(tmp_path):
     """A link at the cached copy's name, to a file with the right bytes elsewhere: the cache's
     answer is its own verified file, and the linked file stays where it is."""
-    _, wheel, digest = _lock(tmp_path)
+    _, wheel, digest = _one_wheel_lock(tmp_path)
     cache = tmp_path / "cache"
     elsewhere = tmp_path / "elsewhere.whl"
     elsewhere.write_bytes(wheel.read_bytes())

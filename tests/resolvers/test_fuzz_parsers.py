@@ -158,7 +158,7 @@ def base_lock() -> dict:
     }
 
 
-def python_env() -> PythonEnv:
+def fuzz_target_env() -> PythonEnv:
     return PythonEnv(python="3.12.0", implementation="cpython", executable="/nonexistent/python",
                      prefix="/nonexistent", base_prefix="/nonexistent-base", platform="linux",
                      machine="x86_64", system="Linux", libc=("glibc", "2.28"), markers=TARGET.markers,
@@ -170,7 +170,7 @@ MANIFEST = load_bundled_manifest()
 
 def read_and_select(path: Path) -> None:
     lock = load_pylock(path)
-    source = from_lock(path, lock, python_env(), TARGET, MANIFEST, None)
+    source = from_lock(path, lock, fuzz_target_env(), TARGET, MANIFEST, None)
     for wanted in source.wanted:
         safe_filename(wanted.filename, "fuzz")
         assert wanted.sha256 is not None and len(wanted.sha256) == 64

@@ -41,7 +41,7 @@ def gpt2_train(hf_home: Path) -> ModelCoverage:
     return _record(arch="gpt2", train=True)
 
 
-def _run(coverage: ModelCoverage) -> ModelRun:
+def _recording(coverage: ModelCoverage) -> ModelRun:
     """The recording behind a coverage, to classify again with another table."""
     from neuronctl.probes.coverage import OpRecord
 
@@ -143,7 +143,7 @@ def test_table_classes_overload_less_keys_and_exact_overloads(gpt2: ModelCoverag
     ops = {o.op for o in gpt2.operators}
     table = read_table(_table(tmp_path, {"aten::addmm": "CPU_FALLBACK", "aten::add": "Y",
                                          "aten::add.Tensor": "N", "aten::view": "Y"}))
-    operators, source = classify(_run(gpt2), table, None)
+    operators, source = classify(_recording(gpt2), table, None)
     classes = {o.op: o.klass for o in operators}
     assert source.kind == "table" and source.torch_neuronx == "2.14.3.0"
     assert classes["aten::addmm"] == "cpu_fallback"

@@ -55,7 +55,7 @@ def reaped(pid: int, within: float = 5.0) -> bool:
     return False
 
 
-def neuronctl(*args: str, limit: float, env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], float]:
+def as_health_check(*args: str, limit: float, env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], float]:
     """neuronctl as Slurm's HealthCheckProgram runs it: its own process, pipes read to the end."""
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "neuronctl", *args], capture_output=True,
@@ -89,7 +89,7 @@ def test_level_1_never_imports_torch_in_the_target(slow_torch: Path, tmp_path: P
     host = build_host(tmp_path / "trn2", "trn2")
     env = {**os.environ, "SLOW_TORCH_MARKER": str(marker)}
     budget = LEVELS[1].total_s
-    done, took = neuronctl("doctor", "--level", "1", "--json", "--python", str(slow_torch),
+    done, took = as_health_check("doctor", "--level", "1", "--json", "--python", str(slow_torch),
                            "--sysroot", str(host), limit=budget + 10, env=env)
     assert took < budget, f"level 1 took {took:.1f}s"
     assert done.returncode == 0, done.stdout + done.stderr
@@ -107,7 +107,7 @@ def test_level_2_probe_of_a_hanging_torch_times_out_and_leaves_nothing(slow_torc
     marker = tmp_path / "torch-imported"
     (tmp_path / "sys").mkdir()  # an empty machine is still a root: sys/ (issue 22, item 11)
     env = {**os.environ, "SLOW_TORCH_MARKER": str(marker)}
-    done, took = neuronctl("doctor", "--level", "2", "--only", "device.probe", "--timeout", "4",
+    done, took = as_health_check("doctor", "--level", "2", "--only", "device.probe", "--timeout", "4",
                            "--json", "--python", str(slow_torch), "--sysroot", str(tmp_path),
                            limit=40, env=env)
     assert took < 4 + 10, f"took {took:.1f}s"

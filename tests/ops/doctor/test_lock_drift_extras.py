@@ -21,7 +21,7 @@ LOCK = ('lock-version = "1.0"\ncreated-by = "test"\n'
         'hashes = {sha256 = "' + "b" * 64 + '"}\n')
 
 
-def pylock() -> Pylock:
+def drift_lock() -> Pylock:
     return Pylock.from_dict(loads_toml(LOCK, "test lock"))
 
 
@@ -47,7 +47,7 @@ def test_unlisted_packages_warn_with_their_sizes_largest_first(tmp_path):
     env = env_at(tmp_path, {"nki": "0.7.0", "nvidia-cublas-cu13": "13.1.0.3", "triton": "3.6.0",
                             "mine": "1.0", "pip": "25.0", "setuptools": "80", "wheel": "0.45",
                             "ghost": "1.0"})
-    out = check_lock(facts(env=env, lock=Path("pylock.toml"), pylock=pylock()))
+    out = check_lock(facts(env=env, lock=Path("pylock.toml"), pylock=drift_lock()))
     assert out.status == "warn" and "4 installed packages are not in it" in out.message
     assert out.details == ("nvidia-cublas-cu13 13.1.0.3: not in the lock (2.5 GB)",
                            "triton 3.6.0: not in the lock (1.2 kB)",
@@ -57,7 +57,7 @@ def test_unlisted_packages_warn_with_their_sizes_largest_first(tmp_path):
 
 def test_version_drift_fails_and_lists_the_unlisted_too(tmp_path):
     env = env_at(tmp_path, {"nki": "0.6.0", "triton": "3.6.0", "pip": "25.0"})
-    out = check_lock(facts(env=env, lock=Path("pylock.toml"), pylock=pylock()))
+    out = check_lock(facts(env=env, lock=Path("pylock.toml"), pylock=drift_lock()))
     assert out.status == "fail" and "1 installed packages are not in it" in out.message
     assert out.details == ("nki: locked 0.7.0, installed 0.6.0",
                            "triton 3.6.0: not in the lock (size unknown)")
@@ -65,7 +65,7 @@ def test_version_drift_fails_and_lists_the_unlisted_too(tmp_path):
 
 def test_only_tooling_besides_the_lock_passes(tmp_path):
     env = env_at(tmp_path, {"nki": "0.7.0", "pip": "25.0", "setuptools": "80", "wheel": "0.45"})
-    out = check_lock(facts(env=env, lock=Path("pylock.toml"), pylock=pylock()))
+    out = check_lock(facts(env=env, lock=Path("pylock.toml"), pylock=drift_lock()))
     assert out.status == "pass"
 
 

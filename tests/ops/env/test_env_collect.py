@@ -117,7 +117,7 @@ def test_env_without_torch_still_reports_os_cpu_and_compilers(cli, tmp_path):
     assert "torch.utils.collect_env: absent: torch is not installed" in text
 
 
-def _fake_torch(venv_python: Path, init: str, version: str = "2.13.0+cu130",
+def _torch_in_venv(venv_python: Path, init: str, version: str = "2.13.0+cu130",
                 collect_env: str | None = None) -> Path:
     site = site_packages(venv_python.parent.parent)
     (site / "torch").mkdir()
@@ -139,7 +139,7 @@ def test_a_torch_whose_import_hangs_is_cut_at_the_timeout(cli, tmp_path):
     at the timeout with everything else, and nothing it started is left running."""
     python = make_venv(tmp_path / "v", find_python("3.12"))
     pids = tmp_path / "pids"
-    _fake_torch(python, "import os, subprocess, time\n"
+    _torch_in_venv(python, "import os, subprocess, time\n"
                         "child = subprocess.Popen(['sleep', '120'])\n"
                         f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{child.pid}}')\n"
                         "time.sleep(120)\n")
@@ -177,7 +177,7 @@ def get_env_info():
 @pytest.mark.slow
 def test_what_the_target_writes_is_validated_bounded_and_redacted(cli, tmp_path):
     python = make_venv(tmp_path / "v", find_python("3.12"))
-    _fake_torch(python, "", collect_env=HOSTILE_COLLECT_ENV)
+    _torch_in_venv(python, "", collect_env=HOSTILE_COLLECT_ENV)
     r = cli("env", "--json", "--python", str(python))
     assert r.code == 0, r.err
     assert "HUSH" not in r.out and "\\u001b" not in r.out and "forged-on-stdout" not in r.out
@@ -205,7 +205,7 @@ def test_what_the_target_writes_is_validated_bounded_and_redacted(cli, tmp_path)
 ], ids=["raises", "wrong-type", "bad-name", "overflow"])
 def test_a_broken_collect_env_is_reported_not_fatal(cli, tmp_path, collect_env, why):
     python = make_venv(tmp_path / "v", find_python("3.12"))
-    _fake_torch(python, "", collect_env=collect_env)
+    _torch_in_venv(python, "", collect_env=collect_env)
     r = cli("env", "--json", "--python", str(python))
     assert r.code == 0, r.err
     data = json.loads(r.out)["env"]

@@ -147,14 +147,14 @@ def test_drain_reads_scontrol_and_updates_with_a_clean_reason() -> None:
     assert shown.drained and shown.reason == "neuronctl: runtime.compat"
 
 
-def _report() -> DoctorReport:
+def _driver_failed_report() -> DoctorReport:
     checks = (CheckResult("hardware.driver", "Neuron driver", "fail", "old", None, 3.0),
               CheckResult("python.version", "Python", "pass", "ok", None, 1.0))
     return DoctorReport(checks, False, doc()["environment"])
 
 
 def test_prometheus_textfile_parses_back(tmp_path: Path) -> None:
-    report = _report()
+    report = _driver_failed_report()
     fingerprint = stack_fingerprint(report)
     text = render_prometheus(report, fingerprint, 1764500000.5, 2.25)
     families = {f.name: f for f in text_string_to_metric_families(text)}

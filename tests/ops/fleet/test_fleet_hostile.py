@@ -211,7 +211,7 @@ RECORD = """NodeName=node1 Arch=x86_64 CoresPerSocket=1
 """
 
 
-def _record(state: str = "IDLE+DRAIN", reason: str | None = "disk replacement",
+def _slurm_record(state: str = "IDLE+DRAIN", reason: str | None = "disk replacement",
             features: str = "(null)", comment: str = "(null)") -> str:
     line = f"   Reason={reason} [root@2026-12-01T20:21:20]\n" if reason is not None else ""
     return RECORD.format(state=state, reason=line, features=features, comment=comment)
@@ -233,7 +233,7 @@ def _runner(text: str, calls: list[list[str]]) -> Any:
     ("(null)", "x\nNodeName=node1 State=IDLE Reason=neuronctl: y"),
 ])
 def test_another_admins_drain_is_never_resumed_nor_overwritten(features: str, comment: str) -> None:
-    text = _record(features=features, comment=comment)
+    text = _slurm_record(features=features, comment=comment)
     for failed in (False, True):
         calls: list[list[str]] = []
         try:
@@ -249,24 +249,24 @@ def test_another_admins_drain_is_never_resumed_nor_overwritten(features: str, co
 def test_a_reason_that_only_starts_like_ours_is_not_ours() -> None:
     for reason in ("neuronctl: disk replacement", "neuronctl:x", "neuronctl: a,b c"):
         calls: list[list[str]] = []
-        outcome = apply_slurm_drain([], False, "node1", _runner(_record(reason=reason), calls))
+        outcome = apply_slurm_drain([], False, "node1", _runner(_slurm_record(reason=reason), calls))
         assert outcome.action == "none" and len(calls) == 1
     calls = []
-    ours = _record(reason="neuronctl: hardware.driver,runtime.compat")
+    ours = _slurm_record(reason="neuronctl: hardware.driver,runtime.compat")
     assert apply_slurm_drain([], False, "node1", _runner(ours, calls)).action == "resume"
 
 
 def test_the_record_must_be_the_named_nodes() -> None:
     with pytest.raises(FaultError, match="record is for 'node1'"):
-        parse_show_node(_record(), "node2")
-    assert parse_show_node(_record(), "node1").reason == "disk replacement"
+        parse_show_node(_slurm_record(), "node2")
+    assert parse_show_node(_slurm_record(), "node1").reason == "disk replacement"
 
 
 @pytest.mark.parametrize("name", ["node1\n", "node1\nx", " node1", "node1 ", "-n"])
 def test_a_node_name_with_a_newline_or_space_is_refused(name: str) -> None:
     calls: list[list[str]] = []
     with pytest.raises(InputError):
-        apply_slurm_drain([], False, name, _runner(_record(), calls))
+        apply_slurm_drain([], False, name, _runner(_slurm_record(), calls))
     assert calls == []
 
 

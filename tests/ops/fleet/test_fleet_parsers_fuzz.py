@@ -50,7 +50,7 @@ def _chunked(data: bytes, cuts: list[int], per_task: int, total: int) -> StepRea
     return reader
 
 
-def _check(parsed: dict) -> None:
+def _assert_parsed(parsed: dict) -> None:
     for node, (text, code, error) in parsed.items():
         assert NODE_NAME.fullmatch(node)
         assert isinstance(text, str) and (code is None or 0 <= code <= 999)
@@ -69,7 +69,7 @@ def test_the_step_reader_answers_the_same_however_the_stream_is_cut(
     assert chunked.kept <= total and all(t.kept <= per_task for t in chunked.tasks.values())
     result = chunked.result()
     assert result == whole.result()
-    _check(result)
+    _assert_parsed(result)
 
 
 @FUZZ
@@ -82,7 +82,7 @@ def test_a_flood_keeps_at_most_the_cap(chunk: bytes, repeat: int) -> None:
         assert reader.kept <= 16_384 and len(reader._partial) <= 4096 + 300 + 200
     reader.feed(f"\n1: {DOC}\n1: {MARK} end b 0\n".encode())
     result = reader.result()
-    _check(result)
+    _assert_parsed(result)
     if "b" in result and result["b"][2] is None:
         assert json.loads(result["b"][0])["schema"] == 1
 

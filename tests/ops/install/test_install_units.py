@@ -34,14 +34,14 @@ ARM_312 = PlatformTarget("3.12", "manylinux_2_28_aarch64")
 LOCK = Path("/locks/pylock.toml")
 
 
-def sha(n: int) -> str:
+def fake_sha(n: int) -> str:
     return f"{n:064x}"
 
 
-def wheel(name: str, version: str, tag: str, n: int, **extra) -> dict:
+def fake_wheel_entry(name: str, version: str, tag: str, n: int, **extra) -> dict:
     filename = f"{name.replace('-', '_')}-{version}-{tag}.whl"
     return {"name": filename, "url": f"http://127.0.0.1:9/files/{filename}", "size": 10,
-            "hashes": {"sha256": sha(n)}, **extra}
+            "hashes": {"sha256": fake_sha(n)}, **extra}
 
 
 def lock_doc(*packages: dict, **top) -> dict:
@@ -61,9 +61,9 @@ def select(doc: dict, target: PlatformTarget, env: PythonEnv | None = None, rele
 
 
 NUMPY = {"name": "numpy", "version": "2.1.0",
-         "wheels": [wheel("numpy", "2.1.0", "cp312-cp312-manylinux_2_17_x86_64", 1),
-                    wheel("numpy", "2.1.0", "cp313-cp313-manylinux_2_17_x86_64", 2),
-                    wheel("numpy", "2.1.0", "cp312-cp312-manylinux_2_17_aarch64", 3)]}
+         "wheels": [fake_wheel_entry("numpy", "2.1.0", "cp312-cp312-manylinux_2_17_x86_64", 1),
+                    fake_wheel_entry("numpy", "2.1.0", "cp313-cp313-manylinux_2_17_x86_64", 2),
+                    fake_wheel_entry("numpy", "2.1.0", "cp312-cp312-manylinux_2_17_aarch64", 3)]}
 
 
 # -- which wheels a lock selects ------------------------------------------------------------------
@@ -73,19 +73,19 @@ NUMPY = {"name": "numpy", "version": "2.1.0",
 def test_the_wheel_for_the_targets_python_and_platform_is_selected(target, expected):
     source = select(lock_doc(NUMPY), target)
     (only,) = source.wanted
-    assert (only.name, only.version, only.sha256) == ("numpy", "2.1.0", sha(expected))
+    assert (only.name, only.version, only.sha256) == ("numpy", "2.1.0", fake_sha(expected))
     assert only.url.endswith(only.filename) and only.size == 10
     assert source.describe == f"lock {LOCK}" and source.lock == LOCK
 
 
 def test_without_the_interpreters_own_tags_the_targets_tags_decide():
     source = select(lock_doc(NUMPY), X86_313, env_for(X86_313, tags=False))
-    assert [w.sha256 for w in source.wanted] == [sha(2)]
+    assert [w.sha256 for w in source.wanted] == [fake_sha(2)]
 
 
 def test_a_package_whose_marker_does_not_hold_is_left_out():
     only_313 = {"name": "tomli", "version": "2.0.0", "marker": 'python_version < "3.13"',
-                "wheels": [wheel("tomli", "2.0.0", "py3-none-any", 4)]}
+                "wheels": [fake_wheel_entry("tomli", "2.0.0", "py3-none-any", 4)]}
     assert [w.name for w in select(lock_doc(NUMPY, only_313), X86_312).wanted] == ["numpy", "tomli"]
     assert [w.name for w in select(lock_doc(NUMPY, only_313), X86_313).wanted] == ["numpy"]
 
@@ -98,7 +98,7 @@ def test_one_package_locked_twice_for_the_same_environment_is_ambiguous():
 
 def test_two_versions_told_apart_by_markers_are_not_ambiguous():
     old = {**NUMPY, "version": "1.26.0", "marker": 'python_version < "3.13"',
-           "wheels": [wheel("numpy", "1.26.0", "cp312-cp312-manylinux_2_17_x86_64", 5)]}
+           "wheels": [fake_wheel_entry("numpy", "1.26.0", "cp312-cp312-manylinux_2_17_x86_64", 5)]}
     new = {**NUMPY, "marker": 'python_version >= "3.13"'}
     assert [w.version for w in select(lock_doc(old, new), X86_312).wanted] == ["1.26.0"]
     assert [w.version for w in select(lock_doc(old, new), X86_313).wanted] == ["2.1.0"]
@@ -123,7 +123,7 @@ def test_requires_python_and_environments_are_checked_first():
 def test_a_wheel_by_path_is_found_beside_the_lock():
     local = {"name": "nki", "version": "0.7.0",
              "wheels": [{"name": "nki-0.7.0-py3-none-any.whl", "path": "wheels/nki-0.7.0-py3-none-any.whl",
-                         "hashes": {"sha256": sha(6)}}]}
+                         "hashes": {"sha256": fake_sha(6)}}]}
     (only,) = select(lock_doc(local), X86_312).wanted
     assert only.url == "file:///locks/wheels/nki-0.7.0-py3-none-any.whl"
 
@@ -131,7 +131,7 @@ def test_a_wheel_by_path_is_found_beside_the_lock():
 def test_only_wheels_with_a_sha256_are_installed():
     sdist_only = {"name": "tomli", "version": "2.0.0",
                   "sdist": {"name": "tomli-2.0.0.tar.gz", "url": "http://127.0.0.1:9/t.tar.gz",
-                            "hashes": {"sha256": sha(7)}}}
+                            "hashes": {"sha256": fake_sha(7)}}}
     with pytest.raises(InputError, match="installs wheels only"):
         select(lock_doc(sdist_only), X86_312)
     md5_only = {**NUMPY, "wheels": [{**NUMPY["wheels"][0], "hashes": {"md5": "0" * 32}}]}
@@ -162,8 +162,8 @@ def test_the_pythons_a_lock_is_for_pick_a_new_venvs_interpreter():
 
 # -- the plan policy ---------------------------------------------------------------------------------
 
-NATIVE = (LockedFile("torch-neuronx", "2.14.3.0", "t.whl", "http://127.0.0.1:9/t.whl", sha(8), 1),
-          LockedFile("torch", "2.14.0+cpu", "torch.whl", "http://127.0.0.1:9/torch.whl", sha(9), 1))
+NATIVE = (LockedFile("torch-neuronx", "2.14.3.0", "t.whl", "http://127.0.0.1:9/t.whl", fake_sha(8), 1),
+          LockedFile("torch", "2.14.0+cpu", "torch.whl", "http://127.0.0.1:9/torch.whl", fake_sha(9), 1))
 LEGACY_TNX = "2.9.0.2.15.32035+de43f57c"
 
 
@@ -182,7 +182,7 @@ def test_moving_to_native_removes_the_legacy_stack_and_placeholders():
 
 
 def test_a_legacy_source_removes_nothing():
-    legacy = (LockedFile("torch-neuronx", LEGACY_TNX, "t.whl", "http://127.0.0.1:9/t.whl", sha(10), 1),)
+    legacy = (LockedFile("torch-neuronx", LEGACY_TNX, "t.whl", "http://127.0.0.1:9/t.whl", fake_sha(10), 1),)
     env = env_for(X86_312, ("torch-xla", "2.9.0"), ("libneuronxla", "2.2.0"))
     assert removals(env, legacy) == {} and not make_plan(env, legacy).removals
 

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[3]
 NEURONCTL = REPO / ".venv" / "bin" / "neuronctl"
 
 
-def make_venv(path: Path) -> Path:
+def bare_venv(path: Path) -> Path:
     venv.EnvBuilder(with_pip=False, symlinks=True).create(path)
     return path
 
@@ -30,17 +30,17 @@ def activate(monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
     monkeypatch.setenv("PATH", f"{path / 'bin'}{os.pathsep}{os.environ['PATH']}")
 
 
-def doctor_json(cli) -> dict:
+def python_check_json(cli) -> dict:
     r = cli("doctor", "--only", "python.version", "--json")
     assert r.code in (0, 1), r.err
     return json.loads(r.out)
 
 
 def test_an_activated_venv_is_the_target(cli, monkeypatch, tmp_path):
-    proj = make_venv(tmp_path / "proj")
+    proj = bare_venv(tmp_path / "proj")
     activate(monkeypatch, proj)
-    make_venv(Path.cwd() / ".venv")  # the active one wins over ./.venv
-    doc = doctor_json(cli)
+    bare_venv(Path.cwd() / ".venv")  # the active one wins over ./.venv
+    doc = python_check_json(cli)
     assert doc["target"] == {"python": str(proj / "bin" / "python"), "reason": "active venv"}
     assert doc["environment"]["python"]["executable"].startswith(str(proj))
     r = cli("doctor", "--only", "python.version")
@@ -49,8 +49,8 @@ def test_an_activated_venv_is_the_target(cli, monkeypatch, tmp_path):
 
 def test_the_working_directorys_venv_is_the_target_when_none_is_active(cli, monkeypatch):
     monkeypatch.delenv("VIRTUAL_ENV", raising=False)
-    here = make_venv(Path.cwd() / ".venv")
-    doc = doctor_json(cli)
+    here = bare_venv(Path.cwd() / ".venv")
+    doc = python_check_json(cli)
     assert doc["target"]["python"] == str(here / "bin" / "python")
     assert doc["target"]["reason"] == "./.venv in the working directory"
     # The home directory is shown as ~ on the text line (conftest's HOME holds the cwd).
@@ -63,20 +63,20 @@ def test_a_dot_venv_that_is_not_a_venv_is_not_taken(cli, monkeypatch):
     fake = Path.cwd() / ".venv" / "bin"
     fake.mkdir(parents=True)
     (fake / "python").symlink_to(sys.executable)  # no pyvenv.cfg: a directory, not a venv
-    assert doctor_json(cli)["target"]["reason"] == "neuronctl's own environment"
+    assert python_check_json(cli)["target"]["reason"] == "neuronctl's own environment"
 
 
 def test_neither_is_neuronctls_own_interpreter_named_as_such(cli, monkeypatch):
     monkeypatch.delenv("VIRTUAL_ENV", raising=False)
-    doc = doctor_json(cli)
+    doc = python_check_json(cli)
     assert doc["target"] == {"python": sys.executable, "reason": "neuronctl's own environment"}
     first = cli("doctor", "--only", "python.version").out.splitlines()[0]
     assert first.startswith("target: ") and first.endswith("(neuronctl's own environment)")
 
 
 def test_python_option_wins_and_is_named(cli, monkeypatch, tmp_path):
-    proj = make_venv(tmp_path / "proj")
-    other = make_venv(tmp_path / "other")
+    proj = bare_venv(tmp_path / "proj")
+    other = bare_venv(tmp_path / "other")
     activate(monkeypatch, proj)
     r = cli("doctor", "--only", "python.version", "--json", "--python", str(other))
     assert json.loads(r.out)["target"] == {"python": str(other / "bin" / "python"),
@@ -93,7 +93,7 @@ def test_a_removed_active_venv_is_bad_input_in_one_line(cli, monkeypatch, tmp_pa
 @pytest.mark.parametrize("command", [["probe", "--device", "cpu"], ["env"],
                                      ["smoke", "--device", "cpu", "--steps", "1"]])
 def test_probe_env_and_smoke_report_the_active_venv(cli, monkeypatch, tmp_path, command):
-    proj = make_venv(tmp_path / "proj")  # no torch there: each reports quickly, on it
+    proj = bare_venv(tmp_path / "proj")  # no torch there: each reports quickly, on it
     activate(monkeypatch, proj)
     r = cli(*command, "--json")
     doc = json.loads(r.out)
@@ -144,8 +144,8 @@ def test_install_refuses_neuronctls_own_env_named(tmp_path, how):
 def test_install_takes_the_active_venv_then_the_working_directorys(monkeypatch, tmp_path):
     from neuronctl.ops.install.target import resolve_target
 
-    proj = make_venv(tmp_path / "proj")
-    here = make_venv(Path.cwd() / ".venv")
+    proj = bare_venv(tmp_path / "proj")
+    here = bare_venv(Path.cwd() / ".venv")
     chosen = resolve_target(None, None, None, lambda: (), {"VIRTUAL_ENV": str(proj)})
     assert (chosen.python, chosen.reason) == (str(proj / "bin" / "python"), "active venv")
     assert chosen.describe() == f"{proj / 'bin' / 'python'} (active venv)"

@@ -29,12 +29,12 @@ NAME = "nki-0.7.0-py3-none-any.whl"
 REMOTE = f"https://127.0.0.1:9/files/{NAME}"
 
 
-def sha(data: bytes) -> str:
+def bytes_sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
 def source_for(data: bytes = GOOD, size: int | None = len(GOOD)) -> InstallSource:
-    wanted = LockedFile("nki", "0.7.0", NAME, REMOTE, sha(data), size)
+    wanted = LockedFile("nki", "0.7.0", NAME, REMOTE, bytes_sha(data), size)
     return InstallSource((wanted,), None, None, "lock pylock.toml", Path("pylock.toml"))
 
 
@@ -44,7 +44,7 @@ def tampered(data: bytes) -> bytes:
     return data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1:]
 
 
-def engine_file(url: str, digest: str = sha(GOOD)) -> LockedFile:
+def engine_file(url: str, digest: str = bytes_sha(GOOD)) -> LockedFile:
     return LockedFile("nki", "0.7.0", NAME, url, digest)
 
 
@@ -55,7 +55,7 @@ def test_a_same_size_file_with_other_bytes_is_handed_to_the_engine_unhashed(tmp_
     got = from_wheelhouse(source_for(), tmp_path, offline=True, reporter=CollectingReporter())
     (wanted,) = got.wanted
     assert wanted.url == (tmp_path / NAME).resolve().as_uri()
-    assert wanted.sha256 == sha(GOOD)  # the lock's hash goes with it, for the engine to check
+    assert wanted.sha256 == bytes_sha(GOOD)  # the lock's hash goes with it, for the engine to check
     assert got.describe == f"lock pylock.toml from the wheelhouse {tmp_path}"
 
 
@@ -78,10 +78,10 @@ def test_after_an_engine_failure_the_mismatching_wheelhouse_file_is_named(tmp_pa
     path = tmp_path / NAME
     path.write_bytes(tampered(GOOD))
     local = engine_file(path.resolve().as_uri())
-    err = mismatched(tmp_path, [engine_file(REMOTE, sha(b"other")), local])
+    err = mismatched(tmp_path, [engine_file(REMOTE, bytes_sha(b"other")), local])
     assert err is not None and err.exit_code == 2
     assert err.message == (f"--find-links {tmp_path}: {NAME}: sha256 mismatch: the lock says "
-                           f"{sha(GOOD)}, the file is {sha(tampered(GOOD))}; refusing it")
+                           f"{bytes_sha(GOOD)}, the file is {bytes_sha(tampered(GOOD))}; refusing it")
     assert err.hint == "fetch it again with neuronctl download"
     path.write_bytes(GOOD)
     assert mismatched(tmp_path, [local]) is None  # the engine failed for another reason
@@ -89,8 +89,8 @@ def test_after_an_engine_failure_the_mismatching_wheelhouse_file_is_named(tmp_pa
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / NAME).write_bytes(b"x")
-    assert mismatched(tmp_path, [engine_file(REMOTE, sha(b"x")),
-                                 engine_file((elsewhere / NAME).as_uri(), sha(b"y"))]) is None
+    assert mismatched(tmp_path, [engine_file(REMOTE, bytes_sha(b"x")),
+                                 engine_file((elsewhere / NAME).as_uri(), bytes_sha(b"y"))]) is None
     path.unlink()
     gone = mismatched(tmp_path, [local])
     assert gone is not None and NAME in gone.message and "cannot read it" in gone.message
@@ -111,7 +111,7 @@ def test_an_engine_failure_on_a_tampered_wheelhouse_file_is_bad_input_naming_it(
     before = PythonEnv("3.12.1", "cpython", "python3", "/", "/", "linux", "x86_64", "Linux", ("glibc", "2.35"))
     err = failure_error(failure, target, PipEngine(), before, str, wheelhouse=house, files=files)
     assert type(err) is InputError and err.exit_code == 2
-    assert err.message.startswith(f"--find-links {house}: {NAME}: sha256 mismatch: the lock says {sha(GOOD)}")
+    assert err.message.startswith(f"--find-links {house}: {NAME}: sha256 mismatch: the lock says {bytes_sha(GOOD)}")
     assert err.message.endswith(f"; refusing it; removed the new venv {tmp_path / 'env'}")
     assert err.hint == "fetch it again with neuronctl download"
     # Every file is the locked one: the engine's own failure, as before.

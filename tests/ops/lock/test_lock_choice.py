@@ -21,7 +21,7 @@ PROC_OLD = ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  375.74  Wed Jun 14 
             "GCC version:  gcc version 5.4.0 20160609 (Ubuntu 5.4.0-6ubuntu1~16.04.4)\n")
 
 
-def sysroot(tmp_path: Path, files: dict[str, str]) -> SysRoot:
+def sysroot_with(tmp_path: Path, files: dict[str, str]) -> SysRoot:
     for absolute, text in files.items():
         path = tmp_path / absolute.lstrip("/")
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -38,7 +38,7 @@ def fake_smi(bindir: Path, body: str) -> str:
 
 
 def test_sys_module_version_comes_first(tmp_path):
-    root = sysroot(tmp_path / "root", {"/sys/module/nvidia/version": "580.65.06\n",
+    root = sysroot_with(tmp_path / "root", {"/sys/module/nvidia/version": "580.65.06\n",
                                        "/proc/driver/nvidia/version": PROC_OPEN})
     found = detect_nvidia(root, run_smi=False)
     assert (found.driver, found.source) == ("580.65.06", "/sys/module/nvidia/version")
@@ -46,18 +46,18 @@ def test_sys_module_version_comes_first(tmp_path):
 
 @pytest.mark.parametrize(("text", "version"), [(PROC_OPEN, "550.144.03"), (PROC_OLD, "375.74")])
 def test_proc_driver_version_when_the_module_file_is_absent(tmp_path, text, version):
-    found = detect_nvidia(sysroot(tmp_path, {"/proc/driver/nvidia/version": text}), run_smi=False)
+    found = detect_nvidia(sysroot_with(tmp_path, {"/proc/driver/nvidia/version": text}), run_smi=False)
     assert (found.driver, found.source) == (version, "/proc/driver/nvidia/version")
     assert parse_proc_driver("no double spaces here") is None
 
 
 def test_untrusted_text_is_noted_and_the_next_source_asked(tmp_path):
-    root = sysroot(tmp_path / "root", {"/sys/module/nvidia/version": "../../etc/passwd\x1b[31m",
+    root = sysroot_with(tmp_path / "root", {"/sys/module/nvidia/version": "../../etc/passwd\x1b[31m",
                                        "/proc/driver/nvidia/version": PROC_OPEN})
     found = detect_nvidia(root, run_smi=False)
     assert found.driver == "550.144.03"
     assert found.notes and "/sys/module/nvidia/version: no driver version" in found.notes[0]
-    huge = sysroot(tmp_path / "huge", {"/sys/module/nvidia/version": "5" * 100_000})
+    huge = sysroot_with(tmp_path / "huge", {"/sys/module/nvidia/version": "5" * 100_000})
     assert detect_nvidia(huge, run_smi=False).driver is None  # read bounded, then refused
 
 

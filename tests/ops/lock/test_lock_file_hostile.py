@@ -21,7 +21,7 @@ def lock_doc(cli, uni) -> dict:
     return read_toml(Path("pylock.toml"), "lock")
 
 
-def write(doc: dict, name: str = "pylock.tampered.toml") -> Path:
+def write_tampered(doc: dict, name: str = "pylock.tampered.toml") -> Path:
     path = Path(name).resolve()
     path.write_text(dumps(doc, arrays_of_tables=("packages",)))
     return path
@@ -51,7 +51,7 @@ def untouched(victim: Path) -> bool:
 @pytest.mark.parametrize("digest", ["{victim}", "../../../{victim}", "0" * 63, "z" * 64, ""])
 def test_a_hash_that_is_not_hex_is_exit_2_naming_the_lock_and_package(cli, lock_doc, tmp_path, victim, digest):
     package(lock_doc, "numpy")["wheels"][0]["hashes"] = {"sha256": digest.format(victim=victim)}
-    lock = write(lock_doc)
+    lock = write_tampered(lock_doc)
     r = install_dry_run(cli, lock, tmp_path)
     assert r.code == 2, r.err + r.out
     assert str(lock) in r.err and "(numpy 2.1.0)" in r.err and "Traceback" not in r.err
@@ -62,14 +62,14 @@ def test_a_hash_that_is_not_hex_is_exit_2_naming_the_lock_and_package(cli, lock_
 def test_an_unknown_hash_algorithm_is_no_guarantee(lock_doc):
     package(lock_doc, "nki")["wheels"][0]["hashes"] = {"crc32": "deadbeef"}
     with pytest.raises(InputError, match=r"\(nki 0.7.0\): wheels\[0\]: unknown hash algorithm 'crc32'"):
-        load_pylock(write(lock_doc))
+        load_pylock(write_tampered(lock_doc))
 
 
 @pytest.mark.parametrize("name", ["nki-0.7.0-py3-none-/tmp/x.whl", "nki-0.7.0-py3-none-x\x1b.whl"])
 def test_a_wheel_name_that_is_not_one_plain_file_name_is_refused(cli, lock_doc, tmp_path, victim, name):
     # packaging's own check accepts these: a tag component may hold '/' and control characters.
     package(lock_doc, "nki")["wheels"][0]["name"] = name
-    lock = write(lock_doc)
+    lock = write_tampered(lock_doc)
     r = install_dry_run(cli, lock, tmp_path)
     assert r.code == 2 and str(lock) in r.err and "(nki 0.7.0)" in r.err
     assert "is not a safe file name" in r.err and untouched(victim)
@@ -77,18 +77,18 @@ def test_a_wheel_name_that_is_not_one_plain_file_name_is_refused(cli, lock_doc, 
 
 def test_an_unknown_release_in_a_lock_names_the_lock_and_the_release(cli, lock_doc, tmp_path):
     lock_doc["tool"]["neuronctl"]["release"] = "9.99.0"
-    lock = write(lock_doc)
+    lock = write_tampered(lock_doc)
     r = install_dry_run(cli, lock, tmp_path)
     assert r.code == 2 and "Traceback" not in r.err
     assert f"{lock}: [tool.neuronctl] release '9.99.0': unknown Neuron release" in r.err
     lock_doc["tool"]["neuronctl"]["release"] = {"not": "a string"}
-    r = install_dry_run(cli, write(lock_doc), tmp_path)
+    r = install_dry_run(cli, write_tampered(lock_doc), tmp_path)
     assert r.code == 2 and "[tool.neuronctl] release must be a string" in r.err
 
 
 def test_a_marker_that_cannot_be_evaluated_is_bad_input_naming_the_lock(cli, lock_doc, tmp_path):
     package(lock_doc, "nki")["marker"] = 'python_version ~= "foo"'
-    lock = write(lock_doc)
+    lock = write_tampered(lock_doc)
     r = install_dry_run(cli, lock, tmp_path)
     assert r.code == 2 and str(lock) in r.err and "Undefined" in r.err and "Traceback" not in r.err
 

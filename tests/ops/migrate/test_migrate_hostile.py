@@ -22,7 +22,7 @@ pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_migrate
 XLA = "import torch_xla.core.xla_model as xm\nd = xm.xla_device()\n"
 
 
-def _run(root: Path, versions, mode="scan", **kw):
+def _scan(root: Path, versions, mode="scan", **kw):
     """A scan of `root` from inside it (so paths are relative to it)."""
     here = Path.cwd()
     os.chdir(root)
@@ -45,7 +45,7 @@ def test_undecodable_unparseable_and_not_json_are_findings_not_crashes(tmp_path,
     (tmp_path / "broken.ipynb").write_text("{\"cells\": [")
     (tmp_path / "wrong.ipynb").write_text(json.dumps({"cells": [{"cell_type": "code", "source": 7}]}))
     (tmp_path / "requirements.txt").write_bytes(b"torch-xla\n\xff\xfe\n")
-    outcome = _run(tmp_path, versions)
+    outcome = _scan(tmp_path, versions)
     assert _rules(outcome) == {("latin1.py", "NRN001"), ("py2.py", "NRN002"), ("nul.py", "NRN002"),
                                ("deep.py", "NRN002"), ("long.py", "NRN002"), ("broken.ipynb", "NRN003"),
                                ("wrong.ipynb", "NRN003"), ("requirements.txt", "NRN001")}
@@ -54,7 +54,7 @@ def test_undecodable_unparseable_and_not_json_are_findings_not_crashes(tmp_path,
 def test_files_over_the_bound_are_skipped_with_a_note(tmp_path, versions, cli, monkeypatch):
     (tmp_path / "big.py").write_text(XLA + "#" * 5000 + "\n")
     (tmp_path / "small.py").write_text(XLA)
-    outcome = _run(tmp_path, versions, max_bytes=1000)
+    outcome = _scan(tmp_path, versions, max_bytes=1000)
     assert _rules(outcome) == {("small.py", "NRN101"), ("small.py", "NRN102")}
     assert [(n.path, n.why.split(":")[0]) for n in outcome.notes] == [("big.py", "skipped")]
     monkeypatch.chdir(tmp_path)
@@ -75,7 +75,7 @@ def test_link_loops_and_links_out_of_the_tree_are_not_followed(tmp_path, version
     (root / "out").symlink_to(outside)                         # a folder out of the tree
     (root / "leak.py").symlink_to(outside / "secret.py")       # a file out of the tree
     (root / "same.py").symlink_to(root / "pkg" / "real.py")    # inside: scanned where it is
-    outcome = _run(root, versions)
+    outcome = _scan(root, versions)
     assert {f.path for f in outcome.findings} == {"pkg/real.py"}
     notes = {n.path: n.why for n in outcome.notes}
     assert "leads out of the scanned tree" in notes["out"] and "leads out" in notes["leak.py"]
@@ -91,7 +91,7 @@ def test_fix_never_writes_through_a_link_or_outside_the_tree(tmp_path, versions)
     root.mkdir()
     (root / "leak.py").symlink_to(outside / "secret.py")
     (root / "own.py").write_text(XLA)
-    outcome = _run(root, versions, "fix")
+    outcome = _scan(root, versions, "fix")
     assert (outside / "secret.py").read_text() == XLA and (root / "leak.py").is_symlink()
     assert outcome.fixed == ("own.py",) and "xla_device" not in (root / "own.py").read_text()
     # The last guard, should a file become a link (or change) between the scan and the write:
@@ -115,7 +115,7 @@ def test_ignored_and_hidden_folders_are_skipped_unless_named(tmp_path, versions,
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(XLA)
     (root / "sub" / ".gitignore").write_text("ignored_here.py\n")
-    outcome = _run(root, versions)
+    outcome = _scan(root, versions)
     assert {f.path for f in outcome.findings} == {"src/vendored/kept.py", "docs/v1/train.py", "sub/kept.py"}
     os.chdir(root)
     named = migrate(MigrateRequest((Path(".github"), Path("build/x.py")), versions))
@@ -125,7 +125,7 @@ def test_ignored_and_hidden_folders_are_skipped_unless_named(tmp_path, versions,
 def test_a_fifo_named_in_the_tree_is_not_read(tmp_path, versions):
     os.mkfifo(tmp_path / "pipe.py")
     (tmp_path / "ok.py").write_text(XLA)
-    outcome = _run(tmp_path, versions)
+    outcome = _scan(tmp_path, versions)
     assert {f.path for f in outcome.findings} == {"ok.py"}
 
 
@@ -133,7 +133,7 @@ def test_a_bom_a_crlf_file_and_continued_requirement_lines(tmp_path, versions):
     (tmp_path / "bom.py").write_bytes(b"\xef\xbb\xbfimport torch\r\nx = torch.ones(1).to('cuda')  # here\r\n")
     (tmp_path / "requirements.txt").write_text(
         "torch-neuronx==2.1.2.2.3.0 \\\n    --hash=sha256:" + "0" * 64 + "\nnumpy\n")
-    outcome = _run(tmp_path, versions, "fix")
+    outcome = _scan(tmp_path, versions, "fix")
     assert _rules(outcome) == {("requirements.txt", "NRN701")}
     assert (tmp_path / "bom.py").read_bytes() == (
         b"\xef\xbb\xbfimport torch\r\nx = torch.ones(1).to('neuron')  # here\r\n")
@@ -147,7 +147,7 @@ def test_a_notebook_not_written_as_jupyter_writes_it_is_left_for_a_hand_edit(tmp
     (tmp_path / "jupyter.ipynb").write_text(canonical)
     (tmp_path / "hand.ipynb").write_text(json.dumps({"cells": cells}, indent=4))
     before = (tmp_path / "hand.ipynb").read_bytes()
-    outcome = _run(tmp_path, versions, "fix")
+    outcome = _scan(tmp_path, versions, "fix")
     assert outcome.fixed == ("jupyter.ipynb",)
     assert (tmp_path / "hand.ipynb").read_bytes() == before
     left = {(f.path, f.cell, f.rule, f.fix) for f in outcome.findings if f.rule != "NRN101"}

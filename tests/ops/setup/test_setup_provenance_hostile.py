@@ -85,7 +85,7 @@ def hostile_dir(tmp_path: Path) -> Path:
     return here
 
 
-def _plan(**extra: object) -> SetupPlan:
+def _setup_plan(**extra: object) -> SetupPlan:
     target, facts = read_target(None, "ubuntu-26.04")
     release = load_bundled_manifest().default
     return make_plan(SetupRequest(release, target, facts, chip="trn2", **extra))  # type: ignore[arg-type]
@@ -102,7 +102,7 @@ def _run_step(plan: SetupPlan, step_id: str, cwd: Path, env: dict[str, str]
 def test_the_doctor_step_never_runs_the_working_directorys_python(hostile_dir, tmp_path) -> None:
     empty = tmp_path / "sysroot"
     (empty / "sys").mkdir(parents=True)
-    done = _run_step(_plan(), "doctor", hostile_dir, {"NEURONCTL_SETUP_NEURONCTL": str(NEURONCTL),
+    done = _run_step(_setup_plan(), "doctor", hostile_dir, {"NEURONCTL_SETUP_NEURONCTL": str(NEURONCTL),
                                                   "NEURONCTL_SYSROOT": str(empty)})
     assert done.returncode in (0, 1) and "packages.torch-neuronx" in done.stdout, done.stderr
     assert not (tmp_path / "PWNED").exists(), "the hostile .venv/bin/python ran"
@@ -113,7 +113,7 @@ def test_the_doctor_step_names_its_interpreter_by_absolute_path(hostile_dir, tmp
     recorder = tmp_path / "neuronctl"
     recorder.write_text(f'#!/bin/sh\npwd > {log}\nprintf "%s\\n" "$@" >> {log}\n')
     recorder.chmod(0o755)
-    for plan, python in ((_plan(), None), (_plan(with_python=True, venv="/opt/nc/venv"),
+    for plan, python in ((_setup_plan(), None), (_setup_plan(with_python=True, venv="/opt/nc/venv"),
                                            "/opt/nc/venv/bin/python")):
         done = _run_step(plan, "doctor", hostile_dir, {"NEURONCTL_SETUP_NEURONCTL": str(recorder)})
         assert done.returncode == 0, done.stderr
@@ -130,7 +130,7 @@ def test_the_python_stack_step_runs_from_a_neutral_directory(hostile_dir, tmp_pa
     recorder.write_text(f'#!/bin/sh\npwd > {log}\nls pyproject.toml >> {log} 2>&1 || true\n'
                         f'printf "%s\\n" "$@" >> {log}\n')
     recorder.chmod(0o755)
-    plan = _plan(with_python=True, venv="/opt/nc/venv")
+    plan = _setup_plan(with_python=True, venv="/opt/nc/venv")
     done = _run_step(plan, "python-stack", hostile_dir, {"NEURONCTL_SETUP_NEURONCTL": str(recorder)})
     assert done.returncode == 0, done.stderr
     lines = log.read_text().splitlines()
@@ -142,7 +142,7 @@ def test_the_python_stack_step_runs_from_a_neutral_directory(hostile_dir, tmp_pa
 def test_a_relative_neuronctl_or_interpreter_is_refused(hostile_dir, tmp_path, variable) -> None:
     (hostile_dir / "neuronctl").write_text(f"#!/bin/sh\ntouch {tmp_path / 'PWNED'}\n")
     (hostile_dir / "neuronctl").chmod(0o755)
-    done = _run_step(_plan(), "doctor", hostile_dir, {
+    done = _run_step(_setup_plan(), "doctor", hostile_dir, {
         f"NEURONCTL_SETUP_{variable}": "./neuronctl" if variable == "NEURONCTL" else ".venv/bin/python",
         "PATH": f".:{os.environ['PATH']}"})
     assert done.returncode == 1

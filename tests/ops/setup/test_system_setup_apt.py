@@ -94,7 +94,7 @@ def bare_host(tmp_path: Path) -> Path:
     return root
 
 
-def env_for(tmp_path: Path, root: Path, repo: AptRepo, url: str, *,
+def apt_env(tmp_path: Path, root: Path, repo: AptRepo, url: str, *,
             fingerprint: str | None = None, neuronctl: str = "/bin/true") -> dict[str, str]:
     sandbox = apt_sandbox(root, tmp_path / "apt")
     tools = tmp_path / "tools"
@@ -119,7 +119,7 @@ def run_script(plan: SetupPlan, env: dict[str, str], tmp_path: Path) -> subproce
                           timeout=300, check=False)
 
 
-def installed(root: Path, name: str) -> str:
+def dpkg_version(root: Path, name: str) -> str:
     out = subprocess.run(["dpkg-query", f"--root={root}", "-W", "-f=${Version} ${db:Status-Want}",
                           name], capture_output=True, text=True, check=False)
     return out.stdout if out.returncode == 0 else ""
@@ -128,12 +128,12 @@ def installed(root: Path, name: str) -> str:
 def test_the_script_sets_up_a_bare_host_and_a_second_run_skips_every_step(tmp_path, apt_server):
     built, url = apt_server
     root = bare_host(tmp_path)
-    env = env_for(tmp_path, root, built, url)
+    env = apt_env(tmp_path, root, built, url)
     first = run_script(plan_for(root), env, tmp_path)
     assert first.returncode == 0, first.stdout + first.stderr
     for name, version in release().system.items():
-        assert installed(root, name) == f"{version}{REVISION.get(name, '')} hold", name
-    assert installed(root, f"linux-headers-{KERNEL}").startswith("6.8.0-1015.16")
+        assert dpkg_version(root, name) == f"{version}{REVISION.get(name, '')} hold", name
+    assert dpkg_version(root, f"linux-headers-{KERNEL}").startswith("6.8.0-1015.16")
     assert (root / "sys/module/neuron/version").read_text().strip() == "2.31.8.0"
     line = (root / "etc/apt/sources.list.d/neuron.list").read_text()
     assert line == f"deb [signed-by={root}/etc/apt/keyrings/neuron.gpg] {url} resolute main\n"
@@ -153,11 +153,11 @@ def test_a_wrong_pin_fails_at_its_step(tmp_path, apt_server):
     root = bare_host(tmp_path)
     rel = release()
     wrong = msgspec.structs.replace(rel, system={**rel.system, "aws-neuronx-runtime-lib": "2.35.34.0"})
-    result = run_script(plan_for(root, release=wrong), env_for(tmp_path, root, built, url), tmp_path)
+    result = run_script(plan_for(root, release=wrong), apt_env(tmp_path, root, built, url), tmp_path)
     assert result.returncode != 0
     assert "Version '2.35.34.0*' for 'aws-neuronx-runtime-lib' was not found" in result.stderr
     assert "[4/7] packages: Install" in result.stdout and "[5/7]" not in result.stdout
-    assert installed(root, "aws-neuronx-dkms") == ""  # one transaction: nothing of it went in
+    assert dpkg_version(root, "aws-neuronx-dkms") == ""  # one transaction: nothing of it went in
 
 
 def test_every_pin_of_every_published_release_is_what_the_plan_asks_apt_for():
@@ -175,13 +175,13 @@ def test_a_key_with_another_fingerprint_is_never_trusted(tmp_path, apt_server):
     built, url = apt_server
     root = bare_host(tmp_path)
     other = gpg_key(tmp_path / "other-gnupg", "Someone Else <else@example.invalid>")
-    result = run_script(plan_for(root), env_for(tmp_path, root, built, url, fingerprint=other),
+    result = run_script(plan_for(root), apt_env(tmp_path, root, built, url, fingerprint=other),
                         tmp_path)
     assert result.returncode != 0
     assert f"not {other}: it is not trusted" in result.stderr
     assert not (root / "etc/apt/keyrings/neuron.gpg").exists()
     assert not (root / "etc/apt/keyrings/neuron.gpg.download").exists()
-    assert installed(root, "aws-neuronx-dkms") == ""
+    assert dpkg_version(root, "aws-neuronx-dkms") == ""
 
 
 def test_apt_refuses_the_repository_signed_by_another_key(tmp_path, apt_server):
@@ -189,7 +189,7 @@ def test_apt_refuses_the_repository_signed_by_another_key(tmp_path, apt_server):
     impostor = build_repo(tmp_path / "impostor", "resolute", fake_debs()[:2],
                           gnupg=tmp_path / "impostor-gnupg")
     root = bare_host(tmp_path)
-    env = env_for(tmp_path, root, built, url)
+    env = apt_env(tmp_path, root, built, url)
     assert run_script(plan_for(root), env, tmp_path).returncode == 0
     # The same host, its trusted key unchanged, pointed at a repository another key signs.
     with serve(impostor.root) as other_url:
@@ -203,7 +203,7 @@ def test_apt_refuses_the_repository_signed_by_another_key(tmp_path, apt_server):
 def test_yes_stops_at_the_first_failure_and_the_rerun_continues(tmp_path, apt_server):
     built, url = apt_server
     root = bare_host(tmp_path)
-    env = env_for(tmp_path, root, built, url)
+    env = apt_env(tmp_path, root, built, url)
     rel = release()
     wrong = msgspec.structs.replace(rel, system={**rel.system, "aws-neuronx-tools": "9.9.9.9"})
     reporter = CollectingReporter()
@@ -227,7 +227,7 @@ def test_bare_host_to_a_passing_level_1_doctor(tmp_path, apt_server):
     doctor = tmp_path / "tools" / "neuronctl"
     write_tool(doctor, f'#!/bin/sh\nexec {sys.executable} -m neuronctl "$@" --json '
                        f'--sysroot {root} > {tmp_path}/doctor.json\n')
-    env = env_for(tmp_path, root, built, url, neuronctl=str(doctor))
+    env = apt_env(tmp_path, root, built, url, neuronctl=str(doctor))
     started = time.monotonic()
     outcome = apply_plan(plan_for(root), CollectingReporter(), is_root=True, environ=env)
     elapsed = time.monotonic() - started
@@ -255,9 +255,9 @@ def test_a_held_older_release_beside_the_first_generation_is_replaced(tmp_path, 
                    input="".join(f"{n} hold\n" for n in old), text=True, capture_output=True)
     plan = plan_for(root)
     assert "aws-neuron-dkms" in next(s for s in plan.steps if s.id == "other-generation").why
-    result = run_script(plan, env_for(tmp_path, root, built, url), tmp_path)
+    result = run_script(plan, apt_env(tmp_path, root, built, url), tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     for name, version in release().system.items():
-        assert installed(root, name) == f"{version}{REVISION.get(name, '')} hold", name
-    assert installed(root, "aws-neuron-dkms") == ""
+        assert dpkg_version(root, name) == f"{version}{REVISION.get(name, '')} hold", name
+    assert dpkg_version(root, "aws-neuron-dkms") == ""
     assert "Inst aws-neuronx-dkms [2.31.7.0] (2.31.8.0" in (tmp_path / "apt.log").read_text()
