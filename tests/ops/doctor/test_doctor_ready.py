@@ -179,6 +179,17 @@ def test_a_check_still_running_is_taken_over_not_run_again() -> None:
     assert sorted(calls) == ["after", "slow"]
 
 
+def _target_check(calls: list[str], ready: threading.Event) -> Check:
+    """A check that reads the target: NotYet until `ready` is set."""
+    def target() -> CheckOutcome:
+        calls.append("target")
+        if not ready.is_set():
+            raise NotYet("env")
+        return CheckOutcome("pass", "target ready")
+
+    return Check("a.target", "target", target, 5.0)
+
+
 def test_a_check_begun_early_is_timed_from_its_early_start() -> None:
     """finish() reports the time a check took from where it began beside the engine, not from
     the takeover; one that stopped at NotYet and runs again is timed by that run alone."""
@@ -186,13 +197,7 @@ def test_a_check_begun_early_is_timed_from_its_early_start() -> None:
     release, entered = threading.Event(), threading.Event()
     ready = threading.Event()
 
-    def target() -> CheckOutcome:
-        calls.append("target")
-        if not ready.is_set():
-            raise NotYet("env")
-        return CheckOutcome("pass", "target ready")
-
-    checks = [Check("a.target", "target", target, 5.0), _counted("slow", calls, release, entered)]
+    checks = [_target_check(calls, ready), _counted("slow", calls, release, entered)]
     begun, early = begin(checks)
     threading.Thread(target=run_ready, args=(early, {}), daemon=True).start()
     assert entered.wait(10)
@@ -214,13 +219,7 @@ def test_a_check_that_hangs_early_times_out_under_its_own_limit() -> None:
     hang, entered = threading.Event(), threading.Event()
     ready = threading.Event()
 
-    def target() -> CheckOutcome:
-        calls.append("target")
-        if not ready.is_set():
-            raise NotYet("env")
-        return CheckOutcome("pass", "target ready")
-
-    checks = [Check("a.target", "target", target, 5.0), _counted("hung", calls, hang, entered),
+    checks = [_target_check(calls, ready), _counted("hung", calls, hang, entered),
               _counted("behind", calls)]
     begun, early = begin(checks)
     threading.Thread(target=run_ready, args=(early, {}), daemon=True).start()
