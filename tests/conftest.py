@@ -1,12 +1,23 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support.cli_run import Result
 from support.standin import standin, standin_python  # noqa: F401  (session fixtures: the stand-in backend)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A suite started in the background by a shell without job control (`bash .ci/run &` in a
+    script, a CI step's `( ... & )`) starts with SIGINT ignored, and every process it starts
+    inherits that: the tests that stop neuronctl with Ctrl-C's signal would wait out their
+    timeouts instead. The suite's own processes take SIGINT as an interactive run's do (a handler
+    here is reset to the default in each child, where Python installs KeyboardInterrupt)."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)

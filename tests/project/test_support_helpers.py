@@ -1,7 +1,8 @@
 """The shared test helpers (tests/support) that many tests lean on do what those tests assume:
 a zombie is no running process, a bundle's members are regular files, closed ports refuse, a
-legacy venv handed out from the content-keyed cache is each test's own, and the gpg-agent a
-test's signing key started does not outlive the tests."""
+legacy venv handed out from the content-keyed cache is each test's own, the gpg-agent a
+test's signing key started does not outlive the tests, and a suite started with SIGINT ignored
+(in the background, by a shell without job control) still stops its processes with it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -93,3 +95,17 @@ def test_the_agent_a_signing_key_started_is_stopped(tmp_path: Path) -> None:
     stop_agents()
     for pid in {p for h in started for p in _agents(h)}:
         assert gone(int(pid), within=10.0)
+
+
+def test_a_suite_started_with_sigint_ignored_still_stops_neuronctl_with_it() -> None:
+    """tests/conftest.py's pytest_configure: without it, the run below inherits SIGINT ignored,
+    the neuronctl process the test interrupts never sees it, and the test times out (30 s)."""
+    test = ("tests/core/test_proc.py::test_the_signal_neuronctl_gets_is_forwarded_to_the_childs_group"
+            "[2-SIGINT-KeyboardInterrupt]")
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
+                           test], cwd=root, capture_output=True,
+                          text=True, timeout=120, check=False,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "1 passed" in done.stdout
