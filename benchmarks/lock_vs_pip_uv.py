@@ -3,11 +3,15 @@ Neuron stack on the same loopback indexes, with a large compiler wheel the Neuro
 serves without a metadata sidecar (the case where pip downloads the whole wheel).
 
     .venv/bin/python benchmarks/lock_vs_pip_uv.py [--size-mb 100] [--runs 3] [--baseline DIR|EXE]
+        [--latency-ms 20]
 
 Prints median wall time and bytes served per tool, and the ratios against pip and uv (of the
 medians, and uv's run by run: each run times every tool, in a rotating order). --baseline adds
 another neuronctl to the same runs (a checkout, installed as a wheel like this one, or an
 executable): the before and after of a change, measured side by side.
+--latency-ms answers every request that much later, as a real index's round trip does: on
+loopback a request costs well under a millisecond, so the ratios there are start-up and CPU
+alone, and --latency-ms shows how each tool's rounds of requests add up over a real network.
 Targets (issue 4): neuronctl's bytes <= 1% of pip's; wall time <= 50% of pip's. Issue 36: wall
 time <= 1.0x uv's, bytes <= 1.5x uv's.
 
@@ -152,6 +156,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size-mb", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--latency-ms", type=float, default=0.0,
+                        help="each index request answered this much later: a real index's round "
+                             "trip (loopback answers in well under a millisecond)")
     neuronctl_options(parser)
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="nctl-bench-"))
@@ -161,6 +168,8 @@ def main() -> None:
         results: dict[str, tuple[list[float], list[int]]] = {}
         with running(wheels) as uni:
             warm_up(uni)
+            for state in (uni.pypi, uni.torch, uni.neuron):
+                state.latency = args.latency_ms / 1000
             for run in range(args.runs):
                 cmds = list(commands(uni, tmp, run, neuronctl, baseline).items())
                 cmds = cmds[run % len(cmds):] + cmds[:run % len(cmds)]  # no tool always goes first
@@ -185,7 +194,9 @@ def _report(args: argparse.Namespace, results: dict[str, tuple[list[float], list
     base_b = statistics.median(results["pip --dry-run"][1])
     uv_t = statistics.median(results["uv pip compile"][0])
     uv_b = statistics.median(results["uv pip compile"][1])
-    print(f"compiler wheel: {args.size_mb} MB, no sidecar, Neuron-like index; {args.runs} runs, medians")
+    latency = f", {args.latency_ms:g} ms a request" if args.latency_ms else ""
+    print(f"compiler wheel: {args.size_mb} MB, no sidecar, Neuron-like index{latency}; {args.runs} runs, "
+          "medians")
     print(f"{'tool':<16}{'wall s':>9}{'bytes':>14}{'time/pip':>10}{'bytes/pip':>11}{'time/uv':>9}"
           f"{'bytes/uv':>10}")
     for name, (times, sizes) in results.items():

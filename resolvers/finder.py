@@ -3,6 +3,8 @@ project from the one index its routing names."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -17,6 +19,9 @@ from neuronctl.resolvers.simple_index import DistFile, IndexClient
 from neuronctl.routing import IndexRouting, redact_url
 
 T = TypeVar("T")
+Then = Callable[[T], None]
+"""What a prefetch does with its result once it is in, on the worker that fetched it: more
+prefetches. It can raise nothing (a guess that went wrong is no failure) and returns nothing."""
 FetchProgress = Callable[[str, int, int, str], None]
 """(what, done, total, project): called as each fetch starts and ends, "index pages" or
 "metadata", with how many of that kind are done of those asked for so far. The caller renders it
@@ -102,11 +107,15 @@ class Finder:
                      f"--route {project}=INDEX (other indexes: {', '.join(others) or 'none'})")
         return files
 
-    def prefetch(self, projects: Iterable[str]) -> None:
+    def prefetch(self, projects: Iterable[str], then: Then[list[DistFile]] | None = None) -> None:
+        """Fetch these projects' pages in the background (each once); `then` with each page's
+        files once it is in."""
         for project in projects:
             name = canonicalize_name(project)
-            self._once(("files", name), name,
-                       lambda n=name: self._load_files(n))  # type: ignore[misc]
+            future = self._once(("files", name), name,
+                                lambda n=name: self._load_files(n))  # type: ignore[misc]
+            if then is not None:
+                future.add_done_callback(functools.partial(_after, then))
 
     def files(self, project: str) -> list[DistFile]:
         name = canonicalize_name(project)
@@ -117,9 +126,22 @@ class Finder:
         self.metadata_methods[dist.filename] = how
         return md
 
-    def prefetch_metadata(self, dist: DistFile, project: str) -> None:
-        self._once(("metadata", dist.url), project, lambda: self._load_metadata(dist, project))
+    def prefetch_metadata(self, dist: DistFile, project: str, then: Then[CoreMetadata] | None = None
+                          ) -> None:
+        """Fetch this file's metadata in the background (once); `then` with it once it is in."""
+        future = self._once(("metadata", dist.url), project, lambda: self._load_metadata(dist, project))
+        if then is not None:
+            future.add_done_callback(functools.partial(_after, then))
 
     def metadata(self, dist: DistFile, project: str) -> CoreMetadata:
         return self._once(("metadata", dist.url), project,
                           lambda: self._load_metadata(dist, project)).result()
+
+
+def _after(then: Then[T], future: Future[T]) -> None:
+    """A prefetch's `then`, where it succeeded: a fetch that failed fails again, and is reported,
+    where the resolution itself asks for it; one it never asks for is no concern of the lock's."""
+    if future.cancelled() or future.exception() is not None:
+        return
+    with contextlib.suppress(Exception):  # a guess that went wrong costs a fetch, never the lock
+        then(future.result())

@@ -71,6 +71,8 @@ class IndexState:
     fail_first: dict[str, int] = field(default_factory=dict)
     stall: dict[str, tuple[float, int]] = field(default_factory=dict)
     """path -> (seconds to sleep before answering, how many requests to stall)."""
+    gates: dict[str, threading.Event] = field(default_factory=dict)
+    """path -> an Event its replies wait for (30 s at most): a test holds a request open."""
     cut_after: dict[str, int] = field(default_factory=dict)
     """file name -> close the connection after this many bytes of it."""
     trickle: dict[str, tuple[int, float]] = field(default_factory=dict)
@@ -87,6 +89,9 @@ class IndexState:
     released: threading.Event = field(default_factory=threading.Event)
     """Set to let 'hang' replies end (the tests set it when done)."""
     corrupt_sidecar: bool = False
+    latency: float = 0.0
+    """Seconds every request (GET and HEAD) waits before it is read on: the round trip to a real
+    index, for the benchmarks (connection set-up is not delayed)."""
     in_flight: int = 0
     max_in_flight: int = 0
     """The most requests this server was answering at once."""
@@ -152,6 +157,11 @@ class IndexHandler(QuietHandler):
         with self.state.lock:
             self.state.bytes_sent += len(body)
 
+    def parse_request(self) -> bool:
+        if self.state.latency:
+            time.sleep(self.state.latency)
+        return super().parse_request()
+
     def do_GET(self) -> None:
         st = self.state
         with st.lock:
@@ -180,6 +190,8 @@ class IndexHandler(QuietHandler):
                 st.stall[path] = (seconds, times - 1)
         if times:
             time.sleep(seconds)
+        if path in st.gates:
+            st.gates[path].wait(30)
         if path in st.hostile:
             HOSTILE_MODES[st.hostile[path]](self)
             return
