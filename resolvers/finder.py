@@ -1,9 +1,9 @@
 """Project pages and metadata for resolution, fetched concurrently and each exactly once, each
-project from the one index its routing names."""
+project from the one index its routing names; pages the resolver is likely to ask for next,
+fetched ahead on the side (`ahead`)."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import threading
 from collections.abc import Callable, Iterable
@@ -19,9 +19,12 @@ from neuronctl.resolvers.simple_index import DistFile, IndexClient
 from neuronctl.routing import IndexRouting, redact_url
 
 T = TypeVar("T")
-Then = Callable[[T], None]
-"""What a prefetch does with its result once it is in, on the worker that fetched it: more
-prefetches. It can raise nothing (a guess that went wrong is no failure) and returns nothing."""
+AHEAD_WORKERS = 4
+"""Pages fetched ahead at once: on a pool of their own, so the resolver's own fetches never
+queue behind a guess."""
+AHEAD_MOST = 256
+"""Pages fetched ahead in one resolution at the most: a package whose metadata lists thousands
+of dependencies makes the resolver fetch them only if it pins it, not on a guess."""
 FetchProgress = Callable[[str, int, int, str], None]
 """(what, done, total, project): called as each fetch starts and ends, "index pages" or
 "metadata", with how many of that kind are done of those asked for so far. The caller renders it
@@ -36,8 +39,18 @@ def _elsewhere(index: str) -> str:
 
 class Finder:
     def __init__(self, client: IndexClient, routing: IndexRouting, metadata: MetadataFetcher,
-                 *, workers: int = 8, progress: FetchProgress | None = None) -> None:
+                 *, workers: int = 8, progress: FetchProgress | None = None,
+                 ahead: IndexClient | None = None) -> None:
+        """`ahead`: the client pages fetched ahead go through (on a `Fetcher.branch()`, which
+        close() aborts); None: nothing is fetched ahead."""
         self.client = client
+        self._ahead = ahead
+        self._ahead_pool = ThreadPoolExecutor(max_workers=AHEAD_WORKERS,
+                                              thread_name_prefix="neuronctl-ahead")
+        self._ahead_keys: set[object] = set()
+        """Keys of pages fetched ahead that the resolver has not asked for yet."""
+        self._ahead_left = AHEAD_MOST
+        self._closed = False
         self.routing = routing
         self.metadata_fetcher = metadata
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="neuronctl-fetch")
@@ -51,7 +64,13 @@ class Finder:
 
     def close(self, *, wait: bool = True) -> None:
         """Stop the workers; with wait=False (a failure, Ctrl-C, SIGTERM) without waiting for the
-        fetches in flight: the caller aborts those, and the process does not wait for them."""
+        fetches in flight: the caller aborts those, and the process does not wait for them.
+        Pages fetched ahead that nothing asked for are cut off, never waited for."""
+        with self._lock:
+            self._closed = True
+        if self._ahead is not None:
+            self._ahead.fetcher.abort()
+        self._ahead_pool.shutdown(wait=wait, cancel_futures=True)
         self._pool.shutdown(wait=wait, cancel_futures=True)
 
     def __enter__(self) -> Finder:
@@ -61,23 +80,51 @@ class Finder:
         self.close(wait=kind is None)
 
     def _once(self, key: tuple[str, str], project: str, work: Callable[[], T]) -> Future[T]:
+        kind = "index pages" if key[0] == "files" else "metadata"
         with self._lock:
             future = self._futures.get(key)
-            if future is None:
-                kind = "index pages" if key[0] == "files" else "metadata"
+            adopted = future is not None and key in self._ahead_keys
+            if adopted:  # fetched ahead: the resolver's now, and counted as its own
+                self._ahead_keys.discard(key)
                 self._asked[kind] = self._asked.get(kind, 0) + 1
+                if future is not None and future.cancel():  # not begun: begun here, not queued
+                    future, adopted = None, False
+            if future is None:
+                if key not in self._futures:  # (a page fetched ahead is counted above)
+                    self._asked[kind] = self._asked.get(kind, 0) + 1
                 future = self._pool.submit(self._counted, kind, project, work)
                 self._futures[key] = future
+        if adopted:  # outside the lock: a done future calls back at once
+            future.add_done_callback(lambda _: self._ended(kind, project))
         return future  # type: ignore[return-value]
+
+    def ahead(self, projects: Iterable[str]) -> None:
+        """Fetch these projects' pages on the side, in case the resolver asks for them next
+        (each once, AHEAD_MOST at the most, none once closed): a page it asks for is then in,
+        or on its way; one it never asks for is dropped at close()."""
+        if self._ahead is None:
+            return
+        with self._lock:
+            for project in projects:
+                name = canonicalize_name(project)
+                key = ("files", name)
+                if self._closed or self._ahead_left <= 0 or key in self._futures:
+                    continue
+                self._ahead_left -= 1
+                self._ahead_keys.add(key)
+                self._futures[key] = self._ahead_pool.submit(self._load_files, name, self._ahead)
 
     def _counted(self, kind: str, project: str, work: Callable[[], T]) -> T:
         self._tell(kind, project)
         try:
             return work()
         finally:
-            with self._lock:
-                self._done[kind] = self._done.get(kind, 0) + 1
-            self._tell(kind, project)
+            self._ended(kind, project)
+
+    def _ended(self, kind: str, project: str) -> None:
+        with self._lock:
+            self._done[kind] = self._done.get(kind, 0) + 1
+        self._tell(kind, project)
 
     def _tell(self, kind: str, project: str) -> None:
         if self._progress is None:
@@ -90,10 +137,10 @@ class Finder:
         name = self.routing.index_for(project)
         return name, self.routing.indexes[name]
 
-    def _load_files(self, project: NormalizedName) -> list[DistFile]:
+    def _load_files(self, project: NormalizedName, client: IndexClient | None = None) -> list[DistFile]:
         index, url = self.index_of(project)
         try:
-            files = self.client.project_files(url, project)
+            files = (client or self.client).project_files(url, project)
         except Interrupted:
             raise
         except FaultError as exc:
@@ -107,15 +154,11 @@ class Finder:
                      f"--route {project}=INDEX (other indexes: {', '.join(others) or 'none'})")
         return files
 
-    def prefetch(self, projects: Iterable[str], then: Then[list[DistFile]] | None = None) -> None:
-        """Fetch these projects' pages in the background (each once); `then` with each page's
-        files once it is in."""
+    def prefetch(self, projects: Iterable[str]) -> None:
         for project in projects:
             name = canonicalize_name(project)
-            future = self._once(("files", name), name,
-                                lambda n=name: self._load_files(n))  # type: ignore[misc]
-            if then is not None:
-                future.add_done_callback(functools.partial(_after, then))
+            self._once(("files", name), name,
+                       lambda n=name: self._load_files(n))  # type: ignore[misc]
 
     def files(self, project: str) -> list[DistFile]:
         name = canonicalize_name(project)
@@ -126,22 +169,21 @@ class Finder:
         self.metadata_methods[dist.filename] = how
         return md
 
-    def prefetch_metadata(self, dist: DistFile, project: str, then: Then[CoreMetadata] | None = None
-                          ) -> None:
-        """Fetch this file's metadata in the background (once); `then` with it once it is in."""
+    def prefetch_metadata(self, dist: DistFile, project: str,
+                          then: Callable[[CoreMetadata], None] | None = None) -> None:
+        """Fetch this file's metadata in the background (once); `then` with it once it is in
+        (on the worker that read it, or here if it is in already), where it could be read."""
         future = self._once(("metadata", dist.url), project, lambda: self._load_metadata(dist, project))
         if then is not None:
-            future.add_done_callback(functools.partial(_after, then))
+            future.add_done_callback(functools.partial(_read, then))
 
     def metadata(self, dist: DistFile, project: str) -> CoreMetadata:
         return self._once(("metadata", dist.url), project,
                           lambda: self._load_metadata(dist, project)).result()
 
 
-def _after(then: Then[T], future: Future[T]) -> None:
-    """A prefetch's `then`, where it succeeded: a fetch that failed fails again, and is reported,
-    where the resolution itself asks for it; one it never asks for is no concern of the lock's."""
-    if future.cancelled() or future.exception() is not None:
-        return
-    with contextlib.suppress(Exception):  # a guess that went wrong costs a fetch, never the lock
+def _read(then: Callable[[T], None], future: Future[T]) -> None:
+    """`then` with a fetch's result, where it succeeded (one that failed fails again, and is
+    reported, where the resolution itself asks for it)."""
+    if not future.cancelled() and future.exception() is None:
         then(future.result())

@@ -9,6 +9,7 @@ abort() or a caller's stop() ends it within a tenth of a second.
 from __future__ import annotations
 
 import contextlib
+import copy
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -73,11 +74,27 @@ class Fetcher:
         self._session = session
         self._session_lock = threading.Lock()
         self._aborted = threading.Event()
+        self._trunk: Fetcher | None = None
+        self._branches: list[Fetcher] = []
+
+    def branch(self) -> Fetcher:
+        """A Fetcher on this one's session (its connections, proxies and credentials), cache and
+        counts, whose abort() cuts off only its own requests, while this one's abort() cuts off
+        the branch's too: for pages fetched ahead of need, dropped once nothing can need them."""
+        branch = copy.copy(self)  # the same settings, credentials, cache and counts
+        branch._aborted, branch._trunk, branch._branches = threading.Event(), self, []
+        with self._session_lock:
+            self._branches.append(branch)
+        if self._aborted.is_set():
+            branch.abort()
+        return branch
 
     @property
     def session(self) -> requests.Session:
         # requests (0.15-0.2 s to import) loads on the first request: an install whose files are
         # all in the cache, a dry run, or an offline lock never needs it.
+        if self._trunk is not None:
+            return self._trunk.session
         with self._session_lock:
             if self._session is None:
                 import requests
@@ -97,8 +114,12 @@ class Fetcher:
 
     def abort(self) -> None:
         """Cut off every request in flight (within POLL_S) and refuse new ones: a run that failed
-        or was interrupted does not wait for the network."""
+        or was interrupted does not wait for the network. Its branches' too."""
         self._aborted.set()
+        with self._session_lock:
+            branches = list(self._branches)
+        for branch in branches:
+            branch.abort()
 
     def _budget(self) -> float:
         # A little over the timeout, so that a server that sends nothing at all is caught by the

@@ -13,8 +13,6 @@ index they came from (credentials stripped), and why other files were turned awa
 
 from __future__ import annotations
 
-import functools
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -114,8 +112,8 @@ class NeuronProvider(AbstractProvider):  # type: ignore[type-arg]
         self.version_filter = version_filter
         self.pinned = pinned
         self.seen: dict[NormalizedName, _Seen] = {}
-        self._seen_lock = threading.Lock()  # the fetch workers read it too (_likely)
         self.python = Candidate(PYTHON, Version(target.markers["python_full_version"]), ())
+        self._looked_ahead: set[tuple[str, frozenset[str]]] = set()
 
     def identify(self, requirement_or_candidate: Any) -> str:
         return str(requirement_or_candidate.key)
@@ -128,15 +126,10 @@ class NeuronProvider(AbstractProvider):  # type: ignore[type-arg]
         causes = {c.requirement.name for c in backtrack_causes}
         return (name not in self.pinned, name not in causes, "[" in identifier, identifier)
 
-    def _versions(self, name: NormalizedName, files: list[DistFile] | None = None) -> _Seen:
-        """The versions of `name` that fit, and the files turned away: worked out once, from its
-        page (`files`, where a fetch worker has it in hand)."""
-        page = self.finder.files(name) if files is None else files
-        with self._seen_lock:
-            seen = self.seen.get(name)
-            if seen is not None:
-                return seen
-            versions, rejected = select_files(name, page, self.target)
+    def _versions(self, name: NormalizedName) -> _Seen:
+        seen = self.seen.get(name)
+        if seen is None:
+            versions, rejected = select_files(name, self.finder.files(name), self.target)
             kept = []
             for vf in versions:
                 reason = self.version_filter(name, vf.version)
@@ -145,28 +138,7 @@ class NeuronProvider(AbstractProvider):  # type: ignore[type-arg]
                 else:
                     kept.append(vf)
             seen = self.seen[name] = _Seen(kept, rejected)
-            return seen
-
-    def _ahead(self, extras: frozenset[str]) -> Callable[[CoreMetadata], None]:
-        """Once a likely pick's metadata is in (on the fetch worker that read it): its
-        dependencies' pages, and then the metadata of the version each would most likely be
-        pinned at, fetched before the resolver asks for them (as uv prefetches): one round trip
-        to the indexes for each level of the tree instead of one for each package the resolver
-        pins in turn. A wrong guess costs a fetch the resolver then does not use."""
-        def ahead(md: CoreMetadata) -> None:
-            for dep in self._wanted_dependencies(md, extras):
-                if dep.url is None:
-                    name = canonicalize_name(dep.name)
-                    self.finder.prefetch([name], functools.partial(self._likely, name, dep.specifier))
-
-        return ahead
-
-    def _likely(self, name: NormalizedName, specifier: SpecifierSet, files: list[DistFile]) -> None:
-        """The metadata of the version find_matches would offer first for `specifier` alone."""
-        for vf in self._versions(name, files).versions:
-            if not vf.version.is_prerelease and specifier.contains(vf.version):
-                self.finder.prefetch_metadata(vf.wheels[0], name, self._ahead(frozenset()))
-                return
+        return seen
 
     def find_matches(self, identifier: Any, requirements: Mapping[Any, Iterator[Req]],
                      incompatibilities: Mapping[Any, Iterator[Candidate]]) -> list[Candidate]:
@@ -188,20 +160,38 @@ class NeuronProvider(AbstractProvider):  # type: ignore[type-arg]
             if all(r.specifier.contains(vf.version, prereleases=True) for r in reqs):
                 out.append(Candidate(name, vf.version, vf.wheels, extras))
         if out:
-            self.finder.prefetch_metadata(out[0].wheels[0], name, self._ahead(extras))
+            first = out[0].wheels[0]
+            ahead = (first.url, extras) not in self._looked_ahead
+            self._looked_ahead.add((first.url, extras))
+            self.finder.prefetch_metadata(first, name, self._ahead(extras) if ahead else None)
         return out
+
+    def _ahead(self, extras: frozenset[str]) -> Callable[[CoreMetadata], None]:
+        """Once the metadata of the candidate the resolver is offered first is in (on the fetch
+        worker that read it): its dependencies' pages, fetched ahead (Finder.ahead), as uv
+        prefetches. The resolver asks for them when it pins the candidate, and it pins one
+        package at a time: one whose own metadata is slow (two range reads of a large wheel)
+        no longer holds up the pages of the others' dependencies. One level only, and pages
+        only: no guess at a version, so nothing but a page is ever fetched on a guess."""
+        def ahead(md: CoreMetadata) -> None:
+            try:
+                wanted = self._wanted_dependencies(md, extras)
+            except ValueError:  # a marker that cannot be evaluated: get_dependencies says so
+                return
+            self.finder.ahead(dep.name for dep in wanted if dep.url is None)
+
+        return ahead
 
     def is_satisfied_by(self, requirement: Req, candidate: Candidate) -> bool:
         return requirement.name == candidate.name and requirement.refusal is None and \
             requirement.specifier.contains(candidate.version, prereleases=True)
 
     def _turn_away(self, candidate: Candidate, reason: str) -> None:
-        with self._seen_lock:
-            rejected = self.seen.setdefault(candidate.name, _Seen()).rejected
-            for wheel in candidate.wheels:  # once, however often backtracking asks again
-                entry = Rejected(wheel.filename, str(candidate.version), reason)
-                if entry not in rejected:
-                    rejected.append(entry)
+        rejected = self.seen.setdefault(candidate.name, _Seen()).rejected
+        for wheel in candidate.wheels:  # once, however often backtracking asks again
+            entry = Rejected(wheel.filename, str(candidate.version), reason)
+            if entry not in rejected:
+                rejected.append(entry)
 
     def _refused(self, candidate: Candidate, source: str, reason: str) -> list[Req]:
         self._turn_away(candidate, reason)

@@ -1,19 +1,25 @@
-"""Issue 36: a lock's rounds of requests. The resolver pins one package at a time, and a package
-asks for its dependencies only once it is pinned; each dependency's page and likely metadata are
-fetched as soon as its parent's metadata is in (as uv prefetches), so that a package still waiting
-for its own metadata does not hold up the rest of the tree. On loopback indexes this package
-builds, one of them holding a request open."""
+"""Issue 36: a lock's rounds of requests. The resolver pins one package at a time, and asks for a
+package's dependencies only once it pins it; the pages of the dependencies of the candidate it is
+offered first are fetched as soon as that candidate's metadata is in (as uv prefetches), so a
+package whose own metadata is slow does not hold up the pages the others need. Pages only, one
+level, AHEAD_MOST at the most, on a pool of their own, and cut off once the resolution is done.
+On loopback indexes serving wheels this test builds, one of them holding a request open."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from support.index_server import IndexState, index_server
+from support.loopback import closed_port
 from support.wheels import build_wheel
 
-from neuronctl.resolvers.finder import Finder
+from neuronctl.errors import Interrupted
+from neuronctl.resolvers.finder import AHEAD_MOST, Finder
 from neuronctl.resolvers.http_fetch import Fetcher
 from neuronctl.resolvers.metadata_fetch import MetadataFetcher
 from neuronctl.resolvers.resolve import Req, Resolution, resolve
@@ -22,32 +28,36 @@ from neuronctl.resolvers.targets import PlatformTarget
 from neuronctl.routing import IndexRouting
 
 TARGET = PlatformTarget("3.12", "manylinux_2_28_x86_64")
-WHEELS = {  # (name, version): its dependencies
-    ("held", "1.0"): (),
-    ("app", "1.0"): ("lib>=1",),
-    ("lib", "1.0"): ("leaf",),
-    ("lib", "2.0"): ("leaf",),
-    ("leaf", "1.0"): (),
-    ("unused", "1.0"): (),
-}
 
 
-def _state(tmp_path: Path) -> IndexState:
+def _index(tmp_path: Path, wheels: dict[tuple[str, str], tuple[str, ...]]) -> IndexState:
     state = IndexState("json")
-    for (name, version), requires in WHEELS.items():
+    for (name, version), requires in wheels.items():
         state.add(build_wheel(tmp_path / "wheels", name, version, requires=requires))
     return state
 
 
-def _resolve(url: str, cache: Path, into: list[Resolution | BaseException]) -> None:
-    fetcher = Fetcher(timeout=10, retries=0)
-    try:
-        with Finder(IndexClient(fetcher), IndexRouting({"pypi": url}),
-                    MetadataFetcher(fetcher, None, cache)) as finder:
-            roots = [Req.parse("held==1.0", "--with"), Req.parse("app==1.0", "--with")]
-            into.append(resolve(finder, TARGET, roots, version_filter=lambda name, version: None))
-    except BaseException as exc:
-        into.append(exc)
+@contextmanager
+def _finder(url: str, cache: Path) -> Iterator[Finder]:
+    fetcher = Fetcher(timeout=60, retries=0)
+    with Finder(IndexClient(fetcher), IndexRouting({"pypi": url}), MetadataFetcher(fetcher, None, cache),
+                ahead=IndexClient(fetcher.branch())) as finder:
+        yield finder
+
+
+def _resolve_on_a_thread(url: str, cache: Path, roots: Sequence[str],
+                         into: list[Resolution | BaseException]) -> threading.Thread:
+    def work() -> None:
+        try:
+            with _finder(url, cache) as finder:
+                into.append(resolve(finder, TARGET, [Req.parse(r, "--with") for r in roots],
+                                    version_filter=lambda name, version: None))
+        except BaseException as exc:
+            into.append(exc)
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    return thread
 
 
 def _asked(state: IndexState, path: str, within: float = 10.0) -> bool:
@@ -60,46 +70,106 @@ def _asked(state: IndexState, path: str, within: float = 10.0) -> bool:
     return False
 
 
-def test_the_tree_below_a_package_is_fetched_while_another_waits_for_its_metadata(
+def _pins(result: Resolution | BaseException) -> dict[str, str]:
+    assert isinstance(result, Resolution), result
+    return {n: str(p.version) for n, p in result.pins.items()}
+
+
+def test_a_dependencys_page_is_fetched_while_another_package_waits_for_its_metadata(
         tmp_path: Path) -> None:
-    """`held` sorts first, so the resolver waits on its metadata before it pins `app`: the
-    pages and metadata of app's dependency `lib` (the newest that fits, 2.0) and of lib's own
-    `leaf` are all asked for while held's metadata is still held back."""
-    state = _state(tmp_path)
+    """`able` sorts first, so the resolver waits for its metadata before it pins `app`: app's
+    dependency `lib` has its page asked for meanwhile, and nothing more (no version guessed, so
+    no metadata of lib's, and not lib's own dependency `leaf`: one level)."""
+    state = _index(tmp_path, {("able", "1.0"): (), ("app", "1.0"): ("lib>=1",),
+                              ("lib", "1.0"): ("leaf",), ("lib", "2.0"): ("leaf",), ("leaf", "1.0"): ()})
     gate = threading.Event()
-    state.gates["/files/held-1.0-py3-none-any.whl.metadata"] = gate
+    state.gates["/files/able-1.0-py3-none-any.whl.metadata"] = gate
     out: list[Resolution | BaseException] = []
     with index_server(state) as base:
-        worker = threading.Thread(target=_resolve, args=(f"{base}/simple", tmp_path, out), daemon=True)
-        worker.start()
+        worker = _resolve_on_a_thread(f"{base}/simple", tmp_path, ["able==1.0", "app==1.0"], out)
         try:
-            for path in ("/simple/lib/", "/files/lib-2.0-py3-none-any.whl.metadata",
-                         "/simple/leaf/", "/files/leaf-1.0-py3-none-any.whl.metadata"):
-                assert _asked(state, path), f"{path} not asked for while held's metadata was held"
+            assert _asked(state, "/simple/lib/"), "lib's page was not asked for while able waited"
+            time.sleep(0.2)  # what else would go out ahead, would by now
+            with state.lock:
+                early = {hit[1] for hit in state.hits}
+            assert "/simple/leaf/" not in early
+            assert not any(path.startswith("/files/lib-") for path in early)
             assert not gate.is_set()
         finally:
             gate.set()
             worker.join(30)
     (result,) = out
-    assert isinstance(result, Resolution), result
-    assert {n: str(p.version) for n, p in result.pins.items()} == {
-        "app": "1.0", "held": "1.0", "leaf": "1.0", "lib": "2.0"}
-    assert not any("unused" in hit[1] for hit in state.hits)  # nobody asked for it
+    assert _pins(result) == {"app": "1.0", "able": "1.0", "leaf": "1.0", "lib": "2.0"}
 
 
-def test_a_guess_the_resolution_does_not_take_costs_a_fetch_and_nothing_else(tmp_path: Path) -> None:
-    """`lib<2` from a second root: the guess from app's `lib>=1` alone (2.0) is asked for
-    ahead, and its metadata never comes (the connection closes unanswered); the resolution
-    still pins 1.0 and fails nothing, since it never needs 2.0's metadata."""
-    state = _state(tmp_path)
-    state.add(build_wheel(tmp_path / "wheels", "pin", "1.0", requires=("lib<2",)))
-    state.hostile["/files/lib-2.0-py3-none-any.whl.metadata"] = "hang"
-    state.released.set()  # the hostile 'hang' reply ends at once: no answer, a closed connection
-    fetcher = Fetcher(timeout=10, retries=0)
-    with index_server(state) as base, Finder(IndexClient(fetcher), IndexRouting({"pypi": f"{base}/simple"}),
-                                             MetadataFetcher(fetcher, None, tmp_path)) as finder:
-        roots = [Req.parse("app==1.0", "--with"), Req.parse("pin==1.0", "--with")]
-        result = resolve(finder, TARGET, roots, version_filter=lambda name, version: None)
-    assert {n: str(p.version) for n, p in result.pins.items()} == {
-        "app": "1.0", "leaf": "1.0", "lib": "1.0", "pin": "1.0"}
+def test_a_page_fetched_ahead_that_nothing_needs_is_cut_off_not_waited_for(tmp_path: Path) -> None:
+    """app 2.0, offered first, depends on `ghost`, whose page never answers; `pin==1.0` then
+    asks for app<2, and the resolution, done without ghost, ends while that page still hangs."""
+    state = _index(tmp_path, {("app", "2.0"): ("ghost",), ("app", "1.0"): (),
+                              ("pin", "1.0"): ("app<2",)})
+    state.hostile["/simple/ghost/"] = "hang"
+    out: list[Resolution | BaseException] = []
+    with index_server(state) as base:
+        try:
+            worker = _resolve_on_a_thread(f"{base}/simple", tmp_path, ["app", "pin==1.0"], out)
+            assert _asked(state, "/simple/ghost/"), "ghost's page was never fetched ahead"
+            worker.join(20)  # its timeout is 60 s: only the cut-off ends it by then
+            assert not worker.is_alive(), "the resolution waited for a page it did not need"
+        finally:
+            state.released.set()
+    (result,) = out
+    assert _pins(result) == {"app": "1.0", "pin": "1.0"}
 
+
+def _settled(state: IndexState, prefix: str, within: float = 20.0) -> int:
+    """How many distinct paths under `prefix` were asked for, once no new one came for 0.5 s."""
+    deadline, seen, quiet_since = time.monotonic() + within, -1, time.monotonic()
+    while time.monotonic() < deadline:
+        with state.lock:
+            count = len({hit[1] for hit in state.hits if hit[1].startswith(prefix)})
+        if count != seen:
+            seen, quiet_since = count, time.monotonic()
+        elif time.monotonic() - quiet_since > 0.5:
+            break
+        time.sleep(0.02)
+    return seen
+
+
+def test_a_guess_with_hundreds_of_dependencies_fetches_at_most_ahead_most_pages(
+        tmp_path: Path) -> None:
+    """app 2.0, offered first, lists 600 dependencies no index has. While the resolver waits
+    for pin's metadata, AHEAD_MOST of their pages are asked for ahead and no more; pin then asks
+    for app<2, the resolution pins app 1.0, never needs them, and their 404s fail nothing."""
+    many = tuple(f"dep{i}" for i in range(600))
+    state = _index(tmp_path, {("app", "2.0"): many, ("app", "1.0"): (), ("pin", "1.0"): ("app<2",)})
+    gate = threading.Event()
+    state.gates["/files/pin-1.0-py3-none-any.whl.metadata"] = gate
+    out: list[Resolution | BaseException] = []
+    with index_server(state) as base:
+        worker = _resolve_on_a_thread(f"{base}/simple", tmp_path, ["app", "pin==1.0"], out)
+        try:
+            asked = _settled(state, "/simple/dep")
+        finally:
+            gate.set()
+            worker.join(30)
+    assert asked == AHEAD_MOST < len(many)
+    (result,) = out
+    assert _pins(result) == {"app": "1.0", "pin": "1.0"}
+
+
+def _stopped(fetcher: Fetcher, url: str) -> bool:
+    """Whether a request through `fetcher` is refused as stopped (else it fails to connect)."""
+    with pytest.raises(Exception) as raised, fetcher.attempt(url):
+        pass
+    return isinstance(raised.value, Interrupted)
+
+
+def test_a_branch_shares_the_session_and_stops_with_its_trunk_not_the_other_way() -> None:
+    url = f"http://127.0.0.1:{closed_port()}/"
+    trunk = Fetcher(timeout=5)
+    branch, other = trunk.branch(), trunk.branch()
+    assert branch.session is trunk.session and branch.stats is trunk.stats
+    branch.abort()
+    assert _stopped(branch, url) and not _stopped(trunk, url) and not _stopped(other, url)
+    trunk.abort()
+    assert _stopped(trunk, url) and _stopped(other, url) and _stopped(trunk.branch(), url)

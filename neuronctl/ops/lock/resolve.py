@@ -69,7 +69,8 @@ def resolve_request(request: StackRequest, *, offline: bool, timeout: float,
     roots = root_requirements(request.plan, request.requirements)
     refuse = version_filter(request.plan)
     try:
-        with Finder(IndexClient(fetcher), request.routing, metadata, progress=progress) as finder:
+        with Finder(IndexClient(fetcher), request.routing, metadata, progress=progress,
+                    ahead=IndexClient(fetcher.branch())) as finder:
             resolutions = [resolve(finder, t, roots, version_filter=refuse) for t in request.targets]
             methods = dict(finder.metadata_methods)
     except BaseException:
