@@ -23,8 +23,9 @@ AHEAD_WORKERS = 4
 """Pages fetched ahead at once: on a pool of their own, so the resolver's own fetches never
 queue behind a guess."""
 AHEAD_MOST = 256
-"""Pages fetched ahead in one resolution at the most: a package whose metadata lists thousands
-of dependencies makes the resolver fetch them only if it pins it, not on a guess."""
+"""Pages fetched ahead by one Finder (a lock's resolutions, one a target) at the most: a package
+whose metadata lists thousands of dependencies makes the resolver fetch them only if it pins it,
+not on a guess."""
 FetchProgress = Callable[[str, int, int, str], None]
 """(what, done, total, project): called as each fetch starts and ends, "index pages" or
 "metadata", with how many of that kind are done of those asked for so far. The caller renders it
@@ -47,8 +48,10 @@ class Finder:
         self._ahead = ahead
         self._ahead_pool = ThreadPoolExecutor(max_workers=AHEAD_WORKERS,
                                               thread_name_prefix="neuronctl-ahead")
-        self._ahead_keys: set[object] = set()
-        """Keys of pages fetched ahead that the resolver has not asked for yet."""
+        self._guesses: dict[object, bool] = {}
+        """Keys of fetches begun on a guess that the resolver has not asked for yet, each with
+        whether it is counted for the progress already (metadata is; a page fetched ahead is
+        counted once the resolver asks for it)."""
         self._ahead_left = AHEAD_MOST
         self._closed = False
         self.routing = routing
@@ -79,21 +82,36 @@ class Finder:
     def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
         self.close(wait=kind is None)
 
-    def _once(self, key: tuple[str, str], project: str, work: Callable[[], T]) -> Future[T]:
+    def _once(self, key: tuple[str, str], project: str, work: Callable[[], T], *,
+              guess: bool = False) -> Future[T]:
+        """The fetch of `key`, begun once. A fetch begun on a guess (`guess`, or Finder.ahead)
+        that the resolver then asks for is the resolver's own from then on, unless it failed or
+        had not begun: then it is fetched again, as if never guessed (a guess may have met a
+        moment's outage, or stopped short of a download the resolver does want)."""
         kind = "index pages" if key[0] == "files" else "metadata"
+        adopted = False
         with self._lock:
             future = self._futures.get(key)
-            adopted = future is not None and key in self._ahead_keys
-            if adopted:  # fetched ahead: the resolver's now, and counted as its own
-                self._ahead_keys.discard(key)
-                self._asked[kind] = self._asked.get(kind, 0) + 1
-                if future is not None and future.cancel():  # not begun: begun here, not queued
-                    future, adopted = None, False
-            if future is None:
-                if key not in self._futures:  # (a page fetched ahead is counted above)
+            if future is not None and not guess and key in self._guesses:
+                counted = self._guesses.pop(key)
+                if future.cancel() or (future.done() and future.exception() is not None):
+                    future = None
+                elif not future.done():  # on its way: waited for, and fetched again if it fails
+                    again = functools.partial(_or_again, future, work)
+                    if not counted:
+                        self._asked[kind] = self._asked.get(kind, 0) + 1
+                    future = self._pool.submit(again) if counted else \
+                        self._pool.submit(self._counted, kind, project, again)
+                    self._futures[key] = future
+                elif not counted:  # a page fetched ahead: counted as the resolver asks for it
                     self._asked[kind] = self._asked.get(kind, 0) + 1
+                    adopted = True
+            if future is None:
+                self._asked[kind] = self._asked.get(kind, 0) + 1
                 future = self._pool.submit(self._counted, kind, project, work)
                 self._futures[key] = future
+                if guess:
+                    self._guesses[key] = True
         if adopted:  # outside the lock: a done future calls back at once
             future.add_done_callback(lambda _: self._ended(kind, project))
         return future  # type: ignore[return-value]
@@ -111,7 +129,7 @@ class Finder:
                 if self._closed or self._ahead_left <= 0 or key in self._futures:
                     continue
                 self._ahead_left -= 1
-                self._ahead_keys.add(key)
+                self._guesses[key] = False
                 self._futures[key] = self._ahead_pool.submit(self._load_files, name, self._ahead)
 
     def _counted(self, kind: str, project: str, work: Callable[[], T]) -> T:
@@ -164,16 +182,19 @@ class Finder:
         name = canonicalize_name(project)
         return self._once(("files", name), name, lambda: self._load_files(name)).result()
 
-    def _load_metadata(self, dist: DistFile, project: str) -> CoreMetadata:
-        md, how = self.metadata_fetcher.fetch(dist, project)
+    def _load_metadata(self, dist: DistFile, project: str, *, download: bool = True) -> CoreMetadata:
+        md, how = self.metadata_fetcher.fetch(dist, project, download=download)
         self.metadata_methods[dist.filename] = how
         return md
 
     def prefetch_metadata(self, dist: DistFile, project: str,
                           then: Callable[[CoreMetadata], None] | None = None) -> None:
-        """Fetch this file's metadata in the background (once); `then` with it once it is in
-        (on the worker that read it, or here if it is in already), where it could be read."""
-        future = self._once(("metadata", dist.url), project, lambda: self._load_metadata(dist, project))
+        """Fetch this file's metadata in the background (once), on a guess: by sidecar or range
+        read, never by downloading the whole file (metadata() does, if the resolver needs it);
+        `then` with it once it is in (on the worker that read it, or here if it is in already),
+        where it could be read."""
+        future = self._once(("metadata", dist.url), project,
+                            lambda: self._load_metadata(dist, project, download=False), guess=True)
         if then is not None:
             future.add_done_callback(functools.partial(_read, then))
 
@@ -187,3 +208,12 @@ def _read(then: Callable[[T], None], future: Future[T]) -> None:
     reported, where the resolution itself asks for it)."""
     if not future.cancelled() and future.exception() is None:
         then(future.result())
+
+
+def _or_again(guess: Future[T], work: Callable[[], T]) -> T:
+    """What a fetch begun on a guess got, or, where it failed, `work` done now (on a worker of
+    the main pool: `guess` runs on a worker of its own, so waiting for it here cannot starve)."""
+    try:
+        return guess.result()
+    except Exception:
+        return work()

@@ -117,9 +117,13 @@ class Fetcher:
         or was interrupted does not wait for the network. Its branches' too."""
         self._aborted.set()
         with self._session_lock:
-            branches = list(self._branches)
+            branches, self._branches = self._branches, []
         for branch in branches:
             branch.abort()
+        if self._trunk is not None:  # done with: its trunk need not hold it any longer
+            with self._trunk._session_lock:
+                if self in self._trunk._branches:
+                    self._trunk._branches.remove(self)
 
     def _budget(self) -> float:
         # A little over the timeout, so that a server that sends nothing at all is caught by the

@@ -18,6 +18,11 @@ from neuronctl.resolvers.simple_index import DistFile
 from neuronctl.routing import file_url_path, redact_url
 
 
+class WholeFileNeeded(Exception):
+    """Only downloading the whole file would give its metadata (the server ignores range
+    requests), and this fetch was a guess, which never downloads a file."""
+
+
 class MetadataFetcher:
     def __init__(self, fetcher: Fetcher, cache: HttpCache | None, cache_root: Path) -> None:
         self.fetcher = fetcher
@@ -28,8 +33,9 @@ class MetadataFetcher:
         self.notes: list[str] = []
         """Metadata set aside on the way (a sidecar contradicting its wheel), for the report."""
 
-    def fetch(self, dist: DistFile, project: str) -> tuple[CoreMetadata, str]:
-        """The parsed metadata and how it was obtained: file, cache, sidecar, range or download.
+    def fetch(self, dist: DistFile, project: str, *, download: bool = True) -> tuple[CoreMetadata, str]:
+        """The parsed metadata and how it was obtained: file, cache, sidecar, range or download
+        (not without `download`: WholeFileNeeded, where only the whole file would tell).
 
         Metadata that contradicts its file (another Name or Version than the file name, another
         Requires-Python than the index page) is never used: a sidecar that does so is set aside
@@ -55,7 +61,7 @@ class MetadataFetcher:
             except MetadataMismatch as exc:
                 self.notes.append(f"{exc}; read the wheel's own METADATA instead")
         if md is None:
-            text, how = self._by_range(dist, project, where)
+            text, how = self._by_range(dist, project, where, download)
             md = checked_metadata(text, dist.filename, dist.requires_python, where)
         if self.cache is not None:
             key = self._cache_key(dist)
@@ -98,7 +104,8 @@ class MetadataFetcher:
         except UnicodeDecodeError:
             raise InputError(f"{where}: metadata sidecar is not UTF-8") from None
 
-    def _by_range(self, dist: DistFile, project: str, where: str) -> tuple[str, str]:
+    def _by_range(self, dist: DistFile, project: str, where: str, download: bool = True
+                  ) -> tuple[str, str]:
         response = self.fetcher.get(dist.url, {"Range": f"bytes=-{TAIL}",
                                                "Accept-Encoding": "identity"},
                                     ok=frozenset({200, 206}), stream=True)
@@ -114,6 +121,8 @@ class MetadataFetcher:
         finally:
             response.close()
         if size < 0:
+            if not download:
+                raise WholeFileNeeded(where)
             return self._by_download(dist, project, where), "download"
 
         def fetch_range(start: int, end: int) -> bytes:

@@ -172,7 +172,7 @@ class NeuronProvider(AbstractProvider):  # type: ignore[type-arg]
         prefetches. The resolver asks for them when it pins the candidate, and it pins one
         package at a time: one whose own metadata is slow (two range reads of a large wheel)
         no longer holds up the pages of the others' dependencies. One level only, and pages
-        only: no guess at a version, so nothing but a page is ever fetched on a guess."""
+        only: no version of theirs is guessed."""
         def ahead(md: CoreMetadata) -> None:
             try:
                 wanted = self._wanted_dependencies(md, extras)

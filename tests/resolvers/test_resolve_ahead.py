@@ -30,8 +30,9 @@ from neuronctl.routing import IndexRouting
 TARGET = PlatformTarget("3.12", "manylinux_2_28_x86_64")
 
 
-def _index(tmp_path: Path, wheels: dict[tuple[str, str], tuple[str, ...]]) -> IndexState:
-    state = IndexState("json")
+def _index(tmp_path: Path, wheels: dict[tuple[str, str], tuple[str, ...]],
+           state: IndexState | None = None) -> IndexState:
+    state = state or IndexState("json")
     for (name, version), requires in wheels.items():
         state.add(build_wheel(tmp_path / "wheels", name, version, requires=requires))
     return state
@@ -155,6 +156,43 @@ def test_a_guess_with_hundreds_of_dependencies_fetches_at_most_ahead_most_pages(
     assert asked == AHEAD_MOST < len(many)
     (result,) = out
     assert _pins(result) == {"app": "1.0", "pin": "1.0"}
+
+
+def test_a_page_fetched_ahead_in_a_moments_outage_is_fetched_again_when_needed(
+        tmp_path: Path) -> None:
+    """lib's page answers 503 once, to the fetch ahead (no retries here); the resolver, asking
+    for it once `able` is in, fetches it again and resolves, as it would without fetching ahead."""
+    state = _index(tmp_path, {("able", "1.0"): (), ("app", "1.0"): ("lib",), ("lib", "1.0"): ()})
+    state.fail_first["/simple/lib/"] = 1
+    gate = threading.Event()
+    state.gates["/files/able-1.0-py3-none-any.whl.metadata"] = gate
+    out: list[Resolution | BaseException] = []
+    with index_server(state) as base:
+        worker = _resolve_on_a_thread(f"{base}/simple", tmp_path, ["able==1.0", "app==1.0"], out)
+        try:
+            assert _asked(state, "/simple/lib/")
+        finally:
+            gate.set()
+            worker.join(30)
+    (result,) = out
+    assert _pins(result) == {"able": "1.0", "app": "1.0", "lib": "1.0"}
+    assert sum(hit[1] == "/simple/lib/" for hit in state.hits) == 2
+
+
+def test_a_guess_never_downloads_a_whole_wheel(tmp_path: Path) -> None:
+    """An index that ignores range requests and has no sidecars: the metadata of app 2.0, the
+    candidate offered first but never pinned (pin asks for app<2), is not downloaded whole; app
+    1.0's, which the resolver needs, is."""
+    state = _index(tmp_path, {("app", "2.0"): (), ("app", "1.0"): (), ("pin", "1.0"): ("app<2",)},
+                   IndexState("neuron", ranges=False))
+    with index_server(state) as base, _finder(f"{base}/simple", tmp_path) as finder:
+        result = resolve(finder, TARGET, [Req.parse("app", "--with"), Req.parse("pin==1.0", "--with")],
+                         version_filter=lambda name, version: None)
+    assert _pins(result) == {"app": "1.0", "pin": "1.0"}
+    whole = {hit[1].rsplit("/", 1)[-1] for hit in state.hits
+             if hit[1].startswith("/files/") and not hit[2]}
+    assert "app-2.0-py3-none-any.whl" not in whole
+    assert "app-1.0-py3-none-any.whl" in whole
 
 
 def _stopped(fetcher: Fetcher, url: str) -> bool:

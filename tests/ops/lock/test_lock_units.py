@@ -264,7 +264,7 @@ class MemoryIndex:
         self.asked.append(project)
         return self.files.get(project)
 
-    def fetch(self, dist: DistFile, project: str) -> tuple[CoreMetadata, str]:
+    def fetch(self, dist: DistFile, project: str, *, download: bool = True) -> tuple[CoreMetadata, str]:
         return self.metadata[dist.filename], "memory"
 
 
