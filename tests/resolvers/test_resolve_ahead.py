@@ -61,6 +61,23 @@ def _resolve_on_a_thread(url: str, cache: Path, roots: Sequence[str],
     return thread
 
 
+@contextmanager
+def _held(tmp_path: Path, state: IndexState, path: str, roots: Sequence[str]
+          ) -> Iterator[list[Resolution | BaseException]]:
+    """A resolution of `roots` on a thread of its own, `path` left unanswered until the block
+    ends; then what it gave (a Resolution or what it raised)."""
+    gate = threading.Event()
+    state.gates[path] = gate
+    out: list[Resolution | BaseException] = []
+    with index_server(state) as base:
+        worker = _resolve_on_a_thread(f"{base}/simple", tmp_path, roots, out)
+        try:
+            yield out
+        finally:
+            gate.set()
+            worker.join(30)
+
+
 def _asked(state: IndexState, path: str, within: float = 10.0) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
@@ -83,22 +100,14 @@ def test_a_dependencys_page_is_fetched_while_another_package_waits_for_its_metad
     no metadata of lib's, and not lib's own dependency `leaf`: one level)."""
     state = _index(tmp_path, {("able", "1.0"): (), ("app", "1.0"): ("lib>=1",),
                               ("lib", "1.0"): ("leaf",), ("lib", "2.0"): ("leaf",), ("leaf", "1.0"): ()})
-    gate = threading.Event()
-    state.gates["/files/able-1.0-py3-none-any.whl.metadata"] = gate
-    out: list[Resolution | BaseException] = []
-    with index_server(state) as base:
-        worker = _resolve_on_a_thread(f"{base}/simple", tmp_path, ["able==1.0", "app==1.0"], out)
-        try:
-            assert _asked(state, "/simple/lib/"), "lib's page was not asked for while able waited"
-            time.sleep(0.2)  # what else would go out ahead, would by now
-            with state.lock:
-                early = {hit[1] for hit in state.hits}
-            assert "/simple/leaf/" not in early
-            assert not any(path.startswith("/files/lib-") for path in early)
-            assert not gate.is_set()
-        finally:
-            gate.set()
-            worker.join(30)
+    with _held(tmp_path, state, "/files/able-1.0-py3-none-any.whl.metadata",
+               ["able==1.0", "app==1.0"]) as out:
+        assert _asked(state, "/simple/lib/"), "lib's page was not asked for while able waited"
+        time.sleep(0.2)  # what else would go out ahead, would by now
+        with state.lock:
+            early = {hit[1] for hit in state.hits}
+        assert "/simple/leaf/" not in early
+        assert not any(path.startswith("/files/lib-") for path in early)
     (result,) = out
     assert _pins(result) == {"app": "1.0", "able": "1.0", "leaf": "1.0", "lib": "2.0"}
 
@@ -143,16 +152,8 @@ def test_a_guess_with_hundreds_of_dependencies_fetches_at_most_ahead_most_pages(
     for app<2, the resolution pins app 1.0, never needs them, and their 404s fail nothing."""
     many = tuple(f"dep{i}" for i in range(600))
     state = _index(tmp_path, {("app", "2.0"): many, ("app", "1.0"): (), ("pin", "1.0"): ("app<2",)})
-    gate = threading.Event()
-    state.gates["/files/pin-1.0-py3-none-any.whl.metadata"] = gate
-    out: list[Resolution | BaseException] = []
-    with index_server(state) as base:
-        worker = _resolve_on_a_thread(f"{base}/simple", tmp_path, ["app", "pin==1.0"], out)
-        try:
-            asked = _settled(state, "/simple/dep")
-        finally:
-            gate.set()
-            worker.join(30)
+    with _held(tmp_path, state, "/files/pin-1.0-py3-none-any.whl.metadata", ["app", "pin==1.0"]) as out:
+        asked = _settled(state, "/simple/dep")
     assert asked == AHEAD_MOST < len(many)
     (result,) = out
     assert _pins(result) == {"app": "1.0", "pin": "1.0"}
@@ -164,16 +165,9 @@ def test_a_page_fetched_ahead_in_a_moments_outage_is_fetched_again_when_needed(
     for it once `able` is in, fetches it again and resolves, as it would without fetching ahead."""
     state = _index(tmp_path, {("able", "1.0"): (), ("app", "1.0"): ("lib",), ("lib", "1.0"): ()})
     state.fail_first["/simple/lib/"] = 1
-    gate = threading.Event()
-    state.gates["/files/able-1.0-py3-none-any.whl.metadata"] = gate
-    out: list[Resolution | BaseException] = []
-    with index_server(state) as base:
-        worker = _resolve_on_a_thread(f"{base}/simple", tmp_path, ["able==1.0", "app==1.0"], out)
-        try:
-            assert _asked(state, "/simple/lib/")
-        finally:
-            gate.set()
-            worker.join(30)
+    with _held(tmp_path, state, "/files/able-1.0-py3-none-any.whl.metadata",
+               ["able==1.0", "app==1.0"]) as out:
+        assert _asked(state, "/simple/lib/")
     (result,) = out
     assert _pins(result) == {"able": "1.0", "app": "1.0", "lib": "1.0"}
     assert sum(hit[1] == "/simple/lib/" for hit in state.hits) == 2
