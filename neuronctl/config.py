@@ -12,7 +12,7 @@ from msgspec import Struct, field
 
 from neuronctl import settings_table
 from neuronctl.errors import InputError
-from neuronctl.tomlfile import read_toml
+from neuronctl.tomlfile import MAX_CONFIG_BYTES, read_toml
 
 
 def schema() -> dict[str, tuple[tuple[type, ...], str]]:
@@ -43,7 +43,9 @@ class Config(Struct, frozen=True):
         value = self.values.get(key)
         if value is None:
             return None
-        p = Path(value).expanduser()
+        from neuronctl.safety import expand_user
+
+        p = expand_user(value, f"config {key} ({self.source or 'pyproject.toml'})")
         return p if p.is_absolute() else self.base_dir / p
 
     def list(self, key: str) -> list[str]:
@@ -74,7 +76,7 @@ def validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 def _named_file(path: Path) -> Config:
     """A config file named outright: its `[tool.neuronctl]` table, else its top level."""
-    data = read_toml(path, "config file")
+    data = read_toml(path, "config file", MAX_CONFIG_BYTES)
     tool = data.get("tool", {})
     if isinstance(tool, dict) and "neuronctl" in tool:
         table, where = tool["neuronctl"], f"{path}: [tool.neuronctl]"
@@ -103,7 +105,7 @@ def load_config(explicit: Path | None, cwd: Path | None = None) -> Config:
     pyproject = base / "pyproject.toml"
     if not pyproject.is_file():
         return Config(base_dir=base)
-    data = read_toml(pyproject, "config file")
+    data = read_toml(pyproject, "config file", MAX_CONFIG_BYTES)
     tool = data.get("tool", {})
     table = tool.get("neuronctl") if isinstance(tool, dict) else None
     if table is None:

@@ -118,7 +118,8 @@ class IndexRouting(Struct, frozen=True):
 
     def with_index(self, name: str, url: str, where: str | None = None) -> IndexRouting:
         where = where or f"--index {name}"
-        if not name or not all(c.isalnum() or c in "-_" for c in name):
+        # ASCII only: a name with a Greek omicron would print as the Neuron index's own
+        if not name or not name.isascii() or not all(c.isalnum() or c in "-_" for c in name):
             raise InputError(f"{where}: invalid index name {name!r}: use letters, digits, '-' and '_'")
         check_index_url(url, where)
         return replace(self, indexes={**self.indexes, name: IndexURL(url)})

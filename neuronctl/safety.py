@@ -72,8 +72,31 @@ def contained(root: Path, *parts: str) -> Path:
     return path
 
 
+def expand_user(path: str | os.PathLike[str], where: str) -> Path:
+    """`path` with a leading `~` or `~user` expanded: the one way a path the user or a file gives
+    is expanded. A user with no home (`~nouser`) or a NUL, which no path holds, is bad input
+    naming `where` (pathlib raises RuntimeError and ValueError on them)."""
+    text = os.fspath(path)
+    if "\0" in text:
+        raise InputError(f"{where}: {ascii(text)[:120]} holds a NUL character, which no path has")
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:
+        user = text[1:].split("/", 1)[0]
+        raise InputError(f"{where}: {text[:120]!r}: there is no user {user!r} whose home '~{user}' "
+                         "could be") from None
+
+
 URL_SCHEMES = ("http", "https", "file")
 MAX_URL = 8192
+
+
+def _shown(url: str) -> str:
+    """A refused URL as a message shows it: redacted whole, then cut (cut first, a password past
+    the cut would lose the '@' that marks it as one and be shown)."""
+    from neuronctl.redact import redact
+
+    return ascii(redact(url))[:120]
 
 
 def checked_url(url: object, where: str, schemes: tuple[str, ...] = URL_SCHEMES) -> str:
@@ -87,10 +110,10 @@ def checked_url(url: object, where: str, schemes: tuple[str, ...] = URL_SCHEMES)
     if len(url) > MAX_URL:
         raise InputError(f"{where}: a URL of {len(url):,} characters (at most {MAX_URL:,})")
     if any(ch.isspace() or not ch.isprintable() for ch in url):
-        raise InputError(f"{where}: the URL {ascii(url)[:120]} holds whitespace or control characters")
+        raise InputError(f"{where}: the URL {_shown(url)} holds whitespace or control characters")
     scheme, colon, _ = url.partition(":")
     if not colon or scheme.lower() not in schemes:
-        raise InputError(f"{where}: the URL {ascii(url)[:120]} is not {'/'.join(schemes)}")
+        raise InputError(f"{where}: the URL {_shown(url)} is not {'/'.join(schemes)}")
     return url
 
 

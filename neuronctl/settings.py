@@ -196,6 +196,12 @@ class Resolver(Struct, frozen=True):
         key = BY_NAME[name].key
         return () if value is None else _texts(value, _said(key, config), config.base_dir)
 
+    def from_project(self, name: str) -> bool:
+        """Whether a setting's config value is the project's (./pyproject.toml, found where
+        neuronctl runs, not a file the user named): a path it gives must stay in the project."""
+        value, config = self._raw(name)
+        return value is not None and config is self.config and not config.named
+
     def config_file(self, name: str) -> tuple[str, Path]:
         """The config file a setting's value comes from and the folder its relative paths start
         in (a model factory's module): the project's where neither file sets it."""

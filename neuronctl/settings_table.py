@@ -107,13 +107,15 @@ def secure_url(value: object, where: str, base: Path | None = None) -> str:
     if scheme == "http":
         from neuronctl.redact import redact
 
-        raise InputError(f"{where}: {redact(text[:120])!r} is plain http, which anyone on the way "
+        raise InputError(f"{where}: {redact(text)[:120]!r} is plain http, which anyone on the way "
                          "can change; give an https:// URL or a local file")
     return text
 
 
 def _path(value: object, where: str, base: Path) -> Path:
-    p = Path(_text(str(value) if isinstance(value, Path) else value, where, base)).expanduser()
+    from neuronctl.safety import expand_user
+
+    p = expand_user(_text(str(value) if isinstance(value, Path) else value, where, base), where)
     return p if p.is_absolute() else base / p
 
 

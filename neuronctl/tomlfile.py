@@ -16,26 +16,30 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 MAX_TOML_BYTES = 64 << 20
 """A lock for the largest stack is well under 1 MB; a bigger file is not one of ours."""
+MAX_CONFIG_BYTES = 1 << 20
+"""A config file (a pyproject.toml, the user's config): every command reads one, and TOML parses
+at about a second a megabyte here, so a checkout's 64 MiB pyproject.toml would stall each command
+for a minute; a real one is a few kilobytes."""
 
 
-def read_toml(path: Path, what: str) -> dict[str, Any]:
+def read_toml(path: Path, what: str, limit: int = MAX_TOML_BYTES) -> dict[str, Any]:
     """The parsed file; `what` names it in the error ("config file", "lock file"). A FIFO, a
     device or /dev/stdin is refused unread (see safety.open_regular)."""
-    return loads_toml(read_text(path, what), str(path))
+    return loads_toml(read_text(path, what, limit), str(path))
 
 
-def read_text(path: Path, what: str) -> str:
-    """A lock or config file's text, read as read_toml reads it: a regular file, at most
-    MAX_TOML_BYTES, UTF-8; each failure an error naming the file as `what`."""
+def read_text(path: Path, what: str, limit: int = MAX_TOML_BYTES) -> str:
+    """A lock or config file's text, read as read_toml reads it: a regular file, at most `limit`
+    bytes, UTF-8; each failure an error naming the file as `what`."""
     try:
         with open_regular(path) as fh:
-            raw = fh.read(MAX_TOML_BYTES + 1)
+            raw = fh.read(limit + 1)
     except FileNotFoundError:
         raise InputError(f"{path}: no such {what}") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_TOML_BYTES:
-        raise InputError(f"{path}: {what} larger than {MAX_TOML_BYTES >> 20} MiB; refusing to read it")
+    if len(raw) > limit:
+        raise InputError(f"{path}: {what} larger than {limit >> 20} MiB; refusing to read it")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -15,7 +15,6 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Literal
 
 from msgspec import Struct, field
@@ -23,6 +22,7 @@ from msgspec import Struct, field
 from neuronctl.errors import FaultError, InputError
 from neuronctl.probes.target_run import ScriptRun, TargetScript, last_line
 from neuronctl.records import asdict
+from neuronctl.safety import expand_user
 
 # Packages whose top-level module is checked for the PyPI placeholder text.
 WATCHED = ("torch-neuronx", "neuronx-cc", "nki", "libneuronxla", "torch-neuron", "neuron-cc",
@@ -197,7 +197,7 @@ def _site_dirs(data: Mapping[str, object]) -> tuple[str, ...]:
 def _locate(python: str) -> str:
     # Absolute but not resolved: a venv's bin/python is a symlink out of the venv, and the venv is
     # the point. Absolute because the inspection runs from another working directory.
-    path = Path(python).expanduser().absolute()
+    path = expand_user(python, "--python").absolute()
     if path.is_dir():
         for candidate in (path / "bin" / "python", path / "Scripts" / "python.exe"):
             if candidate.is_file():

@@ -47,7 +47,7 @@ def lock(settings: LockSettings, latest: bool, offline: bool, allow_unsupported:
     app = get_app()
     seconds = 30.0 if check else settings.timeout
     stack = plan_request(app.manifest(), settings.stack(latest=latest, fallback=fallback))
-    lock_key = settings.config_lock  # as written: -o's errors quote it so
+    lock_key = None if output else settings.config_lock  # as written: its errors quote it so
     request = replace(build_lock_request(stack, output=output, fmt=fmt, check=check,
                                          offline=offline, timeout=seconds, config_lock=lock_key),
                       allow_unsupported=allow_unsupported)

@@ -55,6 +55,8 @@ class IndexSources(Struct, frozen=True):
     config_indexes: Mapping[str, str] = field(default_factory=dict)
     config_routes: Mapping[str, str] = field(default_factory=dict)
     config_source: str = "config"
+    config_is_project: bool = False
+    """The config's tables are a project's (./pyproject.toml, not a file the user named)."""
     environ: Mapping[str, str] | None = None
     """None: this process's environment."""
     index_flags: Sequence[str] = ()
@@ -66,11 +68,36 @@ def _index_settings(sources: IndexSources, env: Mapping[str, str],
     where = sources.config_source
     settings = [_IndexSetting(name, url, f"{where}: indexes: {name}")
                 for name, url in sources.config_indexes.items() if url]
+    project = list(settings) if sources.config_is_project else []
     settings += _env_settings(env, known)
     for text in sources.index_flags:
         name, url = parse_assignment(text, "--index")
         settings.append(_IndexSetting(name, url, f"--index {name}", from_flag=True))
+    for setting in project:  # one the environment or a flag replaces is not used
+        if [s.name for s in settings].count(setting.name) == 1:
+            _project_index(setting)
     return settings
+
+
+def _project_index(setting: _IndexSetting) -> None:
+    """A project's pyproject.toml may name its indexes (a team's mirror), but not one over plain
+    http off this machine: anyone on the way could change what it serves, and ~/.netrc's
+    credentials for that host would go out in clear. The user's own config, the environment and
+    --index may (their own network)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(setting.url)
+        host = parts.hostname or ""
+    except ValueError:
+        return  # check_index_url names the bad URL
+    loopback = host in {"localhost", "::1"} or host.startswith("127.")
+    if parts.scheme.lower() == "http" and not loopback:
+        from neuronctl.routing import redact_url
+
+        raise InputError(f"{setting.where}: {redact_url(setting.url)!r} is plain http, which a "
+                         "project's file may not choose: use https, or set it in your own config "
+                         f"or {env_var_for(setting.name)}")
 
 
 def _route_settings(sources: IndexSources) -> list[tuple[str, str, str]]:
@@ -129,5 +156,6 @@ def index_sources(resolver: Resolver, index_flags: Sequence[str] = (),
     """The index and route layers of this invocation (the config's tables, the environment)."""
     indexes, where = resolver.config_entries("indexes")
     routes, _ = resolver.config_entries("routes")
-    return IndexSources(indexes, routes, where, resolver.environ, index_flags, route_flags)
+    return IndexSources(indexes, routes, where, resolver.from_project("indexes"), resolver.environ,
+                        index_flags, route_flags)
 

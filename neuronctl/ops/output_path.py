@@ -10,6 +10,7 @@ import stat
 from pathlib import Path
 
 from neuronctl.errors import InputError
+from neuronctl.safety import expand_user
 
 
 def _parent(path: Path) -> Path:
@@ -32,7 +33,7 @@ def check_output_file(path: Path | str | None, where: str) -> Path | None:
     if path is None:
         return None
     given = Path(path)
-    target = given.expanduser()
+    target = expand_user(given, where)
     shown = f"{where} {given}"
     try:
         info = target.lstat()
@@ -53,7 +54,7 @@ def check_output_dir(path: Path | None, where: str) -> Path | None:
     writable; an absent one needs an existing, writable nearest ancestor (mkdir -p)."""
     if path is None:
         return None
-    target = path.expanduser()
+    target = expand_user(path, where)
     shown = f"{where} {path}"
     if target.exists():
         _writable_dir(target, shown)

@@ -20,6 +20,7 @@ from neuronctl.devices import DEVICES
 from neuronctl.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, InputError
 from neuronctl.ops.reporter import Reporter, StepDone, StepStarted, status
 from neuronctl.probes.smoke import MAX_STEPS, MAX_WARMUP, SmokeReport, SmokeSpec, run_smoke_script
+from neuronctl.safety import expand_user
 
 DEFAULT_TIMEOUT = 600.0
 """Ten minutes: a first Neuron compilation of a real model takes minutes."""
@@ -105,7 +106,7 @@ def _spec(request: SmokeRequest) -> SmokeSpec:
                          "warm-up step is the one compared with CPU)")
     script = None
     if request.script is not None:
-        path = request.script.expanduser()
+        path = expand_user(request.script, "--script")
         if not path.is_file():
             raise InputError(f"--script {request.script}: no such file")
         script = str(path.resolve())

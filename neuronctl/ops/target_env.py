@@ -15,6 +15,7 @@ from msgspec import Struct
 
 from neuronctl.errors import InputError
 from neuronctl.probes.pyenv import resolve_python
+from neuronctl.safety import expand_user
 
 OWN = "neuronctl's own environment"
 ACTIVE = "active venv"
@@ -87,7 +88,7 @@ def choose_target(python: str | None, *, environ: Mapping[str, str] | None = Non
         return TargetPython(exe, GIVEN, is_own(exe))
     active = env.get("VIRTUAL_ENV", "")
     if active and os.path.realpath(active) != own_prefix():
-        directory = Path(active).expanduser().absolute()
+        directory = expand_user(active, "VIRTUAL_ENV").absolute()
         if not (directory / "bin" / "python").is_file():
             raise InputError(f"VIRTUAL_ENV={active}: no bin/python there (a venv since removed?); "
                              "run `deactivate`, or give --python PATH")

@@ -63,3 +63,32 @@ def test_an_engine_killed_by_a_signal_names_the_signal():
     assert "(killed by SIGKILL)" in caught.value.message and "exit -9" not in caught.value.message
     with pytest.raises(FaultError, match=r"\(exit 3\): boom"):
         run_engine([sys.executable, "-c", "import sys; sys.exit('boom' and print('boom', file=sys.stderr) or 3)"])
+
+
+@pytest.mark.parametrize(("args", "env"), [
+    (["lock", "--offline", "-o", "~nouser-x/pylock.toml"], {}),
+    (["doctor", "--level", "1", "-o", "~nouser-x/r.json"], {}),
+    (["doctor", "--level", "1", "--lock", "~nouser-x/pylock.toml"], {}),
+    (["doctor", "--level", "1", "--sysroot", "~nouser-x/root"], {}),
+    (["bundle", "-o", "~nouser-x/b.tar.gz"], {}),
+    (["install", "--venv", "~nouser-x/v", "--dry-run"], {}),
+    (["releases"], {"NEURONCTL_MANIFEST": "~nouser-x/m.json"}),
+    (["doctor", "--level", "1"], {"NEURONCTL_LOCK_FROM_CONFIG": "~nouser-x/pylock.toml"}),
+    (["doctor", "--level", "1"], {"NEURONCTL_LOCK_FROM_CONFIG": "a\0b"}),
+])
+def test_a_path_of_a_user_with_no_home_or_with_a_nul_is_bad_input(cli, monkeypatch, tmp_path,
+                                                                   args, env):
+    """`~nouser/...` (pathlib raises RuntimeError) and a NUL (ValueError) in a path from a flag,
+    the environment or a project's config: one line naming where, exit 2, not an internal
+    error."""
+    monkeypatch.chdir(tmp_path)
+    lock = env.pop("NEURONCTL_LOCK_FROM_CONFIG", None)
+    if lock is not None:
+        (tmp_path / "pyproject.toml").write_text(
+            '[tool.neuronctl]\nlock = "' + lock.replace("\0", "\\u0000") + '"\n')
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    r = cli(*args)
+    assert r.code == 2, (r.code, r.err)
+    assert "internal error" not in r.err and len(r.err.strip().splitlines()) == 1, r.err
+    assert ("nouser-x" in r.err and "no user" in r.err) or "NUL" in r.err, r.err

@@ -65,6 +65,16 @@ def test_a_config_file_that_is_not_regular_is_refused_at_once(tmp_path, kind):
     _one_line_exit_2(_neuronctl(tmp_path, "doctor", "--level", "1", "--config", str(special)), special)
 
 
+def test_a_checkouts_oversized_pyproject_is_refused_unparsed(tmp_path):
+    """Every command reads ./pyproject.toml: one of many megabytes (TOML parses at about a second
+    a megabyte) is refused at its size, not parsed for a minute on each command."""
+    big = tmp_path / "pyproject.toml"
+    big.write_text("[tool.neuronctl]\n" + "# padding\n" * (200 << 10))  # 2 MiB
+    r = _neuronctl(tmp_path, "releases")
+    _one_line_exit_2(r, big)
+    assert "larger than 1 MiB" in r.stderr
+
+
 def _child_reads(module: str, call: str, path: Path) -> subprocess.CompletedProcess[str]:
     """`call`(path, ...) from `module` in a child Python (a blocked read is then a timeout)."""
     code = ("import sys; from pathlib import Path\nfrom neuronctl.errors import InputError\n"

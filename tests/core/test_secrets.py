@@ -116,6 +116,11 @@ def test_restore_commands_never_embed_credentials():
     (["lock", f"--index=pypi=http://{ENCODED}@127.0.0.1:port/simple"], {}),  # port not a number
     (["lock", "--timeout", f"http://{ENCODED}@h"], {}),  # click quotes the value back
     (["lock", f"--route=torch=http://{ENCODED}@h"], {}),  # unknown index named by a URL
+    # a long password: a message that cut the URL before redacting it lost the '@' marking it
+    (["releases", "update", "--from", f"http://{ENCODED}{'x' * 130}@m.example/m.json"], {}),
+    (["releases", "update"], {"NEURONCTL_MANIFEST_URL": f"http://{ENCODED}{'x' * 130}@m.example/m"}),
+    (["setup", "--repo", f"ftp://{ENCODED}{'x' * 90}@repo.example/apt"], {}),
+    (["lock", f"--index=pypi=ftp://{ENCODED}{'x' * 130}@m.example/simple"], {}),
 ])
 def test_rejected_values_are_exit_2_without_their_credentials(cli, monkeypatch, args, env):
     for name, value in env.items():
@@ -158,6 +163,32 @@ def test_unknown_index_names_are_exit_2_listing_the_known_ones(cli, monkeypatch,
     (isolated_env / "pyproject.toml").write_text('[tool.neuronctl]\nroutes = { torch = "nueron" }\n')
     r = cli("lock")
     assert r.code == 2 and "routes: torch" in r.err and "unknown index 'nueron'" in r.err
+
+
+def test_a_projects_index_over_plain_http_off_this_machine_is_refused(cli, monkeypatch,
+                                                                      isolated_env):
+    """A checkout's pyproject.toml may name a mirror over https (or a loopback one), never a plain
+    http host (what it serves could be changed on the way, and ~/.netrc's password for it would
+    go in clear); the user's own config, the environment and --index still may."""
+    for name in ("PYPI", "PYTORCH_CPU", "NEURON"):
+        monkeypatch.delenv(f"NEURONCTL_INDEX_{name}", raising=False)
+    (isolated_env / "pyproject.toml").write_text(
+        f'[tool.neuronctl]\nindexes = {{ neuron = "http://{ENCODED}@mirror.example/simple" }}\n')
+    r = cli("lock", "--offline")
+    assert r.code == 2 and "indexes: neuron" in r.err and "is plain http" in r.err, r.err
+    assert "NEURONCTL_INDEX_NEURON" in r.err and len(r.err.strip().splitlines()) == 1
+    assert_no_secret(r.out, r.err)
+    mine = isolated_env / "mine.toml"  # a file the user names is theirs
+    mine.write_text('[tool.neuronctl]\nindexes = { neuron = "http://mirror.example/simple" }\n')
+    assert "is plain http" not in cli("--config", str(mine), "lock", "--offline").err
+    monkeypatch.setenv("NEURONCTL_INDEX_NEURON", "http://mirror.example/simple")
+    assert "is plain http" not in cli("lock", "--offline").err
+    # a look-alike name (a Greek omicron) is no index name at all
+    (isolated_env / "pyproject.toml").write_text(
+        '[tool.neuronctl]\nindexes = { "neur\u03bfn" = "https://m.example/simple" }\n'
+        'routes = { nki = "neur\u03bfn" }\n')
+    r = cli("lock", "--offline")
+    assert r.code == 2 and "invalid index name" in r.err, r.err
 
 
 def test_a_new_index_needs_a_route_and_a_locks_recorded_names_are_known():

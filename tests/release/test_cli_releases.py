@@ -1,6 +1,7 @@
 import json
 
 import pytest
+from support.bundled_releases import DEFAULT, NEWEST, NEXT, VERSIONS
 from support.paths import N2_MANIFEST
 
 
@@ -8,9 +9,10 @@ def test_releases_table(cli):
     r = cli("releases")
     assert r.code == 0, r.err
     lines = [line for line in r.out.splitlines() if "2." in line]
-    assert "2.34.0" in lines[0] and "native" in lines[0] and "beta" in lines[0]
+    assert lines[0].startswith(f"{NEWEST}: ") and "native" in lines[0]
     assert r.out.index("2.34.0") < r.out.index("2.33.1") < r.out.index("2.33.0") \
         < r.out.index("2.32.0") < r.out.index("2.18.0")
+    assert [line.split(":")[0] for line in lines if line[:1].isdigit()] == list(VERSIONS)
 
 
 def test_releases_json(cli):
@@ -21,7 +23,7 @@ def test_releases_json(cli):
     first = data["releases"][0]
     for key in ("version", "backend", "torch", "python", "chips", "packages", "system"):
         assert key in first
-    assert first["version"] == "2.34.0"
+    assert first["version"] == NEWEST
     assert [x["version"] for x in data["releases"]][-1] == "2.18.0"
 
 
@@ -35,7 +37,7 @@ def test_releases_show(cli):
     assert text.code == 0 and "no torch-neuronx" in text.out and "2.27.5334.0" in text.out
 
 
-@pytest.mark.parametrize("version", ["2.35.0", "9.9", "not-a-version"])
+@pytest.mark.parametrize("version", [NEXT, "9.9", "not-a-version"])
 def test_releases_show_unknown_exits_2_with_nearest(cli, version):
     r = cli("releases", "show", version)
     assert r.code == 2
@@ -204,14 +206,14 @@ def test_release_words_latest_and_newest(cli):
     taken wherever --release is, and the JSON names the version they chose."""
     listing = json.loads(cli("releases", "--json").out)
     default, newest = listing["default"]["version"], listing["releases"][0]["version"]
-    assert default == "2.33.1" and newest == "2.34.0"  # 2.34.0 is partly published
-    assert "2.33.1 (--release latest)" in listing["default"]["reason"]
-    assert "--release 2.34.0 or --release newest" in listing["default"]["reason"]
+    assert default == DEFAULT and newest == NEWEST
+    assert f"{DEFAULT} (--release latest)" in listing["default"]["reason"]
+    assert NEWEST == DEFAULT or f"--release {NEWEST} or --release newest" in listing["default"]["reason"]
     for word, version in (("latest", default), ("newest", newest)):
         shown = cli("releases", "show", word, "--json")
         assert shown.code == 0 and json.loads(shown.out)["release"]["version"] == version
     doctor = cli("doctor", "--level", "1", "--release", "newest", "--json")
-    assert json.loads(doctor.out)["environment"]["release"]["version"] == "2.34.0"
+    assert json.loads(doctor.out)["environment"]["release"]["version"] == NEWEST
     typo = cli("releases", "show", "lates")
     assert typo.code == 2 and "(or latest, newest)" in typo.err
 

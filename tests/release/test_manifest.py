@@ -3,7 +3,8 @@ import re
 
 import pytest
 from packaging.version import Version
-from support.paths import FACTS, N2_MANIFEST
+from support.bundled_releases import NEWEST
+from support.paths import FACTS, N2_MANIFEST, REPO
 
 from neuronctl.errors import InputError
 from neuronctl.release.aws_import import convert_n2
@@ -57,12 +58,17 @@ def test_importer_spot_checks_against_facts(imported):
         assert set(release.chips) <= {"inf1", "inf2", "trn1", "trn2", "trn3"}
 
 
-def test_bundled_covers_2_18_to_2_34():
+def test_bundled_covers_2_18_to_the_newest_and_the_docs_say_so():
     bundled = load_bundled_manifest()
     versions = [r.version for r in bundled.releases]
-    assert versions[0] == "2.34.0" and "2.33.1" in versions and "2.22.1" in versions
+    assert versions[0] == NEWEST and {"2.34.0", "2.33.1", "2.22.1"} <= set(versions)
     assert versions[-1] == "2.18.0"
     assert versions == sorted(versions, key=Version, reverse=True)
+    for page in (REPO / "README.md", REPO / "docs" / "releases.md"):  # docs/maintaining.md's list
+        stated = re.search(r"Neuron (2\.18\.0) to (\d+\.\d+\.\d+)", page.read_text())
+        assert stated is not None and stated[2] == NEWEST, (
+            f"{page.name} states the bundled range as 2.18.0 to {stated and stated[2]}: "
+            f"write {NEWEST}")
 
 
 def test_bundled_matches_aws_manifest_where_both_cover(imported):
@@ -112,7 +118,7 @@ def test_manifest_roundtrip(imported):
         (lambda d: d["releases"][2].update(chips=["trn9"]), r"releases\[2\]\.chips: unknown chip"),
         (lambda d: d["releases"][0]["packages"].update(nki=[7]), r"releases\[0\]\.packages\.nki\[0\]"),
         (lambda d: d["releases"][3].update(version="x.y"), r"releases\[3\]\.version: 'x.y' is not"),
-        (lambda d: d["releases"].append(dict(d["releases"][0])), r"duplicate release 2.34.0"),
+        (lambda d: d["releases"].append(dict(d["releases"][0])), rf"duplicate release {NEWEST}"),
     ],
 )
 def test_bad_neuronctl_manifest(mutate, message):

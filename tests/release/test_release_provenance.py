@@ -7,6 +7,8 @@ import json
 import re
 
 import pytest
+from packaging.version import Version
+from support.bundled_releases import COMPILED, DEFAULT, NEWEST, RAW, VERSIONS
 from support.paths import SHARED
 
 from neuronctl.errors import InputError
@@ -18,14 +20,15 @@ FACTS = SHARED / "RELEASE-FACTS.md"
 
 def test_every_bundled_value_has_a_source_or_is_not_published():
     m = load_bundled_manifest()
-    assert m.compiled == "2026-12-01"
+    reads = sorted(source.read for source in m.sources.values())
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d", m.compiled) and m.compiled == reads[-1]  # the newest read
     missing = []
     for release in m.releases:
         for e in value_entries(release, m.sources):
             if e.source is None and e.value != "not published":
                 missing.append(f"{release.version} {e.key}")
             if e.source is not None:
-                assert e.source.url.startswith("https://") and e.source.read == "2026-12-01"
+                assert e.source.url.startswith("https://") and e.source.read <= m.compiled
     assert not missing, missing
 
 
@@ -35,7 +38,7 @@ def test_a_value_without_a_source_fails_the_walk():
     del data["releases"][0]["sources"]["date"]
     m = parse_manifest(data, "m.json")
     date = next(e for e in value_entries(m.releases[0], m.sources) if e.key == "date")
-    assert date.source is None and date.value == "2026-11-30"
+    assert date.source is None and date.value == RAW["releases"][0]["date"]
 
 
 def test_unsourced_2_33_values_are_absent_not_copied():
@@ -84,9 +87,10 @@ def test_new_releases_from_the_reference():
 
 def test_default_is_the_newest_fully_published_release():
     m = load_bundled_manifest()
-    assert m.latest.version == "2.34.0"
-    assert m.default.version == "2.33.1"
-    assert m.latest_with_flavour("native").version == "2.33.1"
+    assert m.latest.version == NEWEST == max(VERSIONS, key=Version)
+    assert m.default.version == DEFAULT and m.default.complete
+    assert all(not r.complete for r in m.releases if Version(r.version) > Version(DEFAULT))
+    assert m.latest_with_flavour("native").version == DEFAULT
 
 
 def test_releases_shows_dates_status_default_and_data(cli):
@@ -94,15 +98,16 @@ def test_releases_shows_dates_status_default_and_data(cli):
     assert r.code == 0, r.err
     lines = r.out.splitlines()
     # Off a terminal each release is one line (the line form), its two-line status joined.
-    row = next(line for line in lines if line.startswith("2.33.1: "))
-    assert "date 2026-11-11" in row and "status beta, default" in row
+    row = next(line for line in lines if line.startswith(f"{DEFAULT}: "))
+    assert "status beta, default" in row
     row = next(line for line in lines if line.startswith("2.34.0: "))
     assert "neuronx-cc not published" in row and "status beta, partial" in row
-    assert "default release: 2.33.1 (--release latest), the newest whose whole stack is published" in r.out
-    assert "2.34.0 is not (neuronx-cc, nki" in r.out
-    assert "release data: bundled" in r.out and "compiled 2026-12-01" in r.out
+    assert (f"default release: {DEFAULT} (--release latest), the newest whose whole stack is "
+            "published") in r.out
+    assert NEWEST == DEFAULT or f"{NEWEST} is not (" in r.out
+    assert "release data: bundled" in r.out and f"compiled {COMPILED}" in r.out
     doc = json.loads(cli("releases", "--json").out)
-    assert doc["default"]["version"] == "2.33.1" and doc["data"]["compiled"] == "2026-12-01"
+    assert doc["default"]["version"] == DEFAULT and doc["data"]["compiled"] == COMPILED
 
 
 def test_show_sources_prints_each_value_with_its_source(cli):
@@ -124,7 +129,7 @@ def test_show_sources_prints_each_value_with_its_source(cli):
 def test_partly_published_release_says_so(cli):
     r = cli("releases", "show", "2.34.0")
     assert r.code == 0 and "note: not published: neuronx-cc, nki" in r.out
-    assert "the default release is 2.33.1" in r.out
+    assert f"the default release is {DEFAULT}" in r.out
 
 
 @pytest.mark.parametrize("url", [

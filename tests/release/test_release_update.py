@@ -9,9 +9,12 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
+from support.bundled_releases import COMPILED, NEXT, RAW, VERSIONS
 from support.loopback import QuietHandler, serving
 
 from neuronctl.release.manifest import load_bundled_manifest, load_default_manifest, stored_manifest_path
@@ -64,11 +67,11 @@ def _ours(mutate=None) -> bytes:
 
 
 def _new_release(data: dict) -> None:
-    """2.35.0: 2.33.1's stack with a torch-neuronx newer than 2.34.0's (the same would be a
-    rollback, release.rollback)."""
+    """NEXT (a release no data has yet): 2.33.1's stack with a torch-neuronx newer than any
+    release's (the same would be a rollback, release.rollback)."""
     old = json.dumps(next(r for r in data["releases"] if r["version"] == "2.33.1"))
     new = json.loads(old.replace("2.14.3.0", "2.14.4.0"))
-    new.update(version="2.35.0", date="2027-01-20")
+    new.update(version=NEXT, date="2027-01-20")
     new["sources"] = {"*": "rn-2.33.1"}
     data["releases"].insert(0, new)
 
@@ -98,20 +101,20 @@ def test_a_new_release_is_added_stored_and_used_from_then_on(cli, site, data_hom
     state.pages["/m.json"] = (200, _ours(_new_release))
     r = cli("releases", "update", "--from", f"{url}/m.json")
     assert r.code == 0, r.err
-    assert "added: 2.35.0" in r.out and "stored 32 releases in" in r.out
+    assert f"added: {NEXT}" in r.out and f"stored {len(VERSIONS) + 1} releases in" in r.out
     store = stored_manifest_path()
     assert store == data_home / "neuronctl" / "releases.json" and store.is_file()
-    assert load_default_manifest().default.version == "2.35.0"
+    assert load_default_manifest().default.version == NEXT
     listing = cli("releases")
-    assert any(line.startswith("2.35.0: ") for line in listing.out.splitlines())
+    assert any(line.startswith(f"{NEXT}: ") for line in listing.out.splitlines())
     assert f"release data: stored ({store}, fetched from {url}/m.json at 20" in " ".join(
         listing.out.split())
-    shown = cli("releases", "show", "2.35.0", "--sources").out
+    shown = cli("releases", "show", NEXT, "--sources").out
     assert f"{url}/m.json (read " in shown  # every value's source is the fetched manifest
     # --manifest still overrides the stored data
     bundled = data_home / "bundled.json"
     bundled.write_bytes(_ours())
-    assert "2.35.0" not in cli("--manifest", str(bundled), "releases").out
+    assert NEXT not in cli("--manifest", str(bundled), "releases").out
 
 
 def test_values_not_published_are_filled_from_aws_format_only_when_accepted(cli, site):
@@ -137,7 +140,8 @@ def test_values_not_published_are_filled_from_aws_format_only_when_accepted(cli,
     after = load_default_manifest().get("2.34.0")
     assert after.complete and after.package_version("nki") == "0.8.0"
     assert "neuronx-cc" not in after.constraints
-    assert load_default_manifest().default.version == "2.34.0"  # now wholly published
+    # now wholly published: the default, unless a newer release is too
+    assert Version(load_default_manifest().default.version) >= Version("2.34.0")
     assert "2.33.0" in doc["dropped"]  # the n2 file lists only 2.34.0: the others are kept
     assert load_default_manifest().find("2.33.0") is not None
 
@@ -194,7 +198,7 @@ def _nested(depth: int) -> bytes:
     (_ours(lambda d: d["sources"]["n2"].update(url="https://x/ Injected")),
      "whitespace or control characters"),
     (_ours(lambda d: d["releases"][0]["notes"].append("x\n::error title=Build::fake")),
-     "].notes[4]: expected one line of printable text, got '\\n'"),
+     f"].notes[{len(RAW['releases'][0]['notes'])}]: expected one line of printable text, got '\\n'"),
     (_ours(lambda d: d["sources"]["n2"].update(url="javascript:alert(1)")), "scheme 'javascript'"),
     (json.dumps({"repos_n2": [{"repo_url": "ftp://mirror/x"}], "neuron_releases": []}).encode(),
      "scheme 'ftp'"),
@@ -241,7 +245,7 @@ def test_the_url_comes_from_env_then_the_users_own_config(cli, site, monkeypatch
     assert "nothing new" in cli("releases", "update").out
     assert state.hits == ["/cfg.json"]
     monkeypatch.setenv("NEURONCTL_MANIFEST_URL", f"{url}/env.json")
-    assert "added: 2.35.0" in cli("releases", "update").out
+    assert f"added: {NEXT}" in cli("releases", "update").out
     assert state.hits[-1] == "/env.json"
 
 
@@ -257,10 +261,11 @@ def test_newer_bundled_data_wins_over_an_older_store(data_home):
     store = stored_manifest_path()
     store.parent.mkdir(parents=True)
     old = json.loads(_ours(_new_release))
-    old["compiled"] = "2026-11-01"  # before the bundled data's 2026-12-01
+    compiled = date.fromisoformat(COMPILED)
+    old["compiled"] = (compiled - timedelta(days=1)).isoformat()  # before the bundled data's
     store.write_text(json.dumps(old))
     assert load_default_manifest().origin == "bundled"
-    old["compiled"] = "2026-12-02"
+    old["compiled"] = (compiled + timedelta(days=1)).isoformat()
     store.write_text(json.dumps(old))
     assert load_default_manifest().origin == "stored"
 

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.bundled_releases import NEXT
 from support.loopback import QuietHandler, serving
 
 from neuronctl.release.manifest import load_bundled_manifest, load_default_manifest, stored_manifest_path
@@ -98,11 +99,12 @@ def _data(mutate=None) -> bytes:
 
 
 def _downgrade(data: dict) -> None:
-    """The issue's "2.35.0": the newest stack's shape, 2.18.0's driver and runtime."""
+    """A new release (the issue's "2.35.0"; NEXT): the newest stack's shape, 2.18.0's driver
+    and runtime."""
     old = next(r for r in data["releases"] if r["version"] == "2.18.0")
     new = json.loads(json.dumps(next(r for r in data["releases"] if r["version"] == "2.33.1"))
                      .replace("2.14.3.0", "2.14.4.0"))
-    new.update(version="2.35.0", date="2027-01-20", sources={"*": "rn-2.33.1"})
+    new.update(version=NEXT, date="2027-01-20", sources={"*": "rn-2.33.1"})
     new["system"] = dict(old["system"])
     data["releases"].insert(0, new)
 
@@ -136,7 +138,7 @@ def test_a_projects_release_data_file_is_not_used(cli, checkout) -> None:
     r = cli("releases", "--json")
     assert r.code == 0, r.err
     doc = json.loads(r.out)
-    assert doc["manifest"] == "bundled manifest" and doc["default"]["version"] != "2.35.0"
+    assert doc["manifest"] == "bundled manifest" and doc["default"]["version"] != NEXT
     _one_line_note(r.err, "pyproject.toml", "`manifest` is not used")
     # the user's own config still chooses a file, as do the flag and the variable
     _mine(f'manifest = "{checkout / "rel.json"}"')
@@ -216,15 +218,16 @@ def test_a_plain_http_system_repository_is_refused(cli, checkout, way) -> None:
 def test_a_rollback_is_refused_naming_release_package_and_versions(cli, https) -> None:
     state, url = https
     state.pages["/m.json"] = (200, _data(_downgrade), {})
-    newest_dkms = BUNDLED.get("2.33.1").system["aws-neuronx-dkms"]
+    newest = next(r for r in BUNDLED.releases if "aws-neuronx-dkms" in r.system)  # one that has it
+    newest_dkms = newest.system["aws-neuronx-dkms"]
     old_dkms = BUNDLED.get("2.18.0").system["aws-neuronx-dkms"]
     r = cli("releases", "update", "--from", f"{url}/m.json", "--accept-changes")
     assert r.code == 2, r.err
-    assert (f"release 2.35.0 pins aws-neuronx-dkms {old_dkms}, older than {newest_dkms} in the "
-            "earlier release 2.33.1") in r.err
+    assert (f"release {NEXT} pins aws-neuronx-dkms {old_dkms}, older than {newest_dkms} in the "
+            f"earlier release {newest.version}") in r.err
     assert "rollback" in r.err and "nothing was changed" in r.err
     assert not stored_manifest_path().exists()
-    assert load_default_manifest().default.version != "2.35.0"
+    assert load_default_manifest().default.version != NEXT
 
 
 def test_an_older_compiler_or_torch_neuronx_is_a_rollback_too(cli, https) -> None:
@@ -248,14 +251,14 @@ def test_a_pin_the_rollback_check_cannot_order_is_refused_not_skipped(cli, https
     def unparsable(data: dict) -> None:
         new = json.loads(json.dumps(next(r for r in data["releases"] if r["version"] == "2.33.1"))
                          .replace("2.14.3.0", "2.14.4.0"))
-        new.update(version="2.35.0", date="2027-01-20", status="ga", sources={"*": "rn-2.33.1"})
+        new.update(version=NEXT, date="2027-01-20", status="ga", sources={"*": "rn-2.33.1"})
         new["system"]["aws-neuronx-dkms"] = "2.18.0.0-dkms"
         data["releases"].insert(0, new)
 
     state.pages["/m.json"] = (200, _data(unparsable), {})
     r = cli("releases", "update", "--from", f"{url}/m.json", "--accept-changes")
     assert r.code == 2, r.err
-    assert "release 2.35.0 pins aws-neuronx-dkms '2.18.0.0-dkms', not a version" in r.err
+    assert f"release {NEXT} pins aws-neuronx-dkms '2.18.0.0-dkms', not a version" in r.err
     assert not stored_manifest_path().exists()
 
 
@@ -279,13 +282,13 @@ def test_an_added_release_is_listed_with_its_source_and_the_store_records_where_
     def newer(data: dict) -> None:
         new = json.loads(json.dumps(next(r for r in data["releases"] if r["version"] == "2.33.1"))
                          .replace("2.14.3.0", "2.14.4.0"))
-        new.update(version="2.35.0", date="2027-01-20", sources={"*": "rn-2.33.1"})
+        new.update(version=NEXT, date="2027-01-20", sources={"*": "rn-2.33.1"})
         data["releases"].insert(0, new)
 
     state.pages["/m.json"] = (200, _data(newer), {})
     r = cli("releases", "update", "--from", f"{url}/m.json")
     assert r.code == 0, r.err
-    assert f"added: 2.35.0 (from {url}/m.json)" in r.out
+    assert f"added: {NEXT} (from {url}/m.json)" in r.out
     stored = json.loads(stored_manifest_path().read_text())["generated_from"]
     assert stored["fetched_from"] == f"{url}/m.json" and "T" in stored["fetched_at"]
     shown = json.loads(cli("releases", "--json").out)["data"]

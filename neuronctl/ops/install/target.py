@@ -13,6 +13,7 @@ from msgspec import Struct
 from neuronctl.errors import InputError
 from neuronctl.ops.target_env import TargetPython, choose_target, is_own, refuse_own
 from neuronctl.probes.pyenv import resolve_python
+from neuronctl.safety import expand_user
 
 
 class InstallTarget(Struct, frozen=True):
@@ -83,7 +84,7 @@ def resolve_target(python: str | None, venv: Path | None, venv_python: str | Non
     if venv_python and not venv:
         raise InputError("--venv-python only applies with --venv DIR")
     if venv is not None:
-        venv = venv.expanduser().absolute()
+        venv = expand_user(venv, "--venv").absolute()
         if venv.is_symlink() and not venv.exists():  # else the venv would be made at its target
             raise InputError(f"--venv {venv}: a dangling symlink (to {os.readlink(venv)}); "
                              "remove it or point it at an existing directory")

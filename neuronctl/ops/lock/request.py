@@ -31,6 +31,7 @@ from neuronctl.routing import (
     fallback_only_indexes,
     load_fallback_routing,
 )
+from neuronctl.safety import expand_user
 
 LockFormat = Literal["pylock", "requirements"]
 STDOUT = "-"
@@ -180,7 +181,7 @@ def lock_output(output: str | None, fmt: str | None, fallback: str | None = None
     chosen: LockFormat = "requirements" if (fmt or by_name) == "requirements" else "pylock"
     if main == STDOUT:
         return main, chosen
-    if Path(main).expanduser().is_dir():
+    if expand_user(main, where).is_dir():
         raise InputError(f"{where}: that is a directory; name the lock file in it "
                          f"(e.g. {Path(main) / 'pylock.toml'})")
     if chosen == "pylock":
@@ -196,7 +197,7 @@ def lock_output(output: str | None, fmt: str | None, fallback: str | None = None
                              f"for that device; write the Neuron lock as pylock.toml or "
                              f"pylock.NAME.toml, or the fallback with --fallback {named}")
     out = fallback_path(main, fallback, chosen, where=where) if fallback else main
-    if out != main and Path(out).expanduser().is_dir():
+    if out != main and expand_user(out, where).is_dir():
         raise InputError(f"{where}: the fallback lock's place {out} is a directory")
     if not check:  # written after resolving: its place is checked before
         from neuronctl.ops.output_path import check_output_file

@@ -31,7 +31,7 @@ def check_repo_url(url: str, where: str) -> str:
     """A repository URL that goes into a shell script and an apt line: http(s) or file, plain
     characters only (no quote, dollar, backquote, backslash or space), bounded."""
     if not _URL.fullmatch(url):
-        raise InputError(f"{where}: {redact(url[:80])!r} is not a plain http(s):// or file:// URL",
+        raise InputError(f"{where}: {redact(url)[:80]!r} is not a plain http(s):// or file:// URL",
                          hint="a mirror's URL without spaces, quotes, $ or backslashes")
     if "@" in url.split("/")[2]:  # the plan is shown and written out: no credentials in it
         raise InputError(f"{where}: the URL carries credentials; they would be in the plan, "
