@@ -76,7 +76,11 @@ class Spec(Struct, Generic[T], frozen=True):
     old_whys: tuple[tuple[str, str], ...] = ()
     """(command, the note's reason there), where `old_why` is None."""
     commands: tuple[str, ...] = ()
-    """Where two settings share a flag: the commands whose flag this setting is."""
+    """The commands that take the flag, as users type them ("" the `neuronctl` group itself,
+    "releases show" a subcommand): `with_settings` gives each its flag, so a new row is a flag
+    where it names. Where two settings share a spelling, each names its own commands."""
+    required_on: tuple[str, ...] = ()
+    """The commands that cannot run without the flag (download's --lock)."""
     help: str = ""
     """The flag's help, with `{default}` where each command says its own default."""
     help_words: tuple[tuple[str, str], ...] = ()
@@ -109,6 +113,11 @@ def secure_url(value: object, where: str, base: Path | None = None) -> str:
 
         raise InputError(f"{where}: {redact(text)[:120]!r} is plain http, which anyone on the way "
                          "can change; give an https:// URL or a local file")
+    if scheme and scheme not in ("https", "file"):  # named here, where the value came from
+        from neuronctl.redact import redact
+
+        raise InputError(f"{where}: {redact(text)[:120]!r} is not an https:// or file:// URL "
+                         "(or a local file)")
     return text
 
 
@@ -173,6 +182,31 @@ def choice(*allowed: str) -> Choice:
     return Choice(allowed)
 
 
+class WholeNumber(Struct, frozen=True):
+    """A whole number from `low` to `high`: the parse rule, and the range a flag's click.IntRange
+    checks as it is typed. Text from the environment is ASCII digits (an optional sign), at most
+    18 of them: int() would take '²'-like digits and 5,000-digit numbers, and raise on some."""
+
+    low: int
+    high: int
+
+    def __call__(self, value: object, where: str, base: Path | None = None) -> int:
+        number: object = value
+        if isinstance(value, str):
+            text = value.strip()
+            digits = text[1:] if text[:1] in "+-" else text
+            number = int(text) if digits.isascii() and digits.isdigit() and len(digits) <= 18 else None
+        if not isinstance(number, int) or isinstance(number, bool) or not (
+                self.low <= number <= self.high):
+            raise InputError(f"{where}: expected a whole number, {self.low} to {self.high}; got "
+                             f"{str(value)[:40]!r}")
+        return number
+
+
+def whole_number(low: int, high: int) -> WholeNumber:
+    return WholeNumber(low, high)
+
+
 def _any(value: object, where: str, base: Path) -> object:
     return value  # layered settings: their own modules check each entry, naming it
 
@@ -193,13 +227,15 @@ SPECS: tuple[Spec[Any], ...] = (
           help_words=(
                 ("", "default: config release, else the newest native one"),
                 ("init", "default: kept, else the newest native one"),
-                ("setup", "default: latest, the newest fully published"))),
+                ("setup", "default: latest, the newest fully published")),
+          commands=("lock", "install", "doctor", "init", "setup")),
     _spec("torch", "--torch", None, "torch", (str,), "a torch version string such as \"2.14\"",
           "the PyTorch line of the stack (lock, install, init)", _text,
           help="PyTorch line, e.g. 2.14 ({default}).",
           help_words=(
                 ("", "default: config torch, else the release's own"),
-                ("init", "default: kept, else the release's own"))),
+                ("init", "default: kept, else the release's own")),
+          commands=("lock", "install", "init")),
     _spec("python_versions", "--python-version", None, "python", (str, list),
           "a Python version or a list of them", "the platform targets' Python versions (lock, "
           "init, download; `--python` is always an interpreter)", _texts, (), metavar="X.Y",
@@ -211,7 +247,8 @@ SPECS: tuple[Spec[Any], ...] = (
                 ("lock", "default: config python, else the release's lowest"),
                 ("init", "default: kept"),
                 ("download", "only the files for it; default: every target the lock records, all of "
-                            "their wheels"))),
+                            "their wheels")),
+          commands=("lock", "init", "download")),
     _spec("platforms", "--platform", None, "platform", (str, list),
           "a platform tag or a list of them", "the platform targets' platform tags", _texts, (),
           **_WHERE,
@@ -219,37 +256,44 @@ SPECS: tuple[Spec[Any], ...] = (
           help_words=(
                 ("", "default: config platform, else manylinux_2_28_x86_64"),
                 ("init", "default: kept"),
-                ("download", "with --python-version; default manylinux_2_28_x86_64"))),
+                ("download", "with --python-version; default manylinux_2_28_x86_64")),
+          commands=("lock", "init", "download")),
     _spec("requirements", "--with", None, "with", (list,), "a list of requirement strings",
           "your own requirements, locked and installed with the stack", _texts, (),
           metavar="REQ", multiple=True,
-          help="Your own requirement, e.g. 'transformers>=4.50' (repeatable)."),
+          help="Your own requirement, e.g. 'transformers>=4.50' (repeatable).",
+          commands=("lock", "install")),
     _spec("manifest", "--manifest", "NEURONCTL_MANIFEST", "manifest", (str,),
           "a path to a neuronctl manifest", "the release data (default: the stored, else the "
           "bundled)", _path, trust_root=True, path="file",
-          help="Use this neuronctl manifest instead of the bundled release data."),
+          help="Use this neuronctl manifest instead of the bundled release data.",
+          commands=("", "doctor", "releases", "releases show")),
     _spec("manifest_url", "--from", "NEURONCTL_MANIFEST_URL", "manifest_url", (str,),
           "the URL `neuronctl releases update` fetches release data from",
           "where `releases update` fetches release data", secure_url, trust_root=True,
           metavar="URL|FILE",
           help="Where to fetch the manifest, https or a file (default: "
                "NEURONCTL_MANIFEST_URL, else `manifest_url` in your own ~/.config/neuronctl/config.toml, "
-               "never a project's; else AWS's n2-manifest.json on GitHub)."),
+               "never a project's; else AWS's n2-manifest.json on GitHub).",
+          commands=("releases update",)),
     _spec("engine", "--engine", "NEURONCTL_ENGINE", "engine", (str,), "one of auto, pip, uv",
           "the installer engine (auto: uv when installed, else the target's pip; NEURONCTL_BACKEND "
           "and config `backend`, its old names, still count where the new ones are unset)",
           choice(*ENGINES), "auto", old_env="NEURONCTL_BACKEND", old_key="backend",
           old_flags=("--backend",), old_why=" (the installer engine)",
           help="Installer engine (once --backend, still accepted) [NEURONCTL_ENGINE, else "
-               "config engine, else auto]."),
+               "config engine, else auto].",
+          commands=("install",)),
     _spec("indexes", "--index", "NEURONCTL_INDEX_<NAME>", "indexes", (dict,),
           "a table of index name = URL", "package indexes, by name (layered)", _any,
           layered=True, metavar="NAME=URL", multiple=True,
-          help="Replace or add an index (also NEURONCTL_INDEX_<NAME>, config `indexes`)."),
+          help="Replace or add an index (also NEURONCTL_INDEX_<NAME>, config `indexes`).",
+          commands=("lock", "install")),
     _spec("routes", "--route", None, "routes", (dict,), "a table of package = index name",
           "which index a package comes from (layered with the indexes)", _any, layered=True,
           metavar="PKG=NAME", multiple=True,
-          help="Look PKG up on index NAME only (config `routes`)."),
+          help="Look PKG up on index NAME only (config `routes`).",
+          commands=("lock", "install")),
     _spec("device", "--device", None, "device", (str,), "one of auto, neuron, cuda, cpu",
           "the device the environment is for: what doctor and smoke probe, the lock install "
           "picks (with --lock)", choice(*DEVICES), "auto",
@@ -262,7 +306,8 @@ SPECS: tuple[Spec[Any], ...] = (
                            "Neuron lock where there are Neuron devices, else pylock.cuda.toml beside it "
                            "where there is an NVIDIA GPU; neuron, cuda, cpu: that device's lock. A lock "
                            "recording a fallback device installs only where the hardware has that "
-                           "device, or with --device naming it; config device counts only with --lock"))),
+                           "device, or with --device naming it; config device counts only with --lock")),
+          commands=("doctor", "install", "probe", "smoke")),
     _spec("timeout", "--timeout", None, "timeout", (int, float), _SECONDS,
           "each network request's time limit (lock, install, download)", seconds, 30.0,
           commands=("lock", "install", "download"),
@@ -283,7 +328,8 @@ SPECS: tuple[Spec[Any], ...] = (
                 ("probe", "before the probe is killed (once --timeout, still accepted) [config "
                          "check_timeout, else 120]"),
                 ("env", "torch's collect_env in the target (once --timeout, still accepted) [config "
-                       "check_timeout, else 60]"))),
+                       "check_timeout, else 60]")),
+          commands=("doctor", "env", "install", "probe")),
     _spec("run_timeout", "--timeout", None, None, (), "",
           "a whole run's time limit, flag only (smoke's run [600], `fleet doctor`'s srun step "
           "[120]); not a request's nor a check's", seconds,
@@ -295,25 +341,29 @@ SPECS: tuple[Spec[Any], ...] = (
                                 "[120]"))),
     _spec("strict", "--strict", None, "strict", (bool,), "true or false",
           "doctor: warnings fail too", _flag, False, is_flag=True,
-          help="Warnings fail too [config strict]."),
+          help="Warnings fail too [config strict].",
+          commands=("doctor",)),
     _spec("skip", "--skip", None, "skip", (list,), "a list of check ids",
           "doctor checks not run (config and flags add up)", _texts, (), layered=True,
           metavar="ID", multiple=True,
-          help="Skip these checks or groups (repeatable; as --only)."),
+          help="Skip these checks or groups (repeatable; as --only).",
+          commands=("doctor",)),
     _spec("drain_on", "--drain-on", None, "drain_on", (str,),
           "what `doctor --slurm-drain` drains for: drain, fail or warn",
           "what `doctor --slurm-drain` drains for", choice("drain", "fail", "warn"), "drain",
           trust_root=True,
           help="What --slurm-drain drains for: drain = outcomes of severity drain "
                "(hardware errors, no driver, devices missing), fail = any failure, warn = any failure or "
-               "warning [drain_on in your own config, never a project's; else drain]."),
+               "warning [drain_on in your own config, never a project's; else drain].",
+          commands=("doctor",)),
     _spec("system_repo", "--repo", None, "system_repo", (str,),
           "a mirror of the Neuron apt/yum repository `neuronctl setup` plans with",
           "the Neuron apt/yum repository `setup` plans with", secure_url, trust_root=True,
           metavar="URL",
           help="A mirror of the Neuron apt/yum repository, https or file:// "
                "[`system_repo` in your own ~/.config/neuronctl/config.toml, never a project's]; its key "
-               "is checked all the same."),
+               "is checked all the same.",
+          commands=("setup",)),
     _spec("lock", "--lock", None, "lock", (str,), "a path to a pylock.toml",
           "the lock file: what `lock` writes (its -o), what doctor checks against", _path,
           path="file",
@@ -321,23 +371,28 @@ SPECS: tuple[Spec[Any], ...] = (
           help_words=(
                 ("doctor", "Also check installed versions against this pylock.toml."),
                 ("install", "Install exactly what this pylock.toml selects for the target."),
-                ("download", "The pylock.toml whose files to fetch."))),
+                ("download", "The pylock.toml whose files to fetch.")),
+          commands=("doctor", "install", "download"),
+          required_on=("download",)),
     _spec("model", "--model", None, "model", (str,),
           "a model factory MODULE:FACTORY for `neuronctl smoke`, e.g. \"pkg.mod:make\"",
           "the model smoke (and doctor at level 3) runs", _text, metavar="MODULE:FACTORY",
           help="A function returning (model, example_inputs[, tokens_per_step]) (default: "
-               "config `model`, else the built-in reference model)."),
+               "config `model`, else the built-in reference model).",
+          commands=("smoke",)),
     _spec("prices", "--price", None, "prices", (dict,),
           "a table of instance type = USD per hour (or {usd_per_hour, accelerators}); "
           "checked by `neuronctl cost`", "instance prices for `cost` (config and flags add up)",
           _any, layered=True, metavar="TYPE=USD_PER_HOUR[:ACCELERATORS]", multiple=True,
-          help="Hourly price (and accelerator count) of an instance type (repeatable)."),
+          help="Hourly price (and accelerator count) of an instance type (repeatable).",
+          commands=("cost",)),
     _spec("sysroot", "--sysroot", "NEURONCTL_SYSROOT", None, (), "",
           "the root hardware facts are read under (default /)", _path, path="dir",
           help="{default}",
           help_words=(
                 ("", "Read hardware facts under this root (default: / or NEURONCTL_SYSROOT)."),
-                ("setup", "Plan for the captured tree under this root (default: / or NEURONCTL_SYSROOT)."))),
+                ("setup", "Plan for the captured tree under this root (default: / or NEURONCTL_SYSROOT).")),
+          commands=("bundle", "detect", "doctor", "env", "install", "setup")),
     _spec("sysroot_tools", None, "NEURONCTL_SYSROOT_TOOLS", None, (), "",
           "1: run the programs found under a --sysroot tree (they are that tree's code: off "
           "unless you say so, e.g. for a host mounted at /host)", _one, False),

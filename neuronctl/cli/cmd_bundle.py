@@ -11,7 +11,6 @@ from neuronctl.cli.common import (
     check_sysroot,
     json_option,
     python_option,
-    sysroot_option,
     target_python,
 )
 from neuronctl.cli.host_settings_types import SysrootSettings
@@ -27,7 +26,6 @@ from neuronctl.probes.sysroot import SysRoot
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Archive to write (default: ./neuronctl-bundle-<host>-<time>.tar.gz).")
 @python_option
-@sysroot_option
 @click.option("--redact-hostnames", is_flag=True,
               help="Replace this host's name and FQDN everywhere in the archive.")
 @json_option

@@ -11,7 +11,7 @@ import click
 from neuronctl.cli.app import get_app
 from neuronctl.cli.host_settings_types import CostSettings
 from neuronctl.cli.options import json_option
-from neuronctl.cli.setting_options import setting_option, with_settings
+from neuronctl.cli.setting_options import with_settings
 from neuronctl.errors import InputError
 from neuronctl.ops.cost import (
     CostRequest,
@@ -60,7 +60,6 @@ class TokenCount(click.ParamType[int, Any]):
 @click.option("--throughput", type=float, metavar="TOKENS_PER_S", help="Tokens per second.")
 @click.option("--instance", "instances", multiple=True, metavar="TYPE",
               help="Instance type to cost (repeatable; default: this host's and every priced one).")
-@setting_option("prices")
 @click.option("--tokens", type=TokenCount(), metavar="COUNT",
               help="A job of this many tokens (2000000000 or 2e9).")
 @click.option("--hours", type=click.FloatRange(min=0, max=MAX_JOB_HOURS, min_open=True),

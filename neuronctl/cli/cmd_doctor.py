@@ -13,13 +13,10 @@ from neuronctl.cli.common import check_sysroot, target_python
 from neuronctl.cli.doctor_report import DoctorView, render_markdown_summary
 from neuronctl.cli.host_settings_types import DoctorSettings
 from neuronctl.cli.options import (
-    check_timeout_option,
-    device_option,
     json_option,
     python_option,
-    sysroot_option,
 )
-from neuronctl.cli.setting_options import setting_option, with_settings
+from neuronctl.cli.setting_options import with_settings
 from neuronctl.errors import InputError, NeuronctlError
 from neuronctl.ops.doctor import run as doctor_run
 from neuronctl.ops.doctor.levels import DEFAULT_LEVEL, LEVELS, choose_level
@@ -40,37 +37,28 @@ FORMATS = ("text", "json", "junit", "github", "prometheus")
                                   for lv in LEVELS.values()))
 @with_settings("doctor", DoctorSettings)
 @python_option
-@setting_option("release")
-@setting_option("lock")
-@device_option
 @click.option("--level", type=click.IntRange(1, 3), default=None, metavar="[1|2|3]",
               help=f"What to check, within what time (above) [{DEFAULT_LEVEL}].")
 @click.option("--no-device-probe", is_flag=True, help="Skip the device probe tiers (= --level 1).")
 @click.option("--compile", "compile_tier", is_flag=True,
               help="Also probe torch.compile, and run your model (= --level 3).")
-@setting_option("strict")
 @click.option("--only", multiple=True, metavar="ID",
               help=f"Run only these checks or groups (repeatable; {SELECTORS_HELP}).")
-@setting_option("skip")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
               help="Output format (prometheus: a node_exporter textfile, needs -o FILE.prom).")
 @json_option
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the report in --format to FILE; a text summary still goes to stdout.")
-@check_timeout_option(was_timeout=True)
 @click.option("--slurm-drain", is_flag=True,
               help="After the report, drain this Slurm node (scontrol) when a check calls for it "
                    "(--drain-on), and resume it when none does if neuronctl drained it (for "
                    "HealthCheckProgram).")
-@setting_option("drain_on")
 @click.option("--exit-on", type=click.Choice(BY_NAME["drain_on"].choices or ()), default=None,
               help="Exit 1 only for these outcomes (as --drain-on: drain = severity drain); "
                    "node-problem-detector's hardware condition runs with drain [fail].")
 @click.option("--lookback", metavar="DURATION", default=None,
               help="hardware.errors reads the kernel log this far back (e.g. 300, 5m, 2h, 1d) "
                    "[since boot].")
-@sysroot_option
-@setting_option("manifest")
 def doctor(settings: DoctorSettings, python: str | None, level: int | None,
            no_device_probe: bool, compile_tier: bool, only: tuple[str, ...], fmt: str | None,
            as_json: bool, output: Path | None, slurm_drain: bool, exit_on: str | None,

@@ -10,21 +10,16 @@ from neuronctl.cli.app import get_app
 from neuronctl.cli.fetch_settings_types import DownloadSettings
 from neuronctl.cli.options import (
     json_option,
-    target_options,
-    timeout_option,
 )
-from neuronctl.cli.setting_options import setting_option, with_settings
+from neuronctl.cli.setting_options import with_settings
 from neuronctl.ops.output_path import check_output_dir
 
 
 @click.command("download")
 @with_settings("download", DownloadSettings)
-@setting_option("lock", required=True)
 @click.option("-d", "--dest", required=True, type=click.Path(path_type=Path, file_okay=False),
               help="The wheelhouse directory (made if absent; files already there and verified "
                    "are kept).")
-@target_options
-@timeout_option
 @json_option
 def download(settings: DownloadSettings, dest: Path, as_json: bool) -> int:
     """Fetch every file a lock selects into DIR, each verified against the lock's sha256 and size,

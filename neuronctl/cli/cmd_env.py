@@ -8,7 +8,7 @@ from neuronctl.cli.app import get_app
 from neuronctl.cli.common import target_python
 from neuronctl.cli.env_report import EnvView, to_markdown
 from neuronctl.cli.host_settings_types import EnvSettings
-from neuronctl.cli.options import check_timeout_option, json_option, python_option, sysroot_option
+from neuronctl.cli.options import json_option, python_option
 from neuronctl.cli.setting_options import with_settings
 from neuronctl.ops.env import REDACTED, TORCH_TIMEOUT_S, relevant_environ
 from neuronctl.ops.env import collect_env as collect
@@ -19,8 +19,6 @@ __all__ = ["REDACTED", "collect", "env", "relevant_environ", "to_markdown"]
 @with_settings("env", EnvSettings)
 @python_option
 @json_option
-@sysroot_option
-@check_timeout_option(was_timeout=True)
 def env(settings: EnvSettings, python: str | None, as_json: bool) -> int:
     """Dump everything a Neuron bug report needs, as markdown (or JSON): a superset of
     `python -m torch.utils.collect_env`, plus every Neuron package, the driver, runtime and chip."""

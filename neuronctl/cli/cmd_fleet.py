@@ -17,7 +17,7 @@ from neuronctl.cli.app import get_app, terminal_text
 from neuronctl.cli.host_settings_types import FleetDoctorSettings
 from neuronctl.cli.options import json_option, python_option
 from neuronctl.cli.output import write_atomic
-from neuronctl.cli.setting_options import setting_option, with_settings
+from neuronctl.cli.setting_options import with_settings
 from neuronctl.errors import InputError
 from neuronctl.ops.doctor.levels import LEVELS, RUN_MARGIN_S
 from neuronctl.ops.fleet.aggregate import aggregate
@@ -81,7 +81,6 @@ def _remote_command(value: str | None) -> list[str]:
 @click.option("--level", type=click.IntRange(1, 2), default=2, show_default=True,
               help="1: quick, no device work; 2: the full doctor.")
 @python_option
-@setting_option("run_timeout")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None, help="Output format.")
 @json_option
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),

@@ -8,15 +8,12 @@ import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.host_settings_types import InitSettings
-from neuronctl.cli.options import json_option, target_options
-from neuronctl.cli.setting_options import setting_option, with_settings
+from neuronctl.cli.options import json_option
+from neuronctl.cli.setting_options import with_settings
 
 
 @click.command("init")
 @with_settings("init", InitSettings)
-@setting_option("release")
-@setting_option("torch")
-@target_options
 @json_option
 def init(settings: InitSettings, as_json: bool) -> int:
     """Write or update [tool.neuronctl] in ./pyproject.toml (created if absent)."""

@@ -14,14 +14,12 @@ import click
 from msgspec.structs import replace
 
 from neuronctl.cli.app import App, get_app, note
-from neuronctl.cli.common import check_sysroot, json_option, sysroot_option
+from neuronctl.cli.common import check_sysroot, json_option
 from neuronctl.cli.options import (
-    check_timeout_option,
-    device_option,
     interpreter_option,
     request_options,
 )
-from neuronctl.cli.setting_options import setting_option, with_settings
+from neuronctl.cli.setting_options import with_settings
 from neuronctl.cli.stack_settings_types import InstallSettings
 
 if TYPE_CHECKING:
@@ -36,7 +34,6 @@ if TYPE_CHECKING:
 @click.command("install")
 @with_settings("install", InstallSettings)
 @request_options
-@setting_option("lock")
 @click.option("--find-links", "find_links", metavar="DIR", type=click.Path(path_type=Path, file_okay=False),
               help="With --lock: take the lock's files from this wheelhouse (neuronctl download); "
                    "the engine checks each against the lock's sha256 as it reads it, and a mismatch "
@@ -46,9 +43,6 @@ if TYPE_CHECKING:
               help="Install into this venv, creating it if absent (removed again if anything fails).")
 @click.option("--venv-python", metavar="X.Y|PATH", help="Python for a new --venv (default: the lowest "
               "the release supports that this machine has).")
-@setting_option("engine")
-@device_option
-@check_timeout_option()
 @click.option("--dry-run", is_flag=True, help="Print the plan, the engine commands and the files "
               "they install; change nothing.")
 @click.option("-y", "--yes", is_flag=True, help="Confirm removals (legacy XLA packages) without asking.")
@@ -56,7 +50,6 @@ if TYPE_CHECKING:
               help="Also write the resolution as a pylock.toml.")
 @click.option("--no-check", is_flag=True, help="Do not run the doctor on the target afterwards.")
 @json_option
-@sysroot_option
 def install(settings: InstallSettings, latest: bool, offline: bool, allow_unsupported: bool,
             find_links: Path | None, python: str | None, venv: Path | None,
             venv_python: str | None, dry_run: bool, yes: bool, write_lock: Path | None,

@@ -14,7 +14,6 @@ from neuronctl.cli.app import App, get_app
 from neuronctl.cli.options import (
     json_option,
     request_options,
-    target_options,
 )
 from neuronctl.cli.progress import MessageLines
 from neuronctl.cli.setting_options import with_settings
@@ -25,7 +24,6 @@ from neuronctl.routing import redact_url
 @click.command("lock")
 @with_settings("lock", LockSettings)
 @request_options
-@target_options
 @click.option("-o", "--output", metavar="FILE", help="Lock file (default: config `lock`, else pylock.toml; "
               "- for stdout). With --fallback it names the Neuron lock, and the fallback lock goes "
               "beside it as pylock.DEVICE.toml, never over it.")

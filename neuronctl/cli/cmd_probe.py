@@ -8,8 +8,6 @@ from neuronctl.cli.app import get_app
 from neuronctl.cli.common import target_python
 from neuronctl.cli.host_settings_types import ProbeSettings
 from neuronctl.cli.options import (
-    check_timeout_option,
-    device_option,
     json_option,
     python_option,
 )
@@ -19,10 +17,8 @@ from neuronctl.ops import probe as probe_op
 
 @click.command()
 @with_settings("probe", ProbeSettings)
-@device_option
 @python_option
 @json_option
-@check_timeout_option(was_timeout=True)
 @click.option("--compile", "compile_tier", is_flag=True, help="Also probe torch.compile (slow).")
 def probe(settings: ProbeSettings, python: str | None, as_json: bool,
           compile_tier: bool) -> int:

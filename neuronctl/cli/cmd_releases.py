@@ -9,16 +9,13 @@ import click
 from neuronctl.cli.app import get_app
 from neuronctl.cli.fetch_settings_types import ReleasesUpdateSettings
 from neuronctl.cli.options import json_option
-from neuronctl.cli.setting_options import setting_option, with_settings
+from neuronctl.cli.setting_options import with_settings
 from neuronctl.cli.settings_types import ManifestSettings
-
-MANIFEST_OPTION = setting_option("manifest")
 
 
 @click.group(invoke_without_command=True)
 @with_settings("releases", ManifestSettings)
 @json_option
-@MANIFEST_OPTION
 @click.pass_context
 def releases(ctx: click.Context, as_json: bool, settings: ManifestSettings) -> int:
     """Show the Neuron releases neuronctl knows, newest first."""
@@ -38,7 +35,6 @@ def releases(ctx: click.Context, as_json: bool, settings: ManifestSettings) -> i
 @json_option
 @click.option("--sources", "with_sources", is_flag=True,
               help="Each value with its source (URL, date read), or \"not published\".")
-@MANIFEST_OPTION
 def show(version: str, as_json: bool, with_sources: bool, settings: ManifestSettings) -> int:
     """Show one release in full."""
     from neuronctl.cli.releases_report import ReleaseView
@@ -69,7 +65,6 @@ def import_(path: Path, as_json: bool, output: Path | None) -> int:
 
 @releases.command("update")
 @with_settings("releases update", ReleasesUpdateSettings)
-@setting_option("manifest_url")
 @click.option("--accept-changes", is_flag=True,
               help="Apply the values of releases already known that the fetched data fills or "
                    "changes (listed without it).")

@@ -13,7 +13,7 @@ from msgspec import Struct
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import json_option
 from neuronctl.cli.host_settings_types import SetupSettings
-from neuronctl.cli.setting_options import setting_option, with_settings
+from neuronctl.cli.setting_options import with_settings
 from neuronctl.ops.setup.repos import KEY_FINGERPRINT, OS_IDS
 
 if TYPE_CHECKING:
@@ -24,11 +24,8 @@ if TYPE_CHECKING:
 
 @click.command()
 @with_settings("setup", SetupSettings)
-@setting_option("release")
 @click.option("--os", "os_name", type=click.Choice(OS_IDS), default=None,
               help="Plan for another host with this OS (nothing of this host is read).")
-@setting_option("sysroot")
-@setting_option("system_repo")
 @click.option("--key-fingerprint", metavar="FPR", default=None,
               help="The repository key's fingerprint (a mirror signed with its own key) "
                    f"[default: {KEY_FINGERPRINT}].")

@@ -10,8 +10,8 @@ from neuronctl.cli.app import get_app
 from neuronctl.cli.common import target_python
 from neuronctl.cli.hardware_report import SmokeView
 from neuronctl.cli.host_settings_types import SmokeSettings
-from neuronctl.cli.options import device_option, json_option, python_option
-from neuronctl.cli.setting_options import setting_option, with_settings
+from neuronctl.cli.options import json_option, python_option
+from neuronctl.cli.setting_options import with_settings
 from neuronctl.errors import InputError
 from neuronctl.ops.output_path import check_output_file
 from neuronctl.ops.smoke import DEFAULT_TIMEOUT, SmokeRequest, run_smoke
@@ -19,10 +19,8 @@ from neuronctl.ops.smoke import DEFAULT_TIMEOUT, SmokeRequest, run_smoke
 
 @click.command()
 @with_settings("smoke", SmokeSettings)
-@setting_option("model")
 @click.option("--script", type=click.Path(path_type=Path, dir_okay=False),
               help="A Python file that defines make() (same return as FACTORY).")
-@device_option
 @python_option
 @click.option("--steps", type=click.IntRange(1, 1000), default=10, show_default=True,
               help="Timed steps.")
@@ -32,7 +30,6 @@ from neuronctl.ops.smoke import DEFAULT_TIMEOUT, SmokeRequest, run_smoke
                                             "are compared with CPU too.")
 @click.option("--compile", "compile_model", is_flag=True,
               help="torch.compile the model (backend 'neuron' on Neuron, 'inductor' elsewhere).")
-@setting_option("run_timeout")
 @json_option
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the JSON report to FILE (for `neuronctl cost --from FILE`).")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from neuronctl.cli.options import DEVICE_CHOICE, json_option, python_option, sysroot_option
+from neuronctl.cli.options import DEVICE_CHOICE, json_option, python_option
 
 if TYPE_CHECKING:
     from neuronctl.cli.printer import Printer
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 # The shared options are declared in cli/options.py; named here too for the commands that import
 # them from here.
 __all__ = ["DEVICE_CHOICE", "check_sysroot", "echo_target", "json_option", "python_option",
-           "sysroot_option", "target_python"]
+           "target_python"]
 
 def target_python(python: str | None) -> TargetPython:
     """The environment this command works on (neuronctl.ops.target_env: the one rule)."""
@@ -33,6 +33,9 @@ def check_sysroot(path: Path | None) -> Path | None:
     """--sysroot as given, after the root it or NEURONCTL_SYSROOT names is validated (exit 2
     before anything runs); SysRoot.from_env is the one place that decides what a root is."""
     from neuronctl.probes.sysroot import SysRoot
+    from neuronctl.probes.tools import sysroot_tools_allowed
 
-    SysRoot.from_env(path)
+    root = SysRoot.from_env(path)
+    if not root.is_host:  # a bad NEURONCTL_SYSROOT_TOOLS: bad input now, not each probe's failure
+        sysroot_tools_allowed(root)
     return path

@@ -17,7 +17,7 @@ import click
 from neuronctl._version import __version__
 from neuronctl.cli.app import App, TerminalStream, terminal_text
 from neuronctl.cli.output import JsonError, command_name, error_kind, finish_json
-from neuronctl.cli.setting_options import setting_option, with_settings
+from neuronctl.cli.setting_options import with_settings
 from neuronctl.cli.settings_types import ManifestSettings
 from neuronctl.errors import EXIT_FAILED, EXIT_USAGE, Interrupted, NeuronctlError, TerminateSignal
 
@@ -171,7 +171,6 @@ class LazyGroup(click.Group):
 @click.option("--no-color", is_flag=True, help="No colour (NO_COLOR is honoured too).")
 @click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Config file (default: [tool.neuronctl] in ./pyproject.toml).")
-@setting_option("manifest")
 @click.pass_context
 def cli(ctx: click.Context, verbose: int, quiet: bool, no_color: bool,
         config_path: Path | None, settings: ManifestSettings) -> None:

@@ -1,7 +1,6 @@
-"""The options several commands share, declared once. A setting's flag is built from its row of
-the settings table (neuronctl.cli.setting_options); the groups here only say which settings (and
-which plain flags: --json, --latest, --offline) a family of commands takes (their typed settings:
-neuronctl.cli.settings_types and neuronctl.cli.stack_settings_types)."""
+"""The plain options several commands share, declared once (--json, --python, --latest,
+--offline). A setting's flag is not here: its row of the settings table names the commands that
+take it, and neuronctl.cli.setting_options.with_settings gives it to them."""
 
 from __future__ import annotations
 
@@ -11,17 +10,14 @@ from typing import Any, TypeVar
 import click
 
 from neuronctl.cli.app import note
-from neuronctl.cli.setting_options import setting_option
 from neuronctl.devices import DEVICES
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEVICE_CHOICE = click.Choice(DEVICES)
 
-__all__ = ["DEVICE_CHOICE", "check_timeout_option", "device_option",
-           "interpreter_option", "json_option", "note", "python_option", "request_options",
-           "setting_option", "sysroot_option", "target_options",
-           "timeout_option"]
+__all__ = ["DEVICE_CHOICE", "interpreter_option", "json_option", "note", "python_option",
+           "request_options"]
 
 
 # -- shared options ------------------------------------------------------------------------------
@@ -46,32 +42,14 @@ def interpreter_option(role: str, default: str = "else neuronctl's own") -> Call
 python_option = interpreter_option("to inspect")
 
 
-sysroot_option = setting_option("sysroot")
-device_option = setting_option("device")
-timeout_option = setting_option("timeout")
-
-
-def check_timeout_option(*, was_timeout: bool = False) -> Callable[[F], F]:
-    """`--check-timeout`: the time limit of work run in the target (config `check_timeout`);
-    `was_timeout`: this command had it as `--timeout`, still accepted with a note."""
-    return setting_option("check_timeout", old=was_timeout)
-
-
-def target_options(f: F) -> F:
-    """The platform targets: `--python-version X.Y` (once `--python`, still accepted with a note)
-    and `--platform TAG`."""
-    return setting_option("python_versions")(setting_option("platforms")(f))
-
 
 def request_options(f: Any) -> Any:
-    """The options lock and install share to say what stack to build."""
+    """The plain flags lock and install share to say what stack to build (their settings, the
+    release, torch, --with, the indexes and routes, come from their rows: with_settings)."""
     options = [
-        setting_option("release"), setting_option("torch"), setting_option("requirements"),
-        setting_option("indexes"), setting_option("routes"),
         click.option("--latest", is_flag=True,
                      help="Newest builds within the release's lines instead of its exact versions."),
         click.option("--offline", is_flag=True, help="Only the HTTP cache and file:// indexes."),
-        timeout_option,
         click.option("--allow-unsupported", is_flag=True,
                      help="Proceed where a documented rule (OS, support window, driver/runtime) "
                           "forbids the stack; the rule and its source are still named."),

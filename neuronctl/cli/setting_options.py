@@ -1,12 +1,12 @@
 """Each setting's flag built from its row of the settings table (neuronctl.settings_table), and the
 one way a command gets its settings: one typed, frozen argument built on `CommandSettings`.
 
-`setting_option("release")` is the only way cli/ declares a setting's flag: its spelling, type,
-choices (from the parse rule), metavar, repeatability and help all come from the row, and its old
-spellings are added hidden, each printing the project's one-line note when used.
-`with_settings("doctor", DoctorSettings)`, on top of a command's decorators, says the help as that
-command shows it, takes every setting flag's value out of the command's parameters and passes one
-`settings` argument instead: the command's own typed, frozen settings
+A row names the commands that take its flag; `with_settings("doctor", DoctorSettings)`, on top of
+a command's decorators, gives that command the flag of each such row (`setting_option`: its
+spelling, type, choices or range from the parse rule, metavar, repeatability and help all come
+from the row, and its old spellings are added hidden, each printing the project's one-line note
+when used), says the help as that command shows it, takes every setting flag's value out of the
+command's parameters and passes one `settings` argument instead: the command's own typed, frozen settings
 (neuronctl.cli.settings_types), resolved from what was typed (click's ParameterSource, read here
 once) and the rule that resolves the rest (flag > environment > config > default). No command body
 reads a setting from the context, nor by name.
@@ -26,8 +26,9 @@ from click.core import ParameterSource
 from msgspec import Struct, field
 from msgspec.structs import replace
 
+from neuronctl import settings_table
 from neuronctl.settings import Flag, Setting
-from neuronctl.settings_table import BY_NAME, Spec, seconds
+from neuronctl.settings_table import Spec, WholeNumber, seconds
 
 if TYPE_CHECKING:
     from neuronctl.settings import Resolver
@@ -36,6 +37,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _MARK = "__neuronctl_settings__"
 """The attribute `with_settings` leaves on a command's callback: the command it was built for."""
+_TYPED = "__neuronctl_typed_settings__"
+"""And its typed settings class."""
 
 
 class SettingOption(click.Option):
@@ -57,6 +60,8 @@ def _type(spec: Spec[Any]) -> click.ParamType | None:  # type: ignore[type-arg]
                           file_okay=spec.path == "file")
     if spec.parse is seconds:
         return click.FLOAT  # the row's rule checks the number (finite, above 0, at most a day)
+    if isinstance(spec.parse, WholeNumber):
+        return click.IntRange(spec.parse.low, spec.parse.high)
     return None
 
 
@@ -75,7 +80,7 @@ def setting_option(name: str, *, old: bool = False, required: bool = False) -> C
     """Setting `name`'s flag from its row, with its old spellings (where the row says they are
     accepted everywhere, or `old`: this command had the old spelling); `required`: the command
     cannot run without it (download's --lock)."""
-    spec = BY_NAME[name]
+    spec = settings_table.BY_NAME[name]
     flag = spec.flag
     if flag is None:
         raise ValueError(f"setting {name} has no flag")
@@ -154,11 +159,16 @@ class Resolves(Protocol):
 
 
 def with_settings(command: str, typed: type[Resolves] | None = None) -> Callable[[F], F]:
-    """On top of a command's decorators: its setting flags' help as `command` shows it, and its
-    callback given one `settings` in place of their parameters: `typed.resolve` of this
-    invocation (the generic CommandSettings where no type is named: the building block)."""
+    """On top of a command's decorators: the flag of every setting whose row names `command`
+    (in the table's order, above the command's own options; old spellings as the row says; help
+    as `command` shows it), and its callback given one `settings` in place of their parameters:
+    `typed.resolve` of this invocation (the generic CommandSettings where no type is named)."""
 
     def apply(f: F) -> F:
+        for spec in reversed(settings_table.SPECS):  # click lists the last added first
+            if command in spec.commands:
+                f = setting_option(spec.name, old=command in dict(spec.old_whys),
+                                   required=command in spec.required_on)(f)
         params: list[click.Parameter] = getattr(f, "__click_params__", [])
         options = [p for p in params if isinstance(p, SettingOption)]
         for option in options:
@@ -183,6 +193,7 @@ def with_settings(command: str, typed: type[Resolves] | None = None) -> Callable
             return f(*args, settings=settings, **kwargs)
 
         setattr(run, _MARK, command)
+        setattr(run, _TYPED, typed)
         return run  # type: ignore[return-value]
 
     return apply
@@ -194,6 +205,12 @@ def _one_spelling(earlier: Flag | None, typed: Flag) -> None:
     if earlier is not None and earlier.value != typed.value:
         raise click.UsageError(f"{earlier.spelled} and {typed.spelled} are one setting given two "
                                f"values ({earlier.spelled} is the old spelling): give one")
+
+
+def typed_settings(callback: Callable[..., Any] | None) -> type | None:
+    """The typed settings class `with_settings` gives `callback`, else None (tests)."""
+    found = getattr(callback, _TYPED, None)
+    return found if isinstance(found, type) else None
 
 
 def settings_command(callback: Callable[..., Any]) -> str | None:

@@ -1,9 +1,11 @@
 """Each setting is declared once, in its row of the settings table (neuronctl.settings_table), and
-the CLI builds its flag from that row (neuronctl.cli.setting_options): every command's option that
-spells a table setting is built from the row (help, choices, metavar, old spellings), each command
-gets its settings as one argument and reads none back through click's context, a row added to
-the table is at once a flag, an environment variable, a config key and a documented row, and the
-installer engine's flag is `--engine` (`--backend` still works, with the project's note)."""
+the CLI builds its flag from that row (neuronctl.cli.setting_options): the row names the commands
+that take the flag and `with_settings` gives it to them, every command's option that spells a
+table setting is built from the row (help, choices, metavar, old spellings), each command gets its
+settings as one argument and reads none back through click's context, a row added to the table is
+at once a flag, an environment variable, a config key and a documented row, every flag a command
+takes is read by its typed settings, and the installer engine's flag is `--engine` (`--backend`
+still works, with the project's note)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from neuronctl.cli.setting_options import (
     SettingOption,
     setting_option,
     settings_command,
+    typed_settings,
     with_settings,
 )
 from neuronctl.errors import InputError
@@ -89,8 +92,7 @@ def _check_setting_option(path: str, command: click.Command, option: SettingOpti
     if spec.choices is not None:
         assert isinstance(option.type, click.Choice)
         assert tuple(option.type.choices) == spec.choices
-    if spec.commands:  # a spelling two settings share: the row says which commands are its
-        assert path in spec.commands, (path, spec.name, spec.commands)
+    assert path in spec.commands, (path, spec.name, spec.commands)  # the row says where it is
 
 
 def test_every_option_spelled_as_a_setting_is_built_from_its_row() -> None:
@@ -113,10 +115,31 @@ def test_every_option_spelled_as_a_setting_is_built_from_its_row() -> None:
 
 
 def test_each_table_flag_is_on_the_commands_the_row_names() -> None:
-    for spec in (s for s in SPECS if s.commands):
+    for spec in SPECS:
+        assert bool(spec.commands) == bool(spec.flag), (
+            f"row {spec.name}: a row with a flag names the commands that take it "
+            f"(commands=(\"lock\", ...)); a row without one names none")
         on = {path for path, command in _commands() for p in command.params
               if isinstance(p, SettingOption) and p.spec is spec and p.old is None}
         assert on == set(spec.commands), spec.name
+
+
+def test_every_flag_a_command_takes_is_read_by_its_typed_settings() -> None:
+    """A flag the body never reads would be taken, shown in --help, and silently do nothing (a bad
+    value too: a setting is checked where it is read). Each setting whose row names a command is
+    named in the source of that command's typed settings class or of the classes it builds on."""
+    for path, command in _commands():
+        typed = typed_settings(command.callback)
+        names = {p.spec.name for p in command.params if isinstance(p, SettingOption) and p.old is None}
+        if typed is None or not names:
+            continue
+        sources = "".join(inspect.getsource(sys.modules[c.__module__]) for c in typed.__mro__
+                          if c.__module__.startswith("neuronctl"))
+        for name in sorted(names):
+            assert f'"{name}"' in sources, (
+                f"`neuronctl {path}` takes {BY_NAME[name].flag} (row {name}) but "
+                f"{typed.__name__} never reads {name!r}: give it a typed field "
+                "(docs/maintaining.md, adding a setting)")
 
 
 def test_no_command_takes_a_setting_as_a_parameter_or_reads_one_from_the_context() -> None:
@@ -151,16 +174,12 @@ def test_no_command_takes_a_setting_as_a_parameter_or_reads_one_from_the_context
 
 # -- one row: a flag, a variable, a config key and a documented row --------------------------------
 
-def _depth(value: object, where: str, base: Path) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | str) or not str(value).isdigit():
-        raise InputError(f"{where}: expected a whole number, got {value!r}")
-    return int(value)
-
-
 NEW = Spec("demo_depth", "--demo-depth", "NEURONCTL_DEMO_DEPTH", "demo_depth", (int,),
-           "a whole number", "how deep the demo goes", _depth, 3, metavar="N",
+           "a whole number", "how deep the demo goes", settings_table.whole_number(0, 99), 3,
+           metavar="N", commands=("demo",),
            help="How deep the demo goes [{default}].", help_words=(("", "config demo_depth, "
                                                                      "else 3"),))
+"""A row as a newcomer adds it: its rule, its default, its help and the commands that take it."""
 
 
 @pytest.fixture
@@ -175,8 +194,7 @@ def new_row(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Spec:
 
 def _demo() -> click.Command:
     @click.command("demo")
-    @with_settings("demo")
-    @setting_option("demo_depth")
+    @with_settings("demo")  # the flag comes from the row, which names "demo"
     def demo(settings: CommandSettings) -> None:
         click.echo(settings.resolve("demo_depth").said())
 
@@ -194,9 +212,13 @@ def test_a_new_row_is_a_flag_a_variable_a_config_key_and_a_docs_row(new_row, tmp
     env = {"NEURONCTL_DEMO_DEPTH": "6"}
     assert runner.invoke(demo, [], env=env).output == "6 (from NEURONCTL_DEMO_DEPTH)\n"
     assert runner.invoke(demo, ["--demo-depth", "7"], env=env).output == "7 (from --demo-depth)\n"
-    bad = runner.invoke(demo, ["--demo-depth", "deep"])
-    assert isinstance(bad.exception, InputError) and "--demo-depth: expected a whole number" \
-        in str(bad.exception)
+    bad = runner.invoke(demo, ["--demo-depth", "deep"])  # click's IntRange, from the rule
+    assert bad.exit_code == 2 and "'--demo-depth': 'deep' is not a valid integer" in bad.output
+    assert runner.invoke(demo, ["--demo-depth", "100"]).exit_code == 2
+    for bad_env in ("deep", "\u00b2", "9" * 5000, "-1"):
+        bad = runner.invoke(demo, [], env={"NEURONCTL_DEMO_DEPTH": bad_env})
+        assert isinstance(bad.exception, InputError), bad_env
+        assert "NEURONCTL_DEMO_DEPTH: expected a whole number, 0 to 99" in str(bad.exception)
     from neuronctl.config import validate
 
     with pytest.raises(InputError, match="demo_depth: expected a whole number"):

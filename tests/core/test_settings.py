@@ -11,6 +11,7 @@ import pytest
 
 from neuronctl.config import Config
 from neuronctl.settings import SPECS, Flag, Resolver
+from neuronctl.settings_table import Spec, WholeNumber, seconds
 
 BUNDLED = Path(__file__).resolve().parents[2] / "neuronctl" / "data" / "releases.json"
 
@@ -256,10 +257,23 @@ def test_network_timeout_flag_beats_config(cli, project_dir) -> None:
 
 # -- the resolver itself: each level over the next, for every setting with a variable -----------------
 
+def _three_values(spec: Spec) -> tuple[str, str, str]:
+    """Three values the row's rule takes, for the flag, the variable and the config, from the
+    rule itself (a row added later needs no case here)."""
+    if spec.choices is not None and len(spec.choices) >= 3:
+        return tuple(reversed(spec.choices))[:3]  # type: ignore[return-value]
+    if isinstance(spec.parse, WholeNumber):
+        low = spec.parse.low
+        return str(low + 1), str(low + 2), str(low + 3)
+    if spec.parse is seconds:
+        return "5", "6", "7"
+    return "a-flag", "b-env", "c-config"
+
+
 @pytest.mark.parametrize("spec", [s for s in SPECS if s.env and s.key and not s.layered],
                          ids=lambda s: s.name)
 def test_every_level_wins_over_the_next(spec, tmp_path: Path) -> None:
-    value = {"engine": ("uv", "pip", "auto")}.get(spec.name, ("a-flag", "b-env", "c-config"))
+    value = _three_values(spec)
     config = Config({spec.key: value[2]}, str(tmp_path / "config.toml"), tmp_path)
     # a trust root's config is the user's own; any other setting's, a project's
     files = {"user": config} if spec.trust_root else {"config": config}

@@ -101,6 +101,14 @@ def test_a_sysroot_tools_value_other_than_1_or_0_is_bad_input(cli, tmp_path: Pat
         assert r.code == 2 and not marker.exists(), r.err
         assert f"NEURONCTL_SYSROOT_TOOLS: expected 1 (on) or 0 (off), got '{value}'" in r.err
         assert len(r.err.strip().splitlines()) <= 2 and "Traceback" not in r.err
+    # doctor and bundle say so before any work: not ten failed checks, not an archive of errors
+    monkeypatch.setenv("NEURONCTL_SYSROOT_TOOLS", "yes")
+    archive = tmp_path / "b.tar.gz"
+    for args in (["doctor", "--level", "1"], ["bundle", "-o", str(archive)]):
+        r = cli(*args, "--sysroot", str(root))
+        assert r.code == 2 and r.err.startswith("neuronctl: error: NEURONCTL_SYSROOT_TOOLS: "), r.err
+        assert len(r.err.strip().splitlines()) == 1 and not marker.exists()
+    assert not archive.exists()
 
 
 def test_bundle_does_not_run_a_sysroot_tool_unasked(tmp_path: Path) -> None:

@@ -27,10 +27,18 @@ def test_check_mode_names_the_stale_page_and_the_command(tmp_path):
     for name, make in docs_gen.PAGES.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(make())
+    security = tmp_path / "docs/security.md"  # a page written by hand around a generated block
+    security.write_text((REPO / "docs/security.md").read_text())
     assert docs_gen.stale(tmp_path) == []
     (tmp_path / "docs/config.md").write_text("# Configuration\n")
     (tmp_path / "docs/checks.md").unlink()
-    assert docs_gen.stale(tmp_path) == ["docs/checks.md", "docs/config.md"]
+    security.write_text(security.read_text().replace("| `manifest` |", "| `manifest_old` |"))
+    assert docs_gen.stale(tmp_path) == ["docs/checks.md", "docs/config.md", "docs/security.md"]
+    assert docs_gen.write(tmp_path) == ["docs/checks.md", "docs/config.md", "docs/security.md"]
+    assert docs_gen.stale(tmp_path) == []
+    assert security.read_text() == (REPO / "docs/security.md").read_text()
+    security.unlink()
+    assert docs_gen.stale(tmp_path) == ["docs/security.md"]
 
 
 def test_check_mode_runs_as_a_module_from_the_checkout():

@@ -189,6 +189,21 @@ def test_plain_http_release_data_is_refused_naming_where_it_came_from(
     assert state.hits == [] and not stored_manifest_path().exists()
 
 
+@pytest.mark.parametrize(("args", "env", "named"), [
+    (["releases", "update"], {"NEURONCTL_MANIFEST_URL": "ftp://mirror.test/m.json"},
+     "NEURONCTL_MANIFEST_URL"),
+    (["releases", "update", "--from", "gopher://mirror.test/m.json"], {}, "--from"),
+    (["setup", "--os", "ubuntu-24.04", "--chip", "trn2", "--repo", "ftp://mirror.test/n"], {},
+     "--repo"),
+])
+def test_another_scheme_is_refused_naming_where_it_came_from(cli, monkeypatch, args, env, named):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    r = cli(*args)
+    assert r.code == 2 and r.err.startswith(f"neuronctl: error: {named}: "), r.err
+    assert "is not an https:// or file:// URL" in r.err and len(r.err.strip().splitlines()) == 1
+
+
 def test_an_https_source_redirecting_to_plain_http_is_refused(cli, https, plain) -> None:
     site, url = https
     target, plain_url = plain
