@@ -4,8 +4,8 @@ what it bounds), and the one rule that resolves it: a flag the user typed > the 
 where it came from ("release 2.33.1 (from pyproject.toml)").
 
 Two settings are layered data rather than one value, and say so in the table: the indexes
-(bundled < config < NEURONCTL_INDEX_<NAME> < a lock's recorded indexes < --index, each index
-on its own; neuronctl.ops.index_routing) and the lists that add up (doctor's `skip`, cost's
+(bundled < the user's config < the project's < NEURONCTL_INDEX_<NAME> < a lock's recorded
+indexes < --index, each index on its own; neuronctl.ops.index_routing) and the lists that add up (doctor's `skip`, cost's
 `prices`: config and flags together). Within each layer the environment still beats the config.
 
 Two config files: the project's (`[tool.neuronctl]` in ./pyproject.toml, or `--config FILE`) and
@@ -178,6 +178,20 @@ class Resolver(Struct, frozen=True):
             if value is not None:
                 return value, config
         return None, self.config
+
+    def config_tables(self, name: str) -> list[tuple[Mapping[str, Any], str, bool]]:
+        """A layered table setting's tables, each with its file and whether it is the project's
+        (./pyproject.toml, not a file the user named), from the lowest layer up: the user's own
+        config, then the project's. Each entry is its own value, so a project's table replaces
+        the user's entries it names and no others (an empty one replaces none)."""
+        s = BY_NAME[name]
+        layers = []
+        for config in reversed(self._configs(s)):
+            value = config.get(s.key) if s.key else None
+            if isinstance(value, Mapping):
+                layers.append((value, config.source or "config",
+                               config is self.config and not config.named))
+        return layers
 
     def config_entries(self, name: str) -> tuple[Mapping[str, Any], str]:
         """A layered setting's config table and the file it is in, for its own resolution."""

@@ -1,6 +1,6 @@
-"""Index routing as the user set it, in layers: bundled data, config, NEURONCTL_INDEX_<NAME>, a
-lock's recorded indexes, then --index / --route flags (each index on its own; the environment over
-the config is the one rule of neuronctl.settings).
+"""Index routing as the user set it, in layers: bundled data, the user's config, the project's,
+NEURONCTL_INDEX_<NAME>, a lock's recorded indexes, then --index / --route flags (each index and
+each route on its own; the environment over the config is the one rule of neuronctl.settings).
 
 A name that matches no index is an error, never a new index nobody uses: `--index neurn=URL` or
 `NEURONCTL_INDEX_PYTORCHCPU` would otherwise be ignored while the run went to the internet. A new
@@ -55,20 +55,24 @@ class IndexSources(Struct, frozen=True):
     config_indexes: Mapping[str, str] = field(default_factory=dict)
     config_routes: Mapping[str, str] = field(default_factory=dict)
     config_source: str = "config"
-    config_is_project: bool = False
-    """The config's tables are a project's (./pyproject.toml, not a file the user named)."""
     environ: Mapping[str, str] | None = None
     """None: this process's environment."""
     index_flags: Sequence[str] = ()
     route_flags: Sequence[str] = ()
+    config_where: Mapping[str, str] = field(default_factory=dict)
+    """An index's or route's config file where the tables merge two (the user's and the
+    project's: "indexes: NAME" and "routes: PKG" keys), else config_source."""
+    project_indexes: frozenset[str] = frozenset()
+    """The indexes a project's pyproject.toml names (held to _project_index's rule)."""
 
 
 def _index_settings(sources: IndexSources, env: Mapping[str, str],
                     known: Sequence[str]) -> list[_IndexSetting]:
-    where = sources.config_source
-    settings = [_IndexSetting(name, url, f"{where}: indexes: {name}")
+    files = sources.config_where
+    settings = [_IndexSetting(name, url, f"{files.get(f'indexes: {name}', sources.config_source)}: "
+                                         f"indexes: {name}")
                 for name, url in sources.config_indexes.items() if url]
-    project = list(settings) if sources.config_is_project else []
+    project = [s for s in settings if s.name in sources.project_indexes]
     settings += _env_settings(env, known)
     for text in sources.index_flags:
         name, url = parse_assignment(text, "--index")
@@ -101,8 +105,9 @@ def _project_index(setting: _IndexSetting) -> None:
 
 
 def _route_settings(sources: IndexSources) -> list[tuple[str, str, str]]:
-    where = sources.config_source
-    routes = [(package, index, f"{where}: routes: {package}")
+    files = sources.config_where
+    routes = [(package, index,
+               f"{files.get(f'routes: {package}', sources.config_source)}: routes: {package}")
               for package, index in sources.config_routes.items()]
     for text in sources.route_flags:
         package, index = parse_assignment(text, "--route")
@@ -154,8 +159,17 @@ def route_indexes(sources: IndexSources, recorded: Mapping[str, str] | None = No
 def index_sources(resolver: Resolver, index_flags: Sequence[str] = (),
                   route_flags: Sequence[str] = ()) -> IndexSources:
     """The index and route layers of this invocation (the config's tables, the environment)."""
-    indexes, where = resolver.config_entries("indexes")
-    routes, _ = resolver.config_entries("routes")
-    return IndexSources(indexes, routes, where, resolver.from_project("indexes"), resolver.environ,
-                        index_flags, route_flags)
+    tables: dict[str, dict[str, str]] = {"indexes": {}, "routes": {}}
+    where: dict[str, str] = {}
+    project: set[str] = set()
+    source = "config"
+    for key, table in tables.items():  # the user's entries, then the project's over them
+        for entries, source, is_project in resolver.config_tables(key):
+            for name, value in entries.items():
+                table[name] = value
+                where[f"{key}: {name}"] = source
+                if key == "indexes":
+                    (project.add if is_project else project.discard)(name)
+    return IndexSources(tables["indexes"], tables["routes"], source, resolver.environ,
+                        index_flags, route_flags, where, frozenset(project))
 

@@ -18,6 +18,7 @@ from support.loopback import QuietHandler, serving
 from support.private_index import ENCODED, GOOD, PASSWORD, USER, assert_no_secret, private_universe
 
 from neuronctl.backend.pip_engine import PipEngine
+from neuronctl.errors import InputError
 from neuronctl.ops.index_routing import IndexSources, route_indexes
 from neuronctl.resolvers.http_fetch import Fetcher
 from neuronctl.routing import IndexURL, load_default_routing
@@ -189,6 +190,32 @@ def test_a_projects_index_over_plain_http_off_this_machine_is_refused(cli, monke
         'routes = { nki = "neur\u03bfn" }\n')
     r = cli("lock", "--offline")
     assert r.code == 2 and "invalid index name" in r.err, r.err
+
+
+def test_the_users_and_the_projects_indexes_layer_one_index_at_a_time(tmp_path):
+    """Each index is its own value: a project's table replaces the user's entries it names and no
+    others (an empty table once dropped the user's mirrors, and the run went to the public
+    indexes), and an error names the file the entry is in."""
+    from neuronctl.config import Config
+    from neuronctl.ops.index_routing import index_sources
+    from neuronctl.settings import Resolver
+
+    def routed(project: dict, user: dict) -> dict[str, str]:
+        mine = Config({"indexes": user}, str(tmp_path / "user.toml"), tmp_path, named=True)
+        config = Config(project, str(tmp_path / "pyproject.toml"), tmp_path)
+        routing = route_indexes(index_sources(Resolver.of(config, environ={}, user=mine)))
+        return {name: str(url) for name, url in routing.indexes.items()}
+
+    mirrors = {"neuron": "https://mine.example/neuron", "pypi": "https://mine.example/pypi"}
+    assert routed({"indexes": {}}, mirrors)["neuron"] == "https://mine.example/neuron"
+    both = routed({"indexes": {"pypi": "https://team.example/pypi"}}, mirrors)
+    assert both["neuron"] == "https://mine.example/neuron" and both["pypi"] == "https://team.example/pypi"
+    with pytest.raises(InputError, match=r"pyproject\.toml: indexes: pypi: .* is plain http"):
+        routed({"indexes": {"pypi": "http://team.example/pypi"}}, mirrors)  # the project's: refused
+    plain = {"neuron": "http://mine.example/neuron"}  # the user's own network: theirs to choose
+    assert routed({"indexes": {}}, plain)["neuron"] == "http://mine.example/neuron"
+    with pytest.raises(InputError, match=r"user\.toml: indexes: nueron"):
+        routed({}, {"nueron": "https://x.example/simple"})
 
 
 def test_a_new_index_needs_a_route_and_a_locks_recorded_names_are_known():
