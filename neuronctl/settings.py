@@ -5,8 +5,9 @@ where it came from ("release 2.33.1 (from pyproject.toml)").
 
 Two settings are layered data rather than one value, and say so in the table: the indexes
 (bundled < the user's config < the project's < NEURONCTL_INDEX_<NAME> < a lock's recorded
-indexes < --index, each index on its own; neuronctl.ops.index_routing) and the lists that add up (doctor's `skip`, cost's
-`prices`: config and flags together). Within each layer the environment still beats the config.
+indexes < --index, each index on its own; neuronctl.ops.index_routing) and the lists that add
+up (doctor's `skip`, cost's `prices`: config and flags together). Within each layer the
+environment still beats the config.
 
 Two config files: the project's (`[tool.neuronctl]` in ./pyproject.toml, or `--config FILE`) and
 the user's own ($XDG_CONFIG_HOME/neuronctl/config.toml, else ~/.config/neuronctl/); the project's
