@@ -83,6 +83,16 @@ def _index_settings(sources: IndexSources, env: Mapping[str, str],
     return settings
 
 
+def _is_loopback_address(host: str) -> bool:
+    """127.0.0.0/8 or ::1 written as an address ("127.evil.example" is a name, not loopback)."""
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _project_index(setting: _IndexSetting) -> None:
     """A project's pyproject.toml may name its indexes (a team's mirror), but not one over plain
     http off this machine: anyone on the way could change what it serves, and ~/.netrc's
@@ -95,7 +105,7 @@ def _project_index(setting: _IndexSetting) -> None:
         host = parts.hostname or ""
     except ValueError:
         return  # check_index_url names the bad URL
-    loopback = host in {"localhost", "::1"} or host.startswith("127.")
+    loopback = host == "localhost" or _is_loopback_address(host)
     if parts.scheme.lower() == "http" and not loopback:
         from neuronctl.routing import redact_url
 

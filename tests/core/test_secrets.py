@@ -210,8 +210,11 @@ def test_the_users_and_the_projects_indexes_layer_one_index_at_a_time(tmp_path):
     assert routed({"indexes": {}}, mirrors)["neuron"] == "https://mine.example/neuron"
     both = routed({"indexes": {"pypi": "https://team.example/pypi"}}, mirrors)
     assert both["neuron"] == "https://mine.example/neuron" and both["pypi"] == "https://team.example/pypi"
-    with pytest.raises(InputError, match=r"pyproject\.toml: indexes: pypi: .* is plain http"):
-        routed({"indexes": {"pypi": "http://team.example/pypi"}}, mirrors)  # the project's: refused
+    for host in ("team.example", "127.team.example", "127.0.0.1.team.example"):
+        with pytest.raises(InputError, match=r"pyproject\.toml: indexes: pypi: .* is plain http"):
+            routed({"indexes": {"pypi": f"http://{host}/pypi"}}, mirrors)  # the project's: refused
+    for host in ("127.0.0.1", "127.1.2.3", "[::1]", "localhost"):
+        assert routed({"indexes": {"pypi": f"http://{host}:8/s"}}, mirrors)["pypi"].startswith("http://")
     plain = {"neuron": "http://mine.example/neuron"}  # the user's own network: theirs to choose
     assert routed({"indexes": {}}, plain)["neuron"] == "http://mine.example/neuron"
     with pytest.raises(InputError, match=r"user\.toml: indexes: nueron"):
