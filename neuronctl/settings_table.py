@@ -198,8 +198,9 @@ class WholeNumber(Struct, frozen=True):
             number = int(text) if digits.isascii() and digits.isdigit() and len(digits) <= 18 else None
         if not isinstance(number, int) or isinstance(number, bool) or not (
                 self.low <= number <= self.high):
+            shown = repr(value[:40]) if isinstance(value, str) else repr(value)[:40]
             raise InputError(f"{where}: expected a whole number, {self.low} to {self.high}; got "
-                             f"{str(value)[:40]!r}")
+                             f"{shown}")
         return number
 
 

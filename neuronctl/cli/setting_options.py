@@ -61,8 +61,26 @@ def _type(spec: Spec[Any]) -> click.ParamType | None:  # type: ignore[type-arg]
     if spec.parse is seconds:
         return click.FLOAT  # the row's rule checks the number (finite, above 0, at most a day)
     if isinstance(spec.parse, WholeNumber):
-        return click.IntRange(spec.parse.low, spec.parse.high)
+        return _WholeNumberType(spec.parse)
     return None
+
+
+class _WholeNumberType(click.ParamType):  # type: ignore[type-arg]
+    """A whole-number flag checked by its row's rule as it is typed: the same text the variable
+    and the config take (click's IntRange calls int(), which takes '٣' and '1_0')."""
+
+    def __init__(self, rule: WholeNumber) -> None:
+        self.rule = rule
+        self.name = f"integer {rule.low} to {rule.high}"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        from neuronctl.errors import InputError
+
+        try:
+            return self.rule(value, "value")
+        except InputError:
+            self.fail(f"{str(value)[:40]!r}: expected a whole number, {self.rule.low} to "
+                      f"{self.rule.high}", param, ctx)
 
 
 def _noted(ctx: click.Context, option: click.Parameter, value: Any) -> Any:
@@ -165,8 +183,15 @@ def with_settings(command: str, typed: type[Resolves] | None = None) -> Callable
     `typed.resolve` of this invocation (the generic CommandSettings where no type is named)."""
 
     def apply(f: F) -> F:
+        taken = {o for p in getattr(f, "__click_params__", []) for o in getattr(p, "opts", [])}
         for spec in reversed(settings_table.SPECS):  # click lists the last added first
             if command in spec.commands:
+                mine = {str(spec.flag), *spec.old_flags} if (
+                    spec.old_why is not None or command in dict(spec.old_whys)) else {str(spec.flag)}
+                if taken & mine:  # click would take both and give one's value to the other
+                    raise ValueError(f"row {spec.name}: `neuronctl {command}` already has "
+                                     f"{', '.join(sorted(taken & mine))}")
+                taken |= mine
                 f = setting_option(spec.name, old=command in dict(spec.old_whys),
                                    required=command in spec.required_on)(f)
         params: list[click.Parameter] = getattr(f, "__click_params__", [])

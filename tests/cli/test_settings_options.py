@@ -115,11 +115,21 @@ def test_every_option_spelled_as_a_setting_is_built_from_its_row() -> None:
 
 
 def test_each_table_flag_is_on_the_commands_the_row_names() -> None:
+    commands = dict(_commands())
+    with_settings_on = {path for path, command in commands.items()
+                        if settings_command(command.callback) is not None}
     for spec in SPECS:
         assert bool(spec.commands) == bool(spec.flag), (
             f"row {spec.name}: a row with a flag names the commands that take it "
             f"(commands=(\"lock\", ...)); a row without one names none")
-        on = {path for path, command in _commands() for p in command.params
+        for path in spec.commands:
+            known = ", ".join(sorted(repr(p) for p in commands))
+            assert path in commands, (f"row {spec.name} names `neuronctl {path}`: no such command "
+                                      f"(known: {known})")
+            assert path in with_settings_on, (
+                f"row {spec.name} names `neuronctl {path}`, which takes no settings yet: put "
+                f"@with_settings({path!r}, ItsSettings) on top of it (docs/maintaining.md)")
+        on = {path for path, command in commands.items() for p in command.params
               if isinstance(p, SettingOption) and p.spec is spec and p.old is None}
         assert on == set(spec.commands), spec.name
 
@@ -133,13 +143,48 @@ def test_every_flag_a_command_takes_is_read_by_its_typed_settings() -> None:
         names = {p.spec.name for p in command.params if isinstance(p, SettingOption) and p.old is None}
         if typed is None or not names:
             continue
-        sources = "".join(inspect.getsource(sys.modules[c.__module__]) for c in typed.__mro__
-                          if c.__module__.startswith("neuronctl"))
+        sources = _reading_sources(typed)
         for name in sorted(names):
             assert f'"{name}"' in sources, (
                 f"`neuronctl {path}` takes {BY_NAME[name].flag} (row {name}) but "
                 f"{typed.__name__} never reads {name!r}: give it a typed field "
                 "(docs/maintaining.md, adding a setting)")
+
+
+def _reading_sources(typed: type) -> str:
+    """The source of a typed settings class, of the classes it builds on and of the neuronctl
+    classes its fields hold (lock's and install's TypedStack): where it can read a setting."""
+    seen: set[type] = set()
+    todo = [c for c in typed.__mro__ if c.__module__.startswith("neuronctl")]
+    sources = []
+    while todo:
+        cls = todo.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        sources.append(inspect.getsource(cls))
+        module = sys.modules[cls.__module__]
+        for annotation in vars(cls).get("__annotations__", {}).values():
+            held = getattr(module, str(annotation).split("[")[0].strip("'\" "), None)
+            if isinstance(held, type) and held.__module__.startswith("neuronctl"):
+                todo.append(held)
+    return "".join(sources)
+
+
+def test_a_spelling_twice_on_one_command_is_refused_where_it_is_built(new_row, monkeypatch) -> None:
+    """Two rows (or a row and the command's own option) with one spelling on one command: click
+    would list both and give the value to one of them, silently."""
+    twice = replace(NEW, name="demo_again", key=None, env=None)
+    monkeypatch.setattr(settings_table, "SPECS", (*settings_table.SPECS, twice))
+    monkeypatch.setitem(settings_table.BY_NAME, twice.name, twice)
+    with pytest.raises(ValueError, match=r"row demo_depth: `neuronctl demo` already has --demo-depth"):
+        _demo()
+    monkeypatch.setattr(settings_table, "SPECS", tuple(s for s in settings_table.SPECS if s is not twice))
+    with pytest.raises(ValueError, match=r"row demo_depth: `neuronctl demo` already has --demo-depth"):
+        @click.command("demo")
+        @with_settings("demo")
+        @click.option("--demo-depth")
+        def clash(settings: CommandSettings, demo_depth: str) -> None: ...
 
 
 def test_no_command_takes_a_setting_as_a_parameter_or_reads_one_from_the_context() -> None:
@@ -212,9 +257,9 @@ def test_a_new_row_is_a_flag_a_variable_a_config_key_and_a_docs_row(new_row, tmp
     env = {"NEURONCTL_DEMO_DEPTH": "6"}
     assert runner.invoke(demo, [], env=env).output == "6 (from NEURONCTL_DEMO_DEPTH)\n"
     assert runner.invoke(demo, ["--demo-depth", "7"], env=env).output == "7 (from --demo-depth)\n"
-    bad = runner.invoke(demo, ["--demo-depth", "deep"])  # click's IntRange, from the rule
-    assert bad.exit_code == 2 and "'--demo-depth': 'deep' is not a valid integer" in bad.output
-    assert runner.invoke(demo, ["--demo-depth", "100"]).exit_code == 2
+    for typed in ("deep", "100", "\u0663", "1_0"):  # the flag is checked by the row's rule too
+        bad = runner.invoke(demo, ["--demo-depth", typed])
+        assert bad.exit_code == 2 and "expected a whole number, 0 to 99" in bad.output, typed
     for bad_env in ("deep", "\u00b2", "9" * 5000, "-1"):
         bad = runner.invoke(demo, [], env={"NEURONCTL_DEMO_DEPTH": bad_env})
         assert isinstance(bad.exception, InputError), bad_env

@@ -236,7 +236,8 @@ def test_security_page_states_the_trust_root_rule_from_the_settings_table():
     page = (REPO / "docs" / "security.md").read_text(encoding="utf-8")
     table = docs_gen.trust_table()
     assert "## Trust roots" in page
-    assert table in page, "docs/security.md's trust-root table differs from docs_gen.trust_table()"
+    assert table in page, ("docs/security.md's trust-root table differs from the settings table: run "
+                           "`python -m neuronctl.cli.docs_gen`")
     for spec in SPECS:
         if spec.key:
             row = next(line for line in table.splitlines() if line.startswith(f"| `{spec.key}` |"))
