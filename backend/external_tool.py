@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from neuronctl import proc
 from neuronctl.backend.engine_watch import Limits, Watch
 from neuronctl.errors import FaultError
+from neuronctl.redact import redact
 
 DROPPED_PREFIXES = ("PIP_", "UV_")
 DROPPED = frozenset({"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONUSERBASE",
@@ -104,7 +105,9 @@ def failure_lines(said: str, most: int = 4) -> list[str]:
     first = next((i for i, ln in enumerate(lines)
                   if ln.lower().startswith(("error", "caused by", "\u00d7", "hint:"))), None)
     chosen = lines[first:first + most] if first is not None else lines[-3:]
-    return [ln[:300] for ln in chosen]
+    # redacted whole, then cut: a cut first can drop the '@' after a long password (an index
+    # token of a thousand characters), and the rest would be shown
+    return [redact(ln)[:300] for ln in chosen]
 
 
 def _run(argv: Sequence[str], limits: Limits, env: dict[str, str], started: Callable[[], None],

@@ -102,6 +102,9 @@ class IndexRouting(Struct, frozen=True):
     routes: Mapping[str, str] = field(default_factory=dict)
     """Canonical package name -> index name."""
     default: str = "pypi"
+    yours: frozenset[Origin] = frozenset()
+    """The origins of the indexes the user set (their config, NEURONCTL_INDEX_*, --index): where
+    a lock may point over plain http off this machine (check_lock_url)."""
     patterns: Mapping[str, str] = field(default_factory=dict)
     """fnmatch pattern on the canonical name (e.g. "nvidia-*") -> index name; an exact route
     wins over a pattern. A family whose names keep growing (NVIDIA's CUDA wheels) needs one."""
@@ -128,6 +131,17 @@ class IndexRouting(Struct, frozen=True):
         if index not in self.indexes:
             raise unknown_index(index, self.indexes, f"route {package}={index}")
         return replace(self, routes={**self.routes, str(canonicalize_name(package)): index})
+
+    def check_lock_url(self, url: str, where: str) -> None:
+        """A lock's URL (a file, a recorded index): plain http off this machine only to an
+        origin the user set an index on. A lock is a checkout's file: it says what to install,
+        not whom to trust, and pip, uv and neuronctl send ~/.netrc's password for the host."""
+        origin = url_origin(url)
+        if (origin is not None and origin[0] == "http" and not is_loopback_host(origin[1])
+                and origin not in self.yours):
+            raise InputError(f"{where}: {redact_url(url)[:120]!r} is plain http off this machine, "
+                             "which a lock may not choose: set that index in your own config, "
+                             "NEURONCTL_INDEX_<NAME> or --index to use it")
 
     def credentials(self) -> dict[Origin, tuple[str, str]]:
         """Origin -> (user, password) for the indexes whose URLs carried credentials: for the
@@ -157,6 +171,30 @@ def check_index_url(url: str, where: str) -> None:
         raise bad from None
     if parts.scheme not in ("http", "https", "file") or (parts.scheme != "file" and not parts.hostname):
         raise bad
+
+
+def is_loopback_host(host: str) -> bool:
+    """localhost, or 127.0.0.0/8 or ::1 written as an address ("127.evil.example" is a name)."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def downgrades(source: str, target: str) -> bool:
+    """Whether going from `source` to `target` (a redirect, a page's link) leaves https for plain
+    http off this machine: what comes over it can be changed on the way, and the credentials
+    ~/.netrc holds for that host would go out in clear."""
+    try:
+        before, after = urlsplit(source), urlsplit(target)
+        return (before.scheme.lower() == "https" and after.scheme.lower() == "http"
+                and not is_loopback_host(after.hostname or ""))
+    except ValueError:
+        return False
 
 
 def redact_url(url: str) -> str:

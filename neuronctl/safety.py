@@ -65,11 +65,19 @@ def safe_filename(name: object, where: str) -> str:
 
 def contained(root: Path, *parts: str) -> Path:
     """root / parts, resolved, and refused (InputError) unless it stays inside root."""
-    base = root.resolve()
-    path = base.joinpath(*parts).resolve()
+    try:
+        base = root.resolve()
+        path = base.joinpath(*parts).resolve()
+    except (OSError, ValueError, RuntimeError) as exc:  # a NUL, a name too long, a link loop
+        raise InputError(f"{'/'.join(parts)[:120]!r}: not a path here ({type(exc).__name__})") from None
     if path != base and not path.is_relative_to(base):
         raise InputError(f"{'/'.join(parts)[:120]!r} would leave {root}")
     return path
+
+
+NAME_MAX = 255
+PATH_MAX = 4096
+"""Linux's limits on a file name and a path, in bytes (the OS refuses longer with ENAMETOOLONG)."""
 
 
 def expand_user(path: str | os.PathLike[str], where: str) -> Path:
@@ -79,6 +87,10 @@ def expand_user(path: str | os.PathLike[str], where: str) -> Path:
     text = os.fspath(path)
     if "\0" in text:
         raise InputError(f"{where}: {ascii(text)[:120]} holds a NUL character, which no path has")
+    if len(text.encode(errors="surrogateescape")) > PATH_MAX or any(
+            len(part.encode(errors="surrogateescape")) > NAME_MAX for part in text.split("/")):
+        raise InputError(f"{where}: {text[:60]!r}...: longer than a path ({PATH_MAX} bytes) or a "
+                         f"file name ({NAME_MAX} bytes) can be")
     try:
         return Path(text).expanduser()
     except RuntimeError:

@@ -40,6 +40,24 @@ def cut_off(guard: Guard, shown: str, timeout: float) -> FaultError | None:
     return None
 
 
+class Downgrade(Exception):
+    """An https request redirected to plain http off this machine (refuse_downgrade)."""
+
+
+def refuse_downgrade(response: Any, *args: Any, **kwargs: Any) -> Any:
+    """A requests response hook, run on every hop before requests follows it: an https index
+    that redirects to plain http off this machine is refused, not followed (requests would send
+    ~/.netrc's credentials for that host in clear). releases update checks its hops the same way."""
+    from urllib.parse import urljoin
+
+    from neuronctl.routing import downgrades, redact_url
+
+    location = response.headers.get("location") if response.is_redirect else None
+    if location and downgrades(response.url, target := urljoin(response.url, location)):
+        raise Downgrade(redact_url(target)[:120])
+    return response
+
+
 def classify(exc: BaseException, guard: Guard, shown: str, timeout: float) -> FaultError | InputError:
     """requests'/urllib3's exception (or an OSError) as neuronctl's error; never their text, which
     may hold the URL's credentials."""
@@ -49,6 +67,9 @@ def classify(exc: BaseException, guard: Guard, shown: str, timeout: float) -> Fa
     stopped = cut_off(guard, shown, timeout)
     if stopped is not None:
         return stopped
+    if isinstance(exc, Downgrade):
+        return InputError(f"{shown}: redirected from https to plain http off this machine ({exc}); "
+                          "refusing to follow it")
     if isinstance(exc, rex.TooManyRedirects):
         return InputError(f"{shown}: too many redirects (a redirect loop)")
     if isinstance(exc, rex.InvalidSchema):

@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING
 
 from neuronctl.cache_dir import user_cache_dir
 from neuronctl.errors import FaultError, Interrupted
-from neuronctl.resolvers.http_body import MAX_BODY, MAX_PAGE, BoundedRaw, Transient, classify
+from neuronctl.resolvers.http_body import (
+    MAX_BODY,
+    MAX_PAGE,
+    BoundedRaw,
+    Transient,
+    classify,
+    refuse_downgrade,
+)
 from neuronctl.resolvers.http_cache import CachedPage, HttpCache
 from neuronctl.resolvers.http_deadline import Guard, guarded
 from neuronctl.routing import Origin, redact_url
@@ -102,6 +109,7 @@ class Fetcher:
                 from neuronctl.resolvers.http_adapter import GuardedAdapter
 
                 session = requests.Session()
+                session.hooks["response"].append(refuse_downgrade)
                 adapter = GuardedAdapter(pool_connections=8, pool_maxsize=16)
                 session.mount("http://", adapter)
                 session.mount("https://", adapter)

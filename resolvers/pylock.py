@@ -28,11 +28,15 @@ from neuronctl.errors import InputError
 from neuronctl.safety import checked_hashes, checked_url, safe_filename
 from neuronctl.tomlfile import read_toml
 
+MAX_LOCK_BYTES = 8 << 20
+"""A lock for the largest stack, every target, is well under 1 MB; doctor reads a project's lock on
+every run, and TOML parses at about a second a megabyte here."""
+
 
 def load_pylock(path: Path) -> Pylock:
     """The lock, validated as PEP 751 and with every hash and file name checked; InputError
     naming the file (and the package) otherwise."""
-    data = read_toml(path, "lock file")
+    data = read_toml(path, "lock file", MAX_LOCK_BYTES)
     try:
         lock = Pylock.from_dict(data)
         for i, pkg in enumerate(lock.packages):

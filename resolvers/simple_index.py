@@ -35,7 +35,7 @@ from packaging.utils import (
 
 from neuronctl.errors import InputError
 from neuronctl.resolvers.http_fetch import Fetcher
-from neuronctl.routing import file_url_path, redact_url
+from neuronctl.routing import downgrades, file_url_path, redact_url
 from neuronctl.safety import checked_hashes, checked_url, contained, safe_filename
 
 ACCEPT = simple.ACCEPT_SUPPORTED
@@ -177,6 +177,9 @@ def _checked_url(page_url: str, link: str, local: bool, where: str) -> str:
         scheme = urlsplit(url).scheme.lower()
     except ValueError:
         raise InputError(f"{where}: unreadable link {link[:80]!r}") from None
+    if downgrades(page_url, url):
+        raise InputError(f"{where}: an https page links a plain http file off this machine "
+                         f"({redact_url(url)[:120]}); refusing it")
     if scheme in ("http", "https") or (scheme == "file" and local):
         return checked_url(url, where)
     raise InputError(f"{where}: link to a {scheme or 'relative'}: URL; an index page may only link "

@@ -96,9 +96,10 @@ class LockSettings(StackCommandSettings, frozen=True, dict=True):
         text = self._rules.config_text("lock")
         if text is not None and self._rules.from_project("lock"):
             from neuronctl.errors import InputError
-            from neuronctl.safety import contained
+            from neuronctl.safety import contained, expand_user
 
             where, base = self._rules.config_file("lock")
+            expand_user(text, f"config lock ({where})")  # a NUL, a name too long: said as such
             if text.startswith("~"):
                 raise InputError(f"config lock ({where}): {text[:120]!r} is outside the project; "
                                  "a project's lock is a path in the project (-o writes elsewhere)")

@@ -181,9 +181,9 @@ class CoverageOutcome(Struct, frozen=True):
 
 def read_config(path: Path) -> dict[str, Any]:
     """--config FILE: a JSON object with a model_type, bounded; else exit 2 in one line."""
-    from neuronctl.safety import read_regular
+    from neuronctl.safety import expand_user, read_regular
 
-    raw = read_regular(path.expanduser(), MAX_CONFIG_BYTES, f"--config {path}")
+    raw = read_regular(expand_user(path, "--config"), MAX_CONFIG_BYTES, f"--config {path}")
     try:
         data = json.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError:
@@ -232,9 +232,12 @@ def script_request(request: CoverageRequest) -> dict[str, Any]:
         body["model"] = check_model_spec(request.model)
     else:
         assert request.script is not None
-        if not request.script.expanduser().is_file():
+        from neuronctl.safety import expand_user
+
+        script = expand_user(request.script, "--script")
+        if not script.is_file():
             raise InputError(f"--script {request.script}: no such file")
-        body["script"] = str(request.script.expanduser().resolve())
+        body["script"] = str(script.resolve())
     return body
 
 

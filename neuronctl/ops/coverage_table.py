@@ -25,7 +25,7 @@ from typing import Any
 from msgspec import Struct
 
 from neuronctl.errors import InputError
-from neuronctl.safety import read_regular
+from neuronctl.safety import expand_user, read_regular
 
 MAX_BYTES = 16 * 1024 * 1024
 SCHEMA = 1
@@ -117,7 +117,7 @@ def read_table(path: Path, flag: str = "--table") -> OpTable:
     """A table file (JSON or CSV, told apart by its first character), or exit 2 naming the file
     and line."""
     shown = str(path)
-    raw = read_regular(path.expanduser(), MAX_BYTES, f"{flag} {shown}")
+    raw = read_regular(expand_user(path, flag), MAX_BYTES, f"{flag} {shown}")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:

@@ -14,9 +14,17 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from msgspec import Struct, field
+from msgspec.structs import replace
 
 from neuronctl.errors import InputError
-from neuronctl.routing import IndexRouting, load_default_routing, parse_assignment, unknown_index
+from neuronctl.routing import (
+    IndexRouting,
+    is_loopback_host,
+    load_default_routing,
+    parse_assignment,
+    unknown_index,
+    url_origin,
+)
 
 if TYPE_CHECKING:
     from neuronctl.settings import Resolver
@@ -83,16 +91,6 @@ def _index_settings(sources: IndexSources, env: Mapping[str, str],
     return settings
 
 
-def _is_loopback_address(host: str) -> bool:
-    """127.0.0.0/8 or ::1 written as an address ("127.evil.example" is a name, not loopback)."""
-    import ipaddress
-
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _project_index(setting: _IndexSetting) -> None:
     """A project's pyproject.toml may name its indexes (a team's mirror), but not one over plain
     http off this machine: anyone on the way could change what it serves, and ~/.netrc's
@@ -105,7 +103,7 @@ def _project_index(setting: _IndexSetting) -> None:
         host = parts.hostname or ""
     except ValueError:
         return  # check_index_url names the bad URL
-    loopback = host == "localhost" or _is_loopback_address(host)
+    loopback = is_loopback_host(host)
     if parts.scheme.lower() == "http" and not loopback:
         from neuronctl.routing import redact_url
 
@@ -155,7 +153,11 @@ def route_indexes(sources: IndexSources, recorded: Mapping[str, str] | None = No
             raise _unknown_error(setting, known)
     for setting in [s for s in settings if not s.from_flag]:
         routing = routing.with_index(setting.name, setting.url, setting.where)
+    yours = frozenset(origin for s in settings if s.name not in sources.project_indexes
+                      if (origin := url_origin(s.url)) is not None)
+    routing = replace(routing, yours=routing.yours | yours)
     for name, url in recorded.items():
+        routing.check_lock_url(url, f"the lock's index {name}")
         routing = routing.with_index(name, url, f"the lock's index {name}")
     for setting in [s for s in settings if s.from_flag]:
         routing = routing.with_index(setting.name, setting.url, setting.where)
@@ -176,6 +178,8 @@ def index_sources(resolver: Resolver, index_flags: Sequence[str] = (),
     for key, table in tables.items():  # the user's entries, then the project's over them
         for entries, source, is_project in resolver.config_tables(key):
             for name, value in entries.items():
+                if not value:  # an empty entry names nothing: it replaces none of the user's
+                    continue
                 table[name] = value
                 where[f"{key}: {name}"] = source
                 if key == "indexes":

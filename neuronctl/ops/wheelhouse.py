@@ -191,10 +191,12 @@ def download(request: DownloadRequest, reporter: Reporter) -> DownloadOutcome:
 
     lock = load_pylock(request.lock)
     files = selected_files(request.lock, lock, request.targets)
-    dest = _prepare(request.dest)
     recorded = (neuronctl_table(lock) or {}).get("indexes")
     indexes = {str(k): str(v) for k, v in recorded.items()} if isinstance(recorded, dict) else {}
     routing = request.routing(indexes)
+    for file in files:  # a lock's file URLs, held to its indexes' rule, before anything is made
+        routing.check_lock_url(file.url, f"{request.lock}: {file.name}")
+    dest = _prepare(request.dest)
     fetcher = Fetcher(cache=None, offline=False, timeout=request.timeout,
                       credentials=routing.credentials())
     hosts = file_hosts(f.url for f in files  # the hosts of what is not there yet, at once

@@ -75,12 +75,17 @@ def test_an_engine_killed_by_a_signal_names_the_signal():
     (["releases"], {"NEURONCTL_MANIFEST": "~nouser-x/m.json"}),
     (["doctor", "--level", "1"], {"NEURONCTL_LOCK_FROM_CONFIG": "~nouser-x/pylock.toml"}),
     (["doctor", "--level", "1"], {"NEURONCTL_LOCK_FROM_CONFIG": "a\0b"}),
+    (["lock", "--offline"], {"NEURONCTL_LOCK_FROM_CONFIG": "a\0b/pylock.toml"}),
+    (["lock", "--offline", "-o", "a" * 300 + "/pylock.toml"], {}),  # ENAMETOOLONG, once exit 1
+    (["doctor", "--level", "1", "--python", "a" * 300], {}),
+    (["install", "--venv", "a" * 300, "--dry-run"], {}),
+    (["lock", "--offline"], {"NEURONCTL_LOCK_FROM_CONFIG": "a" * 300 + "/pylock.toml"}),
+    (["coverage", "--script", "~nouser-x/s.py"], {}),
 ])
-def test_a_path_of_a_user_with_no_home_or_with_a_nul_is_bad_input(cli, monkeypatch, tmp_path,
-                                                                   args, env):
-    """`~nouser/...` (pathlib raises RuntimeError) and a NUL (ValueError) in a path from a flag,
-    the environment or a project's config: one line naming where, exit 2, not an internal
-    error."""
+def test_a_path_that_cannot_be_is_bad_input(cli, monkeypatch, tmp_path, args, env):
+    """`~nouser/...` (pathlib raises RuntimeError), a NUL (ValueError) and a name longer than
+    the file system takes (OSError ENAMETOOLONG) in a path from a flag, the environment or a
+    project's config: one line naming where, exit 2, not an internal error."""
     monkeypatch.chdir(tmp_path)
     lock = env.pop("NEURONCTL_LOCK_FROM_CONFIG", None)
     if lock is not None:
@@ -91,4 +96,5 @@ def test_a_path_of_a_user_with_no_home_or_with_a_nul_is_bad_input(cli, monkeypat
     r = cli(*args)
     assert r.code == 2, (r.code, r.err)
     assert "internal error" not in r.err and len(r.err.strip().splitlines()) == 1, r.err
-    assert ("nouser-x" in r.err and "no user" in r.err) or "NUL" in r.err, r.err
+    assert (("nouser-x" in r.err and "no user" in r.err) or "NUL" in r.err
+            or "longer than a path (4096 bytes) or a file name (255 bytes)" in r.err), r.err

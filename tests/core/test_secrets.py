@@ -192,6 +192,18 @@ def test_a_projects_index_over_plain_http_off_this_machine_is_refused(cli, monke
     assert r.code == 2 and "invalid index name" in r.err, r.err
 
 
+def test_an_engines_failure_lines_are_redacted_before_they_are_cut():
+    """pip prints the requirement with the credentials neuronctl gave it; a token of a thousand
+    characters put the '@' past the cut, and the rest of the password was shown."""
+    from neuronctl.backend.external_tool import failure_lines
+
+    said = f"ERROR: Could not install requirement demo@ http://{ENCODED}{'Q' * 400}@127.0.0.1/x"
+    lines = failure_lines(said)
+    assert lines and lines[0].startswith("ERROR: Could not install requirement demo@ http://")
+    assert_no_secret(*lines)
+    assert "QQQQ" not in "".join(lines)
+
+
 def test_the_users_and_the_projects_indexes_layer_one_index_at_a_time(tmp_path):
     """Each index is its own value: a project's table replaces the user's entries it names and no
     others (an empty table once dropped the user's mirrors, and the run went to the public
@@ -208,6 +220,7 @@ def test_the_users_and_the_projects_indexes_layer_one_index_at_a_time(tmp_path):
 
     mirrors = {"neuron": "https://mine.example/neuron", "pypi": "https://mine.example/pypi"}
     assert routed({"indexes": {}}, mirrors)["neuron"] == "https://mine.example/neuron"
+    assert routed({"indexes": {"pypi": ""}}, mirrors)["pypi"] == "https://mine.example/pypi"
     both = routed({"indexes": {"pypi": "https://team.example/pypi"}}, mirrors)
     assert both["neuron"] == "https://mine.example/neuron" and both["pypi"] == "https://team.example/pypi"
     for host in ("team.example", "127.team.example", "127.0.0.1.team.example"):
@@ -234,6 +247,32 @@ def test_a_new_index_needs_a_route_and_a_locks_recorded_names_are_known():
     routing = route_indexes(IndexSources(environ={"NEURONCTL_INDEX_MIRROR": url}),
                             recorded={"mirror": "http://127.0.0.1:8/simple"})
     assert routing.indexes["mirror"] == "http://127.0.0.1:8/simple"  # the lock's, as documented
+
+
+def test_a_lock_may_not_choose_plain_http_off_this_machine(cli, tmp_path, monkeypatch):
+    """A lock is a checkout's file: a wheel URL or a recorded index over plain http to another
+    host is refused before anything is fetched (pip, uv and neuronctl would send ~/.netrc's
+    password for it in clear), unless the user set an index on that origin themselves."""
+    from support.locks import write_lock
+
+    mirror = "http://mirror.corp.example"
+    wheel = {"name": "demo-1.0-py3-none-any.whl", "url": f"{mirror}/packages/demo-1.0-py3-none-any.whl",
+             "hashes": {"sha256": "0" * 64}}
+    lock = write_lock(tmp_path / "pylock.toml", ("demo", "1.0", wheel))
+    for args in (["download", "--lock", str(lock), "-d", str(tmp_path / "wh")],
+                 ["install", "--lock", str(lock), "--venv", str(tmp_path / "v"), "--dry-run"]):
+        r = cli(*args)
+        assert r.code == 2 and "is plain http off this machine, which a lock may not choose" in r.err, r.err
+        assert not (tmp_path / "wh").exists() and not (tmp_path / "v").exists()
+    with pytest.raises(InputError, match=r"the lock's index corp: .* plain http off this machine"):
+        route_indexes(IndexSources(environ={}), recorded={"corp": f"{mirror}/simple"})
+    # the user's own index on that origin: theirs to choose
+    routing = route_indexes(IndexSources(environ={"NEURONCTL_INDEX_PYPI": f"{mirror}/simple"}),
+                            recorded={"corp": f"{mirror}/simple"})
+    routing.check_lock_url(wheel["url"], "the lock")
+    monkeypatch.setenv("NEURONCTL_INDEX_PYPI", f"{mirror}/simple")
+    r = cli("install", "--lock", str(lock), "--venv", str(tmp_path / "v"), "--dry-run")
+    assert "which a lock may not choose" not in r.err, r.err
 
 
 def test_check_lists_each_change_once_and_shows_no_recorded_credentials(cli, uni):

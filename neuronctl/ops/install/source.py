@@ -192,7 +192,10 @@ def source(request: InstallRequest, stack: Stack, reporter: Reporter) -> Sourced
 
         found = from_wheelhouse(found, request.find_links, offline=request.offline,
                                 reporter=reporter)
-    return Sourced(found, request.routing(found.indexes))
+    routing = request.routing(found.indexes)
+    for file in found.wanted:  # a lock's file URLs, held to its indexes' rule
+        routing.check_lock_url(file.url, f"{found.describe}: {file.name}")
+    return Sourced(found, routing)
 
 
 def pythons(request: InstallRequest, picked: PickedLock | None, manifest: Manifest
