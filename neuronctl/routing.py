@@ -171,6 +171,9 @@ def check_index_url(url: str, where: str) -> None:
         raise bad from None
     if parts.scheme not in ("http", "https", "file") or (parts.scheme != "file" and not parts.hostname):
         raise bad
+    if "\\" in url:  # Python reads "http://evil\\@127.0.0.1/" as loopback; uv (WHATWG) as evil
+        raise InputError(f"{where}: {redact_url(url)!r} holds a backslash, which URL parsers read "
+                         "differently; write the URL with '/' only")
 
 
 def is_loopback_host(host: str) -> bool:

@@ -160,6 +160,8 @@ class Resolver(Struct, frozen=True):
             if value is None:
                 continue
             where = config.source or "pyproject.toml"
+            if s.in_project and config is self.config and not config.named:
+                _inside_project(value, _said(key, config), config.base_dir)
             if key == s.shared_key:
                 self.note(f"{where}: `{key}` ({meaning(BY_KEY[str(key)])}) is used for `{s.key}` "
                           f"too, as that key is absent; set `{s.key}` to give it its own value")
@@ -202,8 +204,10 @@ class Resolver(Struct, frozen=True):
     def config_text(self, name: str) -> str | None:
         """A setting's config value as written (a path as the user spelled it, for messages)."""
         value, config = self._raw(name)
-        key = BY_NAME[name].key
-        return None if value is None else _text(value, _said(key, config), config.base_dir)
+        s = BY_NAME[name]
+        if value is not None and s.in_project and config is self.config and not config.named:
+            _inside_project(value, _said(s.key, config), config.base_dir)
+        return None if value is None else _text(value, _said(s.key, config), config.base_dir)
 
     def config_list(self, name: str) -> tuple[str, ...]:
         """A list setting's config entries (the lists that add up to the flags)."""
@@ -211,17 +215,28 @@ class Resolver(Struct, frozen=True):
         key = BY_NAME[name].key
         return () if value is None else _texts(value, _said(key, config), config.base_dir)
 
-    def from_project(self, name: str) -> bool:
-        """Whether a setting's config value is the project's (./pyproject.toml, found where
-        neuronctl runs, not a file the user named): a path it gives must stay in the project."""
-        value, config = self._raw(name)
-        return value is not None and config is self.config and not config.named
-
     def config_file(self, name: str) -> tuple[str, Path]:
         """The config file a setting's value comes from and the folder its relative paths start
         in (a model factory's module): the project's where neither file sets it."""
         _value, config = self._raw(name)
         return config.source or "pyproject.toml", config.base_dir
+
+
+def _inside_project(value: object, where: str, base: Path) -> None:
+    """A project's path setting (Spec.in_project) names a file inside the project: not `~`, not
+    an absolute path elsewhere, not `..` or a symlinked folder leading out."""
+    from neuronctl.errors import InputError
+    from neuronctl.safety import contained, expand_user
+
+    text = _text(value, where, base)
+    expand_user(text, where)  # a NUL, a name too long: said as such
+    try:
+        if text.startswith("~"):
+            raise InputError(text)
+        contained(base, text)
+    except InputError:
+        raise InputError(f"{where}: {text[:120]!r} is outside the project ({base}); a project's "
+                         "file names a path in it (a flag or your own config names any)") from None
 
 
 def _said(key: str | None, config: Config) -> str:

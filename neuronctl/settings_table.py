@@ -53,6 +53,10 @@ class Spec(Struct, Generic[T], frozen=True):
     it keeps its own meaning for its own setting, so the note never says to rename it."""
     layered: bool = False
     """Not one value: resolved in layers (see neuronctl.settings), documented here only."""
+    in_project: bool = False
+    """A path that, from a project's file, must stay inside the project (what `lock` writes and
+    doctor reads): a checkout's file never makes neuronctl write, or read and show, the user's
+    other files. The user's own config, the environment and a flag name any path."""
     trust_root: bool = False
     """Only the user sets it (a flag, the environment, the user's config), never a project file:
     it decides where trust comes from or what happens to the node (see neuronctl.settings)."""
@@ -101,6 +105,19 @@ def _text(value: object, where: str, base: Path) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InputError(f"{where}: expected a non-empty string, got {value!r}")
     return value
+
+
+def _torch(value: object, where: str, base: Path) -> str:
+    """A PyTorch line or version ("2.14", "2.14.0+cpu"), checked where it is read, so that its
+    error names where it came from (a config's once reached the release model unchecked)."""
+    from packaging.version import InvalidVersion, Version
+
+    text = _text(value, where, base)
+    try:
+        Version(text)
+    except InvalidVersion:
+        raise InputError(f"{where}: {text[:40]!r} is not a torch version such as 2.14") from None
+    return text
 
 
 def secure_url(value: object, where: str, base: Path | None = None) -> str:
@@ -231,7 +248,7 @@ SPECS: tuple[Spec[Any], ...] = (
                 ("setup", "default: latest, the newest fully published")),
           commands=("lock", "install", "doctor", "init", "setup")),
     _spec("torch", "--torch", None, "torch", (str,), "a torch version string such as \"2.14\"",
-          "the PyTorch line of the stack (lock, install, init)", _text,
+          "the PyTorch line of the stack (lock, install, init)", _torch,
           help="PyTorch line, e.g. 2.14 ({default}).",
           help_words=(
                 ("", "default: config torch, else the release's own"),
@@ -367,7 +384,7 @@ SPECS: tuple[Spec[Any], ...] = (
           commands=("setup",)),
     _spec("lock", "--lock", None, "lock", (str,), "a path to a pylock.toml",
           "the lock file: what `lock` writes (its -o), what doctor checks against", _path,
-          path="file",
+          path="file", in_project=True,
           help="{default}",
           help_words=(
                 ("doctor", "Also check installed versions against this pylock.toml."),

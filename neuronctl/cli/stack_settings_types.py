@@ -93,23 +93,7 @@ class LockSettings(StackCommandSettings, frozen=True, dict=True):
         project's pyproject.toml it must name a file in the project (a checkout's config could
         otherwise overwrite any lock or requirements file the user can write: `~/other/...`,
         `../..`, an absolute path, a symlinked folder), as `init` keeps to the project."""
-        text = self._rules.config_text("lock")
-        if text is not None and self._rules.from_project("lock"):
-            from neuronctl.errors import InputError
-            from neuronctl.safety import contained, expand_user
-
-            where, base = self._rules.config_file("lock")
-            expand_user(text, f"config lock ({where})")  # a NUL, a name too long: said as such
-            if text.startswith("~"):
-                raise InputError(f"config lock ({where}): {text[:120]!r} is outside the project; "
-                                 "a project's lock is a path in the project (-o writes elsewhere)")
-            try:
-                contained(base, text)
-            except InputError:
-                raise InputError(f"config lock ({where}): {text[:120]!r} is outside the project "
-                                 f"({base}); a project's lock is a path in it (-o writes "
-                                 "elsewhere)") from None
-        return text
+        return self._rules.config_text("lock")  # from a project's file: inside it (Spec.in_project)
 
 
 class InstallSettings(StackCommandSettings, frozen=True, dict=True):

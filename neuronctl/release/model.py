@@ -140,8 +140,12 @@ class Release(Struct, frozen=True):
         return Version(self.version)
 
     def framework_for_torch(self, torch: str) -> Framework | None:
-        """The framework line for a torch request such as "2.14", "2.14.0" or "2.14.0+cpu"."""
-        want = Version(torch)
+        """The framework line for a torch request such as "2.14", "2.14.0" or "2.14.0+cpu"; None
+        for one that is not a version (a config's "2.x" is offered by no release)."""
+        try:
+            want = Version(torch)
+        except InvalidVersion:
+            return None
         for fw in self.frameworks:
             have = Version(fw.torch)
             if len(want.release) <= 2:

@@ -4,6 +4,7 @@ wrong (or a fault naming the file), never an internal error, nothing half-writte
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -98,3 +99,18 @@ def test_a_path_that_cannot_be_is_bad_input(cli, monkeypatch, tmp_path, args, en
     assert "internal error" not in r.err and len(r.err.strip().splitlines()) == 1, r.err
     assert (("nouser-x" in r.err and "no user" in r.err) or "NUL" in r.err
             or "longer than a path (4096 bytes) or a file name (255 bytes)" in r.err), r.err
+
+
+def test_a_config_torch_that_is_no_version_is_named_where_it_is_and_init_replaces_it(cli, tmp_path,
+                                                                                    monkeypatch):
+    """A project's `torch = "2.x"` once reached the release model unchecked: init crashed with an
+    internal error, and lock blamed --torch, which nobody typed."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.neuronctl]\ntorch = "2.x"\n')
+    r = cli("lock", "--offline")
+    assert r.code == 2 and "config torch (" in r.err and "'2.x' is not a torch version" in r.err, r.err
+    assert "--torch" not in r.err
+    r = cli("init")
+    assert r.code == 0, r.err  # not offered by the release: replaced by its own line, as documented
+    written = (tmp_path / "pyproject.toml").read_text()
+    assert "2.x" not in written and re.search(r'^torch = "\d+\.\d+"$', written, re.M), written

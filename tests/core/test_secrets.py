@@ -226,6 +226,8 @@ def test_the_users_and_the_projects_indexes_layer_one_index_at_a_time(tmp_path):
     for host in ("team.example", "127.team.example", "127.0.0.1.team.example"):
         with pytest.raises(InputError, match=r"pyproject\.toml: indexes: pypi: .* is plain http"):
             routed({"indexes": {"pypi": f"http://{host}/pypi"}}, mirrors)  # the project's: refused
+    with pytest.raises(InputError, match="holds a backslash"):  # loopback to Python, not to uv
+        routed({"indexes": {"pypi": "http://evil.example\\@127.0.0.1/simple"}}, mirrors)
     for host in ("127.0.0.1", "127.1.2.3", "[::1]", "localhost"):
         assert routed({"indexes": {"pypi": f"http://{host}:8/s"}}, mirrors)["pypi"].startswith("http://")
     plain = {"neuron": "http://mine.example/neuron"}  # the user's own network: theirs to choose

@@ -84,23 +84,28 @@ def test_a_config_named_lock_keeps_its_place_too(cli, cu):
 @pytest.mark.parametrize("place", ["~/victim/pylock.toml", "../victim/pylock.toml",
                                    "/ABS/victim/requirements.txt", "linked/pylock.toml"])
 def test_a_projects_lock_key_cannot_write_outside_the_project(cli, cu, place):
-    """A checkout's pyproject.toml names where `lock` writes: a file outside the project (in
-    another project, through a link to elsewhere) is refused, and the file there is untouched;
-    the user's own -o (and their own config) still write anywhere."""
+    """A checkout's pyproject.toml names where `lock` writes and what doctor reads: a file
+    outside the project (in another project, through a link to elsewhere) is refused, and the
+    file there is untouched and unshown; the user's own -o (and their own config) still write
+    anywhere."""
     project = Path.cwd()
     victim = project.parent / "victim"  # beside the project (and in the isolated HOME)
     victim.mkdir(exist_ok=True)
     (project / "linked").symlink_to(victim)
     for name in ("pylock.toml", "requirements.txt"):
-        (victim / name).write_text("mine\n")
+        (victim / name).write_text("lock-version = 'SECRET-VALUE-1'\n")
     Path("pyproject.toml").write_text(
         f'[tool.neuronctl]\nlock = "{place.replace("/ABS", str(project.parent))}"\n')
     flags = [*cu.index_flags(), "--python-version", "3.12"]
     r = cli("lock", *flags)
     assert r.code == 2 and "is outside the project" in one_error_line(r.err), r.err
-    assert all((victim / n).read_text() == "mine\n" for n in ("pylock.toml", "requirements.txt"))
+    assert all((victim / n).read_text() == "lock-version = 'SECRET-VALUE-1'\n"
+               for n in ("pylock.toml", "requirements.txt"))
+    doctor = cli("doctor", "--level", "1", "--json")  # doctor reads the key: not outside either
+    assert doctor.code == 2 and "is outside the project" in doctor.err, doctor.err
+    assert "SECRET-VALUE-1" not in doctor.out + doctor.err
     assert cli("lock", *flags, "-o", str(victim / "pylock.toml")).code == 0
-    assert (victim / "pylock.toml").read_text() != "mine\n"
+    assert "SECRET-VALUE-1" not in (victim / "pylock.toml").read_text()
 
 
 @pytest.mark.parametrize(("args", "message"), [
