@@ -91,9 +91,10 @@ def load_user_config(path: Path | None = None) -> Config:
     """The user's own config file (neuronctl.cache_dir.user_config_file), or an empty Config
     when there is none; checked against the same table as a project's."""
     from neuronctl.cache_dir import user_config_file
+    from neuronctl.safety import is_file_here
 
     path = path or user_config_file()
-    if not path.is_file():
+    if not is_file_here(path, "your config file (XDG_CONFIG_HOME)"):
         return Config(base_dir=path.parent)
     return _named_file(path)
 

@@ -150,7 +150,10 @@ def open_regular(path: Path | str) -> BinaryIO:
     """`path` opened for reading in binary, only where it is (after its links) a regular file:
     anything else is refused before it is opened (opening a device can act on it) and, should it
     be swapped in between, after (O_NONBLOCK: opening a FIFO cannot wait for a writer), as a
-    NotRegularFile. A directory is an IsADirectoryError, a link loop the OSError stat gives."""
+    NotRegularFile. A directory is an IsADirectoryError, a link loop the OSError stat gives, a NUL
+    (which os.stat raises ValueError on, past its callers' OSError) an OSError too."""
+    if "\0" in os.fspath(path):
+        raise OSError(errno.EINVAL, "a path holding a NUL character", ascii(os.fspath(path))[:120])
     st = os.stat(path)
     if stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
@@ -165,6 +168,16 @@ def open_regular(path: Path | str) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+def is_file_here(path: Path, where: str) -> bool:
+    """Path.is_file() for a path an environment variable builds (XDG_CONFIG_HOME, XDG_DATA_HOME):
+    a name too long or a NUL is bad input naming `where`, not an internal error."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "a NUL character"
+        raise InputError(f"{where}: {str(path)[:120]!r}: not a path here ({reason})") from None
 
 
 def read_regular(path: Path, limit: int, where: str) -> bytes:

@@ -305,8 +305,10 @@ def load_default_manifest() -> Manifest:
     """The release data used without --manifest: what `releases update` stored, unless the
     bundled data is newer (a newer neuronctl's); else the bundled data."""
     bundled = load_bundled_manifest()
+    from neuronctl.safety import is_file_here
+
     path = stored_manifest_path()
-    if not path.is_file():
+    if not is_file_here(path, "the stored release data (XDG_DATA_HOME)"):
         return bundled
     try:
         stored = parse_manifest(read_json_file(path), str(path), origin="stored")

@@ -114,3 +114,20 @@ def test_a_config_torch_that_is_no_version_is_named_where_it_is_and_init_replace
     assert r.code == 0, r.err  # not offered by the release: replaced by its own line, as documented
     written = (tmp_path / "pyproject.toml").read_text()
     assert "2.x" not in written and re.search(r'^torch = "\d+\.\d+"$', written, re.M), written
+
+
+@pytest.mark.parametrize("variable", ["XDG_CONFIG_HOME", "XDG_DATA_HOME"])
+def test_a_data_or_config_home_longer_than_a_path_can_be_is_bad_input(cli, monkeypatch, variable):
+    monkeypatch.setenv(variable, "/tmp/" + "a" * 300)
+    r = cli("releases")
+    assert r.code == 2 and variable in r.err and "not a path here" in r.err, r.err
+    assert len(r.err.strip().splitlines()) == 1
+
+
+def test_a_nul_in_your_own_manifest_url_is_bad_input(cli, tmp_path, monkeypatch):
+    home = tmp_path / "xdg"
+    (home / "neuronctl").mkdir(parents=True)
+    (home / "neuronctl" / "config.toml").write_text('manifest_url = "a\\u0000b"\n')
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
+    r = cli("releases", "update")
+    assert r.code == 2 and "NUL" in r.err and "internal error" not in r.err, r.err
