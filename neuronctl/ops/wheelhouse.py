@@ -20,6 +20,7 @@ file (a rename replaces the link, not its target).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -223,6 +224,7 @@ def download(request: DownloadRequest, reporter: Reporter) -> DownloadOutcome:
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+        _prune(dest / STAGING)  # once no download is in flight (see _prune)
     fetched = sum(1 for f in done if f.status != "present")
     reporter.emit(Info(f"{dest}: {len(done)} files verified against {request.lock} "
                        f"({fetched} fetched, {len(done) - fetched} already there)"))
@@ -299,17 +301,16 @@ def _fetch_one(file: LockedFile, dest: Path, fetcher: Any, reporter: Reporter,
         os.replace(staged, final)
     except OSError as exc:
         raise FaultError(f"cannot write {final}: {exc.strerror or exc}") from None
-    _prune(staged.parent, dest / STAGING)
     reporter.finished(file.filename, f"verified {file.filename} ({final.stat().st_size:,} bytes, "
                                      "sha256 ok)")
     return FileOutcome(file, "replaced" if present else "downloaded")
 
 
-def _prune(folder: Path, root: Path) -> None:
-    """The staging's now empty per-hash folders, up to (not including) its root."""
-    while folder != root and root in folder.parents:
-        try:
-            folder.rmdir()
-        except OSError:
-            return
-        folder = folder.parent
+def _prune(root: Path) -> None:
+    """The staging's now empty folders, below its root, once every download has ended: pruned
+    while others ran, a folder another download had just made (`wheels/`, a per-hash one) went
+    before it could write there (a flaky "No such file or directory" in CI)."""
+    for folder, _subfolders, names in os.walk(root, topdown=False):
+        if Path(folder) != root and not names:
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
