@@ -136,9 +136,7 @@ class IndexRouting(Struct, frozen=True):
         """A lock's URL (a file, a recorded index): plain http off this machine only to an
         origin the user set an index on. A lock is a checkout's file: it says what to install,
         not whom to trust, and pip, uv and neuronctl send ~/.netrc's password for the host."""
-        origin = url_origin(url)
-        if (origin is not None and origin[0] == "http" and not is_loopback_host(origin[1])
-                and origin not in self.yours):
+        if plain_http_elsewhere(url) and url_origin(url) not in self.yours:
             raise InputError(f"{where}: {redact_url(url)[:120]!r} is plain http off this machine, "
                              "which a lock may not choose: set that index in your own config, "
                              "NEURONCTL_INDEX_<NAME> or --index to use it")
@@ -188,16 +186,21 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
-def downgrades(source: str, target: str) -> bool:
-    """Whether going from `source` to `target` (a redirect, a page's link) leaves https for plain
-    http off this machine: what comes over it can be changed on the way, and the credentials
-    ~/.netrc holds for that host would go out in clear."""
+def plain_http_elsewhere(url: str) -> bool:
+    """Whether `url` is plain http off this machine: what comes over it can be changed on the way,
+    and the credentials ~/.netrc holds for its host would go out in clear (the one rule for a
+    project's index, a lock's URLs, a redirect and a page's link)."""
     try:
-        before, after = urlsplit(source), urlsplit(target)
-        return (before.scheme.lower() == "https" and after.scheme.lower() == "http"
-                and not is_loopback_host(after.hostname or ""))
+        parts = urlsplit(url)
+        return parts.scheme.lower() == "http" and not is_loopback_host(parts.hostname or "")
     except ValueError:
         return False
+
+
+def downgrades(source: str, target: str) -> bool:
+    """Whether going from `source` to `target` (a redirect, a page's link) leaves https for plain
+    http off this machine."""
+    return source.lower().startswith("https:") and plain_http_elsewhere(target)
 
 
 def redact_url(url: str) -> str:

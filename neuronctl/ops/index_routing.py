@@ -19,9 +19,9 @@ from msgspec.structs import replace
 from neuronctl.errors import InputError
 from neuronctl.routing import (
     IndexRouting,
-    is_loopback_host,
     load_default_routing,
     parse_assignment,
+    plain_http_elsewhere,
     unknown_index,
     url_origin,
 )
@@ -96,15 +96,7 @@ def _project_index(setting: _IndexSetting) -> None:
     http off this machine: anyone on the way could change what it serves, and ~/.netrc's
     credentials for that host would go out in clear. The user's own config, the environment and
     --index may (their own network)."""
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(setting.url)
-        host = parts.hostname or ""
-    except ValueError:
-        return  # check_index_url names the bad URL
-    loopback = is_loopback_host(host)
-    if parts.scheme.lower() == "http" and not loopback:
+    if plain_http_elsewhere(setting.url):
         from neuronctl.routing import redact_url
 
         raise InputError(f"{setting.where}: {redact_url(setting.url)!r} is plain http, which a "
