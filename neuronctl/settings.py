@@ -33,22 +33,17 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from msgspec import Struct
 
+from neuronctl.settings_rules import MAX_SECONDS, _text, _texts, choice, seconds, secure_url
 from neuronctl.settings_table import (
     BY_KEY,
     BY_NAME,
     ENGINES,
-    MAX_SECONDS,
     OLD_KEYS,
     SPECS,
     Spec,
-    _text,
-    _texts,
-    choice,
     from_environment,
     meaning,
     precedence_table,
-    seconds,
-    secure_url,
 )
 
 # The table's names, where they were before the table had a module of its own.

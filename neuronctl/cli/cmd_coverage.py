@@ -14,7 +14,7 @@ from neuronctl.cli.options import json_option, python_option
 from neuronctl.errors import InputError
 from neuronctl.ops.coverage import DEFAULT_TIMEOUT, DTYPES, CoverageRequest, run_coverage
 from neuronctl.ops.output_path import check_output_file
-from neuronctl.settings_table import seconds
+from neuronctl.settings_rules import seconds
 
 FORMATS = ("text", "json", "markdown")
 

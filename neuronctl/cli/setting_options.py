@@ -28,7 +28,8 @@ from msgspec.structs import replace
 
 from neuronctl import settings_table
 from neuronctl.settings import Flag, Setting
-from neuronctl.settings_table import Spec, WholeNumber, seconds
+from neuronctl.settings_rules import WholeNumber, seconds
+from neuronctl.settings_table import Spec
 
 if TYPE_CHECKING:
     from neuronctl.settings import Resolver

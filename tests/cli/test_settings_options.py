@@ -31,6 +31,7 @@ from neuronctl.cli.setting_options import (
     with_settings,
 )
 from neuronctl.errors import InputError
+from neuronctl.settings_rules import whole_number
 from neuronctl.settings_table import BY_NAME, SPECS, Spec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -220,7 +221,7 @@ def test_no_command_takes_a_setting_as_a_parameter_or_reads_one_from_the_context
 # -- one row: a flag, a variable, a config key and a documented row --------------------------------
 
 NEW = Spec("demo_depth", "--demo-depth", "NEURONCTL_DEMO_DEPTH", "demo_depth", (int,),
-           "a whole number", "how deep the demo goes", settings_table.whole_number(0, 99), 3,
+           "a whole number", "how deep the demo goes", whole_number(0, 99), 3,
            metavar="N", commands=("demo",),
            help="How deep the demo goes [{default}].", help_words=(("", "config demo_depth, "
                                                                      "else 3"),))

@@ -11,7 +11,8 @@ import pytest
 
 from neuronctl.config import Config
 from neuronctl.settings import SPECS, Flag, Resolver
-from neuronctl.settings_table import Spec, WholeNumber, seconds
+from neuronctl.settings_rules import WholeNumber, seconds
+from neuronctl.settings_table import Spec
 
 BUNDLED = Path(__file__).resolve().parents[2] / "neuronctl" / "data" / "releases.json"
 
