@@ -22,6 +22,7 @@ from neuronctl.routing import (
     load_default_routing,
     parse_assignment,
     plain_http_elsewhere,
+    redact_url,
     unknown_index,
     url_origin,
 )
@@ -97,8 +98,6 @@ def _project_index(setting: _IndexSetting) -> None:
     credentials for that host would go out in clear. The user's own config, the environment and
     --index may (their own network)."""
     if plain_http_elsewhere(setting.url):
-        from neuronctl.routing import redact_url
-
         raise InputError(f"{setting.where}: {redact_url(setting.url)!r} is plain http, which a "
                          "project's file may not choose: use https, or set it in your own config "
                          f"or {env_var_for(setting.name)}")
@@ -172,6 +171,9 @@ def index_sources(resolver: Resolver, index_flags: Sequence[str] = (),
             for name, value in entries.items():
                 if not value:  # an empty entry names nothing: it replaces none of the user's
                     continue
+                if is_project and table.get(name, value) != value:  # said: it moves your choice
+                    resolver.note(f"{source}: {key}: {name} = {redact_url(str(value))!r} replaces "
+                                  f"{redact_url(table[name])!r} from {where[f'{key}: {name}']}")
                 table[name] = value
                 where[f"{key}: {name}"] = source
                 if key == "indexes":

@@ -234,6 +234,19 @@ def test_the_users_and_the_projects_indexes_layer_one_index_at_a_time(tmp_path):
     assert routed({"indexes": {}}, plain)["neuron"] == "http://mine.example/neuron"
     with pytest.raises(InputError, match=r"user\.toml: indexes: nueron"):
         routed({}, {"nueron": "https://x.example/simple"})
+    # a project's entry that replaces one of yours says so, naming both files (no credentials)
+    notes: list[str] = []
+    mine = Config({"indexes": {"corp": f"https://{ENCODED}@corp.example/s"},
+                   "routes": {"nki": "corp", "neuronx-cc": "corp"}},
+                  str(tmp_path / "user.toml"), tmp_path, named=True)
+    config = Config({"routes": {"nki": "pypi"}, "indexes": {"corp": "https://team.example/s"}},
+                    str(tmp_path / "pyproject.toml"), tmp_path)
+    route_indexes(index_sources(Resolver.of(config, notes.append, environ={}, user=mine)))
+    assert any("pyproject.toml: routes: nki = 'pypi' replaces 'corp' from" in n and "user.toml" in n
+               for n in notes), notes
+    assert any("indexes: corp = 'https://team.example/s' replaces 'https://corp.example/s'" in n
+               for n in notes), notes
+    assert_no_secret(*notes)
 
 
 def test_a_new_index_needs_a_route_and_a_locks_recorded_names_are_known():
