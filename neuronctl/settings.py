@@ -142,7 +142,7 @@ class Resolver(Struct, frozen=True):
         """The config files `s` may be read from, in order: the project's unless `s` is a trust
         root or the run acts on its node (then a value there is named in a note, not used)."""
         project: tuple[Config, ...] = (self.config,)
-        if (s.trust_root or self.for_node) and not self.config.named:
+        if (s.trust_root or self.for_node) and self._is_project(self.config):
             written = [k for k in (s.key, s.old_key, s.shared_key) if k and self.config.get(k) is not None]
             if written:  # the note names the key the file sets (`timeout` for check_timeout too)
                 self.note(untrusted_note(s, self.config, self.for_node, written[0]))
@@ -155,8 +155,7 @@ class Resolver(Struct, frozen=True):
             if value is None:
                 continue
             where = config.source or "pyproject.toml"
-            if s.in_project and config is self.config and not config.named:
-                _inside_project(value, _said(key, config), config.base_dir)
+            self._in_project(s, config, value, key)
             if key == s.shared_key:
                 self.note(f"{where}: `{key}` ({meaning(BY_KEY[str(key)])}) is used for `{s.key}` "
                           f"too, as that key is absent; set `{s.key}` to give it its own value")
@@ -177,6 +176,17 @@ class Resolver(Struct, frozen=True):
                 return value, config
         return None, self.config
 
+    def _is_project(self, config: Config) -> bool:
+        """`config` is the project's: ./pyproject.toml, found where neuronctl runs, not a file
+        the user named."""
+        return config is self.config and not config.named
+
+    def _in_project(self, s: Spec[Any], config: Config, value: object, key: str | None) -> None:
+        """A project's value of a path setting that must stay in the project (Spec.in_project),
+        refused where it leads out."""
+        if s.in_project and self._is_project(config):
+            _inside_project(value, _said(key, config), config.base_dir)
+
     def config_tables(self, name: str) -> list[tuple[Mapping[str, Any], str, bool]]:
         """A layered table setting's tables, each with its file and whether it is the project's
         (./pyproject.toml, not a file the user named), from the lowest layer up: the user's own
@@ -187,8 +197,7 @@ class Resolver(Struct, frozen=True):
         for config in reversed(self._configs(s)):
             value = config.get(s.key) if s.key else None
             if isinstance(value, Mapping):
-                layers.append((value, config.source or "config",
-                               config is self.config and not config.named))
+                layers.append((value, config.source or "config", self._is_project(config)))
         return layers
 
     def config_entries(self, name: str) -> tuple[Mapping[str, Any], str]:
@@ -200,9 +209,10 @@ class Resolver(Struct, frozen=True):
         """A setting's config value as written (a path as the user spelled it, for messages)."""
         value, config = self._raw(name)
         s = BY_NAME[name]
-        if value is not None and s.in_project and config is self.config and not config.named:
-            _inside_project(value, _said(s.key, config), config.base_dir)
-        return None if value is None else _text(value, _said(s.key, config), config.base_dir)
+        if value is None:
+            return None
+        self._in_project(s, config, value, s.key)
+        return _text(value, _said(s.key, config), config.base_dir)
 
     def config_list(self, name: str) -> tuple[str, ...]:
         """A list setting's config entries (the lists that add up to the flags)."""
@@ -226,12 +236,12 @@ def _inside_project(value: object, where: str, base: Path) -> None:
     text = _text(value, where, base)
     expand_user(text, where)  # a NUL, a name too long: said as such
     try:
-        if text.startswith("~"):
-            raise InputError(text)
-        contained(base, text)
-    except InputError:
+        inside = not text.startswith("~") and contained(base, text) is not None
+    except InputError:  # `..` or a link leading out, an absolute path elsewhere
+        inside = False
+    if not inside:
         raise InputError(f"{where}: {text[:120]!r} is outside the project ({base}); a project's "
-                         "file names a path in it (a flag or your own config names any)") from None
+                         "file names a path in it (a flag or your own config names any)")
 
 
 def _said(key: str | None, config: Config) -> str:

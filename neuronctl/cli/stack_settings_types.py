@@ -89,11 +89,9 @@ class LockSettings(StackCommandSettings, frozen=True, dict=True):
 
     @cached_property
     def config_lock(self) -> str | None:
-        """Config `lock` as written (-o's errors quote it so). `lock` writes there: from a
-        project's pyproject.toml it must name a file in the project (a checkout's config could
-        otherwise overwrite any lock or requirements file the user can write: `~/other/...`,
-        `../..`, an absolute path, a symlinked folder), as `init` keeps to the project."""
-        return self._rules.config_text("lock")  # from a project's file: inside it (Spec.in_project)
+        """Config `lock` as written (-o's errors quote it so); a project's names a file in the
+        project (Spec.in_project), as `lock` writes there."""
+        return self._rules.config_text("lock")
 
 
 class InstallSettings(StackCommandSettings, frozen=True, dict=True):
