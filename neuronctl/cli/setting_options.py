@@ -184,17 +184,20 @@ def with_settings(command: str, typed: type[Resolves] | None = None) -> Callable
     `typed.resolve` of this invocation (the generic CommandSettings where no type is named)."""
 
     def apply(f: F) -> F:
-        taken = {o for p in getattr(f, "__click_params__", []) for o in getattr(p, "opts", [])}
+        def spellings(params: list[click.Parameter]) -> set[str]:
+            return {o for p in params for o in getattr(p, "opts", [])}
+
+        taken = spellings(getattr(f, "__click_params__", []))
         for spec in reversed(settings_table.SPECS):  # click lists the last added first
             if command in spec.commands:
-                mine = {str(spec.flag), *spec.old_flags} if (
-                    spec.old_why is not None or command in dict(spec.old_whys)) else {str(spec.flag)}
+                before = len(getattr(f, "__click_params__", []))
+                f = setting_option(spec.name, old=command in dict(spec.old_whys),
+                                   required=command in spec.required_on)(f)
+                mine = spellings(getattr(f, "__click_params__", [])[before:])
                 if taken & mine:  # click would take both and give one's value to the other
                     raise ValueError(f"row {spec.name}: `neuronctl {command}` already has "
                                      f"{', '.join(sorted(taken & mine))}")
                 taken |= mine
-                f = setting_option(spec.name, old=command in dict(spec.old_whys),
-                                   required=command in spec.required_on)(f)
         params: list[click.Parameter] = getattr(f, "__click_params__", [])
         options = [p for p in params if isinstance(p, SettingOption)]
         for option in options:
