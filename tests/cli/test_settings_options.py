@@ -19,6 +19,7 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 from msgspec.structs import replace
+from support.setting_reads import commands as _commands
 
 from neuronctl import settings_table
 from neuronctl.cli import docs_gen
@@ -27,7 +28,6 @@ from neuronctl.cli.setting_options import (
     SettingOption,
     setting_option,
     settings_command,
-    typed_settings,
     with_settings,
 )
 from neuronctl.errors import InputError
@@ -47,24 +47,6 @@ SAME_SPELLING_OTHER_IDEA = {
 }
 """Options that share a table setting's spelling but not its idea: each says why it is not the
 setting (the test fails on an entry no longer needed, so the list cannot rot)."""
-
-
-def _commands() -> list[tuple[str, click.Command]]:
-    """(path as users type it, without `neuronctl`; "" for the group) for every command."""
-    from neuronctl.cli.main import cli
-
-    root = cli.make_context("neuronctl", [], resilient_parsing=True)
-    out, stack = [], [("", cli, root)]
-    while stack:
-        path, command, ctx = stack.pop()
-        out.append((path, command))
-        if isinstance(command, click.Group):
-            for name in command.list_commands(ctx):
-                sub = command.get_command(ctx, name)
-                assert sub is not None
-                stack.append((f"{path} {name}".strip(), sub,
-                              sub.make_context(name, [], parent=ctx, resilient_parsing=True)))
-    return out
 
 
 def _table_spellings() -> dict[str, list[Spec]]:
@@ -133,43 +115,6 @@ def test_each_table_flag_is_on_the_commands_the_row_names() -> None:
         on = {path for path, command in commands.items() for p in command.params
               if isinstance(p, SettingOption) and p.spec is spec and p.old is None}
         assert on == set(spec.commands), spec.name
-
-
-def test_every_flag_a_command_takes_is_read_by_its_typed_settings() -> None:
-    """A flag the body never reads would be taken, shown in --help, and silently do nothing (a bad
-    value too: a setting is checked where it is read). Each setting whose row names a command is
-    named in the source of that command's typed settings class or of the classes it builds on."""
-    for path, command in _commands():
-        typed = typed_settings(command.callback)
-        names = {p.spec.name for p in command.params if isinstance(p, SettingOption) and p.old is None}
-        if typed is None or not names:
-            continue
-        sources = _reading_sources(typed)
-        for name in sorted(names):
-            assert f'"{name}"' in sources, (
-                f"`neuronctl {path}` takes {BY_NAME[name].flag} (row {name}) but "
-                f"{typed.__name__} never reads {name!r}: give it a typed field "
-                "(docs/maintaining.md, adding a setting)")
-
-
-def _reading_sources(typed: type) -> str:
-    """The source of a typed settings class, of the classes it builds on and of the neuronctl
-    classes its fields hold (lock's and install's TypedStack): where it can read a setting."""
-    seen: set[type] = set()
-    todo = [c for c in typed.__mro__ if c.__module__.startswith("neuronctl")]
-    sources = []
-    while todo:
-        cls = todo.pop()
-        if cls in seen:
-            continue
-        seen.add(cls)
-        sources.append(inspect.getsource(cls))
-        module = sys.modules[cls.__module__]
-        for annotation in vars(cls).get("__annotations__", {}).values():
-            held = getattr(module, str(annotation).split("[")[0].strip("'\" "), None)
-            if isinstance(held, type) and held.__module__.startswith("neuronctl"):
-                todo.append(held)
-    return "".join(sources)
 
 
 def test_a_spelling_twice_on_one_command_is_refused_where_it_is_built(new_row, monkeypatch) -> None:
