@@ -205,14 +205,22 @@ class Resolver(Struct, frozen=True):
         value, config = self._raw(name)
         return (value or {}), (config.source or "config")
 
-    def config_text(self, name: str) -> str | None:
-        """A setting's config value as written (a path as the user spelled it, for messages)."""
+    def config_place(self, name: str) -> str | None:
+        """Where a path setting's config value points, spelled for messages: as written where it
+        is absolute (`~` too) or its file's folder is the working directory, else from that folder
+        (docs/config.md: relative paths in a file are taken from its folder; a command that
+        writes there writes where every other reads)."""
+        from neuronctl.safety import expand_user
+
         value, config = self._raw(name)
         s = BY_NAME[name]
         if value is None:
             return None
         self._in_project(s, config, value, s.key)
-        return _text(value, _said(s.key, config), config.base_dir)
+        text = _text(value, _said(s.key, config), config.base_dir)
+        if expand_user(text, _said(s.key, config)).is_absolute() or _same_folder(config.base_dir):
+            return text
+        return str(config.base_dir / text)
 
     def config_list(self, name: str) -> tuple[str, ...]:
         """A list setting's config entries (the lists that add up to the flags)."""
@@ -225,6 +233,13 @@ class Resolver(Struct, frozen=True):
         in (a model factory's module): the project's where neither file sets it."""
         _value, config = self._raw(name)
         return config.source or "pyproject.toml", config.base_dir
+
+
+def _same_folder(base: Path) -> bool:
+    try:
+        return base.resolve() == Path.cwd().resolve()
+    except OSError:  # the working directory is gone: nothing is spelled from it
+        return False
 
 
 def _inside_project(value: object, where: str, base: Path) -> None:

@@ -89,9 +89,10 @@ class LockSettings(StackCommandSettings, frozen=True, dict=True):
 
     @cached_property
     def config_lock(self) -> str | None:
-        """Config `lock` as written (-o's errors quote it so); a project's names a file in the
-        project (Spec.in_project), as `lock` writes there."""
-        return self._rules.config_text("lock")
+        """Config `lock`, where every reader of it looks (from its file's folder; spelled as
+        written where that is the working directory: -o's errors quote it so); a project's names
+        a file in the project (Spec.in_project), as `lock` writes there."""
+        return self._rules.config_place("lock")
 
 
 class InstallSettings(StackCommandSettings, frozen=True, dict=True):

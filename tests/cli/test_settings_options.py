@@ -392,7 +392,7 @@ _SETTINGS_MODULES = {"setting_options.py", "settings_types.py", "stack_settings_
                      "fetch_settings_types.py", "host_settings_types.py"}
 """Where settings are read by name: the building block and the typed objects built on it."""
 
-_BY_NAME_READS = {"value", "values", "resolve", "get", "config_text", "config_list",
+_BY_NAME_READS = {"value", "values", "resolve", "get", "config_place", "config_list",
                   "config_entries", "config_file"}
 
 
@@ -431,7 +431,7 @@ def test_each_command_gets_its_own_typed_frozen_settings() -> None:
 
 def _reads_by_name(source: Path) -> list[tuple[int, str]]:
     """Calls in `source` that read a table setting by its name: `x.value("release")`, a
-    resolver's `config_text("lock")`, `given.get("engine")`."""
+    resolver's `config_place("lock")`, `given.get("engine")`."""
     text = source.read_text(encoding="utf-8")
     found = []
     for node in ast.walk(ast.parse(text)):
@@ -479,11 +479,11 @@ def test_the_scan_finds_a_read_by_name(tmp_path) -> None:
     body = tmp_path / "cmd_demo.py"
     body.write_text('def f(settings, given, d):\n'
                     '    settings.value("release")\n    settings.resolve("device")\n'
-                    '    given.get("engine")\n    settings.rules.config_text("lock")\n'
+                    '    given.get("engine")\n    settings.rules.config_place("lock")\n'
                     '    d.get("device")\n    settings.value("not_a_setting")\n')
     assert [r for _, r in _reads_by_name(body)] == [
         "settings.value('release')", "settings.resolve('device')", "given.get('engine')",
-        "settings.rules.config_text('lock')"]
+        "settings.rules.config_place('lock')"]
 
 
 def test_typed_settings_are_frozen_and_typed_where_they_are_built(monkeypatch) -> None:

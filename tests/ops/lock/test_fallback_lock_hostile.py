@@ -6,6 +6,8 @@ sysroot fixtures, the CLI end to end (--dry-run: nothing is installed, no GPU he
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from pathlib import Path
 
@@ -79,6 +81,23 @@ def test_a_config_named_lock_keeps_its_place_too(cli, cu):
     Path("pyproject.toml").write_text('[tool.neuronctl]\nlock = "pylock.cpu.toml"\n')
     r = cli("lock", *flags)
     assert r.code == 2 and "config `lock` pylock.cpu.toml: that is the CPU fallback lock's name" in r.err
+
+
+@pytest.mark.parametrize("where", ["user", "--config"])
+def test_a_relative_config_lock_is_written_where_doctor_reads_it(cli, cu, where):
+    """docs/config.md: relative paths in a file are taken from its folder. `lock` once wrote a
+    relative config `lock` from the working directory while doctor (and install) read it from
+    the config's folder: the lock written was not the lock checked."""
+    folder = Path(os.environ["XDG_CONFIG_HOME"]) / "neuronctl" if where == "user" else Path("conf")
+    (folder / "locks").mkdir(parents=True)
+    (folder / "config.toml").write_text('lock = "locks/pylock.toml"\n')
+    Path("locks").mkdir()  # the same name from the working directory: not where the key points
+    config = ["--config", str(folder / "config.toml")] if where == "--config" else []
+    assert cli(*config, "lock", *cu.index_flags(), "--python-version", "3.12").code == 0
+    assert (folder / "locks" / "pylock.toml").is_file() and not any(Path("locks").iterdir())
+    doctor = json.loads(cli(*config, "doctor", "--level", "1", "--json").out)
+    drift = next(c for c in doctor["checks"] if c["id"] == "lock.drift")
+    assert str(folder.resolve() / "locks" / "pylock.toml") in drift["message"], drift
 
 
 @pytest.mark.parametrize("place", ["~/victim/pylock.toml", "../victim/pylock.toml",
