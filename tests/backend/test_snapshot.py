@@ -9,7 +9,7 @@ from pathlib import Path
 from neuronctl.backend.snapshot import existing_dirs, file_changes, take
 
 
-def _dist(site: Path, name: str, version: str, files: dict[str, str]) -> None:
+def _installed_dist(site: Path, name: str, version: str, files: dict[str, str]) -> None:
     info = site / f"{name}-{version}.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Name: {name}\nVersion: {version}\n")
@@ -21,12 +21,12 @@ def _dist(site: Path, name: str, version: str, files: dict[str, str]) -> None:
 
 
 def test_nothing_changed_is_an_empty_report(tmp_path):
-    _dist(tmp_path, "torch", "2.9.0", {"torch/__init__.py": "x"})
+    _installed_dist(tmp_path, "torch", "2.9.0", {"torch/__init__.py": "x"})
     assert file_changes(take([str(tmp_path)])) == []
 
 
 def test_a_half_unpacked_package_is_a_stray_that_can_go(tmp_path):
-    _dist(tmp_path, "numpy", "2.0.0", {"numpy/__init__.py": "x"})
+    _installed_dist(tmp_path, "numpy", "2.0.0", {"numpy/__init__.py": "x"})
     before = take([str(tmp_path)])
     (tmp_path / "nki" / "sub").mkdir(parents=True)
     for i in range(3):
@@ -44,17 +44,17 @@ def test_a_half_unpacked_package_is_a_stray_that_can_go(tmp_path):
 def test_changes_a_package_change_explains_are_not_strays(tmp_path):
     """torch 2.9.0 replaced by a complete 2.14.0: its files changed, were added and removed, all
     accounted for by the version change; nothing is offered for removal."""
-    _dist(tmp_path, "torch", "2.9.0", {"torch/__init__.py": "old", "torch/old.py": "x"})
+    _installed_dist(tmp_path, "torch", "2.9.0", {"torch/__init__.py": "old", "torch/old.py": "x"})
     before = take([str(tmp_path)])
     for p in ("torch/old.py", "torch-2.9.0.dist-info/METADATA", "torch-2.9.0.dist-info/RECORD"):
         (tmp_path / p).unlink()
     (tmp_path / "torch-2.9.0.dist-info").rmdir()
-    _dist(tmp_path, "torch", "2.14.0", {"torch/__init__.py": "new!", "torch/new/x.py": "x"})
+    _installed_dist(tmp_path, "torch", "2.14.0", {"torch/__init__.py": "new!", "torch/new/x.py": "x"})
     assert file_changes(before) == []
 
 
 def test_files_removed_from_a_package_still_installed_are_reported(tmp_path):
-    _dist(tmp_path, "torch", "2.9.0", {"torch/__init__.py": "x", "torch/lib/a.so": "y", "torch/lib/b.so": "z"})
+    _installed_dist(tmp_path, "torch", "2.9.0", {"torch/__init__.py": "x", "torch/lib/a.so": "y", "torch/lib/b.so": "z"})
     before = take([str(tmp_path)])
     (tmp_path / "torch" / "lib" / "a.so").unlink()
     (tmp_path / "torch" / "lib" / "b.so").unlink()
@@ -70,7 +70,7 @@ def test_files_removed_from_a_package_still_installed_are_reported(tmp_path):
 
 def test_a_new_path_with_installed_files_inside_is_not_offered_for_removal(tmp_path):
     before = take([str(tmp_path)])
-    _dist(tmp_path, "nki", "0.7.0", {"nki/__init__.py": "x"})
+    _installed_dist(tmp_path, "nki", "0.7.0", {"nki/__init__.py": "x"})
     (tmp_path / "nki" / "leftover.tmp").write_text("x")
     strays = file_changes(before)
     assert [s.describe() for s in strays] == [f"1 file added under {tmp_path.name}/nki/ with no dist-info"]

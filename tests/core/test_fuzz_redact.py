@@ -69,7 +69,7 @@ def text_with_secrets(draw: st.DrawFn) -> tuple[str, list[str]]:
             piece = f"{quote_name}{name}{quote_name}{sep}{quote_value}{token}{quote_value}"
             if sep.lstrip().startswith(":") and re.search(r"/[^\s'\"]*\Z", parts[-1]):
                 # "/0/token: x", "/a/0token: x": a path and a message about that file, as
-                # "/etc/passwd: not executable" is (tests/cli/test_output_hostile.py pins it)
+                # "/etc/passwd: not executable" is (tests/cli/test_output_redaction.py pins it)
                 parts.append(" ")
             planted.append(token)
         else:

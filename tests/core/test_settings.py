@@ -51,7 +51,7 @@ def _manifest(path: Path, drop: tuple[str, ...]) -> Path:
     return path
 
 
-def _versions(cli, *args: str) -> list[str]:
+def _listed_versions(cli, *args: str) -> list[str]:
     r = cli(*args, "releases", "--json")
     assert r.code == 0, r.err
     return [r["version"] for r in json.loads(r.out)["releases"]]
@@ -61,17 +61,17 @@ def _versions(cli, *args: str) -> list[str]:
 
 def test_manifest_flag_beats_env_beats_config_beats_bundled(cli, project_dir, monkeypatch) -> None:
     newest = json.loads(BUNDLED.read_text())["releases"][0]["version"]
-    assert newest in _versions(cli)  # the default: the bundled data
+    assert newest in _listed_versions(cli)  # the default: the bundled data
     _manifest(project_dir / "cfg.json", (newest,))
     _user_config(f'manifest = "{project_dir / "cfg.json"}"')
-    assert newest not in _versions(cli)  # the config's file
+    assert newest not in _listed_versions(cli)  # the config's file
     second = json.loads(BUNDLED.read_text())["releases"][1]["version"]
     env_file = _manifest(project_dir / "env.json", (second,))
     monkeypatch.setenv("NEURONCTL_MANIFEST", str(env_file))
-    env_versions = _versions(cli)
+    env_versions = _listed_versions(cli)
     assert newest in env_versions and second not in env_versions  # the variable beats the config
     flag_file = _manifest(project_dir / "flag.json", (newest, second))
-    flag_versions = _versions(cli, "--manifest", str(flag_file))
+    flag_versions = _listed_versions(cli, "--manifest", str(flag_file))
     assert newest not in flag_versions and second not in flag_versions
 
 

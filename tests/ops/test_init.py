@@ -70,7 +70,7 @@ def test_init_bad_input_changes_nothing(cli):
 
 
 def test_init_edits_a_symlinked_pyproject_at_its_target(cli, tmp_path):
-    """A link to a file inside the project (a link out of it is refused: test_init_links_hostile)."""
+    """A link to a file inside the project (a link out of it is refused: test_init_links)."""
     shared = Path.cwd() / "shared" / "pyproject.toml"
     shared.parent.mkdir()
     shared.write_text(ORIGINAL)

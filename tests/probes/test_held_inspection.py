@@ -115,7 +115,7 @@ def test_cancel_ends_the_held_interpreter(tmp_path):
     log = tmp_path / "starts.log"
     held = held_and_up(tmp_path / "venv", log)
     held.cancel()
-    assert not _alive(starts(log)[0])
+    assert not _signalable(starts(log)[0])
 
 
 def test_neuronctl_releases_with_the_token_the_script_waits_for():
@@ -132,7 +132,7 @@ def test_a_venvs_site_dirs_come_from_its_layout(tmp_path):
     assert venv_site_dirs(str(tmp_path / "none")) == []
 
 
-def _alive(pid: int) -> bool:
+def _signalable(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -179,4 +179,4 @@ def test_a_failed_install_leaves_no_held_interpreter(cli, uni, locked, tmp_path,
     watch.join()
     assert r.code == 1 and "install failed, nothing changed" in r.err, r.err
     assert seen  # it was there while the engine ran
-    assert _inspections_of(py) == [] and not any(_alive(pid) for pid in set(seen))
+    assert _inspections_of(py) == [] and not any(_signalable(pid) for pid in set(seen))

@@ -72,9 +72,9 @@ REVIEWED_WHICH = {
     ("slurm_cluster.py", "t"): "slurm-wlm and munge: .ci/run installs them, the README does not "
                                "(reported to the lead: the README should say so)",
     ("slurm_cluster.py", "name"): "the same daemons, found in /usr/sbin too (a narrow PATH lacks it)",
-    ("test_health_and_key_parsers_hostile.py", "gpg"): "gnupg: .ci/run installs it and the README names it; "
+    ("test_health_and_key_parsers.py", "gpg"): "gnupg: .ci/run installs it and the README names it; "
                                          "the key tests skip, saying so, without it",
-    ("test_health_and_key_parsers_hostile.py", "sqv"): "Debian's sqv (Ubuntu 26.04's apt verifier): .ci/run "
+    ("test_health_and_key_parsers.py", "sqv"): "Debian's sqv (Ubuntu 26.04's apt verifier): .ci/run "
                                          "installs it and the README names it",
 }
 

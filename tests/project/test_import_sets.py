@@ -76,7 +76,7 @@ HELP_ALSO_NEVER: dict[str, list[str]] = {
 and constants, not from the operation or the release data."""
 
 
-def _run(args: list[str], watched: list[str], cwd: Path) -> tuple[int, list[str]]:
+def _loaded_by(args: list[str], watched: list[str], cwd: Path) -> tuple[int, list[str]]:
     """The exit code of `neuronctl ARGS` run in a fresh interpreter, and which of `watched` it
     had loaded by the end (a module by its name; `class NAME`: a class some loaded neuronctl
     module declares)."""
@@ -97,7 +97,7 @@ def _run(args: list[str], watched: list[str], cwd: Path) -> tuple[int, list[str]
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_a_commands_help_loads_none_of_the_heavy_machinery(tmp_path, command):
     watched = [*NEVER_FOR_HELP, *HELP_ALSO_NEVER.get(command, [])]
-    assert _run([command, "--help"], watched, tmp_path) == (0, [])
+    assert _loaded_by([command, "--help"], watched, tmp_path) == (0, [])
 
 
 def test_listing_and_showing_releases_load_no_import_update_network_or_resolver(tmp_path):
@@ -106,8 +106,8 @@ def test_listing_and_showing_releases_load_no_import_update_network_or_resolver(
     watched = [*NEVER_FOR_HELP, "neuronctl.release.aws_import", "neuronctl.release.merge",
                "neuronctl.release.rollback", "socket", "neuronctl.proc", "neuronctl.ops.doctor",
                "pkgutil"]
-    assert _run(["releases"], watched, tmp_path) == (0, [])
-    assert _run(["releases", "show", "2.33.1", "--sources"], watched, tmp_path) == (0, [])
+    assert _loaded_by(["releases"], watched, tmp_path) == (0, [])
+    assert _loaded_by(["releases", "show", "2.33.1", "--sources"], watched, tmp_path) == (0, [])
 
 
 def test_every_watched_name_is_a_module_that_loads(tmp_path):
@@ -167,11 +167,11 @@ def test_an_install_with_nothing_to_do_loads_no_resolver_network_or_engine_run(c
     install = ["install", "--lock", str(locked), "--python", str(venv), "--engine", "uv"]
     r = cli(*install, "--no-check")
     assert r.code == 0 and "applied" in r.err + r.out, r.err
-    assert _run([*install, "--no-check"], [*INSTALL_NEVER, "neuronctl.ops.doctor", "class DoctorStarted"],
+    assert _loaded_by([*install, "--no-check"], [*INSTALL_NEVER, "neuronctl.ops.doctor", "class DoctorStarted"],
                 tmp_path) == (0, [])
     # The doctor afterwards is the feature: it loads, and still none of the above, nor the cache
     # command's operation (its cache.compile check reads the caches through the probe).
-    assert _run(install, [*INSTALL_NEVER, *WITHOUT_NEURON_DEVICES_NEVER, "neuronctl.ops.doctor.run",
+    assert _loaded_by(install, [*INSTALL_NEVER, *WITHOUT_NEURON_DEVICES_NEVER, "neuronctl.ops.doctor.run",
                           "neuronctl.ops.cache"], tmp_path) == (0, ["neuronctl.ops.doctor.run"])
 
 
@@ -188,7 +188,7 @@ existing lock."""
 
 def test_a_lock_loads_neither_doctor_install_engines_nor_its_check(uni, tmp_path):
     args = ["lock", *uni.index_flags(), "--python", "3.12", "-o", str(tmp_path / "pylock.toml")]
-    assert _run(args, [*LOCK_NEVER, "resolvelib", "requests"], tmp_path) == (0, ["resolvelib", "requests"])
+    assert _loaded_by(args, [*LOCK_NEVER, "resolvelib", "requests"], tmp_path) == (0, ["resolvelib", "requests"])
 
 
 def test_lock_check_loads_no_resolver_or_network(cli, uni, tmp_path):
@@ -199,4 +199,4 @@ def test_lock_check_loads_no_resolver_or_network(cli, uni, tmp_path):
     watched = ["resolvelib", "requests", "urllib3", "neuronctl.resolvers.http_fetch",
                "neuronctl.ops.lock.resolve", "neuronctl.ops.lock.check", "pkgutil", *NEVER_CREATED]
     args = ["lock", *uni.index_flags(), "--python", "3.12", "-o", str(lock), "--check"]
-    assert _run(args, watched, tmp_path) == (0, ["neuronctl.ops.lock.check"])
+    assert _loaded_by(args, watched, tmp_path) == (0, ["neuronctl.ops.lock.check"])

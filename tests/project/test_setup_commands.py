@@ -29,7 +29,7 @@ def test_ci_runs_the_readme_commands_verbatim():
     assert own == []
 
 
-def _steps(command: str) -> list[list[str]]:
+def _command_steps(command: str) -> list[list[str]]:
     words = shlex.split(command.replace("{", " ").replace("}", " ").replace(";", " "))
     steps, current = [], []
     for w in words:
@@ -42,7 +42,7 @@ def _steps(command: str) -> list[list[str]]:
 
 
 def test_the_test_command_keeps_the_bundled_pip_and_ends_in_pytest():
-    steps = _steps(readme_setup_commands()[1])
+    steps = _command_steps(readme_setup_commands()[1])
     assert not any("-U" in s or "--upgrade" in s for s in steps), steps
     assert steps[0] == ["python3", "-m", "venv", ".venv"]
     # pytest-xdist over the 2 cores CI and the developers' machines have (issue 36)
@@ -50,7 +50,7 @@ def test_the_test_command_keeps_the_bundled_pip_and_ends_in_pytest():
 
 
 def test_every_torch_the_test_command_installs_is_a_cpu_build():
-    torch = [w for s in _steps(readme_setup_commands()[1]) for w in s if w.startswith("torch")]
+    torch = [w for s in _command_steps(readme_setup_commands()[1]) for w in s if w.startswith("torch")]
     assert torch and all(w == "torch==2.13.0+cpu" for w in torch), torch
 
 

@@ -30,7 +30,8 @@ def defined(tests: Path) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
             if not isinstance(node, ast.FunctionDef) or node.name.startswith("test_"):
                 continue
             where = str(path.relative_to(tests))
-            (fixtures if _is_fixture(node) else helpers)[node.name].add(where)
+            # `_run` in one file and `run` in another are one name to a reader (one word per idea)
+            (fixtures if _is_fixture(node) else helpers)[node.name.lstrip("_")].add(where)
     return fixtures, helpers
 
 
@@ -53,9 +54,54 @@ def test_each_helper_name_means_one_thing() -> None:
 def test_the_walk_finds_a_name_two_files_define(tmp_path: Path) -> None:
     for folder in ("a", "b"):
         (tmp_path / folder).mkdir()
+        run = "_run" if folder == "a" else "run"
         (tmp_path / folder / "test_x.py").write_text(
             "import pytest\n\n@pytest.fixture\ndef home():\n    pass\n\n"
-            "def run(x):\n    return x\n\ndef test_run():\n    assert run(1)\n")
+            f"def {run}(x):\n    return x\n\ndef test_run():\n    assert {run}(1)\n")
     fixtures, helpers = defined(tmp_path)
     assert _twice(fixtures) == {"home": ["a/test_x.py", "b/test_x.py"]}
     assert _twice(helpers) == {"run": ["a/test_x.py", "b/test_x.py"]}
+
+
+def _bodies(tests: Path) -> dict[str, set[str]]:
+    """A module-level helper's code with its name and docstring left out -> where it is defined
+    (file:name): one helper written twice under two names has one entry with two places."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for path in sorted(tests.rglob("*.py")):
+        if STANDIN in path.parents:
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if not isinstance(node, ast.FunctionDef) or node.name.startswith("test_"):
+                continue
+            body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+            code = ast.dump(ast.Module(body=body, type_ignores=[]))
+            found[ast.dump(node.args) + code].add(f"{path.relative_to(tests)}:{node.name}")
+    return found
+
+
+def test_no_helper_is_written_twice_under_two_names() -> None:
+    assert _twice(_bodies(TESTS)) == {}
+
+
+def test_the_walk_finds_one_body_under_two_names(tmp_path: Path) -> None:
+    body = "    data = path.read_bytes()\n    return len(data)\n"
+    (tmp_path / "a.py").write_text(f"def size(path):\n    '''Its size.'''\n{body}")
+    (tmp_path / "b.py").write_text(f"def length_of(path):\n{body}")
+    assert list(_twice(_bodies(tmp_path)).values()) == [["a.py:size", "b.py:length_of"]]
+
+
+def _campaigns() -> set[str]:
+    """The markers pyproject.toml registers, as their names (`hostile: ...`)."""
+    import tomllib
+
+    data = tomllib.loads((TESTS.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    return {m.split(":")[0].strip() for m in data["tool"]["pytest"]["ini_options"]["markers"]}
+
+
+def test_no_test_file_is_named_for_a_campaign() -> None:
+    """Tests are filed by what they test; a review campaign is a marker (`-m hostile`)."""
+    campaigns = _campaigns()
+    assert {"hostile", "first_hour"} <= campaigns
+    named = [str(p.relative_to(TESTS)) for p in TESTS.rglob("test_*.py")
+             if any(f"_{c}_" in f"_{p.stem}_" for c in campaigns)]
+    assert named == []

@@ -77,7 +77,7 @@ def _mutated(text, change):
     return json.dumps(data)
 
 
-def _write(tmp_path, text):
+def _write_n2(tmp_path, text):
     p = tmp_path / "n2.json"
     p.write_text(text)
     return p
@@ -103,7 +103,7 @@ def _write(tmp_path, text):
     ],
 )
 def test_import_malformed_exits_2_naming_file_and_field(cli, tmp_path, transform, expect):
-    src = _write(tmp_path, transform(N2_MANIFEST.read_text()))
+    src = _write_n2(tmp_path, transform(N2_MANIFEST.read_text()))
     out = tmp_path / "out.json"
     r = cli("releases", "import", str(src), "-o", str(out))
     assert r.code == 2, r.out
@@ -195,7 +195,7 @@ def test_import_is_an_operation_with_an_outcome(tmp_path):
         outcome.written = None  # type: ignore[misc]
     unwritten = import_aws_manifest(N2_MANIFEST)
     assert unwritten.written is None and unwritten.text == outcome.text
-    bad = _write(tmp_path, "[]")
+    bad = _write_n2(tmp_path, "[]")
     with pytest.raises(InputError, match="top level: expected an object"):
         import_aws_manifest(bad, tmp_path / "never.json")
     assert not (tmp_path / "never.json").exists()

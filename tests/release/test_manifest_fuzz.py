@@ -41,7 +41,7 @@ JSON_VALUES = st.recursive(
     max_leaves=10)
 
 
-def _mutate(doc: Any, path: tuple[Any, ...], how: str, value: Any) -> Any:
+def _changed_at(doc: Any, path: tuple[Any, ...], how: str, value: Any) -> Any:
     doc = json.loads(json.dumps(doc))
     if not path:
         return value if how != "nest" else [doc]
@@ -84,7 +84,7 @@ def _load(tmp_path: Path, data: bytes) -> None:
 @given(index=st.integers(0, len(PATHS) - 1), how=st.sampled_from(["replace", "delete", "nest", "stringify"]),
        value=JSON_VALUES)
 def test_mutated_manifests_load_or_are_refused_as_bad_input(tmp_path, index, how, value):
-    doc = _mutate(BUNDLED, PATHS[index], how, value)
+    doc = _changed_at(BUNDLED, PATHS[index], how, value)
     _load(tmp_path, json.dumps(doc, allow_nan=True).encode())
 
 
@@ -100,7 +100,7 @@ def test_every_table_or_list_set_to_null_is_refused_or_loads(tmp_path):
     containers = [path for path in PATHS if path and isinstance(_at(BUNDLED, path), dict | list)]
     assert containers
     for path in containers:
-        _load(tmp_path, json.dumps(_mutate(BUNDLED, path, "replace", None)).encode())
+        _load(tmp_path, json.dumps(_changed_at(BUNDLED, path, "replace", None)).encode())
 
 
 def _at(doc: Any, path: tuple[Any, ...]) -> Any:
@@ -133,7 +133,7 @@ def test_deeply_nested_json_is_bad_input(tmp_path, depth):
     (("schema",), "1", "schema: expected an integer"),
 ])
 def test_wrong_json_types_name_the_file_and_the_field(tmp_path, field, value, says):
-    doc = _mutate(BUNDLED, field, "replace", value)
+    doc = _changed_at(BUNDLED, field, "replace", value)
     path = tmp_path / "m.json"
     path.write_text(json.dumps(doc, allow_nan=True))
     with pytest.raises(InputError) as caught:

@@ -1,12 +1,11 @@
 """`neuronctl releases update` against a real loopback HTTPS server (its certificate trusted
-through REQUESTS_CA_BUNDLE; plain http is refused, test_trust_roots_hostile.py): a new release,
+through REQUESTS_CA_BUNDLE; plain http is refused, test_trust_roots.py): a new release,
 values not published before, a conflicting value, a manifest that drops a release, and hostile
 manifests (oversized, deeply nested, wrong types, bad URLs); the stored data is used from then
 on."""
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Iterator
 from datetime import date, timedelta
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from packaging.version import Version
-from support.bundled_releases import COMPILED, NEXT, RAW, VERSIONS
+from support.bundled_releases import COMPILED, NEXT, RAW, VERSIONS, bundled_json
 from support.loopback import QuietHandler, serving
 
 from neuronctl.release.manifest import load_bundled_manifest, load_default_manifest, stored_manifest_path
@@ -59,13 +58,6 @@ def data_home(tmp_path, monkeypatch) -> Path:
     return tmp_path / "data"
 
 
-def _ours(mutate=None) -> bytes:
-    data = copy.deepcopy(BUNDLED.to_json())
-    if mutate:
-        mutate(data)
-    return json.dumps(data).encode()
-
-
 def _new_release(data: dict) -> None:
     """NEXT (a release no data has yet): 2.33.1's stack with a torch-neuronx newer than any
     release's (the same would be a rollback, release.rollback)."""
@@ -98,7 +90,7 @@ def _n2_2_34() -> bytes:
 
 def test_a_new_release_is_added_stored_and_used_from_then_on(cli, site, data_home):
     state, url = site
-    state.pages["/m.json"] = (200, _ours(_new_release))
+    state.pages["/m.json"] = (200, bundled_json(_new_release))
     r = cli("releases", "update", "--from", f"{url}/m.json")
     assert r.code == 0, r.err
     assert f"added: {NEXT}" in r.out and f"stored {len(VERSIONS) + 1} releases in" in r.out
@@ -113,7 +105,7 @@ def test_a_new_release_is_added_stored_and_used_from_then_on(cli, site, data_hom
     assert f"{url}/m.json (read " in shown  # every value's source is the fetched manifest
     # --manifest still overrides the stored data
     bundled = data_home / "bundled.json"
-    bundled.write_bytes(_ours())
+    bundled.write_bytes(bundled_json())
     assert NEXT not in cli("--manifest", str(bundled), "releases").out
 
 
@@ -153,7 +145,7 @@ def test_a_conflicting_value_is_listed_and_applied_only_when_accepted(cli, site)
         rel = next(r for r in data["releases"] if r["version"] == "2.33.1")
         rel["system"]["aws-neuronx-dkms"] = "2.31.9.0"
 
-    state.pages["/c.json"] = (200, _ours(change))
+    state.pages["/c.json"] = (200, bundled_json(change))
     r = cli("releases", "update", "--from", f"{url}/c.json")
     assert r.code == 0, r.err
     assert "conflict (not applied): 2.33.1 system.aws-neuronx-dkms: 2.31.8.0 -> 2.31.9.0" in r.out
@@ -173,7 +165,7 @@ def test_a_manifest_that_drops_a_release_deletes_nothing(cli, site):
         data["releases"] = [r for r in data["releases"] if r["version"] != "2.33.0"]
         _new_release(data)
 
-    state.pages["/d.json"] = (200, _ours(drop))
+    state.pages["/d.json"] = (200, bundled_json(drop))
     r = cli("releases", "update", "--from", f"{url}/d.json")
     assert r.code == 0, r.err
     assert "not in the fetched manifest (kept): 2.33.0" in r.out
@@ -193,21 +185,21 @@ def _nested(depth: int) -> bytes:
      "packages: expected a list"),
     (b"\xff\xfe not json", "not UTF-8"),
     (b"{", "invalid JSON"),
-    (_ours(lambda d: d["sources"]["n2"].update(url="https://x/\r\nInjected: 1")),
+    (bundled_json(lambda d: d["sources"]["n2"].update(url="https://x/\r\nInjected: 1")),
      "expected one line of printable text, got '\\r'"),
-    (_ours(lambda d: d["sources"]["n2"].update(url="https://x/ Injected")),
+    (bundled_json(lambda d: d["sources"]["n2"].update(url="https://x/ Injected")),
      "whitespace or control characters"),
-    (_ours(lambda d: d["releases"][0]["notes"].append("x\n::error title=Build::fake")),
+    (bundled_json(lambda d: d["releases"][0]["notes"].append("x\n::error title=Build::fake")),
      f"].notes[{len(RAW['releases'][0]['notes'])}]: expected one line of printable text, got '\\n'"),
-    (_ours(lambda d: d["sources"]["n2"].update(url="javascript:alert(1)")), "scheme 'javascript'"),
+    (bundled_json(lambda d: d["sources"]["n2"].update(url="javascript:alert(1)")), "scheme 'javascript'"),
     (json.dumps({"repos_n2": [{"repo_url": "ftp://mirror/x"}], "neuron_releases": []}).encode(),
      "scheme 'ftp'"),
     # values that reach the doctor's fix commands and the lock's requirements
-    (_ours(lambda d: d["releases"][1]["system"].update({"aws-neuronx-dkms": "2.31.8.0'; touch x #"})),
+    (bundled_json(lambda d: d["releases"][1]["system"].update({"aws-neuronx-dkms": "2.31.8.0'; touch x #"})),
      "is not a package version"),
-    (_ours(lambda d: d["releases"][1]["packages"].update({"nki": ["0.7.0 --index-url http://x"]})),
+    (bundled_json(lambda d: d["releases"][1]["packages"].update({"nki": ["0.7.0 --index-url http://x"]})),
      "is not a PEP 440 version"),
-    (_ours(lambda d: d["releases"][1]["packages"].update({"../../etc/x": ["1.0"]})),
+    (bundled_json(lambda d: d["releases"][1]["packages"].update({"../../etc/x": ["1.0"]})),
      "not a package name"),
 ])
 def test_hostile_manifests_are_refused_and_nothing_is_written(cli, site, body, message):
@@ -236,8 +228,8 @@ def test_an_http_error_is_a_fault_and_changes_nothing(cli, site):
 
 def test_the_url_comes_from_env_then_the_users_own_config(cli, site, monkeypatch, tmp_path):
     state, url = site
-    state.pages["/env.json"] = (200, _ours(_new_release))
-    state.pages["/cfg.json"] = (200, _ours())
+    state.pages["/env.json"] = (200, bundled_json(_new_release))
+    state.pages["/cfg.json"] = (200, bundled_json())
     monkeypatch.chdir(tmp_path)
     mine = tmp_path / "xdg" / "neuronctl" / "config.toml"
     mine.parent.mkdir(parents=True)
@@ -261,7 +253,7 @@ def test_a_corrupt_store_is_refused_with_the_way_out(cli, data_home):
 def test_newer_bundled_data_wins_over_an_older_store(data_home):
     store = stored_manifest_path()
     store.parent.mkdir(parents=True)
-    old = json.loads(_ours(_new_release))
+    old = json.loads(bundled_json(_new_release))
     compiled = date.fromisoformat(COMPILED)
     old["compiled"] = (compiled - timedelta(days=1)).isoformat()  # before the bundled data's
     store.write_text(json.dumps(old))
@@ -306,7 +298,7 @@ def test_a_compressed_body_is_refused(cli, tls):
         def do_GET(self) -> None:
             import gzip
 
-            body = gzip.compress(_ours())
+            body = gzip.compress(bundled_json())
             self.send_response(200)
             self.send_header("Content-Encoding", "gzip")
             self.send_header("Content-Length", str(len(body)))

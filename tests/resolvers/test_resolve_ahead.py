@@ -88,7 +88,7 @@ def _asked(state: IndexState, path: str, within: float = 10.0) -> bool:
     return False
 
 
-def _pins(result: Resolution | BaseException) -> dict[str, str]:
+def _resolved_pins(result: Resolution | BaseException) -> dict[str, str]:
     assert isinstance(result, Resolution), result
     return {n: str(p.version) for n, p in result.pins.items()}
 
@@ -109,7 +109,7 @@ def test_a_dependencys_page_is_fetched_while_another_package_waits_for_its_metad
         assert "/simple/leaf/" not in early
         assert not any(path.startswith("/files/lib-") for path in early)
     (result,) = out
-    assert _pins(result) == {"app": "1.0", "able": "1.0", "leaf": "1.0", "lib": "2.0"}
+    assert _resolved_pins(result) == {"app": "1.0", "able": "1.0", "leaf": "1.0", "lib": "2.0"}
 
 
 def test_a_page_fetched_ahead_that_nothing_needs_is_cut_off_not_waited_for(tmp_path: Path) -> None:
@@ -128,7 +128,7 @@ def test_a_page_fetched_ahead_that_nothing_needs_is_cut_off_not_waited_for(tmp_p
         finally:
             state.released.set()
     (result,) = out
-    assert _pins(result) == {"app": "1.0", "pin": "1.0"}
+    assert _resolved_pins(result) == {"app": "1.0", "pin": "1.0"}
 
 
 def _settled(state: IndexState, prefix: str, within: float = 20.0) -> int:
@@ -156,7 +156,7 @@ def test_a_guess_with_hundreds_of_dependencies_fetches_at_most_ahead_most_pages(
         asked = _settled(state, "/simple/dep")
     assert asked == AHEAD_MOST < len(many)
     (result,) = out
-    assert _pins(result) == {"app": "1.0", "pin": "1.0"}
+    assert _resolved_pins(result) == {"app": "1.0", "pin": "1.0"}
 
 
 def test_a_page_fetched_ahead_in_a_moments_outage_is_fetched_again_when_needed(
@@ -169,7 +169,7 @@ def test_a_page_fetched_ahead_in_a_moments_outage_is_fetched_again_when_needed(
                ["able==1.0", "app==1.0"]) as out:
         assert _asked(state, "/simple/lib/")
     (result,) = out
-    assert _pins(result) == {"able": "1.0", "app": "1.0", "lib": "1.0"}
+    assert _resolved_pins(result) == {"able": "1.0", "app": "1.0", "lib": "1.0"}
     assert sum(hit[1] == "/simple/lib/" for hit in state.hits) == 2
 
 
@@ -182,7 +182,7 @@ def test_a_guess_never_downloads_a_whole_wheel(tmp_path: Path) -> None:
     with index_server(state) as base, _finder(f"{base}/simple", tmp_path) as finder:
         result = resolve(finder, TARGET, [Req.parse("app", "--with"), Req.parse("pin==1.0", "--with")],
                          version_filter=lambda name, version: None)
-    assert _pins(result) == {"app": "1.0", "pin": "1.0"}
+    assert _resolved_pins(result) == {"app": "1.0", "pin": "1.0"}
     whole = {hit[1].rsplit("/", 1)[-1] for hit in state.hits
              if hit[1].startswith("/files/") and not hit[2]}
     assert "app-2.0-py3-none-any.whl" not in whole

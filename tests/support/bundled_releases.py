@@ -8,7 +8,10 @@ is added, and with it the README's sample output (the tests marked first_hour sa
 
 from __future__ import annotations
 
+import copy
 import json
+from collections.abc import Callable
+from typing import Any
 
 from packaging.version import Version
 
@@ -28,3 +31,13 @@ NEXT = f"{_newest.major}.{_newest.minor + 1}.0"
 DEFAULT = "2.33.1"
 """The default release: the newest whose whole stack is published. Changed by hand when a wholly
 published release is added, with the README's sample output (`pytest -m first_hour` says where)."""
+
+
+def bundled_json(mutate: Callable[[dict[str, Any]], object] | None = None) -> bytes:
+    """The bundled release data as JSON, changed by `mutate` first (a copy: the data stays)."""
+    from neuronctl.release.manifest import load_bundled_manifest
+
+    data = copy.deepcopy(load_bundled_manifest().to_json())
+    if mutate:
+        mutate(data)
+    return json.dumps(data).encode()

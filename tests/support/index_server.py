@@ -111,7 +111,7 @@ def _shown_hash(state: IndexState, e: Entry) -> str:
     return state.hash_override.get(e.filename) or ("0" * 64 if e.wrong_hash else e.sha256)
 
 
-def _page(state: IndexState, project: str, base: str) -> tuple[str, str]:
+def _project_page(state: IndexState, project: str, base: str) -> tuple[str, str]:
     entries = state.projects[project]
     if state.kind == "json":
         files = []
@@ -206,7 +206,7 @@ class IndexHandler(QuietHandler):
                     "application/vnd.pypi.simple.v1+json"
                 self._send(200, body.encode(), ctype)
                 return
-            ctype, body = _page(st, project, "")
+            ctype, body = _project_page(st, project, "")
             etag = '"' + hashlib.sha256(body.encode()).hexdigest()[:16] + '"'
             if self.headers.get("If-None-Match") == etag:
                 self.send_response(304)

@@ -9,11 +9,8 @@ from packaging.pylock import Pylock
 
 from neuronctl.toml_emit import dumps
 from neuronctl.tomlfile import read_toml
+from support.venvs import sha256_of
 from support.wheels import build_wheel
-
-
-def sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def versions(lock: Pylock) -> dict[str, list[str]]:
@@ -58,7 +55,7 @@ def broken_nki_lock(locked: Path, tmp_path: Path) -> Path:
     for pkg in data["packages"]:
         if pkg["name"] == "nki":
             pkg["wheels"] = [{"name": broken.name, "url": broken.as_uri(),
-                              "hashes": {"sha256": sha(broken)}}]
+                              "hashes": {"sha256": sha256_of(broken)}}]
     lock = Path("pylock.broken.toml").resolve()
     lock.write_text(dumps(data, arrays_of_tables=("packages",)))
     return lock

@@ -171,7 +171,7 @@ def _spawn(argv: list[str], env: dict[str, str], log: Path) -> int:
     return proc.pid
 
 
-def _wait_for(path: Path, limit: float = 10.0) -> None:
+def _appears_within(path: Path, limit: float = 10.0) -> None:
     deadline = time.monotonic() + limit
     while not path.exists():
         if time.monotonic() > deadline:
@@ -205,7 +205,7 @@ def running_cluster(root: Path) -> Iterator[SlurmCluster]:
             [_daemon("munged"), "-F", "-f", "--key-file", str(key), "--socket", str(root / "munge.sock"),
              "--pid-file", str(root / "munged.pid"), "--seed-file", str(root / "munge.seed"),
              "--log-file", str(root / "munged.log")], env, root / "munged.out.log")
-        _wait_for(root / "munge.sock")
+        _appears_within(root / "munge.sock")
         cluster.pids["slurmctld"] = _spawn([_daemon("slurmctld"), "-D", "-i", "-f", str(conf)], env,
                                            root / "slurmctld.out.log")
         for node in NODES:

@@ -35,6 +35,14 @@ Version: 2.20.22.0-1
 """
 
 
+def captured(tmp_path: Path) -> Path:
+    """An empty captured tree (a sysroot): the proc/ and sys/ a sysroot must hold, nothing else."""
+    root = tmp_path / "captured"
+    (root / "sys").mkdir(parents=True)
+    (root / "proc").mkdir()
+    return root
+
+
 def write(root: Path, path: str, text: str) -> Path:
     p = root / path.lstrip("/")
     p.parent.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ STALE_CTRL, FRESH_CTRL = "fresh\x01model", "fresh?model"
 STALE_LONG, FRESH_LONG = "m" * 201, "m" * 200
 
 
-def _entry(cache: Path, name: str, age_days: float) -> None:
+def _cache_entry(cache: Path, name: str, age_days: float) -> None:
     folder = cache / name
     folder.mkdir(parents=True)
     (folder / "model.neff").write_bytes(b"N" * 100)
@@ -30,9 +30,9 @@ def _entry(cache: Path, name: str, age_days: float) -> None:
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     cache = tmp_path / "cache"
     for name in (STALE_CTRL, STALE_LONG):
-        _entry(cache, name, 40)
+        _cache_entry(cache, name, 40)
     for name in (FRESH_CTRL, FRESH_LONG):
-        _entry(cache, name, 0)
+        _cache_entry(cache, name, 0)
     monkeypatch.setenv("NEURON_CC_FLAGS", f"--cache_dir={cache}")
     for var in ("NEURON_COMPILE_CACHE_URL", "TORCH_NEURONX_NEFF_CACHE_DIR", "VLLM_CACHE_ROOT"):
         monkeypatch.delenv(var, raising=False)
@@ -62,7 +62,7 @@ def test_an_entry_replaced_after_the_scan_is_left_alone(cache) -> None:
     items, notes = plan_prune(show_caches(os.environ, "2.28.7631.0", "test"), 30)
     assert sorted(i.name for i in items) == sorted([STALE_CTRL, STALE_LONG])
     os.rename(cache / STALE_CTRL, cache.parent / "moved")
-    _entry(cache, STALE_CTRL, 0)  # a new entry under the same raw name
+    _cache_entry(cache, STALE_CTRL, 0)  # a new entry under the same raw name
     outcome = apply_prune(items, notes, yes=True)
     assert [f.split(": ", 1)[1] for f in outcome.failed] == \
         ["fresh?model is no longer the entry that was read"]

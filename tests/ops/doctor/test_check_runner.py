@@ -20,7 +20,7 @@ from neuronctl.ops.doctor.run import DoctorRequest, DoctorRun, Known
 from neuronctl.ops.doctor.runner import Check, CheckOutcome, NotYet, run_checks
 
 
-def _recorded(check_id: str, seen: dict[str, tuple[str, float, float]],
+def _recording_check(check_id: str, seen: dict[str, tuple[str, float, float]],
               sleep: float = 0.0) -> Check:
     """A check that records the thread it ran on and when it began and ended."""
     def run() -> CheckOutcome:
@@ -45,7 +45,7 @@ def test_quick_checks_run_one_after_another_on_one_thread(stall: float) -> None:
     seen: dict[str, tuple[str, float, float]] = {}
     ids = [f"a.quick{i}" for i in range(12)]
     told: list[tuple[int, int, tuple[str, ...]]] = []
-    results = run_checks([_recorded(i, seen) for i in ids], total=30.0,
+    results = run_checks([_recording_check(i, seen) for i in ids], total=30.0,
                          progress=lambda d, t, r: told.append((d, t, r)))
     assert [(r.id, r.status, r.message) for r in results] == [(i, "pass", i) for i in ids]
     assert {name for name, _, _ in seen.values()} == {"checks"}
@@ -57,8 +57,8 @@ def test_a_check_that_runs_long_sends_the_rest_to_threads_of_their_own(stall: fl
     """The slow one keeps its thread and is waited for; the ones after it do not wait their turn
     behind it: they begin while it still runs."""
     seen: dict[str, tuple[str, float, float]] = {}
-    checks = [_recorded("a.first", seen), _recorded("b.slow", seen, 4 * stall),
-              _recorded("c.after", seen, 2 * stall), _recorded("d.after", seen)]
+    checks = [_recording_check("a.first", seen), _recording_check("b.slow", seen, 4 * stall),
+              _recording_check("c.after", seen, 2 * stall), _recording_check("d.after", seen)]
     results = run_checks(checks, total=30.0)
     assert [r.status for r in results] == ["pass"] * 4
     assert seen["a.first"][0] == seen["b.slow"][0] == "checks"  # run once, not again
@@ -74,8 +74,8 @@ def test_a_check_that_hangs_after_quick_ones_times_out_and_the_rest_still_run() 
         hang.wait(30)
         return CheckOutcome("pass", "never")
 
-    checks = [_recorded("a.quick", seen), Check("b.hangs", "hangs", hangs, 0.5),
-              _recorded("c.quick", seen)]
+    checks = [_recording_check("a.quick", seen), Check("b.hangs", "hangs", hangs, 0.5),
+              _recording_check("c.quick", seen)]
     results = run_checks(checks, total=30.0)
     hang.set()
     assert [(r.id, r.status) for r in results] == [("a.quick", "pass"), ("b.hangs", "fail"),
@@ -116,7 +116,7 @@ def test_a_check_that_reads_the_target_too_early_where_all_is_ready_runs_once() 
 def test_a_check_taken_over_is_timed_from_when_it_began(stall: float) -> None:
     """Its time taken is its whole run, the part before the takeover included."""
     seen: dict[str, tuple[str, float, float]] = {}
-    results = run_checks([_recorded("a.slow", seen, 3 * stall), _recorded("b.after", seen)],
+    results = run_checks([_recording_check("a.slow", seen, 3 * stall), _recording_check("b.after", seen)],
                          total=30.0)
     name, began, ended = seen["a.slow"]
     assert name == "checks" and results[0].status == "pass"
@@ -130,7 +130,7 @@ def test_waiting_turns_never_eats_a_checks_own_limit() -> None:
     seen: dict[str, tuple[str, float, float]] = {}
     ids = [f"a.check{i:02}" for i in range(40)]
     start = time.perf_counter()
-    results = run_checks([_recorded(i, seen, 0.015) for i in ids], total=0.2)
+    results = run_checks([_recording_check(i, seen, 0.015) for i in ids], total=0.2)
     assert [r.status for r in results] == ["pass"] * 40
     assert max(end for _, _, end in seen.values()) - start < 0.2
     assert {name for name, _, _ in seen.values()} != {"checks"}
@@ -141,7 +141,7 @@ def test_progress_counts_the_checks_that_ended_one_after_another(stall: float) -
     slow one included."""
     told: list[tuple[int, int, tuple[str, ...]]] = []
     seen: dict[str, tuple[str, float, float]] = {}
-    checks = [_recorded("a.quick", seen), _recorded("b.slow", seen, 3 * stall)]
+    checks = [_recording_check("a.quick", seen), _recording_check("b.slow", seen, 3 * stall)]
     run_checks(checks, total=30.0, progress=lambda d, t, r: told.append((d, t, r)))
     assert told and all(total == 2 for _, total, _ in told)
     assert told[0] == (1, 2, ("b.slow",)) and told[-1][0] == 2
@@ -150,7 +150,7 @@ def test_progress_counts_the_checks_that_ended_one_after_another(stall: float) -
 def test_without_one_by_one_every_check_has_a_thread_at_once() -> None:
     seen: dict[str, tuple[str, float, float]] = {}
     ids = ["a.one", "b.two", "c.three"]
-    run_checks([_recorded(i, seen) for i in ids], total=30.0, one_by_one=False)
+    run_checks([_recording_check(i, seen) for i in ids], total=30.0, one_by_one=False)
     assert {i: seen[i][0] for i in ids} == {i: f"check-{i}" for i in ids}
 
 

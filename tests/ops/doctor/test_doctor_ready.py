@@ -35,7 +35,7 @@ HOST_CHECKS = {"packages.system", "host.os", "hardware.chip", "hardware.driver",
 """The default level's checks that read nothing of the target interpreter."""
 
 
-def _release() -> str:
+def _release_for_this_python() -> str:
     minor = f"{sys.version_info.major}.{sys.version_info.minor}"
     return next(r.version for r in MANIFEST.releases if minor in r.python and r.frameworks)
 
@@ -91,9 +91,9 @@ def test_a_check_cannot_take_not_yet_for_a_failure() -> None:
                                                        "was ready")
 
 
-def _request(tmp_path: Path) -> DoctorRequest:
+def _doctor_request(tmp_path: Path) -> DoctorRequest:
     (tmp_path / "sys").mkdir(exist_ok=True)
-    return DoctorRequest(MANIFEST, release=_release(), device_probe=False, sysroot=tmp_path,
+    return DoctorRequest(MANIFEST, release=_release_for_this_python(), device_probe=False, sysroot=tmp_path,
                          known=Known(python=sys.executable, hardware=NO_HARDWARE))
 
 
@@ -107,7 +107,7 @@ def test_start_ready_checks_the_host_before_the_target_is_ready(
         early.append(set(into))
 
     monkeypatch.setattr(neuronctl.ops.doctor.run, "run_ready", recorded)
-    run = DoctorRun(_request(tmp_path))
+    run = DoctorRun(_doctor_request(tmp_path))
     run.start_ready()
     for _ in range(200):  # the host's checks end without the target
         if early:
@@ -118,7 +118,7 @@ def test_start_ready_checks_the_host_before_the_target_is_ready(
     # in finish's checks (one after another on "checks", or each on "check-ID"), not the early's
     assert len(inspections) == 1 and inspections[0] != "doctor-ready"
     assert inspections[0] == "checks" or inspections[0].startswith("check-")
-    plain = doctor(_request(tmp_path))
+    plain = doctor(_doctor_request(tmp_path))
     assert [(c.id, c.status, c.message) for c in report.checks] == \
         [(c.id, c.status, c.message) for c in plain.checks]
     assert report.environment.keys() == plain.environment.keys()
@@ -126,7 +126,7 @@ def test_start_ready_checks_the_host_before_the_target_is_ready(
 
 def test_finish_alone_is_the_doctor(tmp_path: Path, inspections: list[str]) -> None:
     """Never started early (a nothing-to-do install, `neuronctl doctor`): every check in finish."""
-    report = DoctorRun(_request(tmp_path)).finish()
+    report = DoctorRun(_doctor_request(tmp_path)).finish()
     assert {c.id for c in report.checks} >= HOST_CHECKS | {"python.version", "packages.coherence"}
     assert len(inspections) == 1
 
@@ -243,9 +243,9 @@ def test_finish_does_not_wait_for_the_checks_started_early(
         hung.wait(60)
 
     monkeypatch.setattr(neuronctl.ops.doctor.run, "run_ready", hangs)
-    run = DoctorRun(_request(tmp_path))
+    run = DoctorRun(_doctor_request(tmp_path))
     run.start_ready()
     report = run.finish()
     hung.set()
-    plain = doctor(_request(tmp_path))
+    plain = doctor(_doctor_request(tmp_path))
     assert [(c.id, c.status) for c in report.checks] == [(c.id, c.status) for c in plain.checks]

@@ -44,7 +44,7 @@ def test_drain_policies() -> None:
 
 
 def test_a_bad_drain_on_in_the_config_is_exit_2(cli, tmp_path: Path, monkeypatch) -> None:
-    """The user's own config (a project's drain_on is never read: test_trust_roots_hostile)."""
+    """The user's own config (a project's drain_on is never read: test_trust_roots)."""
     mine = Path(os.environ["XDG_CONFIG_HOME"]) / "neuronctl" / "config.toml"
     mine.parent.mkdir(parents=True)
     mine.write_text('drain_on = "sometimes"\n')

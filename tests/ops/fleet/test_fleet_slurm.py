@@ -178,7 +178,7 @@ def _recording_remote(tmp_path: Path) -> Path:
     return script
 
 
-def _seen(tmp_path: Path) -> dict[str, dict[str, str]]:
+def _seen_by_nodes(tmp_path: Path) -> dict[str, dict[str, str]]:
     return {p.name.split(".", 1)[1]: dict(line.split("=", 1) for line in p.read_text().split())
             for p in tmp_path.glob("seen.*")}
 
@@ -192,7 +192,7 @@ def test_exclude_account_and_qos_reach_srun(cli, slurm: SlurmCluster, node_hosts
                            "--remote-command", str(remote))
     assert code == 0, doc
     assert [n["node"] for n in doc["nodes"]] == ["node1"]
-    assert _seen(tmp_path) == {"node1": {"SLURM_JOB_ACCOUNT": "acct1", "SLURM_JOB_NODELIST": "node1"}}
+    assert _seen_by_nodes(tmp_path) == {"node1": {"SLURM_JOB_ACCOUNT": "acct1", "SLURM_JOB_NODELIST": "node1"}}
 
 
 def test_constraint_picks_nodes_by_their_slurm_features(cli, slurm: SlurmCluster, node_hosts: dict[str, Path],
@@ -208,7 +208,7 @@ def test_constraint_picks_nodes_by_their_slurm_features(cli, slurm: SlurmCluster
         seen.unlink()
     code, doc = fleet_json(cli, "--nodes", "1", "--constraint", "trn1", "--remote-command", remote)
     assert code == 0 and [n["node"] for n in doc["nodes"]] == ["node2"]
-    assert list(_seen(tmp_path)) == ["node2"]
+    assert list(_seen_by_nodes(tmp_path)) == ["node2"]
     # A feature no node has: no node matches, said at once (exit 2), nothing run.
     missing = cli("fleet", "doctor", "--level", "1", "--all", "--constraint", "trn3")
     assert missing.code == 2 and "no Slurm nodes match the request with --constraint=trn3" in missing.err
@@ -226,7 +226,7 @@ def test_a_reservation_runs_on_its_own_nodes(cli, slurm: SlurmCluster, node_host
                                "--remote-command", str(_recording_remote(tmp_path)))
         assert code == 0, doc
         assert [n["node"] for n in doc["nodes"]] == ["node1"]
-        assert _seen(tmp_path)["node1"]["SLURM_JOB_RESERVATION"] == "maint1"
+        assert _seen_by_nodes(tmp_path)["node1"]["SLURM_JOB_RESERVATION"] == "maint1"
         unknown = cli("fleet", "doctor", "--level", "1", "--all", "--reservation", "nosuch")
         assert unknown.code == 2 and "--reservation 'nosuch': no such Slurm reservation" in unknown.err
     finally:

@@ -23,7 +23,7 @@ def repo(tmp_path, monkeypatch):
     return tmp_path
 
 
-def _snapshot(root: Path) -> dict[str, bytes]:
+def _tree_bytes(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
@@ -100,9 +100,9 @@ def test_sarif_is_valid_sarif_2_1_0(cli, repo):
 
 
 def test_diff_shows_the_rewrite_and_writes_nothing(cli, repo):
-    before = _snapshot(repo)
+    before = _tree_bytes(repo)
     r = cli("migrate", "--diff")
-    assert r.code == 1 and _snapshot(repo) == before
+    assert r.code == 1 and _tree_bytes(repo) == before
     assert "--- a/device_only.py\n+++ b/device_only.py\n" in r.out
     assert "-    device = xm.xla_device()\n+    device = torch.device('neuron')\n" in r.out
     assert "--fix would rewrite 10 in 4 files" in r.out
@@ -130,10 +130,10 @@ def test_fix_round_trip_keeps_comments_compiles_and_is_idempotent(cli, repo):
                                       "device = torch.device('neuron')\n", "xm.mark_step()\n"]
     # written back as Jupyter wrote it (here indent 1, no final newline): only that cell changed
     assert (repo / "notebooks/explore.ipynb").read_text() == json.dumps(expected, indent=1)
-    after = _snapshot(repo)
+    after = _tree_bytes(repo)
     r2 = cli("migrate", "--fix", "--json")
     doc = json.loads(r2.out)
-    assert _snapshot(repo) == after and doc["fixed"] == [] and doc["summary"]["fixable"] == 0
+    assert _tree_bytes(repo) == after and doc["fixed"] == [] and doc["summary"]["fixable"] == 0
     assert not any(f["fix"] for f in doc["findings"])
 
 

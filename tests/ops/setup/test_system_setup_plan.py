@@ -182,7 +182,7 @@ def test_a_sysroot_on_an_os_setup_does_not_know_is_refused(cli, tmp_path):
 
 
 def test_config_system_repo_points_the_plan_at_a_mirror(tmp_path, cli, monkeypatch):
-    """The user's own config (a project's is never read for it: test_trust_roots_hostile.py)."""
+    """The user's own config (a project's is never read for it: test_trust_roots.py)."""
     from neuronctl.cache_dir import user_config_file
 
     root = build_setup_host(tmp_path / "root")

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.locks import sha, write_lock
+from support.locks import write_lock
 from support.loopback import QuietHandler, serving
-from support.venvs import copied_venv, said
+from support.venvs import copied_venv, said, sha256_of
 from support.wheels import build_wheel
 
 from neuronctl.backend.engine_watch import SLACK, Limits, Watch, install_limits
@@ -82,7 +82,7 @@ def trickled_lock(tmp_path: Path, state: Paced, base: str) -> tuple[Path, Path]:
     wheel = build_wheel(tmp_path / "house", "demo", "1.0", blob_size=3000)
     state.data = wheel.read_bytes()
     entry = {"name": wheel.name, "url": f"{base}/files/{wheel.name}", "size": len(state.data),
-             "hashes": {"sha256": sha(wheel)}}
+             "hashes": {"sha256": sha256_of(wheel)}}
     return write_lock(tmp_path / "pylock.toml", ("demo", "1.0", entry)), wheel
 
 
@@ -125,7 +125,7 @@ def test_a_download_that_keeps_coming_is_not_stopped(tmp_path, paced, pip_venvs)
     wheel = build_wheel(tmp_path / "house", "demo", "1.0", blob_size=5 << 18)
     state.data = wheel.read_bytes()
     entry = {"name": wheel.name, "url": f"{base}/files/{wheel.name}", "size": len(state.data),
-             "hashes": {"sha256": sha(wheel)}}
+             "hashes": {"sha256": sha256_of(wheel)}}
     lock = write_lock(tmp_path / "pylock.toml", ("demo", "1.0", entry))
     python = copied_venv(pip_venvs, "3.12", tmp_path / "env")
     r, took = neuronctl("install", "--lock", str(lock), "--python", str(python), "--engine", "pip",

@@ -20,7 +20,7 @@ from neuronctl.ops.setup.repos import KEY_FINGERPRINT
 from neuronctl.ops.setup.script import render_sh
 from neuronctl.release.manifest import load_bundled_manifest
 
-pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_system_setup_hostile.py)
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_system_setup_injection.py)
 
 MARK = "touch /tmp/neuronctl-owned"
 

@@ -62,7 +62,7 @@ def _pids(path: Path) -> list[int]:
     return [int(p) for p in path.read_text().split()] if path.exists() else []
 
 
-def _smoke(cli, where: Path, factory: str, model: str, *args: str) -> tuple[int, list[int], dict]:
+def _smoke_spawner(cli, where: Path, factory: str, model: str, *args: str) -> tuple[int, list[int], dict]:
     pids = where / f"{factory}.pids"
     (where / f"spawner_{factory}.py").write_text(
         textwrap.dedent(SPAWN.format(pids=str(pids), factory=factory, model=model)))
@@ -81,18 +81,18 @@ def _smoke(cli, where: Path, factory: str, model: str, *args: str) -> tuple[int,
 
 
 def test_children_in_their_own_session_are_killed_at_the_timeout(cli, isolated_env):
-    code, left, doc = _smoke(cli, isolated_env, "stuck", "Stuck(4, 4)", "--timeout", "20")
+    code, left, doc = _smoke_spawner(cli, isolated_env, "stuck", "Stuck(4, 4)", "--timeout", "20")
     assert doc["smoke"]["outcome"] == "timeout", doc
     assert code == 1 and left == [], f"still running after the timeout: {left}"
 
 
 def test_children_left_running_by_a_model_that_passes_are_killed_as_it_ends(cli, isolated_env):
-    code, left, doc = _smoke(cli, isolated_env, "fine", "torch.nn.Linear(4, 4)")
+    code, left, doc = _smoke_spawner(cli, isolated_env, "fine", "torch.nn.Linear(4, 4)")
     assert code == 0 and doc["smoke"]["outcome"] == "ok", doc
     assert left == [], f"still running after the run: {left}"
 
 
 def test_children_of_a_model_that_leaves_through_os_exit_are_killed(cli, isolated_env):
-    code, left, doc = _smoke(cli, isolated_env, "leaving", "Leaving(4, 4)")
+    code, left, doc = _smoke_spawner(cli, isolated_env, "leaving", "Leaving(4, 4)")
     assert code != 0 and doc["smoke"]["outcome"] != "ok", doc
     assert left == [], f"still running after the run: {left}"

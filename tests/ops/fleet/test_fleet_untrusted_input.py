@@ -1,6 +1,6 @@
 """Hostile input, second pass, on `fleet` and `--slurm-drain` without a cluster: code from the
 working directory, one node's flood, drift in the distribution set, markdown injection, the
-scontrol record, and npd-config's limits. (test_fleet_slurm_hostile.py: the same on real Slurm.)"""
+scontrol record, and npd-config's limits. (test_fleet_slurm_untrusted_input.py: the same on real Slurm.)"""
 
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ def test_a_node_printing_300_mib_is_that_nodes_error_within_bounded_memory(
 
 # -- item 10: the fingerprint covers the whole distribution set and warned checks --------------
 
-def _doc(extra: dict[str, str] | None = None, warn: tuple[str, ...] = ()) -> dict[str, Any]:
+def _node_doc(extra: dict[str, str] | None = None, warn: tuple[str, ...] = ()) -> dict[str, Any]:
     dists = {"torch": "2.9.0", "torch-neuronx": "2.9.0.2.13.0", "neuronx-cc": "2.21.0",
              **(extra or {})}
     checks = [{"id": "packages.legacy-xla", "status": "warn" if warn else "pass"}]
@@ -111,8 +111,8 @@ def _doc(extra: dict[str, str] | None = None, warn: tuple[str, ...] = ()) -> dic
 
 
 def test_a_leftover_torch_xla_with_only_a_warning_is_drift() -> None:
-    results = [NodeResult("n1", _doc(), 0), NodeResult("n2", _doc(), 0),
-               NodeResult("n3", _doc({"torch-xla": "2.9.0"}, warn=("packages.legacy-xla",)), 0)]
+    results = [NodeResult("n1", _node_doc(), 0), NodeResult("n2", _node_doc(), 0),
+               NodeResult("n3", _node_doc({"torch-xla": "2.9.0"}, warn=("packages.legacy-xla",)), 0)]
     report = aggregate(results)
     assert report.exit_code == 1 and not report.ok
     assert set(report.differences["n3"]) == {"distributions", "warned_checks"}
@@ -121,18 +121,18 @@ def test_a_leftover_torch_xla_with_only_a_warning_is_drift() -> None:
 
 
 def test_a_different_version_of_any_distribution_is_drift_and_named() -> None:
-    report = aggregate([NodeResult("n1", _doc(), 0), NodeResult("n2", _doc(), 0),
-                        NodeResult("n3", _doc({"numpy": "2.0.0"}), 0),
-                        NodeResult("n4", _doc({"torch": "2.8.0"}), 0)])
+    report = aggregate([NodeResult("n1", _node_doc(), 0), NodeResult("n2", _node_doc(), 0),
+                        NodeResult("n3", _node_doc({"numpy": "2.0.0"}), 0),
+                        NodeResult("n4", _node_doc({"torch": "2.8.0"}), 0)])
     assert report.packages == {"n3": {"numpy": ("(not installed)", "2.0.0")},
                                "n4": {"torch": ("2.9.0", "2.8.0")}}
     assert report.exit_code == 1
 
 
 def test_a_malformed_distribution_table_is_drift_not_a_crash() -> None:
-    bad = _doc()
+    bad = _node_doc()
     bad["environment"]["distributions"] = {"Torch\n": ["x"], "a" * 300: "1"}
-    report = aggregate([NodeResult("n1", _doc(), 0), NodeResult("n2", _doc(), 0),
+    report = aggregate([NodeResult("n1", _node_doc(), 0), NodeResult("n2", _node_doc(), 0),
                         NodeResult("n3", bad, 0)])
     assert report.differences["n3"]["distributions"][1] == "(malformed)"
     assert report.packages == {"n3": {}} and report.exit_code == 1
@@ -171,10 +171,10 @@ def _cells(markdown: str) -> list[list[list[Any]]]:
 
 
 def test_markdown_report_escapes_every_node_value() -> None:
-    hostile = _doc()
+    hostile = _node_doc()
     hostile["environment"]["release"]["version"] = HOSTILE
     report = aggregate([NodeResult("n1", hostile, 0), NodeResult("n2", hostile, 0),
-                        NodeResult("n3", _doc(), 0), NodeResult("n4", error="srun: " + HOSTILE)])
+                        NodeResult("n3", _node_doc(), 0), NodeResult("n4", error="srun: " + HOSTILE)])
     markdown = render_markdown(report)
     rows = _cells(markdown)
     for row in rows:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from support.archives import members
+from support.sysroots import captured
 
 from neuronctl.ops.bundle import BundleRequest, Scrubber, make_bundle
 from neuronctl.ops.bundle_items import ITEMS
@@ -25,13 +26,6 @@ import json, os, sys
 open(os.environ["IMPOSTOR_MARKER"], "a").write("ran " + " ".join(sys.argv[1:]) + "\\n")
 print(json.dumps({"env": {"python": "IMPOSTOR"}, "checks": [{"id": "IMPOSTOR"}]}))
 """
-
-
-def _root(tmp_path: Path) -> Path:
-    root = tmp_path / "captured"
-    (root / "sys").mkdir(parents=True)
-    (root / "proc").mkdir()
-    return root
 
 
 def test_a_neuronctl_package_in_the_working_directory_does_not_run(
@@ -48,7 +42,7 @@ def test_a_neuronctl_package_in_the_working_directory_does_not_run(
     monkeypatch.chdir(work)
     items = tuple(i for i in ITEMS if i.name in ("env.json", "doctor.json"))
     outcome = make_bundle(BundleRequest(
-        output=tmp_path / "b.tar.gz", python=sys.executable, sysroot=SysRoot(_root(tmp_path)),
+        output=tmp_path / "b.tar.gz", python=sys.executable, sysroot=SysRoot(captured(tmp_path)),
         config=work / "pyproject.toml", items=items,
         environ={**os.environ, "IMPOSTOR_MARKER": str(marker)}))
     files = members(outcome.path)
@@ -81,7 +75,7 @@ print(json.dumps(times))
 
 @pytest.mark.parametrize("shape", ["spaced", "dotted"])
 def test_a_400_kb_hostname_is_redacted_in_linear_time(tmp_path: Path, shape: str) -> None:
-    root = _root(tmp_path)
+    root = captured(tmp_path)
     n = 200_000
     unit = "a " if shape == "spaced" else "a."
     name = (unit * n)[:-1]  # 400 KB: "a a a ... a" or "a.a. ... a"
@@ -114,7 +108,7 @@ def test_host_names_of_every_shape_are_still_masked() -> None:
 def test_a_tree_tool_linked_out_of_the_tree_is_not_run(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NEURONCTL_SYSROOT_TOOLS", "1")  # the tree's own tools may run; not this
-    root = _root(tmp_path)
+    root = captured(tmp_path)
     marker = tmp_path / "host-tool-ran"
     host_tool = tmp_path / "host" / "tool"
     host_tool.parent.mkdir()

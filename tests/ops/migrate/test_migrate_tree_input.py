@@ -17,7 +17,7 @@ from neuronctl.errors import FaultError
 from neuronctl.ops.migrate import MigrateRequest, migrate
 from neuronctl.ops.migrate.write import write_back
 
-pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_migrate_hostile.py)
+pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_migrate_tree_input.py)
 
 XLA = "import torch_xla.core.xla_model as xm\nd = xm.xla_device()\n"
 

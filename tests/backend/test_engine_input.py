@@ -2,8 +2,8 @@
 and no value from a lock or an index page can add a line or an option to the engine's input.
 
 Real engines into real venvs, real locks and index pages; the other attacks on the engines are in
-test_find_links_swap_hostile.py (a wheelhouse file swapped under pip) and
-test_engine_timeout_hostile.py (a trickling server against --timeout)."""
+test_find_links_swap.py (a wheelhouse file swapped under pip) and
+test_engine_timeout.py (a trickling server against --timeout)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 
 import pytest
-from support.locks import demo_wheel, sha, write_lock
+from support.locks import demo_wheel, write_lock
 from support.loopback import QuietHandler, serving
-from support.venvs import copied_venv, said
+from support.venvs import copied_venv, said, sha256_of
 from support.wheels import find_python, site_packages
 
 from neuronctl.backend.pip_engine import PipEngine
@@ -31,7 +31,7 @@ NOWHERE = "http://127.0.0.1:9/files/"
 
 def wheel_entry(wheel: Path, url: str | None = None) -> dict[str, object]:
     return {"name": wheel.name, "url": url or NOWHERE + wheel.name, "size": wheel.stat().st_size,
-            "hashes": {"sha256": sha(wheel)}}
+            "hashes": {"sha256": sha256_of(wheel)}}
 
 
 def plant_impostors(folder: Path, marker: Path) -> None:
@@ -117,8 +117,8 @@ def test_a_second_requirement_hidden_in_a_url_is_never_installed(cli, tmp_path, 
     both, exit 0. Refused at load: nothing installed, exit 2."""
     house = tmp_path / "house"
     good, evil = demo_wheel(house), demo_wheel(tmp_path / "elsewhere", "evil", said="evil")
-    injected = f"{good.as_uri()} --hash=sha256:{sha(good)}\nevil @ {evil.as_uri()}"
-    entry = {**wheel_entry(good, injected), "hashes": {"sha256": sha(evil)}}
+    injected = f"{good.as_uri()} --hash=sha256:{sha256_of(good)}\nevil @ {evil.as_uri()}"
+    entry = {**wheel_entry(good, injected), "hashes": {"sha256": sha256_of(evil)}}
     lock = write_lock(tmp_path / "pylock.toml", ("demo", "1.0", entry))
     python = copied_venv(pip_venvs, "3.12", tmp_path / "env")
     r = cli("install", "--lock", str(lock), "--python", str(python), "--engine", "pip", "--no-check")
@@ -164,7 +164,7 @@ def test_an_environment_variable_in_a_url_is_never_expanded_by_pip(cli, tmp_path
     assert r.code != 0 and said(python) is None
     assert paths, "pip never asked the server"
     assert all("s3cr3t" not in p for p in paths), paths
-    text = render([LockedFile("demo", "1.0", wheel.name, url, sha(wheel))], PipEngine(), {})
+    text = render([LockedFile("demo", "1.0", wheel.name, url, sha256_of(wheel))], PipEngine(), {})
     assert "${" not in text and "%7BNEURONCTL_TEST_SECRET%7D" in text
 
 

@@ -14,8 +14,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from support.locks import demo_wheel, sha, write_lock
-from support.venvs import copied_venv, said
+from support.locks import demo_wheel, write_lock
+from support.venvs import copied_venv, said, sha256_of
 from support.wheels import site_packages
 
 pytestmark = pytest.mark.hostile  # the hostile campaign (was tests/test_hostile2_engine_swap.py)
@@ -70,10 +70,10 @@ def test_a_wheelhouse_file_swapped_after_the_check_is_never_installed(cli, tmp_p
     house = tmp_path / "house"
     good = demo_wheel(house)
     evil = demo_wheel(tmp_path / "evil", said="evil")  # the same file name, other bytes
-    evil_sha = sha(evil)
-    assert evil.name == good.name and evil_sha != sha(good)
+    evil_sha = sha256_of(evil)
+    assert evil.name == good.name and evil_sha != sha256_of(good)
     entry = {"name": good.name, "url": f"http://127.0.0.1:9/files/{good.name}",
-             "size": good.stat().st_size, "hashes": {"sha256": sha(good)}}
+             "size": good.stat().st_size, "hashes": {"sha256": sha256_of(good)}}
     lock = write_lock(tmp_path / "pylock.toml", ("demo", "1.0", entry))
     python = copied_venv(pip_venvs, "3.12", tmp_path / "env")
     sp = site_packages(tmp_path / "env")
@@ -86,7 +86,7 @@ def test_a_wheelhouse_file_swapped_after_the_check_is_never_installed(cli, tmp_p
     r = cli("install", "--lock", str(lock), "--find-links", str(house), "--offline",
             "--python", str(python), "--engine", "pip", "--no-check")
     assert swapped.exists(), "the hook never ran: pip's check was not reached"
-    assert sha(house / good.name) == evil_sha  # the wheelhouse now holds the other file
+    assert sha256_of(house / good.name) == evil_sha  # the wheelhouse now holds the other file
     assert said(python) == "SAID = 'good'\n", "the file swapped in after the check was installed"
     assert r.code == 0, r.err
     assert not list(private_tmp.iterdir()), "the private copies were left behind"
@@ -101,15 +101,15 @@ def test_a_wheelhouse_file_that_is_not_the_locked_one_is_refused_before_pip_runs
     good = demo_wheel(tmp_path / "good")
     evil = demo_wheel(house, said="evil")
     entry = {"name": good.name, "url": f"http://127.0.0.1:9/files/{good.name}",
-             "hashes": {"sha256": sha(good)}}
+             "hashes": {"sha256": sha256_of(good)}}
     lock = write_lock(tmp_path / "pylock.toml", ("demo", "1.0", entry))
     python = copied_venv(pip_venvs, "3.12", tmp_path / "env")
     r = cli("install", "--lock", str(lock), "--find-links", str(house), "--offline",
             "--python", str(python), "--engine", "pip", "--no-check")
     assert r.code == 2, r.err + r.out
     err = " ".join(r.err.split())
-    assert f"--find-links {house}: {evil.name}: sha256 mismatch: the lock says {sha(good)}, the file " \
-           f"is {sha(evil)}; refusing it" in err and "nothing changed" in err
+    assert f"--find-links {house}: {evil.name}: sha256 mismatch: the lock says {sha256_of(good)}, the file " \
+           f"is {sha256_of(evil)}; refusing it" in err and "nothing changed" in err
     assert said(python) is None and not list(private_tmp.iterdir())
 
 
@@ -119,7 +119,7 @@ def test_a_fifo_in_place_of_a_wheelhouse_file_is_refused_not_waited_on(cli, tmp_
     house.mkdir()
     os.mkfifo(house / good.name)
     entry = {"name": good.name, "url": f"http://127.0.0.1:9/files/{good.name}",
-             "hashes": {"sha256": sha(good)}}
+             "hashes": {"sha256": sha256_of(good)}}
     lock = write_lock(tmp_path / "pylock.toml", ("demo", "1.0", entry))
     python = copied_venv(pip_venvs, "3.12", tmp_path / "env")
     r = cli("install", "--lock", str(lock), "--find-links", str(house), "--offline",

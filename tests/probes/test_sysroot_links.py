@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from support.doctor_facts import sysroot_facts
-from support.sysroots import build_host, write
+from support.sysroots import build_host, captured, write
 
 from neuronctl.ops.bundle import BundleRequest, make_bundle
 from neuronctl.ops.bundle_items import ITEMS, Context
@@ -40,13 +40,6 @@ def host_file(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
-def tree(tmp_path: Path) -> Path:
-    root = tmp_path / "captured"
-    (root / "sys").mkdir(parents=True)
-    (root / "proc").mkdir()
-    return root
-
-
 def link(root: Path, absolute: str, target: Path | str) -> Path:
     path = root / absolute.lstrip("/")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -57,7 +50,7 @@ def link(root: Path, absolute: str, target: Path | str) -> Path:
 # ------------------------------------------------------------------ item 4: reads stay inside
 
 def test_kernel_log_linked_out_of_the_tree_is_not_bundled(tmp_path: Path) -> None:
-    root = tree(tmp_path)
+    root = captured(tmp_path)
     netrc = host_file(tmp_path, ".netrc", f"neuron {NETRC}")
     link(root, "/var/log/kern.log", netrc)
     item = next(i for i in ITEMS if i.name == "kernel-log.txt")
@@ -70,7 +63,7 @@ def test_kernel_log_linked_out_of_the_tree_is_not_bundled(tmp_path: Path) -> Non
 
 
 def test_kernel_log_tail_link_through_a_linked_directory_is_refused(tmp_path: Path) -> None:
-    root = tree(tmp_path)
+    root = captured(tmp_path)
     host_file(tmp_path, "log/kern.log", f"kernel: neuron: {SECRET}\n")
     link(root, "/var/log", tmp_path / "host" / "log")  # the directory, not the file, leaves
     assert SysRoot(root).read_bytes("/var/log/kern.log", 1 << 20, tail=True) is None
@@ -97,7 +90,7 @@ def _holder(root: Path, pid: int, cmdline: Path | None = None, status: Path | No
 
 
 def test_proc_cmdline_and_status_linked_out_reach_no_message(tmp_path: Path) -> None:
-    root = tree(tmp_path)
+    root = captured(tmp_path)
     write(root, "/dev/neuron0", "")
     _holder(root, 1)
     _holder(root, 100, cmdline=host_file(tmp_path, "cmdline", f"curl\0--netrc\0{SECRET}\0"))
@@ -112,7 +105,7 @@ def test_proc_cmdline_and_status_linked_out_reach_no_message(tmp_path: Path) -> 
 
 
 def test_a_proc_entry_linked_out_of_the_tree_is_no_holder(tmp_path: Path) -> None:
-    root = tree(tmp_path)
+    root = captured(tmp_path)
     write(root, "/dev/neuron0", "")
     elsewhere = tmp_path / "host" / "proc-777"
     (elsewhere / "fd").mkdir(parents=True)
@@ -124,20 +117,20 @@ def test_a_proc_entry_linked_out_of_the_tree_is_no_holder(tmp_path: Path) -> Non
 
 
 def test_proc_1_cgroup_linked_out_is_no_container_evidence(tmp_path: Path) -> None:
-    root = tree(tmp_path)
+    root = captured(tmp_path)
     link(root, "/proc/1/cgroup", host_file(tmp_path, "cgroup", "0::/kubepods/burstable/x\n"))
     assert container_evidence(SysRoot(root)) == ((), False)
     assert not read_device_access(SysRoot(root), 1000, {1000}).in_container
 
 
 def test_pci_vendor_linked_out_counts_no_device(tmp_path: Path) -> None:
-    root = tree(tmp_path)
+    root = captured(tmp_path)
     link(root, "/sys/bus/pci/devices/0000:cc:00.0/vendor", host_file(tmp_path, "v", "0x1d0f\n"))
     assert read_device_access(SysRoot(root), 1000, {1000}).host_devices == 0
 
 
 def test_package_database_linked_out_is_not_read(tmp_path: Path) -> None:
-    root = tree(tmp_path)
+    root = captured(tmp_path)
     link(root, "/var/lib/dpkg/status", host_file(
         tmp_path, "status", "Package: aws-neuronx-dkms\nStatus: install ok installed\n"
                             f"Version: 9.9.9.9-{SECRET}\n"))
@@ -145,7 +138,7 @@ def test_package_database_linked_out_is_not_read(tmp_path: Path) -> None:
 
 
 def test_dpkg_file_list_linked_out_is_not_read(tmp_path: Path) -> None:
-    root = tree(tmp_path)
+    root = captured(tmp_path)
     write(root, "/var/lib/dpkg/status", "Package: aws-neuron-runtime\nStatus: install ok installed\n"
                                         "Version: 1.0-1\n\nPackage: aws-neuronx-runtime-lib\n"
                                         "Status: install ok installed\nVersion: 2.35.30.0-1\n")
@@ -155,7 +148,7 @@ def test_dpkg_file_list_linked_out_is_not_read(tmp_path: Path) -> None:
 
 
 def test_nvidia_version_linked_out_is_no_driver(tmp_path: Path) -> None:
-    root = tree(tmp_path)
+    root = captured(tmp_path)
     link(root, "/sys/module/nvidia/version", host_file(tmp_path, "nv", "550.144.03\n"))
     link(root, "/proc/driver/nvidia/version", host_file(
         tmp_path, "nvp", "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.144.03  Release\n"))
@@ -163,7 +156,7 @@ def test_nvidia_version_linked_out_is_no_driver(tmp_path: Path) -> None:
 
 
 def test_os_release_linked_out_names_no_distribution(tmp_path: Path) -> None:
-    root = tree(tmp_path)
+    root = captured(tmp_path)
     link(root, "/etc/os-release", host_file(tmp_path, "os-release",
                                             f'NAME="{SECRET}"\nPRETTY_NAME="{SECRET} 1"\nID=x\n'))
     link(root, "/etc/redhat-release", host_file(tmp_path, "rh", f"{SECRET} release 9\n"))
@@ -175,7 +168,7 @@ def test_os_release_linked_out_names_no_distribution(tmp_path: Path) -> None:
 
 
 def test_a_huge_os_release_is_read_up_to_a_cap(tmp_path: Path) -> None:
-    root = tree(tmp_path)
+    root = captured(tmp_path)
     big = write(root, "/etc/os-release", 'PRETTY_NAME="Debian 12"\nID=debian\n')
     with big.open("a") as fh:  # 64 MiB of one line after the fields: distro would read it all
         fh.truncate(64 << 20)
@@ -184,7 +177,7 @@ def test_a_huge_os_release_is_read_up_to_a_cap(tmp_path: Path) -> None:
 
 
 def test_reads_check_the_file_opened_not_only_the_path(tmp_path: Path) -> None:
-    root = tree(tmp_path)
+    root = captured(tmp_path)
     write(root, "/etc/hostname", "inside\n")
     outside = host_file(tmp_path, "hostname", SECRET)
     sysroot = SysRoot(root)
@@ -299,7 +292,7 @@ def test_driver_package_missing_is_still_installed(tmp_path: Path) -> None:
 
 
 def test_existence_checks_stay_inside_the_tree(tmp_path: Path) -> None:
-    root = tree(tmp_path)
+    root = captured(tmp_path)
     marker = host_file(tmp_path, "dockerenv", "")
     link(root, "/.dockerenv", marker)
     link(root, "/var/run/secrets/kubernetes.io", marker.parent)
@@ -314,7 +307,7 @@ def test_the_open_descriptor_is_checked_against_the_root(tmp_path: Path) -> None
     actually opened is checked (through /proc/self/fd) against the root."""
     from neuronctl.probes.sysroot import read_regular_bytes
 
-    root = tree(tmp_path)
+    root = captured(tmp_path)
     outside = host_file(tmp_path, "netrc", NETRC)
     assert read_regular_bytes(outside, within=root.resolve()) is None
     assert read_regular_bytes(outside) == NETRC.encode()

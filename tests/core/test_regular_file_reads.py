@@ -19,7 +19,7 @@ BUDGET_S = 20.0
 """Far more than any refusal takes; a read that blocks on a FIFO never ends."""
 
 
-def _neuronctl(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _neuronctl_stdin_open(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     # stdin is a pipe nobody writes: a read of /dev/stdin would wait on it forever
     with subprocess.Popen([sys.executable, "-m", "neuronctl", *args], cwd=cwd, text=True,
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
@@ -55,14 +55,14 @@ def test_a_config_named_file_that_is_not_regular_is_refused_at_once(tmp_path, ke
     special = _specials(tmp_path)[kind]
     # a file named with --config: a trust root (manifest) is never read from ./pyproject.toml
     (tmp_path / "mine.toml").write_text(f'[tool.neuronctl]\n{key} = "{special.name}"\n')
-    _one_line_exit_2(_neuronctl(tmp_path, "--config", str(tmp_path / "mine.toml"), "doctor",
+    _one_line_exit_2(_neuronctl_stdin_open(tmp_path, "--config", str(tmp_path / "mine.toml"), "doctor",
                                 "--level", "1", "--check-timeout", "5"), special)
 
 
 @pytest.mark.parametrize("kind", ["fifo", "stdin", "zero"])
 def test_a_config_file_that_is_not_regular_is_refused_at_once(tmp_path, kind):
     special = _specials(tmp_path)[kind]
-    _one_line_exit_2(_neuronctl(tmp_path, "doctor", "--level", "1", "--config", str(special)), special)
+    _one_line_exit_2(_neuronctl_stdin_open(tmp_path, "doctor", "--level", "1", "--config", str(special)), special)
 
 
 def test_a_checkouts_oversized_pyproject_is_refused_unparsed(tmp_path):
@@ -70,7 +70,7 @@ def test_a_checkouts_oversized_pyproject_is_refused_unparsed(tmp_path):
     a megabyte) is refused at its size, not parsed for a minute on each command."""
     big = tmp_path / "pyproject.toml"
     big.write_text("[tool.neuronctl]\n" + "# padding\n" * (200 << 10))  # 2 MiB
-    r = _neuronctl(tmp_path, "releases")
+    r = _neuronctl_stdin_open(tmp_path, "releases")
     _one_line_exit_2(r, big)
     assert "larger than 1 MiB" in r.stderr
 
@@ -115,7 +115,7 @@ def test_open_regular_reads_a_regular_file_through_a_link_and_refuses_a_socket(t
 @pytest.mark.parametrize("kind", ["fifo", "stdin"])
 def test_a_smoke_report_that_is_not_regular_is_refused_by_cost(tmp_path, kind):
     special = _specials(tmp_path)[kind]
-    r = _neuronctl(tmp_path, "cost", "--from", str(special), "--instance", "trn1.2xlarge")
+    r = _neuronctl_stdin_open(tmp_path, "cost", "--from", str(special), "--instance", "trn1.2xlarge")
     assert r.returncode == 2 and "not a regular file" in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
 
@@ -123,5 +123,5 @@ def test_a_smoke_report_that_is_not_regular_is_refused_by_cost(tmp_path, kind):
 @pytest.mark.parametrize("kind", ["fifo", "stdin"])
 def test_an_install_lock_that_is_not_regular_is_refused(tmp_path, kind):
     special = _specials(tmp_path)[kind]
-    r = _neuronctl(tmp_path, "install", "--lock", str(special), "--dry-run", "--venv", str(tmp_path / "v"))
+    r = _neuronctl_stdin_open(tmp_path, "install", "--lock", str(special), "--dry-run", "--venv", str(tmp_path / "v"))
     _one_line_exit_2(r, special)

@@ -7,14 +7,13 @@ certificate trusted through REQUESTS_CA_BUNDLE), real files, the real CLI."""
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.bundled_releases import NEXT
+from support.bundled_releases import NEXT, bundled_json
 from support.loopback import QuietHandler, serving
 
 from neuronctl.release.manifest import load_bundled_manifest, load_default_manifest, stored_manifest_path
@@ -80,7 +79,7 @@ def user_config_file() -> Path:
     return Path(os.environ["XDG_CONFIG_HOME"]) / "neuronctl" / "config.toml"
 
 
-def _project(repo: Path, body: str) -> None:
+def _write_project_config(repo: Path, body: str) -> None:
     (repo / "pyproject.toml").write_text(f"[tool.neuronctl]\n{body}\n")
 
 
@@ -89,13 +88,6 @@ def _mine(body: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(body + "\n")
     return path
-
-
-def _data(mutate=None) -> bytes:
-    data = copy.deepcopy(BUNDLED.to_json())
-    if mutate:
-        mutate(data)
-    return json.dumps(data).encode()
 
 
 def _downgrade(data: dict) -> None:
@@ -118,10 +110,10 @@ def _one_line_note(err: str, *parts: str) -> None:
 
 def test_a_projects_manifest_url_is_never_fetched(cli, checkout, https, tmp_path) -> None:
     state, url = https
-    state.pages["/n2.json"] = (200, _data(_downgrade), {})
-    _project(checkout, f'manifest_url = "{url}/n2.json"')
+    state.pages["/n2.json"] = (200, bundled_json(_downgrade), {})
+    _write_project_config(checkout, f'manifest_url = "{url}/n2.json"')
     good = tmp_path / "mine.json"
-    good.write_bytes(_data())
+    good.write_bytes(bundled_json())
     _mine(f'manifest_url = "{good.as_uri()}"')  # the user's own source: nothing new there
     r = cli("releases", "update")
     assert r.code == 0, r.err
@@ -132,9 +124,9 @@ def test_a_projects_manifest_url_is_never_fetched(cli, checkout, https, tmp_path
 
 
 def test_a_projects_release_data_file_is_not_used(cli, checkout) -> None:
-    data = json.loads(_data(_downgrade))
+    data = json.loads(bundled_json(_downgrade))
     (checkout / "rel.json").write_text(json.dumps(data))
-    _project(checkout, 'manifest = "rel.json"')
+    _write_project_config(checkout, 'manifest = "rel.json"')
     r = cli("releases", "--json")
     assert r.code == 0, r.err
     doc = json.loads(r.out)
@@ -147,7 +139,7 @@ def test_a_projects_release_data_file_is_not_used(cli, checkout) -> None:
 
 
 def test_a_projects_system_repository_is_not_planned(cli, checkout) -> None:
-    _project(checkout, 'system_repo = "https://mirror.attacker.test/neuron"')
+    _write_project_config(checkout, 'system_repo = "https://mirror.attacker.test/neuron"')
     r = cli("setup", "--os", "ubuntu-24.04", "--chip", "trn2", "--json")
     assert r.code == 0, r.err
     plan = json.loads(r.out)["setup"]
@@ -173,7 +165,7 @@ def test_the_users_own_config_sets_a_trust_root_and_is_named(cli, checkout) -> N
 def test_plain_http_release_data_is_refused_naming_where_it_came_from(
         cli, checkout, plain, monkeypatch, way) -> None:
     state, url = plain
-    state.pages["/m.json"] = (200, _data(), {})
+    state.pages["/m.json"] = (200, bundled_json(), {})
     args = ["releases", "update"]
     named = {"flag": "--from", "env": "NEURONCTL_MANIFEST_URL", "user config":
              f"config manifest_url ({user_config_file()})"}[way]
@@ -207,7 +199,7 @@ def test_another_scheme_is_refused_naming_where_it_came_from(cli, monkeypatch, a
 def test_an_https_source_redirecting_to_plain_http_is_refused(cli, https, plain) -> None:
     site, url = https
     target, plain_url = plain
-    target.pages["/m.json"] = (200, _data(_downgrade), {})
+    target.pages["/m.json"] = (200, bundled_json(_downgrade), {})
     site.pages["/m.json"] = (302, b"", {"Location": f"{plain_url}/m.json"})
     r = cli("releases", "update", "--from", f"{url}/m.json")
     assert r.code == 2 and "redirected to" in r.err and "plain http" in r.err, r.err
@@ -232,7 +224,7 @@ def test_a_plain_http_system_repository_is_refused(cli, checkout, way) -> None:
 
 def test_a_rollback_is_refused_naming_release_package_and_versions(cli, https) -> None:
     state, url = https
-    state.pages["/m.json"] = (200, _data(_downgrade), {})
+    state.pages["/m.json"] = (200, bundled_json(_downgrade), {})
     newest = next(r for r in BUNDLED.releases if "aws-neuronx-dkms" in r.system)  # one that has it
     newest_dkms = newest.system["aws-neuronx-dkms"]
     old_dkms = BUNDLED.get("2.18.0").system["aws-neuronx-dkms"]
@@ -252,7 +244,7 @@ def test_an_older_compiler_or_torch_neuronx_is_a_rollback_too(cli, https) -> Non
         rel = next(r for r in data["releases"] if r["version"] == "2.33.1")
         rel["packages"]["neuronx-cc"] = ["2.0.0.1"]
 
-    state.pages["/cc.json"] = (200, _data(older_compiler), {})
+    state.pages["/cc.json"] = (200, bundled_json(older_compiler), {})
     r = cli("releases", "update", "--from", f"{url}/cc.json", "--accept-changes")
     assert r.code == 2 and "release 2.33.1 pins neuronx-cc 2.0.0.1, older than" in r.err, r.err
     assert not stored_manifest_path().exists()
@@ -270,7 +262,7 @@ def test_a_pin_the_rollback_check_cannot_order_is_refused_not_skipped(cli, https
         new["system"]["aws-neuronx-dkms"] = "2.18.0.0-dkms"
         data["releases"].insert(0, new)
 
-    state.pages["/m.json"] = (200, _data(unparsable), {})
+    state.pages["/m.json"] = (200, bundled_json(unparsable), {})
     r = cli("releases", "update", "--from", f"{url}/m.json", "--accept-changes")
     assert r.code == 2, r.err
     assert f"release {NEXT} pins aws-neuronx-dkms '2.18.0.0-dkms', not a version" in r.err
@@ -284,7 +276,7 @@ def test_a_redirect_hop_over_plain_http_is_refused_even_back_to_https(cli, https
     hop, hop_url = plain
     hop.pages["/hop"] = (302, b"", {"Location": f"{url}/m.json"})
     site.pages["/start"] = (302, b"", {"Location": f"{hop_url}/hop"})
-    site.pages["/m.json"] = (200, _data(), {})
+    site.pages["/m.json"] = (200, bundled_json(), {})
     r = cli("releases", "update", "--from", f"{url}/start")
     assert r.code == 2 and "redirected to" in r.err and "plain http" in r.err, r.err
     assert not stored_manifest_path().exists()
@@ -300,7 +292,7 @@ def test_an_added_release_is_listed_with_its_source_and_the_store_records_where_
         new.update(version=NEXT, date="2027-01-20", sources={"*": "rn-2.33.1"})
         data["releases"].insert(0, new)
 
-    state.pages["/m.json"] = (200, _data(newer), {})
+    state.pages["/m.json"] = (200, bundled_json(newer), {})
     r = cli("releases", "update", "--from", f"{url}/m.json")
     assert r.code == 0, r.err
     assert f"added: {NEXT} (from {url}/m.json)" in r.out
@@ -320,7 +312,7 @@ def test_a_changed_value_of_a_known_release_waits_for_accept_changes(cli, https)
         rel = next(r for r in data["releases"] if r["version"] == "2.34.0")
         rel["system"] = {"aws-neuronx-dkms": "2.32.1.0"}
 
-    state.pages["/f.json"] = (200, _data(fill), {})
+    state.pages["/f.json"] = (200, bundled_json(fill), {})
     r = cli("releases", "update", "--from", f"{url}/f.json", "--json")
     doc = json.loads(r.out)
     assert [c["key"] for c in doc["filled"]] == ["system.aws-neuronx-dkms"]
@@ -365,7 +357,7 @@ def test_a_projects_drain_on_never_drains_the_node(cli, checkout, slurm_node) ->
     first = cli(*DRAIN, "--drain-on", "fail")  # what drain_on = fail would do: drain
     assert json.loads(first.out)["slurm_drain"]["action"] == "drain", first.out
     slurm_node.unlink()
-    _project(checkout, 'drain_on = "warn"')
+    _write_project_config(checkout, 'drain_on = "warn"')
     r = cli(*DRAIN)
     assert json.loads(r.out)["slurm_drain"]["action"] != "drain"
     assert not slurm_node.exists() or "State=DRAIN" not in slurm_node.read_text()
@@ -374,7 +366,7 @@ def test_a_projects_drain_on_never_drains_the_node(cli, checkout, slurm_node) ->
 
 def test_a_projects_skip_cannot_hide_a_check_from_the_nodes_health_check(
         cli, checkout, slurm_node) -> None:
-    _project(checkout, 'skip = ["packages.legacy-xla"]\nstrict = true')
+    _write_project_config(checkout, 'skip = ["packages.legacy-xla"]\nstrict = true')
     r = cli(*DRAIN, "--drain-on", "fail")
     doc = json.loads(r.out)
     assert "packages.legacy-xla" in {c["id"] for c in doc["checks"]}
@@ -413,7 +405,7 @@ def test_a_broken_project_file_cannot_stop_the_nodes_health_check(cli, checkout,
 def test_the_nodes_note_names_the_key_the_file_sets(cli, checkout, slurm_node) -> None:
     """`timeout` also bounds the checks where `check_timeout` is absent: the note names the key
     the file holds, not the one the user never wrote."""
-    _project(checkout, "timeout = 5")
+    _write_project_config(checkout, "timeout = 5")
     r = cli(*DRAIN)
     _one_line_note(r.err, "pyproject.toml", "`timeout` is not used", "health check")
     assert "`check_timeout`" not in r.err, r.err
