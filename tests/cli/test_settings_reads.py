@@ -76,18 +76,32 @@ def test_every_flag_a_command_takes_is_read_by_its_typed_settings(monkeypatch) -
     assert not problems, "\n".join(problems)
 
 
-def _attributes_read(module_name: str) -> set[str]:
-    """Every attribute name read in the command's module (its body and the helpers it hands its
-    settings to live there: the cli layer is where settings become an operation's inputs)."""
-    tree = ast.parse(inspect.getsource(sys.modules[module_name]))
-    return {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+def _attributes_read(source: str, typed: type) -> set[str]:
+    """The members read on the command's settings in its module: `p.member` where `p` is a
+    parameter of a function there annotated with the typed class or a class it builds on (the
+    body's `settings`, and each helper the body hands them to; the cli layer is where settings
+    become an operation's inputs). An attribute of that name on anything else does not count."""
+    kinds = {typed.__name__} | {c.__name__ for c in typed.__mro__ if c.__module__.startswith("neuronctl")}
+    tree = ast.parse(source)
+    read: set[str] = set()
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        arguments = function.args
+        holders = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+                   if a.annotation is not None and ast.unparse(a.annotation).strip("'\"") in kinds}
+        read |= {node.attr for node in ast.walk(function) if isinstance(node, ast.Attribute)
+                 and isinstance(node.value, ast.Name) and node.value.id in holders}
+    return read
 
 
-def _unused(path: str, command: click.Command, typed: type,
-            monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def _unused(path: str, command: click.Command, typed: type, monkeypatch: pytest.MonkeyPatch,
+            source: str | None = None) -> list[str]:
+    """`source`: the command's module's (the tests of this check give one of their own)."""
     by_member = _reading_members(typed, monkeypatch, command)
     body = inspect.unwrap(command.callback)  # type: ignore[arg-type]
-    attributes = _attributes_read(body.__module__)
+    module = inspect.getsource(sys.modules[body.__module__]) if source is None else source
+    attributes = _attributes_read(module, typed)
     problems = []
     for name in sorted(_taken(command)):
         readers = sorted(m for m, names in by_member.items() if name in names)
@@ -158,15 +172,20 @@ def test_the_members_that_read_a_setting_are_found_by_running_them(monkeypatch) 
     assert readable_members(_Fields) == ["held", "sysroot"]
 
 
+def _timeout_unused(problems: list[str]) -> list[str]:
+    return [p for p in problems if "takes --timeout " in p]
+
+
 def test_a_body_that_never_reads_the_member_is_found(monkeypatch) -> None:
-    """lock's module reads `.timeout` (its LockSettings' member): as a class whose only reader of
-    --timeout is a member lock's module never names, the flag does not reach the body."""
-
-    class _Renamed(Typed, frozen=True, dict=True):
-        @cached_property
-        def request_limit(self) -> float | None:
-            return maybe(self.invocation.value("timeout"), float, "timeout")
-
-    problems = _unused("lock", _lock_command(), _Renamed, monkeypatch)
-    assert any("--timeout" in p and "(request_limit)" in p for p in problems), problems
-    assert not any("--timeout" in p for p in _unused("lock", _lock_command(), _Spelt, monkeypatch))
+    """The module must read the member on the settings it is given: an attribute of that name on
+    anything else (a request, another object) is not a read of the flag."""
+    reads_it = "def body(settings: _Spelt) -> float:\n    return settings.timeout\n"
+    elsewhere = ("def body(settings: _Spelt) -> None:\n    return None\n\n\n"
+                 "def unrelated(request: object) -> float:\n    return request.timeout\n")
+    assert not _timeout_unused(_unused("lock", _lock_command(), _Spelt, monkeypatch, reads_it))
+    problems = _timeout_unused(_unused("lock", _lock_command(), _Spelt, monkeypatch, elsewhere))
+    assert len(problems) == 1 and "_Spelt's members that read it (timeout)" in problems[0], problems
+    # a helper the body hands its settings to reads it there
+    helper = ("def body(settings: _Spelt) -> float:\n    return _limit(settings)\n\n\n"
+              "def _limit(given: '_Spelt') -> float:\n    return given.timeout\n")
+    assert not _timeout_unused(_unused("lock", _lock_command(), _Spelt, monkeypatch, helper))
