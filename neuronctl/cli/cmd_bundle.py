@@ -30,7 +30,7 @@ from neuronctl.probes.sysroot import SysRoot
               help="Replace this host's name and FQDN everywhere in the archive.")
 @json_option
 def bundle(settings: SysrootSettings, output: Path | None, python: str | None,
-           redact_hostnames: bool, as_json: bool) -> int:
+           redact_hostnames: bool) -> int:
     """Collect env, doctor, neuron-ls, lspci, modinfo, kernel log lines, system packages, the
     target's distributions, [tool.neuronctl] and the lock into one .tar.gz, redacted; what could
     not be gathered is listed with its reason in the archive's index."""

@@ -47,23 +47,21 @@ def _report(python: str | None, keep: str | None) -> CacheReport:
               help="The compiler version that is current [the target's neuronx-cc].")
 @json_option
 @click.pass_context
-def cache(ctx: click.Context, python: str | None, keep: str | None, as_json: bool) -> None:
+def cache(ctx: click.Context, python: str | None, keep: str | None) -> None:
     """Show or prune the Neuron compile caches (legacy XLA, TorchNeuron, vLLM) in use.
 
     Without a subcommand: show. Options given before the subcommand apply to it."""
-    ctx.meta["neuronctl.cache"] = {"python": python, "keep": keep, "as_json": as_json}
+    ctx.meta["neuronctl.cache"] = {"python": python, "keep": keep}
     if ctx.invoked_subcommand is None:
-        ctx.invoke(show, python=python, keep=keep, as_json=as_json)
+        ctx.invoke(show, python=python, keep=keep)
 
 
-def _given(python: str | None, keep: str | None, as_json: bool) -> tuple[str | None, str | None,
-                                                                      bool]:
+def _given(python: str | None, keep: str | None) -> tuple[str | None, str | None]:
     """A subcommand's options, else those given before it (`cache --python X prune`)."""
     ctx = click.get_current_context()
     outer = ctx.meta.get("neuronctl.cache", {})
     return (python if python is not None else outer.get("python"),
-            keep if keep is not None else outer.get("keep"),
-            as_json or bool(outer.get("as_json")))
+            keep if keep is not None else outer.get("keep"))
 
 
 @cache.command("show")
@@ -71,11 +69,11 @@ def _given(python: str | None, keep: str | None, as_json: bool) -> tuple[str | N
 @click.option("--keep-compiler", "keep", metavar="V", default=None,
               help="The compiler version that is current [the target's neuronx-cc].")
 @json_option
-def show(python: str | None = None, keep: str | None = None, as_json: bool = False) -> int:
+def show(python: str | None = None, keep: str | None = None) -> int:
     """Each cache with its size and entries by compiler version (stale: another neuronx-cc)."""
     from neuronctl.cli.cache_report import CacheView
 
-    python, keep, as_json = _given(python, keep, as_json)
+    python, keep = _given(python, keep)
     get_app().printer.emit(CacheView(_report(python, keep)))
     return 0
 
@@ -88,10 +86,9 @@ def show(python: str | None = None, keep: str | None = None, as_json: bool = Fal
               help="Keep this compiler version's entries [the target's neuronx-cc].")
 @click.option("--yes", is_flag=True, help="Remove them (without it: a dry run that lists them).")
 @json_option
-def prune(python: str | None, older: float | None, keep: str | None, yes: bool,
-          as_json: bool) -> int:
+def prune(python: str | None, older: float | None, keep: str | None, yes: bool) -> int:
     """Remove entries of other compiler versions (or older than DAYS); dry run unless --yes."""
-    python, keep, as_json = _given(python, keep, as_json)
+    python, keep = _given(python, keep)
     if older is not None and not (math.isfinite(older) and 0 < older <= 36500):
         raise InputError(f"--older-than {older!r}: a number of days above 0, at most 36500")
     from neuronctl.cli.cache_report import PruneView

@@ -68,8 +68,7 @@ class TokenCount(click.ParamType[int, Any]):
               help="List the bundled prices with their sources and dates.")
 @json_option
 def cost(settings: CostSettings, from_file: Path | None, throughput: float | None,
-         instances: tuple[str, ...], tokens: int | None, hours: float | None, list_prices: bool,
-         as_json: bool) -> int:
+         instances: tuple[str, ...], tokens: int | None, hours: float | None, list_prices: bool) -> int:
     """Cost per million tokens and per job, for each instance type."""
     app = get_app()
     bundled = load_bundled_prices()

@@ -19,11 +19,6 @@ from neuronctl.settings_rules import seconds
 FORMATS = ("text", "json", "markdown")
 
 
-def _format(fmt: str | None, as_json: bool) -> str:
-    if as_json and fmt not in (None, "json"):
-        raise InputError("--json conflicts with --format " + str(fmt))
-    return "json" if as_json else (fmt or "text")
-
 
 @click.group(invoke_without_command=True)
 @click.option("--arch", metavar="NAME", help="A Hugging Face architecture by its model_type "
@@ -62,7 +57,7 @@ def coverage(ctx: click.Context, arch: str | None, config_file: Path | None, mod
              script: Path | None, sweep: bool, layers: int, tiny: bool, train: bool, dtype: str,
              device: str, table: Path | None, strict: bool, limit: int | None,
              arch_filter: str | None, arch_timeout: float, memory_mb: int, python: str | None,
-             timeout: float, fmt: str | None, as_json: bool) -> int | None:
+             timeout: float, fmt: str | None) -> int | None:
     """Which operators a model runs, and which the Neuron backend runs natively, falls back to
     CPU for, or lacks (from the installed backend, a --table, else unknown).
 
@@ -70,8 +65,8 @@ def coverage(ctx: click.Context, arch: str | None, config_file: Path | None, mod
     2 for bad input."""
     if ctx.invoked_subcommand is not None:
         return None
-    fmt = _format(fmt, as_json)
     app = get_app()
+    fmt = app.printer.format_of(fmt)
     if sweep:
         if arch or config_file or model or script or device != "cpu":
             raise InputError("--all runs every architecture on CPU: give it without --arch, "
@@ -117,7 +112,7 @@ def _sweep(python: str | None, layers: int, tiny: bool, train: bool, dtype: str,
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), required=True,
               help="The table file to write (JSON).")
 @json_option
-def table_command(python: str | None, output: Path, as_json: bool) -> int:
+def table_command(python: str | None, output: Path) -> int:
     """Write the operator table of the Neuron backend installed in the target (run it once on a
     Neuron host; commit the file; classify elsewhere with --table)."""
     from neuronctl.cli.coverage_report import TableView
@@ -133,5 +128,5 @@ def table_command(python: str | None, output: Path, as_json: bool) -> int:
     view = TableView(outcome, target, output)
     if outcome.document is not None:
         app.printer.write_file(view, "json", output)
-    app.printer.emit(view, "json" if as_json else "text")
+    app.printer.emit(view, app.printer.format)
     return outcome.exit_code

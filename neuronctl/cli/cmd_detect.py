@@ -14,7 +14,7 @@ from neuronctl.ops import detect as detect_op
 @click.command()
 @with_settings("detect", SysrootSettings)
 @json_option
-def detect(settings: SysrootSettings, as_json: bool) -> int:
+def detect(settings: SysrootSettings) -> int:
     """Show the Neuron hardware on this machine, with the evidence for each conclusion."""
     get_app().printer.emit(detect_op.detect(settings.sysroot))
     return 0

@@ -61,12 +61,10 @@ FORMATS = ("text", "json", "junit", "github", "prometheus")
                    "[since boot].")
 def doctor(settings: DoctorSettings, python: str | None, level: int | None,
            no_device_probe: bool, compile_tier: bool, only: tuple[str, ...], fmt: str | None,
-           as_json: bool, output: Path | None, slurm_drain: bool, exit_on: str | None,
+           output: Path | None, slurm_drain: bool, exit_on: str | None,
            lookback: str | None) -> int:
     app = get_app()
-    if as_json and fmt not in (None, "json"):
-        raise InputError("--json conflicts with --format " + str(fmt))
-    fmt = "json" if as_json else (fmt or "text")
+    fmt = app.printer.format_of(fmt)
     if fmt == "prometheus" and (output is None or output.suffix != ".prom"):
         raise InputError("--format prometheus writes a node_exporter textfile: give -o FILE.prom"
                          + (f" (the textfile collector reads only *.prom, not {output.name})"

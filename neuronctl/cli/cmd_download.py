@@ -21,7 +21,7 @@ from neuronctl.ops.output_path import check_output_dir
               help="The wheelhouse directory (made if absent; files already there and verified "
                    "are kept).")
 @json_option
-def download(settings: DownloadSettings, dest: Path, as_json: bool) -> int:
+def download(settings: DownloadSettings, dest: Path) -> int:
     """Fetch every file a lock selects into DIR, each verified against the lock's sha256 and size,
     for `install --lock LOCK --find-links DIR [--offline]` on hosts without the indexes.
 

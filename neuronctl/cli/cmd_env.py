@@ -19,7 +19,7 @@ __all__ = ["REDACTED", "collect", "env", "relevant_environ", "to_markdown"]
 @with_settings("env", EnvSettings)
 @python_option
 @json_option
-def env(settings: EnvSettings, python: str | None, as_json: bool) -> int:
+def env(settings: EnvSettings, python: str | None) -> int:
     """Dump everything a Neuron bug report needs, as markdown (or JSON): a superset of
     `python -m torch.utils.collect_env`, plus every Neuron package, the driver, runtime and chip."""
     # collect_env is bounded like a check: config `check_timeout`, which a flag beats.

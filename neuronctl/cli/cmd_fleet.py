@@ -92,12 +92,10 @@ def fleet_doctor_command(settings: FleetDoctorSettings, nodes: int | None, nodel
                          all_nodes: bool,
                          partition: str | None, account: str | None, qos: str | None,
                          reservation: str | None, exclude: str | None, constraint: str | None,
-                         level: int, python: str | None, fmt: str | None, as_json: bool,
+                         level: int, python: str | None, fmt: str | None,
                          output: Path | None, remote_command: str | None) -> int:
     """Run `neuronctl doctor --json` on every node in one srun step; report stack drift."""
-    if as_json and fmt not in (None, "json"):
-        raise InputError("--json conflicts with --format " + str(fmt))
-    fmt = "json" if as_json else (fmt or "text")
+    fmt = get_app().printer.format_of(fmt)
     request = FleetRequest(nodes=nodes, nodelist=nodelist, all_nodes=all_nodes,
                            partition=partition, level=level, python=python,
                            timeout=settings.run_timeout or FLEET_RUN_S,

@@ -15,7 +15,7 @@ from neuronctl.cli.setting_options import with_settings
 @click.command("init")
 @with_settings("init", InitSettings)
 @json_option
-def init(settings: InitSettings, as_json: bool) -> int:
+def init(settings: InitSettings) -> int:
     """Write or update [tool.neuronctl] in ./pyproject.toml (created if absent)."""
     from neuronctl.ops.init import InitRequest, init_project
 

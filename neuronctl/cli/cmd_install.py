@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 def install(settings: InstallSettings, latest: bool, offline: bool, allow_unsupported: bool,
             find_links: Path | None, python: str | None, venv: Path | None,
             venv_python: str | None, dry_run: bool, yes: bool, write_lock: Path | None,
-            no_check: bool, as_json: bool) -> int:
+            no_check: bool) -> int:
     """Install a Neuron PyTorch stack into an environment: pinned, verified, all or nothing.
 
     The engine (uv or the target's pip) is handed exactly the planned files, each with the URL
@@ -74,9 +74,9 @@ def install(settings: InstallSettings, latest: bool, offline: bool, allow_unsupp
                        find_links=find_links, python=python, venv=venv, venv_python=venv_python,
                        dry_run=dry_run, yes=yes, write_lock=write_lock,
                        check=not no_check, sysroot=check_sysroot(settings.sysroot),
-                       show_engine=not app.printer.quiet and not as_json and sys.stderr.isatty())
+                       show_engine=app.printer.chatty and sys.stderr.isatty())
     # Removals are confirmed by a person at a terminal; a script or --json needs --yes.
-    confirm = _ask if not as_json and sys.stdin.isatty() else None
+    confirm = _ask if not app.printer.json_wanted and sys.stdin.isatty() else None
     with _reporter(app, request, app.printer.chatty) as reporter:
         outcome = install_stack(request, reporter, confirm=confirm)
     app.printer.emit(outcome)

@@ -36,8 +36,7 @@ from neuronctl.routing import redact_url
                    "build of that torch) or the CPU, with no Neuron package.")
 @json_option
 def lock(settings: LockSettings, latest: bool, offline: bool, allow_unsupported: bool,
-         output: str | None, fmt: str | None, check: bool, fallback: str | None,
-         as_json: bool) -> int:
+         output: str | None, fmt: str | None, check: bool, fallback: str | None) -> int:
     """Resolve a Neuron release into exact, hashed pins, each package from its own index."""
     from neuronctl.ops.lock.request import build_lock_request, plan_request
     from neuronctl.ops.lock.run import lock as run_lock

@@ -24,7 +24,7 @@ FORMATS = ("text", "json", "github", "sarif")
 @json_option
 @click.option("--max-bytes", type=click.IntRange(1, 1 << 30), default=None, metavar="N",
               help="Skip (with a note) files larger than N bytes (default 2 MiB).")
-def migrate(paths: tuple[Path, ...], fix: bool, diff: bool, fmt: str | None, as_json: bool,
+def migrate(paths: tuple[Path, ...], fix: bool, diff: bool, fmt: str | None,
             max_bytes: int | None) -> int:
     """Find XLA-era code, settings and pins (PATHs, default: here) and say what each becomes on
     TorchNeuron, with AWS's page; --fix rewrites what is mechanical.
@@ -39,11 +39,9 @@ def migrate(paths: tuple[Path, ...], fix: bool, diff: bool, fmt: str | None, as_
     from neuronctl.ops.migrate.run import MAX_BYTES
 
     app = get_app()
-    if as_json and fmt not in (None, "json"):
-        raise InputError("--json conflicts with --format " + str(fmt))
+    fmt = app.printer.format_of(fmt)
     if fix and diff:
         raise InputError("--fix and --diff: give one (--diff shows what --fix would write)")
-    fmt = "json" if as_json else (fmt or "text")
     request = MigrateRequest(paths, native_versions(app.manifest()),
                              "fix" if fix else "diff" if diff else "scan", max_bytes or MAX_BYTES)
     outcome = run_migrate(request)

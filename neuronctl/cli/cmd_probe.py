@@ -20,7 +20,7 @@ from neuronctl.ops import probe as probe_op
 @python_option
 @json_option
 @click.option("--compile", "compile_tier", is_flag=True, help="Also probe torch.compile (slow).")
-def probe(settings: ProbeSettings, python: str | None, as_json: bool,
+def probe(settings: ProbeSettings, python: str | None,
           compile_tier: bool) -> int:
     """Import torch, find the device, allocate, compute, differentiate: stop at the first failure."""
     app = get_app()

@@ -17,7 +17,7 @@ from neuronctl.cli.settings_types import ManifestSettings
 @with_settings("releases", ManifestSettings)
 @json_option
 @click.pass_context
-def releases(ctx: click.Context, as_json: bool, settings: ManifestSettings) -> int:
+def releases(ctx: click.Context, settings: ManifestSettings) -> int:
     """Show the Neuron releases neuronctl knows, newest first."""
     manifest_path = settings.manifest
     if ctx.invoked_subcommand is not None:
@@ -35,7 +35,7 @@ def releases(ctx: click.Context, as_json: bool, settings: ManifestSettings) -> i
 @json_option
 @click.option("--sources", "with_sources", is_flag=True,
               help="Each value with its source (URL, date read), or \"not published\".")
-def show(version: str, as_json: bool, with_sources: bool, settings: ManifestSettings) -> int:
+def show(version: str, with_sources: bool, settings: ManifestSettings) -> int:
     """Show one release in full."""
     from neuronctl.cli.releases_report import ReleaseView
     from neuronctl.release.provenance import value_entries
@@ -53,7 +53,7 @@ def show(version: str, as_json: bool, with_sources: bool, settings: ManifestSett
 @json_option
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True),
               help="Write the converted manifest here ('-' for stdout).")
-def import_(path: Path, as_json: bool, output: Path | None) -> int:
+def import_(path: Path, output: Path | None) -> int:
     """Convert AWS's n2-manifest.json to neuronctl's manifest format."""
     from neuronctl.ops.releases import import_aws_manifest
 
@@ -69,7 +69,7 @@ def import_(path: Path, as_json: bool, output: Path | None) -> int:
               help="Apply the values of releases already known that the fetched data fills or "
                    "changes (listed without it).")
 @json_option
-def update(settings: ReleasesUpdateSettings, accept_changes: bool, as_json: bool) -> int:
+def update(settings: ReleasesUpdateSettings, accept_changes: bool) -> int:
     """Fetch newer release data, merge it into the data in use and store it for later runs."""
     from neuronctl.ops.releases import DEFAULT_MANIFEST_URL, update_releases
     from neuronctl.release.manifest import load_default_manifest, stored_manifest_path

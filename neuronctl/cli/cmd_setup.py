@@ -57,7 +57,7 @@ if TYPE_CHECKING:
               "from your own index, neuronctl @ URL).")
 def setup(settings: SetupSettings, os_name: str | None, key_fingerprint: str | None,
           chip: str | None, with_python: bool, venv: str | None, yes: bool, fmt: str,
-          as_json: bool, output: Path | None, allow_unsupported: bool, dockerfile: bool,
+          output: Path | None, allow_unsupported: bool, dockerfile: bool,
           base: str, lock_name: str, tool_wheel: str | None, tool_spec: str | None) -> int:
     """Plan the Neuron system layer for a release: repository and key, kernel headers, driver,
     runtime, collectives, tools, hold, reload, then doctor. Nothing changes without --yes."""
@@ -70,7 +70,7 @@ def setup(settings: SetupSettings, os_name: str | None, key_fingerprint: str | N
     key_fingerprint = key_fingerprint or KEY_FINGERPRINT
     check_output_file(output, "-o")
     app = get_app()
-    fmt = "json" if as_json else fmt
+    fmt = "json" if app.printer.json_wanted else fmt  # --format defaults to text here: --json wins
     manifest = app.manifest()
     chosen = manifest.get(release) if release else manifest.default
     repo_setting = settings.system_repo  # a trust root: never a project file's

@@ -34,7 +34,7 @@ from neuronctl.ops.smoke import DEFAULT_TIMEOUT, SmokeRequest, run_smoke
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write the JSON report to FILE (for `neuronctl cost --from FILE`).")
 def smoke(settings: SmokeSettings, script: Path | None, python: str | None, steps: int,
-          warmup: int, train: bool, compile_model: bool, as_json: bool,
+          warmup: int, train: bool, compile_model: bool,
           output: Path | None) -> int:
     """Run your model on the device: warm-up, timed steps, and a CPU comparison."""
     check_output_file(output, "-o")  # before the model runs, not after

@@ -23,12 +23,13 @@ __all__ = ["DEVICE_CHOICE", "interpreter_option", "json_option", "note", "python
 # -- shared options ------------------------------------------------------------------------------
 
 def json_option(f: F) -> F:
-    """`--json` as every command spells it (`as_json`). The error boundary notices it given (on
-    any command: cli/main.py watches every `--json` and `--format`), and then writes one JSON
-    document on failure too; a command emits its own through `output.emit_json`."""
-    return click.option("--json", "as_json", is_flag=True, help="Versioned JSON output on stdout "
-                        "(one document, on failure too; where there is --format, the same as "
-                        "--format json).")(f)
+    """`--json` as every command spells it. The printer holds it (cli/main.py watches every
+    `--json` and `--format json` and sets `printer.json_wanted`, as -q sets `quiet`): the body
+    is not given it; it renders through the printer (`printer.format`, `format_of(--format)`),
+    and the error boundary writes one JSON document on failure too."""
+    return click.option("--json", "as_json", is_flag=True, expose_value=False,
+                        help="Versioned JSON output on stdout (one document, on failure too; where "
+                             "there is --format, the same as --format json).")(f)
 
 
 def interpreter_option(role: str, default: str = "else neuronctl's own") -> Callable[[F], F]:

@@ -17,6 +17,7 @@ from msgspec import Struct
 
 from neuronctl.cli.output import HeldJson, command_name, dump_json, envelope
 from neuronctl.cli.terminal import PIPE_WIDTH, TerminalStream, is_tty, safe_console, terminal_text
+from neuronctl.errors import InputError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -52,6 +53,13 @@ class Printer(Struct):
     def format(self) -> str:
         """The output format when a command has no --format of its own."""
         return "json" if self.json_wanted else "text"
+
+    def format_of(self, fmt: str | None) -> str:
+        """The output format of a command with a --format of its own: --json is --format json
+        (given beside another --format, a usage error)."""
+        if self.json_wanted and fmt not in (None, "json"):
+            raise InputError(f"--json conflicts with --format {fmt}")
+        return "json" if self.json_wanted else (fmt or "text")
 
     @property
     def chatty(self) -> bool:
