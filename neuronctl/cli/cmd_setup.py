@@ -46,9 +46,10 @@ if TYPE_CHECKING:
               "space and the Python stack from a lock, instead of a host plan.")
 @click.option("--base", metavar="IMAGE", default="ubuntu:26.04", show_default=True,
               help="The Dockerfile's base image.")
-@click.option("--lock", "lock_name", metavar="PATH", default="pylock.toml", show_default=True,
+@click.option("--lock", "lock_name", metavar="PATH",
               help="The lock the Dockerfile copies (inside the build context, the working "
-              "directory; it must exist: `neuronctl lock` writes it).")
+              "directory; it must exist: `neuronctl lock` writes it) [config lock, else "
+              "pylock.toml].")
 @click.option("--neuronctl-wheel", "tool_wheel", metavar="PATH",
               help="neuronctl's wheel the image installs, inside the build context (its sha256 "
               "is checked in the Dockerfile) [built from this neuronctl's own files into dist/].")
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
 def setup(settings: SetupSettings, os_name: str | None, key_fingerprint: str | None,
           chip: str | None, with_python: bool, venv: str | None, yes: bool, fmt: str,
           output: Path | None, allow_unsupported: bool, dockerfile: bool,
-          base: str, lock_name: str, tool_wheel: str | None, tool_spec: str | None) -> int:
+          base: str, lock_name: str | None, tool_wheel: str | None, tool_spec: str | None) -> int:
     """Plan the Neuron system layer for a release: repository and key, kernel headers, driver,
     runtime, collectives, tools, hold, reload, then doctor. Nothing changes without --yes."""
     from neuronctl.chips import get_chip
@@ -80,7 +81,8 @@ def setup(settings: SetupSettings, os_name: str | None, key_fingerprint: str | N
     if dockerfile:
         if yes or with_python:
             raise InputError("--dockerfile writes a file: it takes neither --yes nor --with-python")
-        return _dockerfile(chosen, DockerfileArgs(base, lock_name, repo, key_fingerprint,
+        lock, lock_from = _lock(lock_name, settings)
+        return _dockerfile(chosen, DockerfileArgs(base, lock, lock_from, repo, key_fingerprint,
                                                   allow_unsupported, tool_wheel, tool_spec),
                            output)
     if tool_wheel or tool_spec:
@@ -153,6 +155,8 @@ class DockerfileArgs(Struct, frozen=True):
 
     base: str
     lock: str
+    lock_from: str
+    """How an error names the lock: --lock, or config `lock` (its default)."""
     repo: str | None
     fingerprint: str
     allow_unsupported: bool
@@ -173,7 +177,7 @@ def _dockerfile(release: Release, args: DockerfileArgs, output: Path | None) -> 
     context = Path.cwd()
     df.check_base(args.base)
     notes = df.check_base_rules(release, args.base, args.allow_unsupported)
-    df.check_lock_present(args.lock, context)
+    df.check_lock_present(args.lock, context, args.lock_from)
     repo = check_repo_url(args.repo, "--repo") if args.repo else None
     fingerprint = check_fingerprint(args.fingerprint, "--key-fingerprint")
     tool = df.spec_source(args.spec) if args.spec else \
@@ -193,6 +197,21 @@ def _dockerfile(release: Release, args: DockerfileArgs, output: Path | None) -> 
         app.printer.write_file(view, "text", output)
     app.printer.emit(view)
     return 0
+
+
+def _lock(given: str | None, settings: SetupSettings) -> tuple[str, str]:
+    """The lock the Dockerfile copies, and how an error names it: --lock, else config `lock` (the
+    lock `neuronctl lock` writes, named from the working directory: the build context), else
+    pylock.toml."""
+    if given is not None:
+        return given, "--lock"
+    configured = settings.config_lock
+    if configured is None:
+        return "pylock.toml", "--lock"
+    path = Path(configured)
+    if path.is_absolute() and path.is_relative_to(Path.cwd()):
+        configured = str(path.relative_to(Path.cwd()))  # else refused as outside the context
+    return configured, "config `lock`"
 
 
 def _own_wheel(context: Path) -> ToolSource:

@@ -160,6 +160,12 @@ class SetupSettings(SysrootSettings, frozen=True, dict=True):
     def system_repo(self) -> Setting[str | None]:
         return optional_setting(self.invocation.resolve("system_repo"), str, "system_repo")
 
+    @cached_property
+    def config_lock(self) -> str | None:
+        """Config `lock`, where `lock` writes it (`--dockerfile`'s default lock: the project's
+        lock, not one by another name beside it)."""
+        return self._rules.config_place("lock")
+
 
 class InitSettings(Typed, frozen=True):
     """`init`: only what is typed (the file keeps what it has otherwise)."""

@@ -43,7 +43,8 @@ SAME_SPELLING_OTHER_IDEA = {
     ("coverage", "--strict"): "exit 1 on a CPU fallback, not doctor's warnings",
     ("coverage", "--timeout"): "one model's run, default 600 and shown",
     ("cost", "--from"): "a smoke report to read, not where release data comes from",
-    ("setup", "--lock"): "a name inside the Dockerfile's build context, default pylock.toml",
+    ("setup", "--lock"): "a name inside the Dockerfile's build context (its default, config `lock` "
+                         "from there, else pylock.toml)",
     ("fleet npd-config", "--timeout"): "whole seconds written into NPD's config, in NPD's range",
 }
 """Options that share a table setting's spelling but not its idea: each says why it is not the

@@ -85,8 +85,8 @@ def check_base(image: str) -> str:
     return image
 
 
-def check_lock_name(name: str) -> str:
-    return check_context_path(name, "--lock")
+def check_lock_name(name: str, where: str = "--lock") -> str:
+    return check_context_path(name, where)
 
 
 def base_target(image: str) -> OsTarget | None:
@@ -125,13 +125,15 @@ def check_base_rules(release: Release, image: str, allow: bool) -> list[str]:
                    what=f"image of Neuron {release.version} on {image} ({target.id})")
 
 
-def check_lock_present(lock: str, context: Path) -> None:
-    """The Dockerfile copies the lock: without one the build fails at COPY, so say so now."""
-    path = context / check_lock_name(lock)
+def check_lock_present(lock: str, context: Path, where: str = "--lock") -> None:
+    """The Dockerfile copies the lock: without one the build fails at COPY, so say so now.
+    `where`: how the error names it (--lock, or config `lock`, its default)."""
+    path = context / check_lock_name(lock, where)
     if not path.is_file():
-        raise InputError(f"--lock {lock}: no such file in the build context ({context}): the "
+        raise InputError(f"{where} {lock}: no such file in the build context ({context}): the "
                          "Dockerfile copies the lock its Python stack installs from",
-                         hint="write it first: neuronctl lock -o " + shlex.quote(lock))
+                         hint="write it first: neuronctl lock" + (
+                             f" -o {shlex.quote(lock)}" if where == "--lock" else ""))
 
 
 def wheel_source(name: str, context: Path) -> ToolSource:

@@ -114,3 +114,33 @@ def test_the_image_tells_a_doctor_inside_it_its_release_and_driver_range():
     found = labels(parsed)
     assert env[RELEASE_VAR] == found["com.neuronctl.release"] == "2.33.1"
     assert env[RANGE_VAR] == found["com.neuronctl.driver-range"]
+
+
+def test_the_dockerfile_copies_the_lock_the_projects_config_names(cli, tmp_path):
+    """Config `lock` names where `neuronctl lock` writes the project's lock: the Dockerfile copies
+    that one (setup once looked for pylock.toml and told the user to write a second lock)."""
+    spec, out = ["--neuronctl-spec", "neuronctl==0.1.0"], tmp_path / "Dockerfile"
+    Path("locks").mkdir()
+    Path("pyproject.toml").write_text('[tool.neuronctl]\nlock = "locks/pylock.toml"\n')
+    Path("pylock.toml").write_text('lock-version = "1.0"\n')  # another lock beside it
+    missing = cli("setup", "--dockerfile", *spec, "-o", str(out))
+    assert missing.code == 2 and not out.exists()
+    assert "config `lock` locks/pylock.toml: no such file in the build context" in missing.err
+    assert missing.err.rstrip().endswith("hint: write it first: neuronctl lock"), missing.err
+    Path("locks/pylock.toml").write_text('lock-version = "1.0"\n')
+    assert cli("setup", "--dockerfile", *spec, "-o", str(out)).code == 0
+    assert "COPY locks/pylock.toml /opt/neuronctl/pylock.toml" in out.read_text()
+    assert cli("setup", "--dockerfile", *spec, "--lock", "pylock.toml", "-o", str(out)).code == 0
+    assert "COPY pylock.toml /opt/neuronctl/pylock.toml" in out.read_text()
+
+
+def test_a_configured_lock_outside_the_build_context_is_named_as_config(cli, tmp_path, monkeypatch):
+    """The user's own config's relative `lock` is from its folder (docs/config.md): outside the
+    build context, which the Dockerfile cannot copy from; the error names the key, not --lock."""
+    folder = tmp_path / "xdg" / "neuronctl"
+    folder.mkdir(parents=True)
+    (folder / "config.toml").write_text('lock = "pylock.toml"\n')
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(folder.parent))
+    r = cli("setup", "--dockerfile", "--neuronctl-spec", "neuronctl==0.1.0",
+            "-o", str(tmp_path / "Dockerfile"))
+    assert r.code == 2 and "config `lock`: " in r.err and "a path inside the build context" in r.err
