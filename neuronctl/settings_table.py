@@ -230,12 +230,13 @@ SPECS: tuple[Spec[Any], ...] = (
                        "check_timeout, else 60]")),
           commands=("doctor", "env", "install", "probe")),
     _spec("run_timeout", "--timeout", None, None, (), "",
-          "a whole run's time limit, flag only (smoke's run [600], `fleet doctor`'s srun step "
-          "[120]); not a request's nor a check's", seconds,
-          commands=("smoke", "fleet doctor"),
+          "a whole run's time limit, flag only (smoke's run and coverage's model run [600], "
+          "`fleet doctor`'s srun step [120]); not a request's nor a check's", seconds,
+          commands=("smoke", "coverage", "fleet doctor"),
           help="Seconds {default}.",
           help_words=(
                 ("smoke", "before the whole run is killed [600]"),
+                ("coverage", "before a single model's run is killed [600]"),
                 ("fleet doctor", "for the whole srun step, every node's doctor run (Slurm's --time) "
                                 "[120]"))),
     _spec("strict", "--strict", None, "strict", (bool,), "true or false",

@@ -10,17 +10,19 @@ import click
 
 from neuronctl.cli.app import get_app
 from neuronctl.cli.common import target_python
+from neuronctl.cli.host_settings_types import RunSettings
 from neuronctl.cli.options import json_option, python_option
+from neuronctl.cli.setting_options import with_settings
 from neuronctl.errors import InputError
 from neuronctl.ops.coverage import DEFAULT_TIMEOUT, DTYPES, CoverageRequest, run_coverage
 from neuronctl.ops.output_path import check_output_file
-from neuronctl.settings_rules import seconds
 
 FORMATS = ("text", "json", "markdown")
 
 
 
 @click.group(invoke_without_command=True)
+@with_settings("coverage", RunSettings)
 @click.option("--arch", metavar="NAME", help="A Hugging Face architecture by its model_type "
                                             "(llama, qwen3, gpt2, ...), random weights.")
 @click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False),
@@ -48,16 +50,14 @@ FORMATS = ("text", "json", "markdown")
 @click.option("--memory-mb", type=click.IntRange(256, 1 << 20), default=16384, show_default=True,
               help="--all: address space each architecture's child may add, MiB.")
 @python_option
-@click.option("--timeout", type=float, default=DEFAULT_TIMEOUT, show_default=True,
-              help="Seconds before a single model's run is killed.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None, help="Output format.")
 @json_option
 @click.pass_context
-def coverage(ctx: click.Context, arch: str | None, config_file: Path | None, model: str | None,
-             script: Path | None, sweep: bool, layers: int, tiny: bool, train: bool, dtype: str,
-             device: str, table: Path | None, strict: bool, limit: int | None,
-             arch_filter: str | None, arch_timeout: float, memory_mb: int, python: str | None,
-             timeout: float, fmt: str | None) -> int | None:
+def coverage(ctx: click.Context, settings: RunSettings, arch: str | None,
+             config_file: Path | None, model: str | None, script: Path | None, sweep: bool,
+             layers: int, tiny: bool, train: bool, dtype: str, device: str, table: Path | None,
+             strict: bool, limit: int | None, arch_filter: str | None, arch_timeout: float,
+             memory_mb: int, python: str | None, fmt: str | None) -> int | None:
     """Which operators a model runs, and which the Neuron backend runs natively, falls back to
     CPU for, or lacks (from the installed backend, a --table, else unknown).
 
@@ -75,7 +75,7 @@ def coverage(ctx: click.Context, arch: str | None, config_file: Path | None, mod
                       arch_timeout, memory_mb, fmt)
     if limit is not None or arch_filter is not None:
         raise InputError("--limit and --arch-filter go with --all")
-    timeout = seconds(timeout, "--timeout")  # click takes nan, inf and -1 as floats
+    timeout = settings.run_timeout or DEFAULT_TIMEOUT
     target = target_python(python)
     request = CoverageRequest(target.python, arch, config_file, model, script, layers, tiny, train,
                               dtype, device, table, strict, timeout)

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from neuronctl.cli.app import get_app, terminal_text
-from neuronctl.cli.host_settings_types import FleetDoctorSettings
+from neuronctl.cli.host_settings_types import RunSettings
 from neuronctl.cli.options import json_option, python_option
 from neuronctl.cli.output import write_atomic
 from neuronctl.cli.setting_options import with_settings
@@ -64,7 +64,7 @@ def _remote_command(value: str | None) -> list[str]:
 
 
 @fleet.command("doctor")
-@with_settings("fleet doctor", FleetDoctorSettings)
+@with_settings("fleet doctor", RunSettings)
 @click.option("--nodes", type=int, default=None, help="Run on N nodes (Slurm picks them).")
 @click.option("--nodelist", metavar="LIST", help="Run on these nodes (a Slurm host list).")
 @click.option("--all", "all_nodes", is_flag=True, help="Run on every node [the default].")
@@ -88,7 +88,7 @@ def _remote_command(value: str | None) -> list[str]:
 @click.option("--remote-command", metavar="CMD",
               help="How to run neuronctl on the nodes [this Python, importing neuronctl from "
                    "its installation, never from the working directory].")
-def fleet_doctor_command(settings: FleetDoctorSettings, nodes: int | None, nodelist: str | None,
+def fleet_doctor_command(settings: RunSettings, nodes: int | None, nodelist: str | None,
                          all_nodes: bool,
                          partition: str | None, account: str | None, qos: str | None,
                          reservation: str | None, exclude: str | None, constraint: str | None,

@@ -27,7 +27,7 @@ from neuronctl.settings import Setting
 if TYPE_CHECKING:
     pass
 
-__all__ = ["CostSettings", "DoctorSettings", "EnvSettings", "FleetDoctorSettings", "InitSettings",
+__all__ = ["CostSettings", "DoctorSettings", "EnvSettings", "RunSettings", "InitSettings",
            "ProbeSettings", "SetupSettings", "SmokeSettings", "SysrootSettings"]
 
 
@@ -182,8 +182,9 @@ class InitSettings(Typed, frozen=True):
                    given.values("python_versions"), given.values("platforms"))
 
 
-class FleetDoctorSettings(Typed, frozen=True, dict=True):
-    """`fleet doctor`: the srun step's time limit (a flag only)."""
+class RunSettings(Typed, frozen=True, dict=True):
+    """`fleet doctor`, `coverage`: the whole run's time limit (a flag only: the srun step's, one
+    model's run)."""
 
     @cached_property
     def run_timeout(self) -> float | None:

@@ -41,7 +41,6 @@ SAME_SPELLING_OTHER_IDEA = {
     ("coverage", "--device"): "cpu or neuron, default cpu: where coverage runs one model's step",
     ("coverage", "--model"): "the model coverage classifies (no config key: smoke's is `model`)",
     ("coverage", "--strict"): "exit 1 on a CPU fallback, not doctor's warnings",
-    ("coverage", "--timeout"): "one model's run, default 600 and shown",
     ("cost", "--from"): "a smoke report to read, not where release data comes from",
     ("setup", "--lock"): "a name inside the Dockerfile's build context (its default, config `lock` "
                          "from there, else pylock.toml)",
@@ -519,7 +518,7 @@ def test_typed_settings_are_frozen_and_typed_where_they_are_built(monkeypatch) -
                                   "cli.fetch_settings_types.ReleasesUpdateSettings",
                                   "cli.host_settings_types.EnvSettings",
                                   "cli.host_settings_types.ProbeSettings",
-                                  "cli.host_settings_types.FleetDoctorSettings"])
+                                  "cli.host_settings_types.RunSettings"])
 def test_a_settings_class_that_adds_no_field_is_still_its_own_frozen_value(name: str) -> None:
     """The classes that add no field are plain subclasses of their base's record: still built by
     their own resolve, frozen, shown by their own name, equal only to their own kind."""
