@@ -28,7 +28,8 @@ FORMATS = ("text", "json", "markdown")
 @click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False),
               help="A model's local config.json, built the same way (nothing downloaded).")
 @click.option("--model", metavar="MODULE:FACTORY",
-              help="A function returning (model, example_inputs[, tokens_per_step]), as smoke.")
+              help="A function returning (model, example_inputs[, tokens_per_step]), the form "
+                   "smoke's --model takes (coverage reads no config model: name it here).")
 @click.option("--script", type=click.Path(path_type=Path, dir_okay=False),
               help="A Python file that defines make() (same return as FACTORY).")
 @click.option("--all", "sweep", is_flag=True,
