@@ -7,13 +7,9 @@ from pathlib import Path
 import click
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.common import (
-    check_sysroot,
-    json_option,
-    python_option,
-    target_python,
-)
+from neuronctl.cli.common import check_sysroot, target_python
 from neuronctl.cli.host_settings_types import SysrootSettings
+from neuronctl.cli.options import json_option, python_option
 from neuronctl.cli.setting_options import with_settings
 from neuronctl.ops.bundle import BundleRequest, make_bundle
 from neuronctl.ops.output_path import check_output_file

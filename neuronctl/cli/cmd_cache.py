@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 import click
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.common import json_option, python_option, target_python
+from neuronctl.cli.common import target_python
+from neuronctl.cli.options import json_option, python_option
 from neuronctl.errors import InputError
 
 if TYPE_CHECKING:  # the operation and its views load when a subcommand runs, not for --help

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.common import json_option
 from neuronctl.cli.host_settings_types import SysrootSettings
+from neuronctl.cli.options import json_option
 from neuronctl.cli.setting_options import with_settings
 from neuronctl.ops import detect as detect_op
 

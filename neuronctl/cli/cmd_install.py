@@ -14,9 +14,10 @@ import click
 from msgspec.structs import replace
 
 from neuronctl.cli.app import App, get_app, note
-from neuronctl.cli.common import check_sysroot, json_option
+from neuronctl.cli.common import check_sysroot
 from neuronctl.cli.options import (
     interpreter_option,
+    json_option,
     request_options,
 )
 from neuronctl.cli.setting_options import with_settings

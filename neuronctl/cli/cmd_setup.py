@@ -11,8 +11,8 @@ import click
 from msgspec import Struct
 
 from neuronctl.cli.app import get_app
-from neuronctl.cli.common import json_option
 from neuronctl.cli.host_settings_types import SetupSettings
+from neuronctl.cli.options import json_option
 from neuronctl.cli.setting_options import with_settings
 from neuronctl.ops.setup.repos import KEY_FINGERPRINT, OS_IDS
 

@@ -5,16 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from neuronctl.cli.options import DEVICE_CHOICE, json_option, python_option
-
 if TYPE_CHECKING:
     from neuronctl.cli.printer import Printer
     from neuronctl.ops.target_env import TargetPython
 
-# The shared options are declared in cli/options.py; named here too for the commands that import
-# them from here.
-__all__ = ["DEVICE_CHOICE", "check_sysroot", "echo_target", "json_option", "python_option",
-           "target_python"]
+__all__ = ["check_sysroot", "echo_target", "target_python"]
+
 
 def target_python(python: str | None) -> TargetPython:
     """The environment this command works on (neuronctl.ops.target_env: the one rule)."""

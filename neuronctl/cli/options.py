@@ -10,13 +10,10 @@ from typing import Any, TypeVar
 import click
 
 from neuronctl.cli.app import note
-from neuronctl.devices import DEVICES
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-DEVICE_CHOICE = click.Choice(DEVICES)
-
-__all__ = ["DEVICE_CHOICE", "interpreter_option", "json_option", "note", "python_option",
+__all__ = ["interpreter_option", "json_option", "note", "python_option",
            "request_options"]
 
 
