@@ -77,9 +77,6 @@ def is_secret_name(name: str) -> bool:
     return any(p in _SECRET_PARTS or p.endswith("key") for p in parts)
 
 
-# An exception's class as Python shows it before its message (KeyError, AuthenticationError).
-_EXCEPTION = re.compile(r"[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning)")
-
 # What a path's last part follows: "/etc/", "./", "~/", "~/x/", "../a/b/", from a word's start.
 _PATH_BEFORE = re.compile(r"(?<![^\s'\"(=:])(?:(?:~|\.\.?)?(?:/[^\s/'\"]+)+|~|\.\.?)/\Z")
 
@@ -102,8 +99,6 @@ def _names_a_secret(text: str, name: re.Match[str]) -> bool:
         if not (name["open"] or name["close"]) and _PATH_BEFORE.search(
                 text, max(0, name.start() - 256), name.start()):
             return False
-        if not (name["open"] or name["close"]) and _EXCEPTION.fullmatch(word):
-            return False  # "KeyError: 'x'": how Python shows an exception, its message after
     return True
 
 

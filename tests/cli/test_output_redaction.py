@@ -30,9 +30,6 @@ def test_paths_and_option_values_near_secret_words_are_not_masked(cli, args, sho
     "Error: Invalid value for '--tokens': '2e9' is not a valid integer range.",
     "./secret: not found", "~/passwd: missing", "/home/u/data/token: empty", "password.txt: No such file",
     "TOKENIZERS_PARALLELISM=false", "tokenizer: gpt2", "login failed for user",
-    # how Python shows an exception (a misspelt setting's name once came out as KeyError: '***')
-    "internal error: KeyError: 'retrys' (run with -v for the traceback)",
-    "AuthenticationError: the index refused the request", "SessionKeyWarning: expires soon",
 ])
 def test_redact_keeps_messages_about_files_and_options(text):
     assert redact(text) == text
@@ -45,8 +42,6 @@ def test_redact_keeps_messages_about_files_and_options(text):
     ("http://u:QZXi@h/simple", "QZXi"), ("MY_PASSWORD=QZXj", "QZXj"),
     ("--token: QZXk ", "QZXk"),  # found by test_fuzz_redact: a bare option is no message
     ("https:/u:QZXl@h/m.json: no such file", "QZXl"),  # a URL folded by a path (review)
-    ("{'KeyError': 'QZXm'}", "QZXm"), ("SessionKey: QZXn", "QZXn"),  # a key, quoted; no exception
-    ("KeyError=QZXo", "QZXo"),  # an exception is shown with a colon
 ])
 def test_secrets_by_structure_are_still_masked(text, secret):
     assert secret not in redact(text)
