@@ -102,7 +102,7 @@ def load_user_config(path: Path | None = None) -> Config:
 def load_config(explicit: Path | None, cwd: Path | None = None) -> Config:
     if explicit is not None:
         return _named_file(explicit)
-    base = cwd or Path.cwd()
+    base = cwd or working_directory()
     pyproject = base / "pyproject.toml"
     if not pyproject.is_file():
         return Config(base_dir=base)
@@ -115,3 +115,13 @@ def load_config(explicit: Path | None, cwd: Path | None = None) -> Config:
     if not isinstance(table, dict):
         raise InputError(f"{where}: expected a table")
     return Config(validate(table, where), str(pyproject), base)
+
+
+def working_directory() -> Path:
+    """The working directory, where the project's file is looked for; one removed under the
+    shell (`rm -rf` of the folder it stands in) is bad input, not an internal error."""
+    try:
+        return Path.cwd()
+    except FileNotFoundError:
+        raise InputError("the working directory no longer exists (removed while this shell "
+                         "stood in it)", hint="cd to a folder that exists") from None

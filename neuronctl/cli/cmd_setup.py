@@ -35,8 +35,8 @@ if TYPE_CHECKING:
 @click.option("--venv", metavar="DIR", help="The venv --with-python installs into "
               "[/opt/neuronctl/venv-RELEASE].")
 @click.option("--yes", is_flag=True, help="Apply the plan now, step by step (root).")
-@click.option("--format", "fmt", type=click.Choice(["text", "sh", "json"]), default="text",
-              show_default=True, help="How to write the plan.")
+@click.option("--format", "fmt", type=click.Choice(["text", "sh", "json"]),
+              help="How to write the plan [text].")
 @json_option
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the plan (or the Dockerfile) to this file, atomically.")
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
               help="Install neuronctl in the image by this requirement instead (neuronctl==V "
               "from your own index, neuronctl @ URL).")
 def setup(settings: SetupSettings, os_name: str | None, key_fingerprint: str | None,
-          chip: str | None, with_python: bool, venv: str | None, yes: bool, fmt: str,
+          chip: str | None, with_python: bool, venv: str | None, yes: bool, fmt: str | None,
           output: Path | None, allow_unsupported: bool, dockerfile: bool,
           base: str, lock_name: str | None, tool_wheel: str | None, tool_spec: str | None) -> int:
     """Plan the Neuron system layer for a release: repository and key, kernel headers, driver,
@@ -71,7 +71,7 @@ def setup(settings: SetupSettings, os_name: str | None, key_fingerprint: str | N
     key_fingerprint = key_fingerprint or KEY_FINGERPRINT
     check_output_file(output, "-o")
     app = get_app()
-    fmt = "json" if app.printer.json_wanted else fmt  # --format defaults to text here: --json wins
+    fmt = app.printer.format_of(fmt)
     manifest = app.manifest()
     chosen = manifest.get(release) if release else manifest.default
     repo_setting = settings.system_repo  # a trust root: never a project file's
@@ -174,7 +174,7 @@ def _dockerfile(release: Release, args: DockerfileArgs, output: Path | None) -> 
 
     if args.wheel and args.spec:
         raise InputError("--neuronctl-wheel and --neuronctl-spec: give one")
-    context = Path.cwd()
+    context = _context()
     df.check_base(args.base)
     notes = df.check_base_rules(release, args.base, args.allow_unsupported)
     df.check_lock_present(args.lock, context, args.lock_from)
@@ -201,17 +201,37 @@ def _dockerfile(release: Release, args: DockerfileArgs, output: Path | None) -> 
 
 def _lock(given: str | None, settings: SetupSettings) -> tuple[str, str]:
     """The lock the Dockerfile copies, and how an error names it: --lock, else config `lock` (the
-    lock `neuronctl lock` writes, named from the working directory: the build context), else
-    pylock.toml."""
-    if given is not None:
-        return given, "--lock"
-    configured = settings.config_lock
-    if configured is None:
-        return "pylock.toml", "--lock"
-    path = Path(configured)
-    if path.is_absolute() and path.is_relative_to(Path.cwd()):
-        configured = str(path.relative_to(Path.cwd()))  # else refused as outside the context
-    return configured, "config `lock`"
+    lock `neuronctl lock` writes: from its file's folder, spelled from the working directory, the
+    build context), else pylock.toml. Either is a PEP 751 lock's name inside the context: a
+    project's config names the file, so it must not name any other file (a .env) for the image."""
+    from packaging.pylock import is_valid_pylock_path
+
+    from neuronctl.errors import InputError
+    from neuronctl.ops.setup.dockerfile import check_lock_name
+
+    lock, where = given or "pylock.toml", "--lock"
+    configured = None if given is not None else settings.config_lock
+    if configured is not None:
+        lock, where = configured, f"config `lock` ({settings.config_lock_file})"
+        path, context = Path(configured), _context()
+        if path.is_absolute() and path.is_relative_to(context):
+            lock = str(path.relative_to(context))  # else refused below: outside the context
+    hint = "give --lock NAME, a lock inside the build context (the working directory)"
+    try:
+        check_lock_name(lock, where)
+    except InputError as refused:
+        raise InputError(refused.message, hint=hint) from None
+    if not is_valid_pylock_path(Path(lock)):
+        raise InputError(f"{where} names {lock}, not a lock the Dockerfile can install (a PEP 751 "
+                         "lock, pylock.toml or pylock.NAME.toml)", hint=hint)
+    return lock, where
+
+
+def _context() -> Path:
+    """The build context: the working directory."""
+    from neuronctl.config import working_directory
+
+    return working_directory()
 
 
 def _own_wheel(context: Path) -> ToolSource:

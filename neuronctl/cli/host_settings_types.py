@@ -166,6 +166,11 @@ class SetupSettings(SysrootSettings, frozen=True, dict=True):
         lock, not one by another name beside it)."""
         return self._rules.config_place("lock")
 
+    @cached_property
+    def config_lock_file(self) -> str:
+        """The config file `config_lock` comes from (its errors name it)."""
+        return self._rules.config_file("lock")[0]
+
 
 class InitSettings(Typed, frozen=True):
     """`init`: only what is typed (the file keeps what it has otherwise)."""

@@ -131,3 +131,17 @@ def test_a_nul_in_your_own_manifest_url_is_bad_input(cli, tmp_path, monkeypatch)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
     r = cli("releases", "update")
     assert r.code == 2 and "NUL" in r.err and "internal error" not in r.err, r.err
+
+
+@pytest.mark.parametrize("args", [["doctor", "--level", "1"], ["lock", "--offline"],
+                                  ["setup", "--dockerfile", "--neuronctl-spec", "neuronctl==0.1.0"]])
+def test_a_working_directory_removed_under_the_shell_is_bad_input(cli, tmp_path, monkeypatch, args):
+    """The folder the shell stands in was removed (`rm -rf` from another terminal): one line and
+    exit 2, not an internal error from looking for ./pyproject.toml."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    r = cli(*args)
+    assert r.code == 2 and "the working directory no longer exists" in r.err, r.err
+    assert r.err.count("\n") == 2  # the error and its hint

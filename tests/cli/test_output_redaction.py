@@ -42,6 +42,9 @@ def test_redact_keeps_messages_about_files_and_options(text):
     ("http://u:QZXi@h/simple", "QZXi"), ("MY_PASSWORD=QZXj", "QZXj"),
     ("--token: QZXk ", "QZXk"),  # found by test_fuzz_redact: a bare option is no message
     ("https:/u:QZXl@h/m.json: no such file", "QZXl"),  # a URL folded by a path (review)
+    # an exception shown as Python shows it quotes what it was given: a model's KeyError on a
+    # secret it looked up, a token a library refused (a review got both printed once)
+    ("KeyError: 'sk-live-QZXm'", "QZXm"), ("InvalidTokenError: QZXn", "QZXn"),
 ])
 def test_secrets_by_structure_are_still_masked(text, secret):
     assert secret not in redact(text)

@@ -125,7 +125,8 @@ def test_the_dockerfile_copies_the_lock_the_projects_config_names(cli, tmp_path)
     Path("pylock.toml").write_text('lock-version = "1.0"\n')  # another lock beside it
     missing = cli("setup", "--dockerfile", *spec, "-o", str(out))
     assert missing.code == 2 and not out.exists()
-    assert "config `lock` locks/pylock.toml: no such file in the build context" in missing.err
+    assert (f"config `lock` ({Path.cwd() / 'pyproject.toml'}) locks/pylock.toml: no such file in "
+            "the build context") in missing.err, missing.err
     assert missing.err.rstrip().endswith("hint: write it first: neuronctl lock"), missing.err
     Path("locks/pylock.toml").write_text('lock-version = "1.0"\n')
     assert cli("setup", "--dockerfile", *spec, "-o", str(out)).code == 0
@@ -134,13 +135,37 @@ def test_the_dockerfile_copies_the_lock_the_projects_config_names(cli, tmp_path)
     assert "COPY pylock.toml /opt/neuronctl/pylock.toml" in out.read_text()
 
 
-def test_a_configured_lock_outside_the_build_context_is_named_as_config(cli, tmp_path, monkeypatch):
+@pytest.mark.parametrize("name", ["config/.env", "deploy_key", "requirements.txt", "pylock.toml.bak"])
+def test_a_configured_lock_that_is_no_lock_never_reaches_the_image(cli, tmp_path, name):
+    """A project's config chooses the file the image gets: only a PEP 751 lock's name (a review
+    had `lock = "config/.env"` copied into the image as its lock)."""
+    Path("config").mkdir()
+    Path(name).write_text("SECRET=QZX1\n")
+    Path("pyproject.toml").write_text(f'[tool.neuronctl]\nlock = "{name}"\n')
+    out = tmp_path / "Dockerfile"
+    r = cli("setup", "--dockerfile", "--neuronctl-spec", "neuronctl==0.1.0", "-o", str(out))
+    assert r.code == 2 and not out.exists(), r.err
+    assert f"config `lock` ({Path.cwd() / 'pyproject.toml'}) names {name}, not a lock the " \
+           "Dockerfile can install" in r.err, r.err
+    assert cli("setup", "--dockerfile", "--lock", name, "--neuronctl-spec", "neuronctl==0.1.0",
+               "-o", str(out)).code == 2 and not out.exists()
+
+
+def test_a_configured_lock_outside_the_build_context_is_named_with_its_file(cli, tmp_path,
+                                                                            monkeypatch):
     """The user's own config's relative `lock` is from its folder (docs/config.md): outside the
-    build context, which the Dockerfile cannot copy from; the error names the key, not --lock."""
+    build context, which the Dockerfile cannot copy from; the error names the key and its file,
+    and says to give --lock."""
     folder = tmp_path / "xdg" / "neuronctl"
     folder.mkdir(parents=True)
     (folder / "config.toml").write_text('lock = "pylock.toml"\n')
     monkeypatch.setenv("XDG_CONFIG_HOME", str(folder.parent))
     r = cli("setup", "--dockerfile", "--neuronctl-spec", "neuronctl==0.1.0",
             "-o", str(tmp_path / "Dockerfile"))
-    assert r.code == 2 and "config `lock`: " in r.err and "a path inside the build context" in r.err
+    assert r.code == 2 and f"config `lock` ({folder / 'config.toml'}): " in r.err, r.err
+    assert "a path inside the build context" in r.err and "hint: give --lock NAME" in r.err
+
+
+def test_json_and_another_format_conflict_in_setup_too(cli):
+    r = cli("setup", "--os", "ubuntu-24.04", "--json", "--format", "sh")
+    assert r.code == 2 and "--json conflicts with --format sh" in r.err, r.err
