@@ -18,6 +18,7 @@ from neuronctl.cli.options import (
 from neuronctl.cli.progress import MessageLines
 from neuronctl.cli.setting_options import with_settings
 from neuronctl.cli.stack_settings_types import LockSettings
+from neuronctl.errors import InputError
 from neuronctl.routing import redact_url
 
 
@@ -42,6 +43,9 @@ def lock(settings: LockSettings, latest: bool, offline: bool, allow_unsupported:
     from neuronctl.ops.lock.run import lock as run_lock
 
     app = get_app()
+    if output == "-" and app.printer.json_wanted:  # two documents on one stdout: neither usable
+        raise InputError("-o - writes the lock to stdout, where --json writes its document: "
+                         "give one", hint="write the lock to a file (-o FILE) with --json")
     seconds = 30.0 if check else settings.timeout
     stack = plan_request(app.manifest(), settings.stack(latest=latest, fallback=fallback))
     lock_key = None if output else settings.config_lock  # as written: its errors quote it so

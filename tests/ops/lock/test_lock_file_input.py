@@ -2,6 +2,7 @@
 before anything is fetched, planned or deleted: hashes that name paths, wheel names that climb out
 of the cache, releases nobody knows, bytes that are not UTF-8, nesting that never ends."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,13 @@ def test_toml_nested_without_end_is_bad_input(tmp_path):
     with pytest.raises(InputError, match="nested too deeply") as err:
         load_pylock(path)
     assert str(path) in str(err.value)
+
+
+def test_json_and_a_lock_on_stdout_are_refused_together(cli):
+    """`lock --json -o -` once wrote the TOML alone to stdout and no JSON document: one stdout
+    cannot hold both."""
+    r = cli("lock", "--offline", "--json", "-o", "-")
+    assert r.code == 2 and "-o - writes the lock to stdout, where --json writes its document" in r.err
+    document = json.loads(r.out)
+    assert document["status"] == "failed" and document["error"]["kind"] == "input"
+    assert not list(Path.cwd().iterdir())
