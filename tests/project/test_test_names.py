@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -18,20 +19,25 @@ def _is_fixture(node: ast.FunctionDef) -> bool:
     return any("fixture" in ast.unparse(d) for d in node.decorator_list)
 
 
+def _helpers_and_fixtures(tests: Path) -> Iterator[tuple[str, ast.FunctionDef]]:
+    """(file under `tests`, function) for each module-level function that is not a test, the
+    stand-in backend left out."""
+    for path in sorted(tests.rglob("*.py")):
+        if STANDIN in path.parents:
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith("test_"):
+                yield str(path.relative_to(tests)), node
+
+
 def defined(tests: Path) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
     """(fixture name -> files, helper name -> files): the module-level functions of every Python
     file under `tests`, the stand-in backend left out; a helper is neither a test nor a fixture."""
     fixtures: dict[str, set[str]] = defaultdict(set)
     helpers: dict[str, set[str]] = defaultdict(set)
-    for path in sorted(tests.rglob("*.py")):
-        if STANDIN in path.parents:
-            continue
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if not isinstance(node, ast.FunctionDef) or node.name.startswith("test_"):
-                continue
-            where = str(path.relative_to(tests))
-            # `_run` in one file and `run` in another are one name to a reader (one word per idea)
-            (fixtures if _is_fixture(node) else helpers)[node.name.lstrip("_")].add(where)
+    for where, node in _helpers_and_fixtures(tests):
+        # `_run` in one file and `run` in another are one name to a reader (one word per idea)
+        (fixtures if _is_fixture(node) else helpers)[node.name.lstrip("_")].add(where)
     return fixtures, helpers
 
 
@@ -67,15 +73,10 @@ def _bodies(tests: Path) -> dict[str, set[str]]:
     """A module-level helper's code with its name and docstring left out -> where it is defined
     (file:name): one helper written twice under two names has one entry with two places."""
     found: dict[str, set[str]] = defaultdict(set)
-    for path in sorted(tests.rglob("*.py")):
-        if STANDIN in path.parents:
-            continue
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if not isinstance(node, ast.FunctionDef) or node.name.startswith("test_"):
-                continue
-            body = node.body[1:] if ast.get_docstring(node) is not None else node.body
-            code = ast.dump(ast.Module(body=body, type_ignores=[]))
-            found[ast.dump(node.args) + code].add(f"{path.relative_to(tests)}:{node.name}")
+    for where, node in _helpers_and_fixtures(tests):
+        body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+        code = ast.dump(ast.Module(body=body, type_ignores=[]))
+        found[ast.dump(node.args) + code].add(f"{where}:{node.name}")
     return found
 
 

@@ -65,6 +65,19 @@ def private_tmp(tmp_path, monkeypatch) -> Path:
     return folder
 
 
+def _locked(wheel: Path, tmp_path: Path, pip_venvs) -> tuple[Path, Path]:
+    """A lock of `wheel` by name and hash alone (no size), and a venv with pip to install it in."""
+    entry = {"name": wheel.name, "url": f"http://127.0.0.1:9/files/{wheel.name}",
+             "hashes": {"sha256": sha256_of(wheel)}}
+    lock = write_lock(tmp_path / "pylock.toml", ("demo", "1.0", entry))
+    return lock, copied_venv(pip_venvs, "3.12", tmp_path / "env")
+
+
+def _install_from(cli, lock: Path, house: Path, python: Path):
+    return cli("install", "--lock", str(lock), "--find-links", str(house), "--offline",
+               "--python", str(python), "--engine", "pip", "--no-check")
+
+
 def test_a_wheelhouse_file_swapped_after_the_check_is_never_installed(cli, tmp_path, pip_venvs,
                                                                     monkeypatch, private_tmp):
     house = tmp_path / "house"
@@ -83,8 +96,7 @@ def test_a_wheelhouse_file_swapped_after_the_check_is_never_installed(cli, tmp_p
     monkeypatch.setenv("NEURONCTL_TEST_SWAP_FROM", str(evil))
     monkeypatch.setenv("NEURONCTL_TEST_SWAP_TO", str(house / good.name))
     monkeypatch.setenv("NEURONCTL_TEST_SWAPPED", str(swapped))
-    r = cli("install", "--lock", str(lock), "--find-links", str(house), "--offline",
-            "--python", str(python), "--engine", "pip", "--no-check")
+    r = _install_from(cli, lock, house, python)
     assert swapped.exists(), "the hook never ran: pip's check was not reached"
     assert sha256_of(house / good.name) == evil_sha  # the wheelhouse now holds the other file
     assert said(python) == "SAID = 'good'\n", "the file swapped in after the check was installed"
@@ -100,12 +112,8 @@ def test_a_wheelhouse_file_that_is_not_the_locked_one_is_refused_before_pip_runs
     house = tmp_path / "house"
     good = demo_wheel(tmp_path / "good")
     evil = demo_wheel(house, said="evil")
-    entry = {"name": good.name, "url": f"http://127.0.0.1:9/files/{good.name}",
-             "hashes": {"sha256": sha256_of(good)}}
-    lock = write_lock(tmp_path / "pylock.toml", ("demo", "1.0", entry))
-    python = copied_venv(pip_venvs, "3.12", tmp_path / "env")
-    r = cli("install", "--lock", str(lock), "--find-links", str(house), "--offline",
-            "--python", str(python), "--engine", "pip", "--no-check")
+    lock, python = _locked(good, tmp_path, pip_venvs)
+    r = _install_from(cli, lock, house, python)
     assert r.code == 2, r.err + r.out
     err = " ".join(r.err.split())
     assert f"--find-links {house}: {evil.name}: sha256 mismatch: the lock says {sha256_of(good)}, the file " \
@@ -118,12 +126,8 @@ def test_a_fifo_in_place_of_a_wheelhouse_file_is_refused_not_waited_on(cli, tmp_
     good = demo_wheel(tmp_path / "good")
     house.mkdir()
     os.mkfifo(house / good.name)
-    entry = {"name": good.name, "url": f"http://127.0.0.1:9/files/{good.name}",
-             "hashes": {"sha256": sha256_of(good)}}
-    lock = write_lock(tmp_path / "pylock.toml", ("demo", "1.0", entry))
-    python = copied_venv(pip_venvs, "3.12", tmp_path / "env")
-    r = cli("install", "--lock", str(lock), "--find-links", str(house), "--offline",
-            "--python", str(python), "--engine", "pip", "--no-check")
+    lock, python = _locked(good, tmp_path, pip_venvs)
+    r = _install_from(cli, lock, house, python)
     assert r.code == 2 and "is not a file" in r.err and said(python) is None
 
 
