@@ -52,7 +52,7 @@ class Printer(Struct):
     @property
     def format(self) -> str:
         """The output format when a command has no --format of its own."""
-        return "json" if self.json_wanted else "text"
+        return self.format_of(None)
 
     def format_of(self, fmt: str | None) -> str:
         """The output format of a command with a --format of its own: --json is --format json
