@@ -54,5 +54,5 @@ def _fields(stanza: str) -> dict[str, str]:
 
 
 def installed_system_packages(root: SysRoot) -> dict[str, str]:
-    text = root.read(STATUS_FILE, MAX_STATUS_FILE)
+    text = root.read_text(STATUS_FILE, MAX_STATUS_FILE)
     return parse_dpkg_status(text) if text else {}

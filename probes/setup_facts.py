@@ -17,12 +17,12 @@ from typing import Any
 from msgspec import Struct, field
 
 from neuronctl.probes.device_holders import descends_from, find_device_holders
-from neuronctl.probes.dpkg import STATUS_FILE, _stanzas_holding
+from neuronctl.probes.dpkg import MAX_STATUS_FILE, STATUS_FILE, _stanzas_holding
 from neuronctl.probes.hardware_signals import read_pci
 from neuronctl.probes.host_facts import _distribution
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.system_facts import container_evidence
-from neuronctl.probes.system_packages import MAX_DPKG_STATUS, read_system_packages
+from neuronctl.probes.system_packages import read_system_packages
 from neuronctl.probes.tools import Runner, run_tool
 from neuronctl.redact import redact
 
@@ -104,7 +104,7 @@ def _headers(root: SysRoot, kernel: str | None) -> bool | None:
 
 
 def _held(root: SysRoot) -> tuple[str, ...]:
-    text = root.read_text(STATUS_FILE, MAX_DPKG_STATUS) or ""
+    text = root.read_text(STATUS_FILE, MAX_STATUS_FILE) or ""
     held = []
     for stanza in _stanzas_holding(text, "aws-neuron"):
         fields = {k.strip().lower(): v.strip() for k, _, v in

@@ -11,12 +11,11 @@ from typing import Any
 
 from msgspec import Struct
 
-from neuronctl.probes.dpkg import STATUS_FILE, parse_dpkg_status
+from neuronctl.probes.dpkg import installed_system_packages
 from neuronctl.probes.neuron_ls import NEURON_LS_FORMS, parse_neuron_ls_json
 from neuronctl.probes.sysroot import SysRoot
 from neuronctl.probes.tools import Runner, run_tool
 
-MAX_DPKG_STATUS = 32 * 1024 * 1024
 MAX_LIST_FILE = 1024 * 1024
 MAX_LD_CONF_FILES = 64
 # The first generation's names (Inf1 era); beside an aws-neuronx-* stack they break it.
@@ -61,9 +60,11 @@ def _libnrt_claims(root: SysRoot, package: str) -> tuple[str, ...]:
     return tuple(line for line in text.splitlines() if "/libnrt.so" in line)
 
 
-def read_system_packages(root: SysRoot, runner: Runner = run_tool) -> SystemPackages:
-    text = root.read_text(STATUS_FILE, MAX_DPKG_STATUS)
-    dpkg = parse_dpkg_status(text) if text else {}
+def read_system_packages(root: SysRoot, runner: Runner = run_tool, *,
+                         dpkg: Mapping[str, str] | None = None) -> SystemPackages:
+    """`dpkg`: the dpkg database's Neuron packages already read this run (hardware detection
+    reads them: probes.dpkg), so the status file, ~0.7 MB on a small image, is read once."""
+    dpkg = installed_system_packages(root) if dpkg is None else dict(dpkg)
     rpm = _rpm_packages(root, runner)
     packages = {**(rpm or {}), **dpkg}
     source = "+".join(s for s, on in (("dpkg", bool(dpkg)), ("rpm", bool(rpm))) if on) or "none"

@@ -153,8 +153,13 @@ def _scan(fn: FunctionType, facts: frozenset[str], found: Found, seen: set[str])
     for where in local.values():
         if where.startswith("neuronctl.probes."):
             found.reads.add(f"`{where.removeprefix('neuronctl.')}` (probe)")
+    # A fact is read on the Facts the function is given: `hw.system_packages` (the hardware
+    # report's field) is not the fact of that name.
+    given = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)
+             if isinstance(a.annotation, ast.Name) and a.annotation.id == "Facts"}
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.attr in facts:
+        if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) \
+                and sub.value.id in given and sub.attr in facts:
             found.reads.add(f"`{sub.attr}`")
         if not isinstance(sub, ast.Call) or not isinstance(sub.func, ast.Name):
             continue

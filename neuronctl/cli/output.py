@@ -9,7 +9,6 @@ refuses a command key that would shadow one of the envelope's own.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,6 @@ from msgspec import Struct
 
 from neuronctl.atomic import write_text_atomic
 from neuronctl.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, NeuronctlError
-from neuronctl.redact import redact
 
 JSON_SCHEMA = 1
 
@@ -34,6 +32,8 @@ class JsonError(Struct, frozen=True):
 
     @staticmethod
     def of(kind: str, message: str, hint: str | None = None) -> JsonError:
+        from neuronctl.redact import redact  # only a failure is redacted here: not at start-up
+
         return JsonError(kind, redact(message), redact(hint) if hint else None)
 
     def to_json(self) -> dict[str, Any]:
@@ -94,6 +94,8 @@ def dump_json(document: dict[str, Any]) -> str:
     """The one place neuronctl's JSON documents become text (stdout and -o files): strict JSON,
     so a NaN or an infinity is an error here, never the `NaN`/`Infinity` no JSON parser takes.
     The operations refuse such numbers where they enter; this is the last line."""
+    import json  # only a JSON document loads it: --version, --help and text output never do
+
     try:
         return json.dumps(document, indent=2, sort_keys=False, allow_nan=False) + "\n"
     except ValueError as exc:  # NaN/Infinity, or a circular reference: our bug, not input

@@ -9,8 +9,6 @@ import re
 from collections.abc import Iterable
 from typing import IO, TYPE_CHECKING, Any
 
-from neuronctl.redact import redact
-
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderableType
     from rich.segment import Segment
@@ -48,6 +46,8 @@ def terminal_text(text: str, limit: int | None = 300, *, lines: bool = False) ->
     """Text that came from elsewhere (a check's message, a node's answer, an error) as it may be
     printed: control characters and escape sequences made spaces (newlines too, unless `lines`),
     credentials redacted, cut at `limit`."""
+    from neuronctl.redact import redact  # its patterns compile as it loads: not at start-up
+
     return redact(safe_chars(str(text), lines=lines))[:limit]
 
 

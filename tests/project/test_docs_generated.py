@@ -130,7 +130,11 @@ def test_checks_page_has_every_registered_check_with_level_and_what_it_reads():
     probe = page.split("### `device.probe`\n", 1)[1].split("\n### ", 1)[0]
     assert "`probe`" in probe and "install_fix" in probe
     driver = page.split("### `hardware.driver`\n", 1)[1].split("\n### ", 1)[0]
-    assert "driver_load_fix" in driver and "probes.system_packages" in driver
+    assert "driver_load_fix" in driver and "`system_packages`" in driver
+    # A fact is what a check reads on its Facts: network.efa reads the hardware report's own
+    # `system_packages` field (hw.system_packages), not the fact of that name.
+    efa = page.split("### `network.efa`\n", 1)[1].split("\n### ", 1)[0]
+    assert "`hardware`" in efa and "`system_packages`" not in efa
     lock = page.split("### `lock.drift`\n", 1)[1].split("\n### ", 1)[0]
     assert "`neuronctl lock ...`" in lock
 

@@ -80,13 +80,15 @@ def _loaded_by(args: list[str], watched: list[str], cwd: Path) -> tuple[int, lis
     """The exit code of `neuronctl ARGS` run in a fresh interpreter, and which of `watched` it
     had loaded by the end (a module by its name; `class NAME`: a class some loaded neuronctl
     module declares)."""
-    code = ("import contextlib, io, json, sys\n"
+    code = ("import contextlib, io, sys\n"
             "from neuronctl.cli.main import run\n"
             "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
             f"    rc = run({args!r})\n"
             f"{inspect.getsource(_created)}\n"
-            f"print(json.dumps([rc, [w for w in {watched!r} if w in sys.modules\n"
-            "                        or (w.startswith('class ') and _created(w[6:]))]]))\n")
+            f"loaded = [w for w in {watched!r} if w in sys.modules\n"
+            "          or (w.startswith('class ') and _created(w[6:]))]\n"
+            "import json  # after the look: json itself may be watched\n"
+            "print(json.dumps([rc, loaded]))\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True,
                           timeout=180, check=False)
     assert done.returncode == 0, done.stderr
@@ -98,6 +100,14 @@ def _loaded_by(args: list[str], watched: list[str], cwd: Path) -> tuple[int, lis
 def test_a_commands_help_loads_none_of_the_heavy_machinery(tmp_path, command):
     watched = [*NEVER_FOR_HELP, *HELP_ALSO_NEVER.get(command, [])]
     assert _loaded_by([command, "--help"], watched, tmp_path) == (0, [])
+
+
+def test_the_version_and_the_root_help_load_no_json_or_redaction(tmp_path):
+    """What every command pays before it does anything (issue 36's start-up): the JSON writer and
+    the redaction patterns load where a JSON document or a failure is written, not at start-up."""
+    watched = [*NEVER_FOR_HELP, "json", "neuronctl.redact", "neuronctl.release.manifest"]
+    assert _loaded_by(["--version"], watched, tmp_path) == (0, [])
+    assert _loaded_by(["--help"], watched, tmp_path) == (0, [])
 
 
 def test_listing_and_showing_releases_load_no_import_update_network_or_resolver(tmp_path):
@@ -116,7 +126,7 @@ def test_every_watched_name_is_a_module_that_loads(tmp_path):
                     *INSTALL_NEVER, *LOCK_NEVER, *WITHOUT_NEURON_DEVICES_NEVER,
                     "neuronctl.release.aws_import",
                     "neuronctl.release.merge", "neuronctl.release.rollback", "socket",
-                    "neuronctl.proc"} - {"torch", *(f"class {n}" for n in CLASS_HOMES)})
+                    "neuronctl.proc", "json", "neuronctl.redact"} - {"torch", *(f"class {n}" for n in CLASS_HOMES)})
     code = ("import importlib, json, sys\n"
             f"for m in {names!r}: importlib.import_module(m)\n"
             f"print(json.dumps([n for n in {names!r} if n in sys.modules]))\n")

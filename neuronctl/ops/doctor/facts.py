@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from neuronctl.probes.held_inspection import HeldInspection
     from neuronctl.probes.kernel_log import KernelLog
     from neuronctl.probes.smoke import SmokeReport
+    from neuronctl.probes.system_packages import SystemPackages
 
 T = TypeVar("T")
 TARGET_FACTS = frozenset({"env", "probe", "smoke"})
@@ -143,6 +144,18 @@ class Facts:
     @property
     def hardware(self) -> HardwareReport:
         return self._once("hardware", lambda: detect_hardware(self.sysroot, self.environ))
+
+    @property
+    def system_packages(self) -> SystemPackages:
+        """The Neuron system packages (dpkg, rpm), once: dpkg's from the hardware's reading
+        where that is done already (the status file is read once a run)."""
+        from neuronctl.probes.system_packages import read_system_packages
+
+        def read() -> SystemPackages:
+            known = self.hardware.system_packages if self.gathered("hardware") else None
+            return read_system_packages(self.sysroot, dpkg=known)
+
+        return self._once("system_packages", read)
 
     @property
     def kernel_log(self) -> KernelLog:

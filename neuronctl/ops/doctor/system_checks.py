@@ -73,10 +73,9 @@ def _dkms_version(state: KernelModuleState, f: Facts) -> str:
     """The aws-neuronx version to build: the installed package's when DKMS holds it, else the
     newest DKMS holds, else the package's or the release's."""
     from neuronctl.probes.system_facts import safe_component
-    from neuronctl.probes.system_packages import read_system_packages
 
     versions = [v for name, v in state.dkms_versions() if name == "aws-neuronx"]
-    packaged = safe_component(read_system_packages(f.sysroot).packages.get("aws-neuronx-dkms"))
+    packaged = safe_component(f.system_packages.packages.get("aws-neuronx-dkms"))
     if packaged is not None and (packaged in versions or not versions):
         return packaged
     if versions:
@@ -116,13 +115,12 @@ def driver_load_fix(f: Facts, want: str | None) -> str:
     running kernel, the DKMS rebuild for that kernel where the package is installed (a kernel
     upgraded without one), else the package for the release."""
     from neuronctl.probes.system_facts import read_kernel_modules
-    from neuronctl.probes.system_packages import read_system_packages
 
     state = read_kernel_modules(f.sysroot)
     if state.module_for_running_kernel:
         return "sudo modprobe neuron"
     if state.dkms.get("aws-neuronx") is not None \
-            or read_system_packages(f.sysroot).packages.get("aws-neuronx-dkms"):
+            or f.system_packages.packages.get("aws-neuronx-dkms"):
         return _rebuild_fix(f, state.kernel, _dkms_version(state, f))
     return f"{package_install(f, 'aws-neuronx-dkms', want)} && sudo modprobe neuron"
 
@@ -202,9 +200,9 @@ def _release_problems(f: Facts, pk: SystemPackages) -> tuple[list[str], str | No
 
 @check("packages.system", "Neuron system packages")
 def check_system_packages(f: Facts) -> CheckOutcome:
-    from neuronctl.probes.system_packages import find_runtime_libraries, read_system_packages
+    from neuronctl.probes.system_packages import find_runtime_libraries
 
-    pk = read_system_packages(f.sysroot)
+    pk = f.system_packages
     libraries = find_runtime_libraries(f.sysroot, f.environ)
     details = [f"{name} {version} ({pk.source})" for name, version in sorted(pk.packages.items())]
     details += [f"libnrt in {lib.directory}: {', '.join(lib.files)} -> {lib.real}" for lib in libraries]

@@ -251,3 +251,30 @@ def test_rpm_packages_are_read_with_a_time_limit_and_validated(tmp_path: Path) -
     assert argv[:3] == ["rpm", "--root", str(tmp_path)] and 0 < timeout <= 10
     gone = read_system_packages(SysRoot(tmp_path), lambda a, t: ToolResult(None, "", "", "no rpm"))
     assert gone.packages == {} and gone.source == "none"
+
+
+def test_the_dpkg_status_is_read_once_a_run_whichever_reads_it_first(tmp_path: Path, monkeypatch) -> None:
+    """Hardware detection and packages.system both need dpkg's Neuron packages: the status file
+    (~0.7 MB on a small image) is read once a doctor run, and the check judges what it holds
+    either way (hardware gathered first, as after an install, or the check first)."""
+    write(tmp_path, "/var/lib/dpkg/status",
+          "Package: aws-neuronx-runtime-lib\nStatus: install ok installed\nVersion: 2.34.10.0-1\n\n"
+          "Package: aws-neuronx-dkms\nStatus: install ok installed\nVersion: 2.31.7.0-1\n")
+    reads: list[str] = []
+    real = SysRoot.read_bytes
+
+    def counted(self: SysRoot, absolute: str | Path, *args: object, **kwargs: object) -> bytes | None:
+        reads.append(str(absolute))
+        return real(self, absolute, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SysRoot, "read_bytes", counted)
+    for hardware_first in (True, False):
+        reads.clear()
+        f = sysroot_facts(tmp_path)
+        if hardware_first:
+            assert f.hardware.system_packages["aws-neuronx-dkms"] == "2.31.7.0"
+        outcome = check_system_packages(f)
+        assert outcome.status == "warn", outcome
+        assert "aws-neuronx-runtime-lib 2.34.10.0 is from Neuron 2.32.0" in outcome.message
+        assert f.system_packages.packages["aws-neuronx-dkms"] == "2.31.7.0"
+        assert reads.count("/var/lib/dpkg/status") == 1, (hardware_first, reads)
