@@ -119,7 +119,7 @@ def _spec(name: str, flag: str | None, env: str | None, key: str | None, types: 
 _SECONDS = "a number of seconds"
 _WHERE = dict(metavar="TAG", multiple=True)
 SPECS: tuple[Spec[Any], ...] = (
-    _spec("release", "--release", None, "release", (str,), "a Neuron release version string",
+    _spec("release", "--release", "NEURONCTL_RELEASE", "release", (str,), "a Neuron release version string",
           "the Neuron release (lock, install, doctor, init)", _text, metavar="V",
           help="Neuron release: a version, latest (newest fully published) or newest "
                "({default}).",
@@ -128,7 +128,7 @@ SPECS: tuple[Spec[Any], ...] = (
                 ("init", "default: kept, else the newest native one"),
                 ("setup", "default: latest, the newest fully published")),
           commands=("lock", "install", "doctor", "init", "setup")),
-    _spec("torch", "--torch", None, "torch", (str,), "a torch version string such as \"2.14\"",
+    _spec("torch", "--torch", "NEURONCTL_TORCH", "torch", (str,), "a torch version string such as \"2.14\"",
           "the PyTorch line of the stack (lock, install, init)", _torch,
           help="PyTorch line, e.g. 2.14 ({default}).",
           help_words=(
@@ -193,7 +193,7 @@ SPECS: tuple[Spec[Any], ...] = (
           metavar="PKG=NAME", multiple=True,
           help="Look PKG up on index NAME only (config `routes`).",
           commands=("lock", "install")),
-    _spec("device", "--device", None, "device", (str,), "one of auto, neuron, cuda, cpu",
+    _spec("device", "--device", "NEURONCTL_DEVICE", "device", (str,), "one of auto, neuron, cuda, cpu",
           "the device the environment is for: what doctor and smoke probe, the lock install "
           "picks (with --lock)", choice(*DEVICES), "auto",
           help="The device this environment is for: {default} [config device, else auto].",
@@ -207,11 +207,12 @@ SPECS: tuple[Spec[Any], ...] = (
                            "recording a fallback device installs only where the hardware has that "
                            "device, or with --device naming it; config device counts only with --lock")),
           commands=("doctor", "install", "probe", "smoke")),
-    _spec("timeout", "--timeout", None, "timeout", (int, float), _SECONDS,
+    _spec("timeout", "--timeout", "NEURONCTL_TIMEOUT", "timeout", (int, float), _SECONDS,
           "each network request's time limit (lock, install, download)", seconds, 30.0,
           commands=("lock", "install", "download"),
           help="Each network request's time limit in seconds [config timeout, else 30]."),
-    _spec("check_timeout", "--check-timeout", None, "check_timeout", (int, float), _SECONDS,
+    _spec("check_timeout", "--check-timeout", "NEURONCTL_CHECK_TIMEOUT", "check_timeout",
+          (int, float), _SECONDS,
           "each doctor check's time limit (install's doctor afterwards too), and probe's and "
           "env's run in the target (default: "
           "the level's budget; where this key is absent, config `timeout` bounds these too)",
@@ -292,7 +293,7 @@ SPECS: tuple[Spec[Any], ...] = (
           help_words=(
                 ("", "Read hardware facts under this root (default: / or NEURONCTL_SYSROOT)."),
                 ("setup", "Plan for the captured tree under this root (default: / or NEURONCTL_SYSROOT).")),
-          commands=("bundle", "detect", "doctor", "env", "install", "setup")),
+          commands=("bundle", "cost", "detect", "doctor", "env", "install", "setup")),
     _spec("sysroot_tools", None, "NEURONCTL_SYSROOT_TOOLS", None, (), "",
           "1: run the programs found under a --sysroot tree (they are that tree's code: off "
           "unless you say so, e.g. for a host mounted at /host)", _one, False),

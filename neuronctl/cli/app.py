@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from neuronctl.config import Config
     from neuronctl.release.model import Manifest
-    from neuronctl.settings import Resolver
+    from neuronctl.settings import Resolver, Source
 
 __all__ = ["PIPE_WIDTH", "App", "TerminalStream", "get_app", "note", "paint", "safe_chars",
            "terminal_text"]
@@ -80,13 +80,24 @@ class App:
 
         # --manifest > NEURONCTL_MANIFEST > the user's config `manifest` (a trust root: never
         # the project's) > the stored, else bundled, data
-        path = override or self.manifest_path
+        path, where = override or self.manifest_path, "--manifest"
         if path is None:
-            path = self.resolver().value("manifest")
-        return load_manifest(path)
+            found = self.resolver().resolve("manifest")
+            path, where = found.value, _named(found.source)
+        try:
+            return load_manifest(path)
+        except InputError as exc:  # "PATH: no such file" says which file, not who named it
+            if path is None or not exc.message.startswith(f"{path}:"):
+                raise
+            raise InputError(f"{where} {exc.message}", hint=exc.hint) from None
 
     def console(self, *, stderr: bool = False) -> Console:
         return self.printer.console(stderr=stderr)
+
+
+def _named(source: Source) -> str:
+    """Who named a value, as its errors say it: the variable, or `config KEY (FILE)`."""
+    return f"config {source.key} ({source.name})" if source.kind == "config" else source.name
 
 
 _NOTED = "neuronctl.noted"

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from neuronctl.cli.app import get_app
+from neuronctl.cli.common import check_sysroot
 from neuronctl.cli.host_settings_types import CostSettings
 from neuronctl.cli.options import json_option
 from neuronctl.cli.setting_options import with_settings
@@ -77,6 +78,7 @@ def cost(settings: CostSettings, from_file: Path | None, throughput: float | Non
 
         app.printer.emit(PriceList(bundled))
         return 0
+    sysroot = check_sysroot(settings.sysroot)  # a bad root is exit 2 whether or not it is read
     if (from_file is None) == (throughput is None):
         raise InputError("give one of --from smoke.json or --throughput TOKENS_PER_S")
     if tokens is not None and hours is not None:
@@ -95,6 +97,6 @@ def cost(settings: CostSettings, from_file: Path | None, throughput: float | Non
         speed, source, tuple(dict.fromkeys(check_instance_type(i, "--instance") for i in instances)),
         tuple(parse_price_flag(p) for p in prices), prices_from_config(table, where), tokens, hours,
         measured)
-    host, host_source = (None, None) if request.instances else host_instance_type()
+    host, host_source = (None, None) if request.instances else host_instance_type(sysroot)
     app.printer.emit(estimate(request, bundled, host, host_source))
     return 0

@@ -25,8 +25,9 @@ FORMATS = ("text", "json", "markdown")
 @with_settings("coverage", RunSettings)
 @click.option("--arch", metavar="NAME", help="A Hugging Face architecture by its model_type "
                                             "(llama, qwen3, gpt2, ...), random weights.")
-@click.option("--config", "config_file", type=click.Path(path_type=Path, dir_okay=False),
-              help="A model's local config.json, built the same way (nothing downloaded).")
+@click.option("--model-config", "config_file", type=click.Path(path_type=Path, dir_okay=False),
+              help="A model's local config.json, built the same way (nothing downloaded). "
+                   "(--config is neuronctl's config file, as on every command.)")
 @click.option("--model", metavar="MODULE:FACTORY",
               help="A function returning (model, example_inputs[, tokens_per_step]), the form "
                    "smoke's --model takes (coverage reads no config model: name it here).")
@@ -35,7 +36,7 @@ FORMATS = ("text", "json", "markdown")
 @click.option("--all", "sweep", is_flag=True,
               help="Every causal-LM architecture the target's transformers knows, one child each.")
 @click.option("--layers", type=int, default=2, show_default=True,
-              help="Layers of an --arch/--config model.")
+              help="Layers of an --arch/--model-config model.")
 @click.option("--tiny", is_flag=True, help="Tiny widths too (hidden 64, vocab 512), not the config's.")
 @click.option("--train", is_flag=True, help="Loss, backward and an SGD step, not a forward alone.")
 @click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True)
@@ -71,7 +72,7 @@ def coverage(ctx: click.Context, settings: RunSettings, arch: str | None,
     if sweep:
         if arch or config_file or model or script or device != "cpu":
             raise InputError("--all runs every architecture on CPU: give it without --arch, "
-                             "--config, --model, --script or --device neuron")
+                             "--model-config, --model, --script or --device neuron")
         return _sweep(python, layers, tiny, train, dtype, table, strict, limit, arch_filter,
                       arch_timeout, memory_mb, fmt)
     if limit is not None or arch_filter is not None:

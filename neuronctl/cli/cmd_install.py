@@ -119,9 +119,10 @@ def _device(command: InstallSettings, lock: Path | None) -> str:
     setting = command.device
     if lock is None and setting.source.kind != "flag":
         return "auto"
-    if setting.source.kind == "config" and setting.value != "auto":  # the lock's reason says --device
-        note(f"device {setting.value} (config device, {setting.source.label}) picks the lock, "
-             f"as --device {setting.value} would")
+    if setting.source.kind in ("config", "env") and setting.value != "auto":  # the lock's reason
+        where = (f"config device, {setting.source.label}" if setting.source.kind == "config"
+                 else setting.source.name)  # says --device
+        note(f"device {setting.value} ({where}) picks the lock, as --device {setting.value} would")
     return str(setting.value)
 
 

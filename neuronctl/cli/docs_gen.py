@@ -180,8 +180,11 @@ engine's old names are still read too, without a note, where the new ones are un
 `NEURONCTL_BACKEND` (now `NEURONCTL_ENGINE`) and config `backend` (now `engine`); scripts and
 config files written for earlier versions keep working, and the new name wins where both are
 set. Each flag above is built from this table's row (its help, choices and old spellings) and
-given to the commands the row names, so a setting added to the table is a flag, a variable, a key
-and a row here at once. Config `timeout`
+given to the commands the row names, so a setting added to the table is at once the flag, the
+variable and the key its row declares, and a row here. These declare no variable: {{NO_VARIABLE}}.
+A list among them repeats its flag or is a list in a config; `lock` and `model` are placed by the
+config file that sets them (`lock`'s -o, setup's Dockerfile and smoke's import folder read the
+config alone); the others are a flag and a key, or a flag alone. Config `timeout`
 bounds network requests; it once bounded doctor's checks as well, so where `check_timeout` is
 absent it still does (with a note): set `check_timeout` to give the checks their own limit, and
 keep `timeout` for lock, install and download.
@@ -273,8 +276,10 @@ def trust_table() -> str:
 
 def config_page() -> str:
     from neuronctl.config import schema
+    from neuronctl.settings_table import SPECS
 
-    preamble = CONFIG_PREAMBLE.replace("{SETTINGS}", settings_table())
+    bare = ", ".join(f"`{s.name}`" for s in SPECS if s.env is None)
+    preamble = CONFIG_PREAMBLE.replace("{SETTINGS}", settings_table()).replace("{NO_VARIABLE}", bare)
     lines = [preamble.replace("{TRUST}", trust_table()), "| key | type | meaning |",
              "| --- | --- | --- |"]
     known = schema()

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["DownloadSettings", "ReleasesUpdateSettings"]
 
 
-class DownloadSettings(Typed, frozen=True, dict=True):
+class DownloadSettings(Typed, frozen=True):
     """`download`: the lock and the targets as typed (else the lock's own), each request's time
     limit, and the config's and the environment's indexes (no flags here)."""
 
@@ -45,7 +45,7 @@ class DownloadSettings(Typed, frozen=True, dict=True):
         return checked(self.invocation.value("timeout"), float, "timeout")
 
 
-class ReleasesUpdateSettings(Typed, frozen=True, dict=True):
+class ReleasesUpdateSettings(Typed, frozen=True):
     """`releases update`: where release data is fetched from (a trust root)."""
 
     @cached_property

@@ -41,7 +41,7 @@ class SysrootSettings(Typed, frozen=True):
         return cls(invocation, typed(invocation, "sysroot", Path))
 
 
-class EnvSettings(SysrootSettings, frozen=True, dict=True):
+class EnvSettings(SysrootSettings, frozen=True):
     """`env`: collect_env's time limit and the sysroot."""
 
     @classmethod
@@ -53,7 +53,7 @@ class EnvSettings(SysrootSettings, frozen=True, dict=True):
         return seconds_or_none(self.invocation, "check_timeout")
 
 
-class ProbeSettings(Typed, frozen=True, dict=True):
+class ProbeSettings(Typed, frozen=True):
     """`probe`: its run's time limit and the device it probes."""
 
     @cached_property
@@ -65,7 +65,7 @@ class ProbeSettings(Typed, frozen=True, dict=True):
         return checked(self.invocation.value("device"), str, "device")
 
 
-class SmokeSettings(ProbeSettings, frozen=True, dict=True):
+class SmokeSettings(ProbeSettings, frozen=True):
     """`smoke`: the model (`--model` as typed; else the config's, with its file), the device and
     the whole run's time limit."""
 
@@ -89,7 +89,7 @@ class SmokeSettings(ProbeSettings, frozen=True, dict=True):
         return seconds_or_none(self.invocation, "run_timeout")
 
 
-class DoctorSettings(SysrootSettings, frozen=True, dict=True):
+class DoctorSettings(SysrootSettings, frozen=True):
     """`doctor`: everything its request says, resolved in the order the request reads it."""
 
     manifest: Path | None = None
@@ -146,7 +146,7 @@ class DoctorSettings(SysrootSettings, frozen=True, dict=True):
         return seconds_or_none(self.invocation, "check_timeout")
 
 
-class SetupSettings(SysrootSettings, frozen=True, dict=True):
+class SetupSettings(SysrootSettings, frozen=True):
     """`setup`: the release and sysroot as typed, and the repository (a trust root)."""
 
     release: str | None = None
@@ -187,7 +187,7 @@ class InitSettings(Typed, frozen=True):
                    given.values("python_versions"), given.values("platforms"))
 
 
-class RunSettings(Typed, frozen=True, dict=True):
+class RunSettings(Typed, frozen=True):
     """`fleet doctor`, `coverage`: the whole run's time limit (a flag only: the srun step's, one
     model's run)."""
 
@@ -196,14 +196,16 @@ class RunSettings(Typed, frozen=True, dict=True):
         return seconds_or_none(self.invocation, "run_timeout")
 
 
-class CostSettings(Typed, frozen=True, dict=True):
-    """`cost`: the `--price` rows typed, and the config's prices table beside them."""
+class CostSettings(Typed, frozen=True):
+    """`cost`: the `--price` rows typed, the config's prices table beside them, and the root
+    this host's instance type is read under."""
 
     prices: tuple[str, ...] = ()
+    sysroot: Path | None = None
 
     @classmethod
     def resolve(cls, invocation: CommandSettings) -> CostSettings:
-        return cls(invocation, invocation.given.values("prices"))
+        return cls(invocation, invocation.given.values("prices"), typed(invocation, "sysroot", Path))
 
     @cached_property
     def config_prices(self) -> tuple[Mapping[str, object], str]:

@@ -214,6 +214,10 @@ def _click_message(exc: click.ClickException) -> str:
     return message.removesuffix(".")
 
 
+NO_COMMAND = getattr(click.exceptions, "NoArgsIsHelpError", None)
+"""click 8.2+'s error for a group run without a command, whose text is the group's whole help."""
+
+
 def _click_error(exc: click.ClickException, app: App, args: list[str]) -> JsonError:
     # One line and a hint, as every other error (click's own layout was three: usage, a "Try"
     # line, the error): the offending value click quotes back is made safe and redacted there.
@@ -226,6 +230,11 @@ def _click_error(exc: click.ClickException, app: App, args: list[str]) -> JsonEr
     elif isinstance(exc, click.UsageError):
         named = next((a for a in args if a in COMMANDS), None)
         hint = f"see: neuronctl {named} --help" if named else "see: neuronctl --help"
+    if NO_COMMAND is not None and isinstance(exc, NO_COMMAND) and ctx is not None:
+        # The group's help as help, not flattened into the error's one line; then what is missing.
+        if not app.printer.json_wanted:
+            click.echo(ctx.get_help(), err=True)
+        return _error(app, error_kind(exc), "no command given", hint)
     return _error(app, error_kind(exc), _click_message(exc), hint)
 
 

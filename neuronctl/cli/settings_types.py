@@ -17,8 +17,8 @@ host or an environment have theirs in neuronctl.cli.host_settings_types; `downlo
 each class costs its creation at import, on every run (a msgspec Struct: made in C, where a
 dataclass's methods were compiled from source, ~0.6 ms a class; neuronctl.records says why). A
 command's class that adds no field to the one it extends repeats only its base's options
-(`frozen=True`, for mypy, and `dict=True` where its resolved fields are cached; msgspec would
-inherit both), as the reporter's Note and Warn do."""
+(`frozen=True`, for mypy; msgspec would inherit it), as the reporter's Note and Warn do. `dict=True`
+is the base's alone: every class inherits it, so any typed field may be a cached_property."""
 
 from __future__ import annotations
 
@@ -74,8 +74,10 @@ def seconds_or_none(invocation: CommandSettings, name: str) -> float | None:
     return maybe(invocation.value(name), float, name)
 
 
-class Typed(Struct, frozen=True):
-    """What every command's settings hold: the invocation the typed fields are resolved from."""
+class Typed(Struct, frozen=True, dict=True):
+    """What every command's settings hold: the invocation the typed fields are resolved from.
+    dict=True (inherited by every command's class): a typed field is a cached_property, which
+    needs an instance __dict__ to cache in (docs/maintaining.md, "Adding a setting")."""
 
     invocation: CommandSettings
 

@@ -43,7 +43,7 @@ class TypedStack(Struct, frozen=True):
                    given.values("python_versions"), given.values("platforms"))
 
 
-class StackCommandSettings(Typed, frozen=True, dict=True):
+class StackCommandSettings(Typed, frozen=True):
     """What lock and install share: the stack they ask for, and each request's time limit."""
 
     typed: TypedStack = TypedStack()
@@ -80,7 +80,7 @@ class StackCommandSettings(Typed, frozen=True, dict=True):
         return checked(self.invocation.value("timeout"), float, "timeout")
 
 
-class LockSettings(StackCommandSettings, frozen=True, dict=True):
+class LockSettings(StackCommandSettings, frozen=True):
     """`lock`: the request settings, the targets, and config `lock` (its -o default)."""
 
     @classmethod
@@ -95,7 +95,7 @@ class LockSettings(StackCommandSettings, frozen=True, dict=True):
         return self._rules.config_place("lock")
 
 
-class InstallSettings(StackCommandSettings, frozen=True, dict=True):
+class InstallSettings(StackCommandSettings, frozen=True):
     """`install`: the request settings (its target is its interpreter's), the lock and sysroot
     as typed, the engine, the device, and the doctor's time limit afterwards."""
 

@@ -1,7 +1,7 @@
 """`neuronctl coverage` as an operation: which ATen operators a model runs, and which of them the
 Neuron backend runs natively, sends to the CPU, or lacks.
 
-The request is checked here, before anything runs (one model source, --config's JSON and its
+The request is checked here, before anything runs (one model source, --model-config's JSON and its
 model_type, --table's every line, the numbers in range): exit 2. The model is built and recorded
 in the target interpreter (probes/coverage.py). Each operator's class comes from, in order: the
 --table given; the Neuron backend installed in the target (its dispatcher registrations); else
@@ -180,23 +180,23 @@ class CoverageOutcome(Struct, frozen=True):
 
 
 def read_config(path: Path) -> dict[str, Any]:
-    """--config FILE: a JSON object with a model_type, bounded; else exit 2 in one line."""
+    """--model-config FILE: a JSON object with a model_type, bounded; else exit 2 in one line."""
     from neuronctl.safety import expand_user, read_regular
 
-    raw = read_regular(expand_user(path, "--config"), MAX_CONFIG_BYTES, f"--config {path}")
+    raw = read_regular(expand_user(path, "--model-config"), MAX_CONFIG_BYTES, f"--model-config {path}")
     try:
         data = json.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError:
-        raise InputError(f"--config {path}: not UTF-8 text") from None
+        raise InputError(f"--model-config {path}: not UTF-8 text") from None
     except json.JSONDecodeError as exc:
-        raise InputError(f"--config {path}:{exc.lineno}: not JSON ({exc.msg})") from None
+        raise InputError(f"--model-config {path}:{exc.lineno}: not JSON ({exc.msg})") from None
     except RecursionError:
-        raise InputError(f"--config {path}: nested too deep") from None
+        raise InputError(f"--model-config {path}: nested too deep") from None
     if not isinstance(data, dict):
-        raise InputError(f"--config {path}: not a JSON object (a model's config.json is one)")
+        raise InputError(f"--model-config {path}: not a JSON object (a model's config.json is one)")
     model_type = data.get("model_type")
     if not isinstance(model_type, str) or not ARCH.fullmatch(model_type):
-        raise InputError(f"--config {path}: no \"model_type\" (the architecture, e.g. \"llama\"); "
+        raise InputError(f"--model-config {path}: no \"model_type\" (the architecture, e.g. \"llama\"); "
                          "a model's config.json names it")
     return data
 
@@ -211,10 +211,10 @@ def check_common(layers: int, dtype: str, table: Path | None) -> OpTable | None:
 
 def script_request(request: CoverageRequest) -> dict[str, Any]:
     """The script's request for one model, or exit 2 for a request wrong on its face."""
-    given = [n for n, v in (("--arch", request.arch), ("--config", request.config),
+    given = [n for n, v in (("--arch", request.arch), ("--model-config", request.config),
                             ("--model", request.model), ("--script", request.script)) if v]
     if len(given) != 1:
-        raise InputError(f"give one of --arch, --config, --model, --script, --all (got "
+        raise InputError(f"give one of --arch, --model-config, --model, --script, --all (got "
                          f"{', '.join(given) or 'none'})")
     if request.device not in ("cpu", "neuron"):
         raise InputError(f"--device {request.device!r}: expected cpu or neuron")

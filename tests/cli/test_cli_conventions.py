@@ -1,6 +1,8 @@
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -40,6 +42,41 @@ def test_unknown_command_and_flag_exit_2(cli):
     assert r.code == 2 and "no such option" in r.err
 
 
+@pytest.mark.parametrize("group", [(), ("fleet",)])
+def test_a_group_without_a_command_shows_its_help_then_one_error_line(cli, group):
+    """click 8.2+ raises a group's whole help as the error's text: it is shown as help on
+    stderr, with its lines, then the one error line and hint every usage error has (exit 2)."""
+    r = cli(*group)
+    lines = r.err.splitlines()
+    assert r.code == 2 and r.out == ""
+    assert lines[0].startswith(f"Usage: neuronctl {' '.join(group)}".rstrip()), r.err
+    assert "Commands:" in lines and len(lines) > 10
+    assert lines[-2:] == ["neuronctl: error: no command given",
+                          f"hint: see: {' '.join(('neuronctl', *group))} --help"]
+
+
+def test_a_manifest_that_cannot_be_read_is_named_with_who_named_it(cli, isolated_env, monkeypatch):
+    """--manifest, NEURONCTL_MANIFEST and the user's config `manifest` each name a file; a
+    missing or broken one is exit 2 in one line that says which of them named it."""
+    missing = isolated_env / "missing.json"
+    r = cli("--manifest", str(missing), "releases")
+    assert (r.code, r.err.splitlines()[0]) == (2, f"neuronctl: error: --manifest {missing}: no such file")
+    r = cli("releases", "show", "2.33.1", "--manifest", str(missing))
+    assert r.code == 2 and f"--manifest {missing}: no such file" in r.err
+    broken = isolated_env / "broken.json"
+    broken.write_text("{")
+    monkeypatch.setenv("NEURONCTL_MANIFEST", str(broken))
+    r = cli("releases")
+    assert r.code == 2 and f"error: NEURONCTL_MANIFEST {broken}: invalid JSON" in r.err, r.err
+    monkeypatch.delenv("NEURONCTL_MANIFEST")
+    user = Path(os.environ["XDG_CONFIG_HOME"]) / "neuronctl" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text(f'manifest = "{missing}"\n')
+    r = cli("releases")
+    assert r.code == 2 and f"error: config manifest ({user}) {missing}: no such file" in r.err, r.err
+    assert "Traceback" not in r.err
+
+
 def test_config_from_pyproject_is_used_and_validated(cli, isolated_env):
     (isolated_env / "pyproject.toml").write_text(
         '[project]\nname = "x"\n\n[tool.neuronctl]\nmanifest = "missing.json"\n')
@@ -63,6 +100,15 @@ def test_config_from_pyproject_is_used_and_validated(cli, isolated_env):
 def test_explicit_config_missing(cli, tmp_path):
     r = cli("--config", str(tmp_path / "none.toml"), "releases")
     assert r.code == 2 and "no such config file" in r.err
+
+
+def test_config_is_neuronctls_config_on_every_command_coverage_too(cli, tmp_path):
+    """One word per idea: after any command, --config is neuronctl's config file. coverage's
+    model config.json is --model-config (its --config once meant that, and hid this one)."""
+    for command in ("releases", "coverage"):
+        r = cli(command, "--config", str(tmp_path / "none.toml"))
+        assert r.code == 2 and "no such config file" in r.err, (command, r.err)
+    assert "--model-config FILE" in cli("coverage", "--help").out
 
 
 def test_no_color_and_json_schema(cli):

@@ -11,7 +11,7 @@ import pytest
 
 from neuronctl.config import Config
 from neuronctl.settings import SPECS, Flag, Resolver
-from neuronctl.settings_rules import WholeNumber, seconds
+from neuronctl.settings_rules import WholeNumber, _torch, seconds
 from neuronctl.settings_table import Spec
 
 BUNDLED = Path(__file__).resolve().parents[2] / "neuronctl" / "data" / "releases.json"
@@ -267,7 +267,9 @@ def _three_values(spec: Spec) -> tuple[str, str, str]:
         low = spec.parse.low
         return str(low + 1), str(low + 2), str(low + 3)
     if spec.parse is seconds:
-        return "5", "6", "7"
+        return "5.5", "6.5", "7.5"  # read back as floats: "5" would come back "5.0"
+    if spec.parse is _torch:
+        return "2.12", "2.13", "2.14"  # torch lines, which its rule checks
     return "a-flag", "b-env", "c-config"
 
 
@@ -408,3 +410,20 @@ def test_the_cache_dir_is_read_through_its_setting(monkeypatch, tmp_path) -> Non
     monkeypatch.delenv("NEURONCTL_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
     assert user_cache_dir() == tmp_path / "x" / "neuronctl"
+
+
+@pytest.mark.parametrize(("variable", "value", "args", "said"), [
+    ("NEURONCTL_TIMEOUT", "abc", ("lock", "--offline", "-o", "-"), "timeout must be a positive number"),
+    ("NEURONCTL_CHECK_TIMEOUT", "-1", ("doctor",), "timeout must be a positive number"),
+    ("NEURONCTL_DEVICE", "tpu", ("doctor",), "'tpu': expected one of auto, neuron, cuda, cpu"),
+    ("NEURONCTL_TORCH", "x", ("lock", "--offline", "-o", "-"), "'x' is not a torch version"),
+])
+def test_a_bad_value_in_a_settings_variable_is_exit_2_naming_it(cli, monkeypatch, variable, value,
+                                                                args, said) -> None:
+    """A variable the table declares is read as its flag is: a bad value is exit 2 in one line
+    naming the variable (an undeclared NEURONCTL_TIMEOUT was silently ignored)."""
+    monkeypatch.setenv(variable, value)
+    r = cli(*args)
+    assert r.code == 2, r.err
+    assert r.err.startswith(f"neuronctl: error: {variable}") and said in r.err, r.err
+    assert "Traceback" not in r.err

@@ -111,6 +111,20 @@ def test_prices_from_config_and_the_host_from_the_hardware_probe(cli, isolated_e
     assert doc["cost"]["instances"][0]["usd_per_hour"] == 20.0
 
 
+def test_the_host_is_read_under_sysroot_and_the_flag_wins_over_the_variable(cli, tmp_path):
+    """`cost --sysroot` is the settings table's row, as on every command that reads the host:
+    the flag beats NEURONCTL_SYSROOT (the fixture's root, whose DMI names no instance), and a
+    root that is not one is exit 2 even where no host is read."""
+    trn1 = tmp_path / "trn1"
+    write(trn1, "/sys/class/dmi/id/product_name", "trn1.2xlarge\n")
+    result, doc = cost_json(cli, "--throughput", "1000", "--sysroot", str(trn1))
+    assert result.code == 0, result.err
+    assert doc["cost"]["host_instance"] == "trn1.2xlarge"
+    missing = cli("cost", "--throughput", "1000", "--instance", "trn1.2xlarge",
+                  "--sysroot", str(tmp_path / "none"))
+    assert missing.code == 2 and "--sysroot" in missing.err and "no such directory" in missing.err
+
+
 def test_unknown_host_and_no_instance_is_exit_2(cli):
     result = cli("cost", "--throughput", "1000")
     assert result.code == 2 and "this host's is unknown; give --instance TYPE" in result.err

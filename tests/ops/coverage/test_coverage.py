@@ -123,7 +123,7 @@ def test_a_local_config_json_builds_without_the_hub(cli, tmp_path: Path) -> None
                                   "auto_map": {"AutoModel": "evil.Model"},
                                   "id2label": {str(i): f"label {i}" for i in range(20_000)}}))
     assert config.stat().st_size > 256 * 1024  # more than one argv string may hold
-    result = cli("coverage", "--config", str(config), "--layers", "1", "--python", PY,
+    result = cli("coverage", "--model-config", str(config), "--layers", "1", "--python", PY,
                  "--format", "markdown")
     assert result.code == 0, result.err
     assert result.out.startswith("**llama, forward, float32:")
@@ -203,7 +203,7 @@ def test_a_bad_table_is_exit_2_naming_file_and_line(cli, tmp_path: Path, name: s
 def test_a_bad_config_is_exit_2(cli, tmp_path: Path, content: str, says: str) -> None:
     config = tmp_path / "config.json"
     config.write_text(content)
-    result = cli("coverage", "--config", str(config), "--python", PY)
+    result = cli("coverage", "--model-config", str(config), "--python", PY)
     assert result.code == 2 and says in result.err and result.err.count("\n") == 1
 
 
