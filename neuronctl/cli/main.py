@@ -232,8 +232,7 @@ def _click_error(exc: click.ClickException, app: App, args: list[str]) -> JsonEr
         hint = f"see: neuronctl {named} --help" if named else "see: neuronctl --help"
     if NO_COMMAND is not None and isinstance(exc, NO_COMMAND) and ctx is not None:
         # The group's help as help, not flattened into the error's one line; then what is missing.
-        if not app.printer.json_wanted:
-            click.echo(ctx.get_help(), err=True)
+        click.echo(ctx.get_help(), err=True)
         return _error(app, error_kind(exc), "no command given", hint)
     return _error(app, error_kind(exc), _click_message(exc), hint)
 
