@@ -76,7 +76,13 @@ def validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 def _named_file(path: Path) -> Config:
     """A config file named outright: its `[tool.neuronctl]` table, else its top level."""
-    data = read_toml(path, "config file", MAX_CONFIG_BYTES)
+    try:
+        data = read_toml(path, "config file", MAX_CONFIG_BYTES)
+    except InputError as exc:  # a model's config.json given as coverage's old --config
+        if path.suffix.lower() != ".json" or exc.hint:
+            raise
+        raise InputError(exc.message, hint="--config names neuronctl's own config, a TOML file; "
+                         "a model's config.json is coverage's --model-config") from None
     tool = data.get("tool", {})
     if isinstance(tool, dict) and "neuronctl" in tool:
         table, where = tool["neuronctl"], f"{path}: [tool.neuronctl]"

@@ -119,21 +119,23 @@ def _spec(name: str, flag: str | None, env: str | None, key: str | None, types: 
 _SECONDS = "a number of seconds"
 _WHERE = dict(metavar="TAG", multiple=True)
 SPECS: tuple[Spec[Any], ...] = (
-    _spec("release", "--release", "NEURONCTL_RELEASE", "release", (str,), "a Neuron release version string",
+    _spec("release", "--release", "NEURONCTL_RELEASE", "release", (str,),
+          "a Neuron release version string",
           "the Neuron release (lock, install, doctor, init)", _text, metavar="V",
           help="Neuron release: a version, latest (newest fully published) or newest "
                "({default}).",
           help_words=(
-                ("", "default: config release, else the newest native one"),
-                ("init", "default: kept, else the newest native one"),
-                ("setup", "default: latest, the newest fully published")),
+                ("", "default: NEURONCTL_RELEASE, else config release, else the newest native one"),
+                ("init", "default: NEURONCTL_RELEASE, else kept, else the newest native one"),
+                ("setup", "default: NEURONCTL_RELEASE, else latest, the newest fully published")),
           commands=("lock", "install", "doctor", "init", "setup")),
-    _spec("torch", "--torch", "NEURONCTL_TORCH", "torch", (str,), "a torch version string such as \"2.14\"",
+    _spec("torch", "--torch", "NEURONCTL_TORCH", "torch", (str,),
+          "a torch version string such as \"2.14\"",
           "the PyTorch line of the stack (lock, install, init)", _torch,
           help="PyTorch line, e.g. 2.14 ({default}).",
           help_words=(
-                ("", "default: config torch, else the release's own"),
-                ("init", "default: kept, else the release's own")),
+                ("", "default: NEURONCTL_TORCH, else config torch, else the release's own"),
+                ("init", "default: NEURONCTL_TORCH, else kept, else the release's own")),
           commands=("lock", "install", "init")),
     _spec("python_versions", "--python-version", None, "python", (str, list),
           "a Python version or a list of them", "the platform targets' Python versions (lock, "
@@ -196,7 +198,8 @@ SPECS: tuple[Spec[Any], ...] = (
     _spec("device", "--device", "NEURONCTL_DEVICE", "device", (str,), "one of auto, neuron, cuda, cpu",
           "the device the environment is for: what doctor and smoke probe, the lock install "
           "picks (with --lock)", choice(*DEVICES), "auto",
-          help="The device this environment is for: {default} [config device, else auto].",
+          help="The device this environment is for: {default} [NEURONCTL_DEVICE, else config "
+               "device, else auto].",
           help_words=(
                 ("doctor", "what the probe tiers use"),
                 ("probe", "what the tiers probe"),
@@ -205,12 +208,14 @@ SPECS: tuple[Spec[Any], ...] = (
                            "Neuron lock where there are Neuron devices, else pylock.cuda.toml beside it "
                            "where there is an NVIDIA GPU; neuron, cuda, cpu: that device's lock. A lock "
                            "recording a fallback device installs only where the hardware has that "
-                           "device, or with --device naming it; config device counts only with --lock")),
+                           "device, or with --device naming it; NEURONCTL_DEVICE and config device "
+                           "count only with --lock")),
           commands=("doctor", "install", "probe", "smoke")),
     _spec("timeout", "--timeout", "NEURONCTL_TIMEOUT", "timeout", (int, float), _SECONDS,
           "each network request's time limit (lock, install, download)", seconds, 30.0,
           commands=("lock", "install", "download"),
-          help="Each network request's time limit in seconds [config timeout, else 30]."),
+          help="Each network request's time limit in seconds [NEURONCTL_TIMEOUT, else config "
+               "timeout, else 30]."),
     _spec("check_timeout", "--check-timeout", "NEURONCTL_CHECK_TIMEOUT", "check_timeout",
           (int, float), _SECONDS,
           "each doctor check's time limit (install's doctor afterwards too), and probe's and "
@@ -221,14 +226,16 @@ SPECS: tuple[Spec[Any], ...] = (
                     ("probe", " (the probe's time limit)"), ("env", " (collect_env's time limit)")),
           help="Seconds: {default}.",
           help_words=(
-                ("doctor", "each check's time limit (once --timeout, still accepted) [config "
-                          "check_timeout, else the level's budget]"),
-                ("install", "each check's time limit in the doctor afterwards [config check_timeout, "
-                           "else the level's budget]"),
-                ("probe", "before the probe is killed (once --timeout, still accepted) [config "
-                         "check_timeout, else 120]"),
-                ("env", "torch's collect_env in the target (once --timeout, still accepted) [config "
-                       "check_timeout, else 60]")),
+                ("doctor", "each check's time limit (once --timeout, still accepted) "
+                          "[NEURONCTL_CHECK_TIMEOUT, else config check_timeout, else the level's "
+                          "budget]"),
+                ("install", "each check's time limit in the doctor afterwards "
+                           "[NEURONCTL_CHECK_TIMEOUT, else config check_timeout, else the level's "
+                           "budget]"),
+                ("probe", "before the probe is killed (once --timeout, still accepted) "
+                         "[NEURONCTL_CHECK_TIMEOUT, else config check_timeout, else 120]"),
+                ("env", "torch's collect_env in the target (once --timeout, still accepted) "
+                       "[NEURONCTL_CHECK_TIMEOUT, else config check_timeout, else 60]")),
           commands=("doctor", "env", "install", "probe")),
     _spec("run_timeout", "--timeout", None, None, (), "",
           "a whole run's time limit, flag only (smoke's run and coverage's model run [600], "

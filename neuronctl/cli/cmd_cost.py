@@ -71,6 +71,7 @@ class TokenCount(click.ParamType[int, Any]):
 def cost(settings: CostSettings, from_file: Path | None, throughput: float | None,
          instances: tuple[str, ...], tokens: int | None, hours: float | None, list_prices: bool) -> int:
     """Cost per million tokens and per job, for each instance type."""
+    sysroot = check_sysroot(settings.sysroot)  # a bad root is exit 2 whether or not it is read
     app = get_app()
     bundled = load_bundled_prices()
     if list_prices:
@@ -78,7 +79,6 @@ def cost(settings: CostSettings, from_file: Path | None, throughput: float | Non
 
         app.printer.emit(PriceList(bundled))
         return 0
-    sysroot = check_sysroot(settings.sysroot)  # a bad root is exit 2 whether or not it is read
     if (from_file is None) == (throughput is None):
         raise InputError("give one of --from smoke.json or --throughput TOKENS_PER_S")
     if tokens is not None and hours is not None:

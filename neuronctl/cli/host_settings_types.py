@@ -21,6 +21,7 @@ from neuronctl.cli.settings_types import (
     optional_setting,
     seconds_or_none,
     typed,
+    typed_or_variable,
 )
 from neuronctl.settings import Setting
 
@@ -154,7 +155,7 @@ class SetupSettings(SysrootSettings, frozen=True):
     @classmethod
     def resolve(cls, invocation: CommandSettings) -> SetupSettings:
         return cls(invocation, typed(invocation, "sysroot", Path),
-                   typed(invocation, "release", str))
+                   typed_or_variable(invocation, "release", str))
 
     @cached_property
     def system_repo(self) -> Setting[str | None]:
@@ -173,7 +174,7 @@ class SetupSettings(SysrootSettings, frozen=True):
 
 
 class InitSettings(Typed, frozen=True):
-    """`init`: only what is typed (the file keeps what it has otherwise)."""
+    """`init`: what is typed or in the variables (the file keeps what it has otherwise)."""
 
     release: str | None = None
     torch: str | None = None
@@ -183,7 +184,8 @@ class InitSettings(Typed, frozen=True):
     @classmethod
     def resolve(cls, invocation: CommandSettings) -> InitSettings:
         given = invocation.given
-        return cls(invocation, typed(invocation, "release", str), typed(invocation, "torch", str),
+        return cls(invocation, typed_or_variable(invocation, "release", str),
+                   typed_or_variable(invocation, "torch", str),
                    given.values("python_versions"), given.values("platforms"))
 
 

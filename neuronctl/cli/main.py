@@ -214,10 +214,6 @@ def _click_message(exc: click.ClickException) -> str:
     return message.removesuffix(".")
 
 
-NO_COMMAND = getattr(click.exceptions, "NoArgsIsHelpError", None)
-"""click 8.2+'s error for a group run without a command, whose text is the group's whole help."""
-
-
 def _click_error(exc: click.ClickException, app: App, args: list[str]) -> JsonError:
     # One line and a hint, as every other error (click's own layout was three: usage, a "Try"
     # line, the error): the offending value click quotes back is made safe and redacted there.
@@ -230,8 +226,9 @@ def _click_error(exc: click.ClickException, app: App, args: list[str]) -> JsonEr
     elif isinstance(exc, click.UsageError):
         named = next((a for a in args if a in COMMANDS), None)
         hint = f"see: neuronctl {named} --help" if named else "see: neuronctl --help"
-    if NO_COMMAND is not None and isinstance(exc, NO_COMMAND) and ctx is not None:
-        # The group's help as help, not flattened into the error's one line; then what is missing.
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError) and ctx is not None:
+        # A group run without a command (click >= 8.2) raises its whole help as the error's
+        # text: shown as help, not flattened into the error's one line; then what is missing.
         click.echo(ctx.get_help(), err=True)
         return _error(app, error_kind(exc), "no command given", hint)
     return _error(app, error_kind(exc), _click_message(exc), hint)

@@ -37,7 +37,7 @@ T = TypeVar("T")
 S = TypeVar("S", bound="Typed")
 
 __all__ = ["ManifestSettings", "Typed", "checked", "maybe", "optional_setting", "seconds_or_none",
-           "texts", "typed"]
+           "texts", "typed", "typed_or_variable"]
 
 
 # -- the checks that turn the rule's values into typed ones ---------------------------------------
@@ -67,6 +67,18 @@ def optional_setting(setting: Setting[Any], kind: type[T], name: str) -> Setting
 def typed(invocation: CommandSettings, name: str, kind: type[T]) -> T | None:
     """A setting's value as the user typed it (click converted it), else None."""
     return maybe(invocation.given.value(name), kind, name)
+
+
+def typed_or_variable(invocation: CommandSettings, name: str, kind: type[T]) -> T | None:
+    """A setting as typed, else its environment variable, else None: for a command that reads no
+    config for it (init keeps what the file has, setup plans the default release)."""
+    from neuronctl.settings import flag_or_environment
+
+    value = typed(invocation, name, kind)
+    if value is not None:
+        return value
+    found = flag_or_environment(name)  # the process's environment, as every command's rule reads
+    return None if found is None else maybe(found.value, kind, name)
 
 
 def seconds_or_none(invocation: CommandSettings, name: str) -> float | None:

@@ -19,7 +19,10 @@ def check_url(url: str, where: str) -> str:
     if not url or any(ch.isspace() or not ch.isprintable() for ch in url):
         raise InputError(f"{where}: {url[:80]!r} holds whitespace or control characters; "
                          "not a URL")
-    scheme = urlsplit(url).scheme.lower()
+    try:
+        scheme = urlsplit(url).scheme.lower()
+    except ValueError as exc:  # "http://[" : an unbalanced bracket is no IPv6 host, nor a URL
+        raise InputError(f"{where}: {url[:80]!r} is not a URL ({exc})") from None
     if scheme not in URL_SCHEMES:
         raise InputError(f"{where}: {url[:80]!r}: scheme {scheme or '(none)'!r} is not one of "
                          f"{', '.join(URL_SCHEMES)}")

@@ -1,6 +1,6 @@
 # ruff: noqa: UP006, UP035, UP045  (runs in the target interpreter: whatever Python its torch needs, 3.8 on)
 """`neuronctl coverage`'s model and recorder, inside the target interpreter (loaded by path by
-coverage_run.py; torch is passed in, transformers imported only for --arch/--config).
+coverage_run.py; torch is passed in, transformers imported only for --arch/--model-config).
 
 The model comes from a Hugging Face architecture (`model_type`) or a local config.json, built
 from the installed transformers' config class with random weights (nothing downloaded, no hub:
@@ -73,16 +73,17 @@ def _transformers() -> Any:
         return importlib.import_module("transformers")
     except ImportError as exc:
         raise BadInput(f"transformers does not import in {sys.executable} ({error_text(exc)}); "
-                       "--arch and --config build the model with the target's transformers") from None
+                       "--arch and --model-config build the model with the target's "
+                       "transformers") from None
 
 
 def config_for(request: Dict[str, Any]) -> Any:
-    """The config of --arch NAME or --config FILE (its JSON, already read and checked)."""
+    """The config of --arch NAME or --model-config FILE (its JSON, already read and checked)."""
     transformers = _transformers()
     mapping = importlib.import_module("transformers.models.auto.configuration_auto").CONFIG_MAPPING
     values = dict(request.get("config") or {})
     model_type = request.get("arch") or values.get("model_type")
-    origin = "--arch" if request.get("arch") else f"--config {request.get('config_file')}"
+    origin = "--arch" if request.get("arch") else f"--model-config {request.get('config_file')}"
     if model_type not in mapping:
         close = difflib.get_close_matches(str(model_type), list(mapping.keys()), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -138,7 +139,7 @@ def shrink(config: Any, layers: int, tiny: bool) -> Any:
 
 
 def hf_model(request: Dict[str, Any], torch: Any) -> Tuple[Any, Any, str]:
-    """(model, inputs, label) of --arch or --config: a causal LM where transformers maps the
+    """(model, inputs, label) of --arch or --model-config: a causal LM where transformers maps the
     config to one, else its base model."""
     transformers = _transformers()
     config = shrink(config_for(request), int(request["layers"]), bool(request["tiny"]))

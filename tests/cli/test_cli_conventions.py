@@ -109,6 +109,11 @@ def test_config_is_neuronctls_config_on_every_command_coverage_too(cli, tmp_path
         r = cli(command, "--config", str(tmp_path / "none.toml"))
         assert r.code == 2 and "no such config file" in r.err, (command, r.err)
     assert "--model-config FILE" in cli("coverage", "--help").out
+    model = tmp_path / "config.json"  # a script still written for the old spelling
+    model.write_text('{"model_type": "llama"}')
+    r = cli("coverage", "--config", str(model))
+    assert r.code == 2 and "invalid TOML" in r.err
+    assert "hint: --config names neuronctl's own config" in r.err and "--model-config" in r.err
 
 
 def test_no_color_and_json_schema(cli):

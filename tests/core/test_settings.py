@@ -427,3 +427,21 @@ def test_a_bad_value_in_a_settings_variable_is_exit_2_naming_it(cli, monkeypatch
     assert r.code == 2, r.err
     assert r.err.startswith(f"neuronctl: error: {variable}") and said in r.err, r.err
     assert "Traceback" not in r.err
+
+
+def test_init_and_setup_take_the_release_variable_as_they_take_the_flag(cli, isolated_env,
+                                                                       monkeypatch) -> None:
+    """init writes what is typed or in the variables (it keeps the file's otherwise), and setup
+    plans the release typed or in the variable (it reads no config release): both as lock,
+    install and doctor read NEURONCTL_RELEASE, and the flag still wins."""
+    monkeypatch.setenv("NEURONCTL_RELEASE", "2.33.0")
+    monkeypatch.setenv("NEURONCTL_TORCH", "2.13")
+    made = cli("init")
+    assert made.code == 0, made.err
+    written = (isolated_env / "pyproject.toml").read_text()
+    assert 'release = "2.33.0"' in written and 'torch = "2.13"' in written
+    monkeypatch.setenv("NEURONCTL_RELEASE", "2.31.0")
+    planned = cli("setup", "--os", "ubuntu-24.04")
+    assert planned.code == 0 and "Neuron 2.31.0 on ubuntu-24.04" in planned.out + planned.err
+    flagged = cli("setup", "--os", "ubuntu-24.04", "--release", "2.33.1")
+    assert "Neuron 2.33.1 on ubuntu-24.04" in flagged.out + flagged.err

@@ -123,6 +123,8 @@ def test_the_host_is_read_under_sysroot_and_the_flag_wins_over_the_variable(cli,
     missing = cli("cost", "--throughput", "1000", "--instance", "trn1.2xlarge",
                   "--sysroot", str(tmp_path / "none"))
     assert missing.code == 2 and "--sysroot" in missing.err and "no such directory" in missing.err
+    listing = cli("cost", "--prices", "--sysroot", str(tmp_path / "none"))
+    assert listing.code == 2 and "no such directory" in listing.err
 
 
 def test_unknown_host_and_no_instance_is_exit_2(cli):

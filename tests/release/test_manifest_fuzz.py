@@ -94,6 +94,19 @@ def test_truncated_and_spliced_bytes_load_or_are_refused_as_bad_input(tmp_path, 
     _load(tmp_path, TEXT[:cut] + data + TEXT[max(cut, keep):])
 
 
+def test_a_source_url_with_an_unbalanced_bracket_is_refused_as_bad_input(tmp_path):
+    """The fuzzer once spliced a `[` into a source URL: urlsplit raised ValueError ("Invalid IPv6
+    URL"), an internal error, where every other bad URL is bad input naming the file."""
+    at = next(p for p in PATHS if p and p[0] == "sources" and isinstance(_at(BUNDLED, p), str)
+              and str(_at(BUNDLED, p)).startswith("https://"))
+    manifest = tmp_path / "manifest.json"
+    for url in ("http://[", "https://[::1/x"):
+        manifest.write_text(json.dumps(_changed_at(BUNDLED, at, "replace", url)))
+        with pytest.raises(InputError, match="is not a URL") as refused:
+            load_manifest_file(manifest)
+        assert str(manifest) in refused.value.message
+
+
 def test_every_table_or_list_set_to_null_is_refused_or_loads(tmp_path):
     """The fuzzer once drew a release's `packages` table set to null: Fields.obj returned None for
     a required key and an assert fired (an internal error). Every table and list, each in turn."""

@@ -147,12 +147,13 @@ class Facts:
 
     @property
     def system_packages(self) -> SystemPackages:
-        """The Neuron system packages (dpkg, rpm), once: dpkg's from the hardware's reading
-        where that is done already (the status file is read once a run)."""
+        """The Neuron system packages (dpkg, rpm), read once. Where this run reads the hardware
+        anyway (given, gathered, or a chosen check's), dpkg's come from that reading: the
+        status file is read once for the Neuron packages, whichever check asks first."""
         from neuronctl.probes.system_packages import read_system_packages
 
         def read() -> SystemPackages:
-            known = self.hardware.system_packages if self.gathered("hardware") else None
+            known = self.hardware.system_packages if self.knows("hardware") else None
             return read_system_packages(self.sysroot, dpkg=known)
 
         return self._once("system_packages", read)

@@ -207,11 +207,16 @@ def test_a_bad_config_is_exit_2(cli, tmp_path: Path, content: str, says: str) ->
     assert result.code == 2 and says in result.err and result.err.count("\n") == 1
 
 
-def test_unknown_architecture_says_did_you_mean(cli) -> None:
+def test_unknown_architecture_says_did_you_mean(cli, tmp_path: Path) -> None:
     result = cli("coverage", "--arch", "lama", "--python", PY)
     assert result.code == 2
     assert "knows no architecture 'lama'; did you mean llama" in result.err
     assert result.err.count("\n") == 1 and "Traceback" not in result.err
+    # The same from a config.json names the flag it came by (--config is neuronctl's own file).
+    config = tmp_path / "config.json"
+    config.write_text('{"model_type": "lama"}')
+    result = cli("coverage", "--model-config", str(config), "--python", PY)
+    assert result.code == 2 and f"--model-config {config}: transformers" in result.err, result.err
 
 
 def test_a_factory_that_raises_is_one_line_exit_2(cli, tmp_path: Path, monkeypatch) -> None:

@@ -255,8 +255,8 @@ def test_rpm_packages_are_read_with_a_time_limit_and_validated(tmp_path: Path) -
 
 def test_the_dpkg_status_is_read_once_a_run_whichever_reads_it_first(tmp_path: Path, monkeypatch) -> None:
     """Hardware detection and packages.system both need dpkg's Neuron packages: the status file
-    (~0.7 MB on a small image) is read once a doctor run, and the check judges what it holds
-    either way (hardware gathered first, as after an install, or the check first)."""
+    (~0.7 MB on a small image) is read once for them in a doctor run, and the check judges what
+    it holds either way (hardware gathered first, as after an install, or the check first)."""
     write(tmp_path, "/var/lib/dpkg/status",
           "Package: aws-neuronx-runtime-lib\nStatus: install ok installed\nVersion: 2.34.10.0-1\n\n"
           "Package: aws-neuronx-dkms\nStatus: install ok installed\nVersion: 2.31.7.0-1\n")
@@ -271,10 +271,17 @@ def test_the_dpkg_status_is_read_once_a_run_whichever_reads_it_first(tmp_path: P
     for hardware_first in (True, False):
         reads.clear()
         f = sysroot_facts(tmp_path)
+        f.planned = frozenset({"hardware"})  # a chosen check reads the hardware (run_doctor says so)
         if hardware_first:
             assert f.hardware.system_packages["aws-neuronx-dkms"] == "2.31.7.0"
         outcome = check_system_packages(f)
         assert outcome.status == "warn", outcome
         assert "aws-neuronx-runtime-lib 2.34.10.0 is from Neuron 2.32.0" in outcome.message
         assert f.system_packages.packages["aws-neuronx-dkms"] == "2.31.7.0"
+        assert f.hardware.system_packages["aws-neuronx-dkms"] == "2.31.7.0"  # after, either way
         assert reads.count("/var/lib/dpkg/status") == 1, (hardware_first, reads)
+    # A run whose checks read no hardware (--only packages.system) reads the file itself, once.
+    reads.clear()
+    alone = sysroot_facts(tmp_path)
+    assert check_system_packages(alone).status == "warn"
+    assert reads.count("/var/lib/dpkg/status") == 1 and not alone.gathered("hardware")
