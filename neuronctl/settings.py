@@ -78,6 +78,13 @@ class Source(Struct, frozen=True):
         return relative if not relative.startswith("..") else self.name
 
 
+    @property
+    def named(self) -> str:
+        """Who named a value, as an error says it: the flag as typed, the variable, `config KEY
+        (FILE)`, or "default"."""
+        return f"config {self.key} ({self.name})" if self.kind == "config" else self.name
+
+
 DEFAULT = Source("default", "default")
 
 

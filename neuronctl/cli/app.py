@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from neuronctl.config import Config
     from neuronctl.release.model import Manifest
-    from neuronctl.settings import Resolver, Source
+    from neuronctl.settings import Resolver
 
 __all__ = ["PIPE_WIDTH", "App", "TerminalStream", "get_app", "note", "paint", "safe_chars",
            "terminal_text"]
@@ -83,7 +83,7 @@ class App:
         path, where = override or self.manifest_path, "--manifest"
         if path is None:
             found = self.resolver().resolve("manifest")
-            path, where = found.value, _named(found.source)
+            path, where = found.value, found.source.named
         try:
             return load_manifest(path)
         except InputError as exc:  # "PATH: no such file" says which file, not who named it
@@ -93,11 +93,6 @@ class App:
 
     def console(self, *, stderr: bool = False) -> Console:
         return self.printer.console(stderr=stderr)
-
-
-def _named(source: Source) -> str:
-    """Who named a value, as its errors say it: the variable, or `config KEY (FILE)`."""
-    return f"config {source.key} ({source.name})" if source.kind == "config" else source.name
 
 
 _NOTED = "neuronctl.noted"

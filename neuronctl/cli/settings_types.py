@@ -74,10 +74,8 @@ def typed_or_variable(invocation: CommandSettings, name: str, kind: type[T]) -> 
     config for it (init keeps what the file has, setup plans the default release)."""
     from neuronctl.settings import flag_or_environment
 
-    value = typed(invocation, name, kind)
-    if value is not None:
-        return value
-    found = flag_or_environment(name)  # the process's environment, as every command's rule reads
+    # the rule's own first two steps, over the process's environment (as every command's rule)
+    found = flag_or_environment(name, invocation.given.get(name))
     return None if found is None else maybe(found.value, kind, name)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from msgspec import Struct
 
@@ -70,7 +70,7 @@ class StackCommandSettings(Typed, frozen=True):
         requirements = texts(self.invocation.value("requirements"), "requirements")
         return StackSettings(
             Setting(maybe(release.value, str, "release"), release.source), torch,
-            texts(python.value, "python_versions"), _where(python, "python"),
+            texts(python.value, "python_versions"), python.source.named,
             texts(platforms.value, "platforms"), requirements,
             index_sources(rules, self.typed.indexes, self.typed.routes), latest, fallback)
 
@@ -125,8 +125,3 @@ class InstallSettings(StackCommandSettings, frozen=True):
     def check_timeout(self) -> float | None:
         return seconds_or_none(self.invocation, "check_timeout")
 
-
-def _where(setting: Setting[Any], key: str) -> str:
-    """How an error names a setting's value: the flag as typed, the variable, `config KEY (FILE)`."""
-    kind = setting.source.kind
-    return setting.source.name if kind in ("flag", "env") else f"config {key} ({setting.source.name})"
