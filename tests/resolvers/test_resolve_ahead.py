@@ -114,15 +114,20 @@ def test_a_dependencys_page_is_fetched_while_another_package_waits_for_its_metad
 
 def test_a_page_fetched_ahead_that_nothing_needs_is_cut_off_not_waited_for(tmp_path: Path) -> None:
     """app 2.0, offered first, depends on `ghost`, whose page never answers; `pin==1.0` then
-    asks for app<2, and the resolution, done without ghost, ends while that page still hangs."""
+    asks for app<2, and the resolution, done without ghost, ends while that page still hangs.
+    pin's metadata is held until ghost's page is asked for: on a loaded machine the resolution
+    could otherwise end, and cut the pool off, before the request ahead went out."""
     state = _index(tmp_path, {("app", "2.0"): ("ghost",), ("app", "1.0"): (),
                               ("pin", "1.0"): ("app<2",)})
     state.hostile["/simple/ghost/"] = "hang"
+    pin_metadata = state.gates["/files/pin-1.0-py3-none-any.whl.metadata"] = threading.Event()
     out: list[Resolution | BaseException] = []
     with index_server(state) as base:
         try:
             worker = _resolve_on_a_thread(f"{base}/simple", tmp_path, ["app", "pin==1.0"], out)
-            assert _asked(state, "/simple/ghost/"), "ghost's page was never fetched ahead"
+            asked = _asked(state, "/simple/ghost/")
+            pin_metadata.set()
+            assert asked, "ghost's page was never fetched ahead"
             worker.join(20)  # its timeout is 60 s: only the cut-off ends it by then
             assert not worker.is_alive(), "the resolution waited for a page it did not need"
         finally:
