@@ -76,6 +76,8 @@ REVIEWED_WHICH = {
                                          "the key tests skip, saying so, without it",
     ("test_health_and_key_parsers.py", "sqv"): "Debian's sqv (Ubuntu 26.04's apt verifier): .ci/run "
                                          "installs it and the README names it",
+    ("shellcheck.py", "shellcheck"): "Debian's shellcheck: .ci/run installs it and the README names "
+                                     "it; the lint tests skip, saying so, without it",
 }
 
 
