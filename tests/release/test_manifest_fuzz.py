@@ -107,13 +107,25 @@ def test_a_source_url_with_an_unbalanced_bracket_is_refused_as_bad_input(tmp_pat
         assert str(manifest) in refused.value.message
 
 
+def _place(path: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Where `path` is in the schema: its list indices as `*` (`releases.3.packages` and
+    `releases.9.packages` are read by the same code)."""
+    return tuple("*" if isinstance(step, int) else step for step in path)
+
+
 def test_every_table_or_list_set_to_null_is_refused_or_loads(tmp_path):
     """The fuzzer once drew a release's `packages` table set to null: Fields.obj returned None for
-    a required key and an assert fired (an internal error). Every table and list, each in turn."""
+    a required key and an assert fired (an internal error). Every table and list, each in turn:
+    the first and the last of each place in the schema (the newest and the oldest release's, the
+    first and the last rule's), not all 1,600 (30 s of the suite, the same code read each time)."""
     containers = [path for path in PATHS if path and isinstance(_at(BUNDLED, path), dict | list)]
-    assert containers
+    by_place: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
     for path in containers:
-        _load(tmp_path, json.dumps(_changed_at(BUNDLED, path, "replace", None)).encode())
+        by_place.setdefault(_place(path), []).append(path)
+    assert len(by_place) > 80 and ("releases", "*", "packages") in by_place
+    for paths in by_place.values():
+        for path in {paths[0], paths[-1]}:
+            _load(tmp_path, json.dumps(_changed_at(BUNDLED, path, "replace", None)).encode())
 
 
 def _at(doc: Any, path: tuple[Any, ...]) -> Any:
