@@ -97,14 +97,16 @@ def test_the_agent_a_signing_key_started_is_stopped(tmp_path: Path) -> None:
         assert gone(int(pid), within=10.0)
 
 
-def test_a_suite_started_with_sigint_ignored_still_stops_neuronctl_with_it() -> None:
+def test_a_suite_started_with_sigint_ignored_still_stops_neuronctl_with_it(tmp_path: Path) -> None:
     """tests/conftest.py's pytest_configure: without it, the run below inherits SIGINT ignored,
-    the neuronctl process the test interrupts never sees it, and the test times out (30 s)."""
+    the neuronctl process the test interrupts never sees it, and the test times out (30 s).
+    The inner run's temporary folder is this test's: in pytest's shared one it would remove the
+    oldest earlier runs' folders (their venvs: 30 s of this test after a full suite)."""
     test = ("tests/core/test_proc.py::test_the_signal_neuronctl_gets_is_forwarded_to_the_childs_group"
             "[2-SIGINT-KeyboardInterrupt]")
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
-                           test], cwd=root, capture_output=True,
+                           f"--basetemp={tmp_path / 'inner'}", test], cwd=root, capture_output=True,
                           text=True, timeout=120, check=False,
                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     assert done.returncode == 0, done.stdout[-2000:]
