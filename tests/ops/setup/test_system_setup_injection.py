@@ -16,6 +16,7 @@ from neuronctl.errors import InputError
 from neuronctl.ops.reporter import CollectingReporter
 from neuronctl.ops.setup.apply import apply_plan
 from neuronctl.ops.setup.dockerfile import ToolSource, render_dockerfile
+from neuronctl.ops.setup.model import SetupPlan
 from neuronctl.ops.setup.plan import check_repo_url
 from neuronctl.ops.setup.repos import KEY_FINGERPRINT
 from neuronctl.ops.setup.script import render_sh
@@ -62,9 +63,14 @@ def test_a_holders_command_line_cannot_leave_its_comment(tmp_path):
     assert code_lines(script) == code_lines(clean)
 
 
+def _with_hostile_rule_words(plan: SetupPlan) -> SetupPlan:
+    """The plan with a rule's words that try to leave their comment on a line of their own."""
+    return msgspec.structs.replace(plan, notes=(f"allowed: words\n{MARK}\n",))
+
+
 def test_rule_words_with_a_newline_stay_in_their_comment(tmp_path):
     plan = plan_for(build_setup_host(tmp_path / "r"))
-    hostile = msgspec.structs.replace(plan, notes=(f"allowed: words\n{MARK}\n",))
+    hostile = _with_hostile_rule_words(plan)
     assert code_lines(render_sh(hostile)) == code_lines(render_sh(plan))
     script = tmp_path / "s.sh"
     script.write_text(render_sh(hostile))
@@ -73,9 +79,8 @@ def test_rule_words_with_a_newline_stay_in_their_comment(tmp_path):
 
 @needs_shellcheck
 def test_rule_words_with_a_newline_leave_a_script_shellcheck_passes(tmp_path):
-    plan = plan_for(build_setup_host(tmp_path / "r"))
     script = tmp_path / "s.sh"
-    script.write_text(render_sh(msgspec.structs.replace(plan, notes=(f"allowed: words\n{MARK}\n",))))
+    script.write_text(render_sh(_with_hostile_rule_words(plan_for(build_setup_host(tmp_path / "r")))))
     lint = shellcheck(script, "sh")
     assert lint.returncode == 0, lint.stdout
 
