@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -406,6 +407,43 @@ def test_the_defaults_the_help_states_are_the_ones_the_commands_use() -> None:
     assert run.help_for("smoke").endswith(f"[{DEFAULT_TIMEOUT:g}].")
     assert run.help_for("fleet doctor").endswith(f"[{FLEET_RUN_S:g}].")
     assert f"else {BY_NAME['timeout'].default:g}]" in BY_NAME["timeout"].help
+
+
+def _help_source_faults(spec: Spec) -> list[tuple[str, str]]:
+    """(command, what is wrong) for each place where the flag's help names a source that is not
+    its row's: another variable, another config key, or a default its row does not have."""
+    keys = {k for k in (spec.key, spec.shared_key) if k}
+    plain = isinstance(spec.default, (str, int, float)) and not isinstance(spec.default, bool)
+    shown = f"{spec.default:g}" if isinstance(spec.default, float) else str(spec.default)
+    faults = []
+    for command in spec.commands or ("",):
+        words = spec.help_for(command)
+        faults += [(command, f"variable {v}") for v in re.findall(r"\bNEURONCTL_[A-Z_<>]+", words)
+                   if v != spec.env]
+        faults += [(command, f"key {k}") for k in re.findall(r"\bconfig `?([a-z_]+)", words)
+                   if k not in keys]
+        chain = re.search(r"\belse ([^\],;]+)\]", words)
+        if plain and chain and chain.group(1) != shown:
+            faults.append((command, f"default {chain.group(1)}, the row's is {shown}"))
+    return faults
+
+
+def test_the_sources_a_flags_help_names_are_its_own_rows() -> None:
+    """A flag's help says its sources in words (`[NEURONCTL_TIMEOUT, else config timeout, else
+    30]`): each variable and config key it names is its row's own, and where the row's default is
+    a plain value, the help's last `else` is that value. A renamed variable or key, or a changed
+    default, fails here instead of leaving the help saying the old one."""
+    assert {spec.name: _help_source_faults(spec) for spec in SPECS if _help_source_faults(spec)} == {}
+
+
+@pytest.mark.parametrize(("change", "fault"), [
+    ({"env": "NEURONCTL_NET_TIMEOUT"}, "variable NEURONCTL_TIMEOUT"),
+    ({"key": "net_timeout"}, "key timeout"),
+    ({"default": 45.0}, "default 30, the row's is 45"),
+])
+def test_a_renamed_variable_or_key_or_a_new_default_is_a_help_fault(change, fault) -> None:
+    changed = replace(BY_NAME["timeout"], **change)
+    assert _help_source_faults(changed) == [(c, fault) for c in ("lock", "install", "download")]
 
 
 # -- each command's settings: one typed, frozen object, read by field -------------------------------
