@@ -166,20 +166,21 @@ own in a table of your own (`[tool.yourname]`). `neuronctl init` writes the tabl
 ## Precedence
 
 One rule for every setting: **a flag you type > its environment variable > the project's config file
-> your own config file > the default**. Each value keeps where it came from, and messages that show
-one say so (a release the data lacks ends "(from pyproject.toml)"; the engine: "NEURONCTL_ENGINE
-pip"). Two kinds of setting are layered data rather than one value: the indexes (bundled routing <
-config `indexes` < `NEURONCTL_INDEX_<NAME>` < the indexes a lock recorded < `--index`, each index on
-its own; routes from config and `--route` together), and the lists that add up (doctor's `skip`,
-cost's `prices`: the config's entries and the flags' together). Within them too, the environment
-beats the config. Old spellings still work, with a one-line note on stderr: `lock`, `init` and
-`download` `--python X.Y` (now `--python-version`: `--python` is always an interpreter), and
-`doctor`, `env` and `probe` `--timeout` (now `--check-timeout`), and `install --backend` (now
-`--engine`: "backend" is the PyTorch flavour in the release data and JSON). For compatibility the
-engine's old names are still read too, without a note, where the new ones are unset:
-`NEURONCTL_BACKEND` (now `NEURONCTL_ENGINE`) and config `backend` (now `engine`); scripts and
-config files written for earlier versions keep working, and the new name wins where both are
-set. Each flag above is built from this table's row (its help, choices and old spellings) and
+> your own config file > the default** (a variable set to the empty string counts as unset).
+Each value keeps where it came from, and messages that show one say so (a release the data lacks
+ends "(from pyproject.toml)"; the engine: "NEURONCTL_ENGINE pip"). Two kinds of setting are layered
+data rather than one value: the indexes (bundled routing < config `indexes` <
+`NEURONCTL_INDEX_<NAME>` < the indexes a lock recorded < `--index`, each index on its own; routes
+from config and `--route` together), and the lists that add up (doctor's `skip`, cost's `prices`:
+the config's entries and the flags' together). Within them too, the environment beats the config.
+Old spellings still work, with a one-line note on stderr: `lock`, `init` and `download` `--python
+X.Y` (now `--python-version`: `--python` is always an interpreter), and `doctor`, `env` and `probe`
+`--timeout` (now `--check-timeout`), and `install --backend` (now `--engine`: "backend" is the
+PyTorch flavour in the release data and JSON). For compatibility the engine's old names are still
+read too, without a note, where the new ones are unset: `NEURONCTL_BACKEND` (now `NEURONCTL_ENGINE`)
+and config `backend` (now `engine`); scripts and config files written for earlier versions keep
+working, and the new name wins where both are set.
+Each flag above is built from this table's row (its help, choices and old spellings) and
 given to the commands the row names, so a setting added to the table is at once the flag, the
 variable and the key its row declares, and a row here. These declare no variable: {{NO_VARIABLE}}.
 A list among them repeats its flag or is a list in a config; `lock` and `model` are placed by the

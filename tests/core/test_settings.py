@@ -294,6 +294,23 @@ def test_every_level_wins_over_the_next(spec, tmp_path: Path) -> None:
     assert default.value == spec.default and not default.given
 
 
+@pytest.mark.parametrize("spec", [s for s in SPECS if s.env and s.key and not s.layered],
+                         ids=lambda s: s.name)
+def test_a_variable_set_to_the_empty_string_counts_as_unset(spec, tmp_path: Path) -> None:
+    """docs/config.md says so: `NEURONCTL_X= neuronctl ...` is the config's value, else the
+    default, as if the variable were not there (not an error, and not an empty value)."""
+    value = _three_values(spec)[2]
+    config = Config({spec.key: value}, str(tmp_path / "config.toml"), tmp_path)
+    files = {"user": config} if spec.trust_root else {"config": config}
+    empty = Config(base_dir=tmp_path)
+    for old in {spec.env, spec.old_env} - {None}:
+        blank = {old: ""}
+        got = Resolver.of(files.get("config", empty), environ=blank, user=files.get("user")).resolve(spec.name)
+        assert str(got.value).endswith(value) and got.source.kind == "config", (old, got)
+        default = Resolver.of(empty, environ=blank).resolve(spec.name)
+        assert default.value == spec.default and not default.given, (old, default)
+
+
 def test_a_value_says_where_it_came_from(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     config = Config({"release": "2.33.1"}, str(tmp_path / "pyproject.toml"), tmp_path)
