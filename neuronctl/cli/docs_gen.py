@@ -56,6 +56,11 @@ def _default(param: click.Parameter) -> str:
     """The default as documented: '' where there is none to show, never this machine's value."""
     if getattr(param, "is_flag", False) and not getattr(param, "count", False):
         return ""
+    spec = getattr(param, "spec", None)  # a setting's flag: the row's default, applied after the
+    if spec is not None:  # variable and the configs, so click's own is always None
+        plain = isinstance(spec.default, (str, int, float)) and not isinstance(spec.default, bool)
+        return f"`{spec.default:g}`" if isinstance(spec.default, float) else (
+            f"`{spec.default}`" if plain else "")
     value = param.default
     if callable(value):
         return "computed"

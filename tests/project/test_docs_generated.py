@@ -89,6 +89,10 @@ def test_cli_page_has_every_command_subcommand_and_option():
     # Defaults and choices are in the tables, and completion is documented in the header.
     assert "| `--format` | `text` \\| `json` \\| `junit` \\| `github` \\| `prometheus` |" in page
     assert re.search(r"^\| `--timeout` \| `INTEGER RANGE` \| `120` \|", page, re.M)  # npd-config
+    # A setting's flag shows its row's default, which applies after the variable and the configs
+    # (click's own default for it is None): lock's network timeout, install's engine.
+    assert re.search(r"^\| `--timeout` \| `FLOAT` \| `30` \| Each network request", page, re.M)
+    assert re.search(r"^\| `--engine` \| `auto` \\\| `pip` \\\| `uv` \| `auto` \|", page, re.M)
     assert "_NEURONCTL_COMPLETE=bash_source neuronctl" in page.split("## Commands")[0]
     # Every table row has its four cells: a `|` in a metavar (X.Y|PATH) or help is escaped.
     rows = [line for line in page.splitlines() if line.startswith("| `")]
