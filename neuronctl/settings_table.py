@@ -105,6 +105,15 @@ class Spec(Struct, Generic[T], frozen=True):
         return self.help.replace("{default}", words.get(command, words.get("", "")))
 
     @property
+    def shown_default(self) -> str | None:
+        """The default as the help and the docs say it (`30`, `auto`), where it is one plain value;
+        None where it is none, a list, a flag's False or worked out where it is read."""
+        value = self.default
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            return None
+        return f"{value:g}" if isinstance(value, float) else str(value)
+
+    @property
     def choices(self) -> tuple[str, ...] | None:
         """The values a choice setting allows, from its parse rule."""
         return self.parse.allowed if isinstance(self.parse, Choice) else None

@@ -58,9 +58,7 @@ def _default(param: click.Parameter) -> str:
         return ""
     spec = getattr(param, "spec", None)  # a setting's flag: the row's default, applied after the
     if spec is not None:  # variable and the configs, so click's own is always None
-        plain = isinstance(spec.default, (str, int, float)) and not isinstance(spec.default, bool)
-        return f"`{spec.default:g}`" if isinstance(spec.default, float) else (
-            f"`{spec.default}`" if plain else "")
+        return f"`{spec.shown_default}`" if spec.shown_default is not None else ""
     value = param.default
     if callable(value):
         return "computed"

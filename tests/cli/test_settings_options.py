@@ -413,8 +413,7 @@ def _help_source_faults(spec: Spec) -> list[tuple[str, str]]:
     """(command, what is wrong) for each place where the flag's help names a source that is not
     its row's: another variable, another config key, or a default its row does not have."""
     keys = {k for k in (spec.key, spec.shared_key) if k}
-    plain = isinstance(spec.default, (str, int, float)) and not isinstance(spec.default, bool)
-    shown = f"{spec.default:g}" if isinstance(spec.default, float) else str(spec.default)
+    shown = spec.shown_default
     faults = []
     for command in spec.commands or ("",):
         words = spec.help_for(command)
@@ -423,7 +422,7 @@ def _help_source_faults(spec: Spec) -> list[tuple[str, str]]:
         faults += [(command, f"key {k}") for k in re.findall(r"\bconfig `?([a-z_]+)", words)
                    if k not in keys]
         chain = re.search(r"\belse ([^\],;]+)\]", words)
-        if plain and chain and chain.group(1) != shown:
+        if shown is not None and chain and chain.group(1) != shown:
             faults.append((command, f"default {chain.group(1)}, the row's is {shown}"))
     return faults
 

@@ -303,12 +303,12 @@ def test_a_variable_set_to_the_empty_string_counts_as_unset(spec, tmp_path: Path
     config = Config({spec.key: value}, str(tmp_path / "config.toml"), tmp_path)
     files = {"user": config} if spec.trust_root else {"config": config}
     empty = Config(base_dir=tmp_path)
-    for old in {spec.env, spec.old_env} - {None}:
-        blank = {old: ""}
+    for var in {spec.env, spec.old_env} - {None}:
+        blank = {var: ""}
         got = Resolver.of(files.get("config", empty), environ=blank, user=files.get("user")).resolve(spec.name)
-        assert str(got.value).endswith(value) and got.source.kind == "config", (old, got)
+        assert str(got.value).endswith(value) and got.source.kind == "config", (var, got)
         default = Resolver.of(empty, environ=blank).resolve(spec.name)
-        assert default.value == spec.default and not default.given, (old, default)
+        assert default.value == spec.default and not default.given, (var, default)
 
 
 def test_a_value_says_where_it_came_from(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
