@@ -77,7 +77,6 @@ class Source(Struct, frozen=True):
             return self.name
         return relative if not relative.startswith("..") else self.name
 
-
     @property
     def named(self) -> str:
         """Who named a value, as an error says it: the flag as typed, the variable, `config KEY
